@@ -1,0 +1,173 @@
+/**
+ * `switchyard` commands (DESIGN §2): start, migrate, compose, keys, verify.
+ * Exit codes: 0 success, 1 failure (for `verify`: a discrepancy), 2 bad usage.
+ */
+import { parseArgs } from "node:util";
+import { loadConfig, type Config } from "../src/config.ts";
+import { migrate, openDb, type Db } from "../src/db/index.ts";
+import { createKey, setKeyStatus, topUpKey } from "../src/auth/keys.ts";
+import { verifyLedger } from "../src/ledger/index.ts";
+import { formatYuan, parseYuan } from "../src/money.ts";
+import { isAppError } from "../src/errors.ts";
+import { writeSupergraph } from "../router/compose.ts";
+import { startStack, type Role } from "./stack.ts";
+
+const USAGE = `Usage: switchyard <command>
+  start [router|generation]         run every role in one process, or one role
+  migrate                           bring the database schema up to date
+  compose                           write schema/supergraph.graphql
+  keys create --name N [--account ACCOUNT_ID] [--balance YUAN] [--scopes a,b]
+              [--allow-ip CIDR,...] [--rate-limit N] [--callback-url URL]
+              [--require-signature] [--json]
+  keys disable ID | keys enable ID | keys topup ID --amount YUAN
+  verify                            check ledger and task invariants (exit 1 on a discrepancy)`;
+
+class UsageError extends Error {}
+
+async function withDb<T>(config: Config, work: (db: Db) => Promise<T>): Promise<T> {
+  const db = openDb(config);
+  try {
+    await migrate(db);
+    return await work(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
+function yuanOption(value: string | undefined, name: string) {
+  if (value === undefined) return undefined;
+  try {
+    return parseYuan(value);
+  } catch {
+    throw new UsageError(`--${name} must be an amount in yuan with at most three decimals`);
+  }
+}
+
+async function keys(config: Config, args: string[]): Promise<void> {
+  const [action, ...rest] = args;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      name: { type: "string" },
+      account: { type: "string" },
+      balance: { type: "string" },
+      scopes: { type: "string" },
+      "allow-ip": { type: "string" },
+      "rate-limit": { type: "string" },
+      "callback-url": { type: "string" },
+      "require-signature": { type: "boolean" },
+      json: { type: "boolean" },
+      amount: { type: "string" },
+    },
+  });
+  const list = (v?: string) => (v ? v.split(",").map((s) => s.trim()).filter(Boolean) : undefined);
+  await withDb(config, async (db) => {
+    switch (action) {
+      case "create": {
+        if (!values.name) throw new UsageError("keys create needs --name");
+        const rateLimit = values["rate-limit"] === undefined ? undefined : Number(values["rate-limit"]);
+        if (rateLimit !== undefined && (!Number.isInteger(rateLimit) || rateLimit < 1)) throw new UsageError("--rate-limit must be a positive integer");
+        const created = await createKey(db, {
+          name: values.name,
+          accountId: values.account,
+          balance: yuanOption(values.balance, "balance"),
+          scopes: list(values.scopes),
+          allowIps: list(values["allow-ip"]),
+          rateLimit,
+          callbackUrl: values["callback-url"],
+          requireSignature: values["require-signature"],
+        });
+        if (values.json) console.log(JSON.stringify(created));
+        else console.log(`key id:      ${created.id}\naccount id:  ${created.account_id}\nAPI key:     ${created.key}   (shown once)\nwebhook secret: ${created.webhook_secret}`);
+        return;
+      }
+      case "disable":
+      case "enable": {
+        const id = positionals[0];
+        if (!id) throw new UsageError(`keys ${action} needs a key id`);
+        await setKeyStatus(db, id, action === "disable" ? "disabled" : "active");
+        console.log(`${id} ${action}d`);
+        return;
+      }
+      case "topup": {
+        const id = positionals[0];
+        const amount = yuanOption(values.amount, "amount");
+        if (!id || amount === undefined || amount <= 0) throw new UsageError("keys topup needs a key id and a positive --amount");
+        const balance = await topUpKey(db, id, amount);
+        console.log(values.json ? JSON.stringify({ id, balance: formatYuan(balance) }) : `${id} balance ${formatYuan(balance)} CNY`);
+        return;
+      }
+      default:
+        throw new UsageError(`unknown keys command: ${action ?? "(none)"}`);
+    }
+  });
+}
+
+async function start(config: Config, roleArg: string | undefined): Promise<void> {
+  const roles: Role[] = roleArg ? [roleArg as Role] : ["generation", "router"];
+  if (roleArg && !["router", "generation"].includes(roleArg)) throw new UsageError(`unknown role: ${roleArg}`);
+  const stack = await startStack(config, roles);
+  let demoKey: string | undefined;
+  if (stack.db) {
+    const [{ n }] = await stack.db("api_keys").count({ n: "*" });
+    if (Number(n) === 0) demoKey = (await createKey(stack.db, { name: "demo", balance: parseYuan("100") })).key;
+  }
+  const lines = [""];
+  if (stack.url) lines.push(`Switchyard router:   ${stack.url}  (GraphQL ${stack.url}/graphql, REST ${stack.url}/api/v1, health ${stack.url}/health)`);
+  if (stack.generationUrl) lines.push(`Generation subgraph: ${stack.generationUrl}`);
+  if (demoKey) lines.push(`Demo API key (100.00 CNY, shown once): ${demoKey}`);
+  process.stdout.write(`${lines.join("\n")}\n\n`);
+  stack.logger.info({ event: "ready", url: stack.url, generation_url: stack.generationUrl }, "ready");
+  const shutdown = async (signal: string) => {
+    stack.logger.info({ signal }, "shutting down");
+    await stack.close();
+    process.exit(0);
+  };
+  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+  process.once("SIGINT", () => void shutdown("SIGINT"));
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  const config = loadConfig();
+  switch (command) {
+    case "start":
+      await start(config, rest[0]);
+      return -1; // keep running
+    case "migrate": {
+      const names = await withDb(config, async () => []);
+      console.log(`database is up to date${names.length ? "" : ""}`);
+      return 0;
+    }
+    case "compose":
+      console.log(`wrote ${writeSupergraph()}`);
+      return 0;
+    case "keys":
+      await keys(config, rest);
+      return 0;
+    case "verify": {
+      const problems = await withDb(config, (db) => verifyLedger(db));
+      for (const p of problems) console.log(`${p.kind}\t${p.subject}\t${p.detail}`);
+      console.log(problems.length ? `${problems.length} discrepancies` : "ledger and tasks verified: no discrepancies");
+      return problems.length ? 1 : 0;
+    }
+    default:
+      console.error(USAGE);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (error) => {
+    if (error instanceof UsageError) {
+      console.error(`switchyard: ${error.message}\n\n${USAGE}`);
+      process.exit(2);
+    }
+    console.error(`switchyard: ${isAppError(error) ? error.message : (error as Error).stack ?? error}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,215 @@
+/**
+ * The generation REST shim (`/api/v1/*`, generation spec part 4; DESIGN §8): each documented call
+ * becomes one GraphQL operation on the graph; results and errors are mapped back to the spec's
+ * bodies: `{"code":200,"data":...}` and `{"code":<status>,"message":...}`.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { GraphQLInputObjectType, type GraphQLSchema } from "graphql";
+import { AppError } from "../../src/errors.ts";
+import type { Gateway } from "../gateway.ts";
+import { parseJsonObject, readBody } from "./body.ts";
+import { runOperation, toShimError, type CallContext, type ShimError } from "./graph-client.ts";
+import { restBodyToInput } from "./input.ts";
+
+const TASK_FIELDS = `
+  id statusCode statusName result images error createdAt updatedAt
+  price { amount } refunded { amount } charged { amount }
+  model { id name kind }
+`;
+
+/** The operations of this shim, parsed once by the gateway's document cache. */
+export const OPERATIONS = {
+  submitVideo: `mutation RestSubmitVideo($input: SubmitVideoGenerationInput!) { submitVideoGeneration(input: $input) { task { ${TASK_FIELDS} } } }`,
+  submitImage: `mutation RestSubmitImage($input: SubmitImageGenerationInput!) { submitImageGeneration(input: $input) { task { ${TASK_FIELDS} } } }`,
+  task: `query RestTask($id: ID!) { task(id: $id) { ${TASK_FIELDS} } }`,
+  usage: `query RestUsage($first: Int!) { viewer { balance { amount } spent { amount } billedSeconds billedImages
+    tasks(first: $first) { nodes { ${TASK_FIELDS} } } recentRequests(first: $first) { method path status at } } }`,
+  auth: `query RestAuth { viewer { id } }`,
+  models: `query RestModels { models { id name kind sizes resolutions durations { resolution seconds } defaultSeconds maxCount
+    references { kinds frames maxImages maxAudios maxVideos maxTotal audioNeedsVisual } available } }`,
+} as const;
+
+/** A decimal string from GraphQL Money as a JSON number (exact: at most three decimals). */
+const yuan = (money: { amount: string } | null | undefined) => (money ? Number(money.amount) : null);
+
+/** The REST task body of DESIGN §8. */
+export function restTask(task: any) {
+  return {
+    task_id: task.id,
+    model_id: task.model.id,
+    model_name: task.model.name,
+    kind: task.model.kind.toLowerCase(),
+    status: task.statusCode,
+    status_name: task.statusName,
+    result: task.result ?? null,
+    images: task.images ?? null,
+    error: task.error ?? null,
+    amount: yuan(task.charged),
+    price: yuan(task.price),
+    refunded: yuan(task.refunded),
+    created_at: task.createdAt,
+    updated_at: task.updatedAt,
+  };
+}
+
+/** Writes a JSON answer. */
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** Writes a generation error body (DESIGN §4). */
+export function sendGenerationError(res: ServerResponse, error: Pick<ShimError, "status" | "message">): void {
+  sendJson(res, error.status, { code: error.status, message: error.message });
+}
+
+/** Dependencies of the shim. */
+export interface GenerationShimDeps {
+  gateway: Gateway;
+  schema: () => Promise<GraphQLSchema>;
+  bodyLimit: number;
+}
+
+/** One REST request as the shim sees it. */
+interface RestCall {
+  req: IncomingMessage;
+  res: ServerResponse;
+  requestId: string;
+  params: Record<string, string | undefined>;
+  query: URLSearchParams;
+}
+
+function callContext(call: RestCall, route: string): CallContext {
+  return {
+    authorization: call.req.headers.authorization ?? null,
+    acceptLanguage: (call.req.headers["accept-language"] as string | undefined) ?? null,
+    requestId: call.requestId,
+    route,
+  };
+}
+
+/**
+ * Creates the handlers of `/api/v1/*` and `/health`.
+ */
+export function createGenerationShim(deps: GenerationShimDeps) {
+  /**
+   * Answers a rejection the shim itself found (bad JSON, wrong types), after authentication:
+   * the spec's order of checks puts 401/403 first.
+   */
+  async function rejectAfterAuth(call: RestCall, route: string, error: ShimError | AppError): Promise<void> {
+    const auth = await runOperation(deps.gateway, OPERATIONS.auth, {}, { ...callContext(call, route), routeStatus: error.status });
+    if (auth.errors?.length) return sendGenerationError(call.res, toShimError(auth.errors[0]!));
+    sendGenerationError(call.res, error);
+  }
+
+  async function submit(call: RestCall, kind: "video" | "image"): Promise<void> {
+    const route = `POST /api/v1/${kind === "video" ? "video" : "images"}/generations`;
+    let text: string;
+    try {
+      text = await readBody(call.req, deps.bodyLimit);
+    } catch (error) {
+      return sendGenerationError(call.res, error as AppError);
+    }
+    const body = parseJsonObject(text);
+    if (!body) return rejectAfterAuth(call, route, new AppError("invalid_json"));
+    const typeName = kind === "video" ? "SubmitVideoGenerationInput" : "SubmitImageGenerationInput";
+    let input: Record<string, unknown>;
+    try {
+      input = restBodyToInput(body, (await deps.schema()).getType(typeName) as GraphQLInputObjectType);
+    } catch (error) {
+      return rejectAfterAuth(call, route, error as AppError);
+    }
+    const result = await runOperation(deps.gateway, kind === "video" ? OPERATIONS.submitVideo : OPERATIONS.submitImage, { input }, callContext(call, route));
+    if (result.errors?.length) return sendGenerationError(call.res, toShimError(result.errors[0]!));
+    const task = (kind === "video" ? result.data.submitVideoGeneration : result.data.submitImageGeneration).task;
+    sendJson(call.res, 200, {
+      code: 200,
+      data: {
+        task_id: task.id,
+        model_id: task.model.id,
+        model_name: task.model.name,
+        status: task.statusCode,
+        status_name: task.statusName,
+        amount: yuan(task.price),
+      },
+    });
+  }
+
+  async function getTask(call: RestCall): Promise<void> {
+    const id = call.params.task_id ?? "";
+    const result = await runOperation(deps.gateway, OPERATIONS.task, { id }, callContext(call, `GET /api/v1/tasks/${id}`));
+    if (result.errors?.length) return sendGenerationError(call.res, toShimError(result.errors[0]!));
+    sendJson(call.res, 200, { code: 200, data: restTask(result.data.task) });
+  }
+
+  async function usage(call: RestCall): Promise<void> {
+    const route = "GET /api/v1/usage";
+    const raw = call.query.get("limit");
+    const limit = raw === null || raw === "" ? 20 : Number(raw);
+    if (!Number.isInteger(limit) || limit < 1) {
+      return rejectAfterAuth(call, route, new AppError("invalid_request", "limit has an unsupported value", { field: "limit" }));
+    }
+    const result = await runOperation(deps.gateway, OPERATIONS.usage, { first: Math.min(limit, 100) }, callContext(call, route));
+    if (result.errors?.length) return sendGenerationError(call.res, toShimError(result.errors[0]!));
+    const viewer = result.data.viewer;
+    sendJson(call.res, 200, {
+      code: 200,
+      data: {
+        balance: yuan(viewer.balance),
+        spent: yuan(viewer.spent),
+        billed_seconds: viewer.billedSeconds,
+        billed_images: viewer.billedImages,
+        tasks: viewer.tasks.nodes.map(restTask),
+        recent_requests: viewer.recentRequests,
+      },
+    });
+  }
+
+  /** `GET /health`: 200 with the available models only when the router and the subgraphs answer. */
+  async function health(call: RestCall): Promise<void> {
+    let result;
+    try {
+      result = await runOperation(deps.gateway, OPERATIONS.models, {}, { requestId: call.requestId, route: "GET /health" });
+    } catch {
+      result = { errors: [{ message: "gateway not ready" }] };
+    }
+    if (result.errors?.length || !result.data?.models) {
+      return sendJson(call.res, 503, { status: "unavailable", models: [] });
+    }
+    sendJson(call.res, 200, {
+      status: "ok",
+      models: result.data.models
+        .filter((m: any) => m.available)
+        .map((m: any) => ({
+          model_id: m.id,
+          model_name: m.name,
+          kind: m.kind.toLowerCase(),
+          sizes: m.sizes,
+          resolutions: m.resolutions,
+          durations: Object.fromEntries(m.durations.map((d: any) => [d.resolution, d.seconds])),
+          default_seconds: m.defaultSeconds,
+          max_count: m.maxCount,
+          references: {
+            kinds: m.references.kinds,
+            frames: m.references.frames,
+            max_images: m.references.maxImages,
+            max_audios: m.references.maxAudios,
+            max_videos: m.references.maxVideos,
+            max_total: m.references.maxTotal,
+            audio_needs_image_or_video: m.references.audioNeedsVisual,
+          },
+        })),
+    });
+  }
+
+  return {
+    submitVideo: (call: RestCall) => submit(call, "video"),
+    submitImage: (call: RestCall) => submit(call, "image"),
+    getTask,
+    usage,
+    health,
+  };
+}
+
+export type { RestCall };

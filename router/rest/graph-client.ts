@@ -1,0 +1,68 @@
+/**
+ * How the REST shims run GraphQL operations: in-process through the gateway's fetch handler,
+ * so a REST call takes exactly the path a GraphQL call takes, minus a socket.
+ */
+import type { GraphQLFormattedError } from "graphql";
+import { ERROR_CODES, type ErrorCode } from "../../src/errors.ts";
+import type { Gateway } from "../gateway.ts";
+
+/** The result of one operation. */
+export interface GraphResult<T = any> {
+  data?: T | null;
+  errors?: GraphQLFormattedError[];
+}
+
+/** A GraphQL error translated to the registry: code, HTTP status, message, details. */
+export interface ShimError {
+  code: ErrorCode | string;
+  status: number;
+  message: string;
+  details: Record<string, unknown>;
+}
+
+/** Per-call facts forwarded to the subgraphs. */
+export interface CallContext {
+  authorization?: string | null;
+  acceptLanguage?: string | null;
+  requestId: string;
+  /** `METHOD /path` for the request log. */
+  route: string;
+  /** Status to record instead of the operation's own (for rejections made by the shim). */
+  routeStatus?: number;
+}
+
+/**
+ * Runs a GraphQL operation through the gateway.
+ * @returns the GraphQL result (errors included, never thrown for GraphQL errors)
+ */
+export async function runOperation<T = any>(gateway: Gateway, query: string, variables: Record<string, unknown>, call: CallContext): Promise<GraphResult<T>> {
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    accept: "application/json",
+    "x-request-id": call.requestId,
+    "x-switchyard-route": call.route,
+  };
+  if (call.authorization) headers.authorization = call.authorization;
+  if (call.acceptLanguage) headers["accept-language"] = call.acceptLanguage;
+  if (call.routeStatus) headers["x-switchyard-route-status"] = String(call.routeStatus);
+  const response = await gateway.fetch("http://router.internal/graphql", { method: "POST", headers, body: JSON.stringify({ query, variables }) });
+  return (await response.json()) as GraphResult<T>;
+}
+
+/**
+ * Translates the first GraphQL error to a registry error. Errors without one of our codes (the
+ * gateway could not reach a subgraph, for example) are 503 `service_unavailable`.
+ */
+export function toShimError(error: GraphQLFormattedError): ShimError {
+  const extensions = (error.extensions ?? {}) as Record<string, any>;
+  const code = extensions.code as string | undefined;
+  const { code: _c, http, ...details } = extensions;
+  if (code && code in ERROR_CODES) {
+    const known = ERROR_CODES[code as ErrorCode];
+    return { code, status: http?.status ?? known.status, message: error.message, details };
+  }
+  if (typeof http?.status === "number" && http.status < 500) {
+    return { code: "invalid_request", status: 400, message: error.message, details: {} };
+  }
+  return { code: "service_unavailable", status: 503, message: ERROR_CODES.service_unavailable.message, details: {} };
+}

@@ -1,0 +1,117 @@
+/**
+ * The router (DESIGN §1-2): one node:http server on PORT for everything users reach —
+ * `/graphql` (the gateway), the REST shims, `/health`, placeholder media — with an
+ * `X-Request-Id` on every response and one JSON log line per request (keys never logged).
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { randomUUID } from "node:crypto";
+import FindMyWay from "find-my-way";
+import type { Logger } from "pino";
+import type { GraphQLSchema } from "graphql";
+import { createGateway } from "./gateway.ts";
+import { createGenerationShim, sendGenerationError, type RestCall } from "./rest/generation.ts";
+import { serveSimulatorMedia } from "./media.ts";
+
+/** Settings of the router. */
+export interface RouterOptions {
+  host: string;
+  port: number;
+  /** Subgraph name → `/graphql` URL. */
+  subgraphUrls: Record<string, string>;
+  production: boolean;
+  bodyLimit: number;
+  logger: Logger;
+}
+
+/** A running router. */
+export interface RouterHandle {
+  url: string;
+  server: http.Server;
+  close(): Promise<void>;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,80}$/;
+
+/**
+ * Starts the router.
+ * @returns its base URL (`http://host:port`) and a close function
+ */
+export async function startRouter(options: RouterOptions): Promise<RouterHandle> {
+  const gateway = createGateway({ subgraphUrls: options.subgraphUrls, production: options.production });
+  let schema: Promise<GraphQLSchema> | undefined;
+  const shim = createGenerationShim({
+    gateway,
+    schema: () => (schema ??= Promise.resolve(gateway.getSchema())),
+    bodyLimit: options.bodyLimit,
+  });
+
+  type Handler = (call: RestCall) => Promise<void> | void;
+  const routes = FindMyWay({
+    ignoreTrailingSlash: true,
+    defaultRoute: (req, res) => sendGenerationError(res, { status: 404, message: "Not found" }),
+  });
+  const on = (method: "GET" | "POST", path: string, handler: Handler) =>
+    routes.on(method, path, (req, res, params, store: any) => handler({ req, res, params, requestId: store?.requestId, query: store?.query }));
+  // find-my-way passes a store per route; we pass ours through lookup's context instead.
+  on("POST", "/api/v1/video/generations", shim.submitVideo);
+  on("POST", "/api/v1/images/generations", shim.submitImage);
+  on("GET", "/api/v1/tasks/:task_id", shim.getTask);
+  on("GET", "/api/v1/usage", shim.usage);
+  on("GET", "/health", shim.health);
+
+  const server = http.createServer((req, res) => {
+    const started = process.hrtime.bigint();
+    const incoming = req.headers["x-request-id"];
+    const requestId = typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    req.headers["x-request-id"] = requestId;
+    res.setHeader("x-request-id", requestId);
+    res.on("finish", () => {
+      options.logger.info(
+        { request_id: requestId, method: req.method, path: (req.url ?? "").split("?")[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
+        "request",
+      );
+    });
+    const url = new URL(req.url ?? "/", "http://router");
+    handle(req, res, url, requestId).catch((error) => {
+      options.logger.error({ request_id: requestId, err: error }, "request failed");
+      if (!res.headersSent) sendGenerationError(res, { status: 500, message: "Internal server error" });
+      else res.end();
+    });
+  });
+
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL, requestId: string): Promise<void> {
+    const path = url.pathname;
+    if (path === "/graphql") {
+      // Only the router decides what the request log records.
+      delete req.headers["x-switchyard-route-status"];
+      req.headers["x-switchyard-route"] = `${req.method} /graphql`;
+      await gateway(req, res);
+      return;
+    }
+    if (path.startsWith("/media/sim/") && req.method === "GET") {
+      if (serveSimulatorMedia(path.slice("/media/sim/".length), res)) return;
+    }
+    const found = routes.find(req.method as "GET", path);
+    if (!found) {
+      const anyMethod = ["GET", "POST"].some((m) => routes.find(m as "GET", path));
+      return sendGenerationError(res, anyMethod ? { status: 405, message: "Method not allowed" } : { status: 404, message: "Not found" });
+    }
+    await (found.handler as any)(req, res, found.params, { requestId, query: url.searchParams });
+  }
+
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${options.host}:${port}`,
+    server,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await gateway[Symbol.asyncDispose]?.();
+    },
+  };
+}

@@ -1,0 +1,118 @@
+/**
+ * Every setting, typed and validated once (DESIGN §2). Read from an environment object so tests
+ * and the CLI can pass their own.
+ */
+import path from "node:path";
+import { z } from "zod";
+
+const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
+const millis = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
+const optionalUrl = z
+  .string()
+  .url()
+  .optional()
+  .or(z.literal("").transform(() => undefined));
+
+const schema = z.object({
+  NODE_ENV: z.string().default("development"),
+  HOST: z.string().default("127.0.0.1"),
+  PORT: port(4000),
+  GENERATION_PORT: port(4001),
+  CLOUD_PORT: port(4002),
+  GENERATION_URL: optionalUrl,
+  CLOUD_URL: optionalUrl,
+  PUBLIC_URL: optionalUrl,
+  DATABASE_URL: z.string().optional(),
+  DATA_DIR: z.string().default("./data"),
+  REDIS_URL: z.string().optional(),
+  GENERATION_UPSTREAM_URL: optionalUrl,
+  GENERATION_UPSTREAM_KEY: z.string().default(""),
+  UPSTREAM_TIMEOUT_MS: millis(30_000),
+  TASK_POLL_INTERVAL_MS: millis(3_000),
+  TASK_POLL_BATCH: z.coerce.number().int().min(1).default(100),
+  TASK_POLL_CONCURRENCY: z.coerce.number().int().min(1).default(8),
+  SIMULATOR_STEP_MS: millis(1_000),
+  DNS_SERVERS: z.string().optional(),
+  ADMIN_TOKEN: z.string().optional(),
+  LOG_LEVEL: z.string().default("info"),
+  PROVISION_DELAY_MS: millis(2_000),
+  WEBHOOK_RETRY_BASE_MS: millis(30_000),
+  WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(15),
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+});
+
+/** The validated settings. Times are milliseconds; ports are TCP ports (0 = any free port). */
+export interface Config {
+  nodeEnv: string;
+  host: string;
+  port: number;
+  generationPort: number;
+  cloudPort: number;
+  /** Router → generation subgraph; unset: the subgraph started in the same process. */
+  generationUrl?: string;
+  cloudUrl?: string;
+  /** Base URL users reach the router at (for media links); defaults to http://HOST:PORT. */
+  publicUrl?: string;
+  /** `postgres://…` or unset for SQLite. */
+  databaseUrl?: string;
+  /** Absolute folder of the SQLite file. */
+  dataDir: string;
+  redisUrl?: string;
+  upstreamUrl?: string;
+  upstreamKey: string;
+  upstreamTimeoutMs: number;
+  taskPollIntervalMs: number;
+  taskPollBatch: number;
+  taskPollConcurrency: number;
+  simulatorStepMs: number;
+  /** Resolver addresses such as `127.0.0.1:5353`; unset: the system resolver. */
+  dnsServers?: string[];
+  adminToken?: string;
+  logLevel: string;
+  provisionDelayMs: number;
+  webhookRetryBaseMs: number;
+  webhookMaxAttempts: number;
+  bodyLimitBytes: number;
+}
+
+/**
+ * Reads and validates the settings.
+ * @param env an environment object (defaults to `process.env`)
+ * @returns the typed settings
+ * @throws Error naming every invalid variable
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+    throw new Error(`Invalid configuration: ${problems}`);
+  }
+  const e = parsed.data;
+  return {
+    nodeEnv: e.NODE_ENV,
+    host: e.HOST,
+    port: e.PORT,
+    generationPort: e.GENERATION_PORT,
+    cloudPort: e.CLOUD_PORT,
+    generationUrl: e.GENERATION_URL,
+    cloudUrl: e.CLOUD_URL,
+    publicUrl: e.PUBLIC_URL,
+    databaseUrl: e.DATABASE_URL || undefined,
+    dataDir: path.resolve(e.DATA_DIR),
+    redisUrl: e.REDIS_URL || undefined,
+    upstreamUrl: e.GENERATION_UPSTREAM_URL,
+    upstreamKey: e.GENERATION_UPSTREAM_KEY,
+    upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
+    taskPollIntervalMs: e.TASK_POLL_INTERVAL_MS,
+    taskPollBatch: e.TASK_POLL_BATCH,
+    taskPollConcurrency: e.TASK_POLL_CONCURRENCY,
+    simulatorStepMs: e.SIMULATOR_STEP_MS,
+    dnsServers: e.DNS_SERVERS ? e.DNS_SERVERS.split(",").map((s) => s.trim()).filter(Boolean) : undefined,
+    adminToken: e.ADMIN_TOKEN || undefined,
+    logLevel: e.LOG_LEVEL,
+    provisionDelayMs: e.PROVISION_DELAY_MS,
+    webhookRetryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
+    webhookMaxAttempts: e.WEBHOOK_MAX_ATTEMPTS,
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+  };
+}

@@ -1,0 +1,17 @@
+/**
+ * The ordered list of migrations, given to knex as a custom source so the same list runs on
+ * SQLite and PostgreSQL, from TypeScript or a bundle, without a file-system loader.
+ */
+import type { Knex } from "knex";
+import * as core from "./001_core.ts";
+
+const MIGRATIONS: Record<string, Knex.Migration> = {
+  "001_core": core,
+};
+
+/** knex MigrationSource over {@link MIGRATIONS}. */
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(MIGRATIONS),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => MIGRATIONS[name]!,
+};

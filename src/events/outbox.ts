@@ -1,0 +1,31 @@
+/**
+ * The outbox (DESIGN §6): every observable state change is written here in the same transaction
+ * as the change, and published after the commit by the dispatcher.
+ */
+import type { Knex } from "knex";
+import { nowIso } from "../db/index.ts";
+
+/** An event to publish once the transaction that wrote it commits. */
+export interface OutboxEvent {
+  /** For example `task.status_changed`, `order.paid`. */
+  topic: string;
+  /** The account whose subscribers may see the event. */
+  accountId: string;
+  /** The task or order the event is about. */
+  aggregateId: string;
+  payload: Record<string, unknown>;
+}
+
+/**
+ * Appends an event to the outbox inside the caller's transaction.
+ * @returns nothing; the row becomes visible only if the transaction commits
+ */
+export async function appendOutbox(trx: Knex.Transaction, event: OutboxEvent): Promise<void> {
+  await trx("outbox").insert({
+    topic: event.topic,
+    account_id: event.accountId,
+    aggregate_id: event.aggregateId,
+    payload: JSON.stringify(event.payload),
+    created_at: nowIso(),
+  });
+}

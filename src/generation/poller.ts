@@ -1,0 +1,99 @@
+/**
+ * The task poller (DESIGN §5): refreshes open tasks from the upstream in batches with bounded
+ * concurrency and settles them through {@link GenerationService.applyUpstreamState}.
+ */
+import pLimit from "p-limit";
+import type { Logger } from "pino";
+import { nowIso, type Db } from "../db/index.ts";
+import { toTaskRecord, type GenerationService } from "./tasks.ts";
+import type { GenerationUpstream } from "./upstream/types.ts";
+
+/** Settings of the poller. */
+export interface PollerOptions {
+  db: Db;
+  service: GenerationService;
+  upstream: GenerationUpstream;
+  logger: Logger;
+  /** Milliseconds between rounds, and before a task is asked again. */
+  intervalMs: number;
+  /** Tasks per round. */
+  batchSize: number;
+  /** Upstream calls in flight at once. */
+  concurrency: number;
+}
+
+/** A running poller. */
+export interface Poller {
+  /** Runs one round now. @returns the number of tasks that changed */
+  pollOnce(): Promise<number>;
+  /** Stops scheduling rounds and waits for the current one. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts polling. Rounds never overlap; a round that finds a full batch is followed at once by
+ * the next one so a backlog drains without waiting an interval.
+ */
+export function startPoller(options: PollerOptions): Poller {
+  const limit = pLimit(options.concurrency);
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let current: Promise<number> = Promise.resolve(0);
+
+  async function round(): Promise<{ changed: number; full: boolean }> {
+    const rows = await options.db("tasks")
+      .whereIn("status", [0, 3, 4])
+      .andWhere("submit_state", "sent")
+      .andWhere("next_poll_at", "<=", nowIso())
+      .orderBy("next_poll_at")
+      .limit(options.batchSize);
+    const results = await Promise.all(
+      rows.map((row: any) =>
+        limit(async () => {
+          try {
+            const state = await options.upstream.fetchStatus(row.upstream_task_id);
+            return (await options.service.applyUpstreamState(toTaskRecord(row), state, options.intervalMs)) ? 1 : 0;
+          } catch (error) {
+            // The upstream could not be asked now: try again next round.
+            options.logger.warn({ task_id: row.id, err: (error as Error).message }, "task poll failed");
+            await options.db("tasks").where({ id: row.id }).update({ next_poll_at: new Date(Date.now() + options.intervalMs).toISOString() });
+            return 0;
+          }
+        }),
+      ),
+    );
+    return { changed: results.reduce<number>((a, b) => a + b, 0), full: rows.length === options.batchSize };
+  }
+
+  async function pollOnce(): Promise<number> {
+    const { changed } = await round();
+    return changed;
+  }
+
+  function schedule(delay: number) {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      current = round()
+        .then(({ changed, full }) => {
+          schedule(full ? 0 : options.intervalMs);
+          return changed;
+        })
+        .catch((error) => {
+          options.logger.error({ err: error }, "poll round failed");
+          schedule(options.intervalMs);
+          return 0;
+        });
+    }, delay);
+    timer.unref?.();
+  }
+  schedule(Math.min(options.intervalMs, 50));
+
+  return {
+    pollOnce,
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await current.catch(() => 0);
+    },
+  };
+}

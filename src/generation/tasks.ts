@@ -1,0 +1,290 @@
+/**
+ * Generation tasks (generation spec parts 2-4; DESIGN §5): submission with the debit, reads,
+ * lists, and settlement of upstream results with refunds.
+ */
+import type { Knex } from "knex";
+import { AppError } from "../errors.ts";
+import { credit, debit } from "../ledger/index.ts";
+import { appendOutbox } from "../events/outbox.ts";
+import { nowIso, type Db } from "../db/index.ts";
+import { newId } from "../ids.ts";
+import type { Caller } from "../auth/keys.ts";
+import type { MilliYuan } from "../money.ts";
+import { getModel, type ModelKind } from "./catalog.ts";
+import { priceOf } from "./pricing.ts";
+import { validateGenerationRequest, type GenerationRequest, type UrlCheck } from "./validation.ts";
+import { UpstreamError, type GenerationUpstream, type TaskStatusCode, type UpstreamTaskState } from "./upstream/types.ts";
+
+/** A task as the domain sees it; money in milli-yuan, times ISO 8601. */
+export interface TaskRecord {
+  id: string;
+  accountId: string;
+  keyId: string;
+  kind: ModelKind;
+  modelId: number;
+  prompt: string;
+  status: TaskStatusCode;
+  count: number;
+  seconds: number | null;
+  resolution: string | null;
+  size: string | null;
+  /** Milli-yuan debited at submission. */
+  price: MilliYuan;
+  /** Milli-yuan refunded (0 until a failure or a partial image result). */
+  refunded: MilliYuan;
+  result: string | null;
+  images: string[] | null;
+  error: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** Terminal status codes: 1 succeeded, 2 failed. */
+export function isTerminal(status: number): boolean {
+  return status === 1 || status === 2;
+}
+
+/** Converts a `tasks` row to a {@link TaskRecord}. */
+export function toTaskRecord(row: any): TaskRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    keyId: row.key_id,
+    kind: row.kind,
+    modelId: Number(row.model_id),
+    prompt: row.prompt,
+    status: Number(row.status) as TaskStatusCode,
+    count: Number(row.count),
+    seconds: row.seconds == null ? null : Number(row.seconds),
+    resolution: row.resolution ?? null,
+    size: row.size ?? null,
+    price: Number(row.price),
+    refunded: Number(row.refunded),
+    result: row.result ?? null,
+    images: row.images ? JSON.parse(row.images) : null,
+    error: row.error ?? null,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** What the generation service needs from the outside. */
+export interface GenerationServiceDeps {
+  db: Db;
+  upstream: GenerationUpstream;
+  /** True when a URL is a public HTTPS URL (generation spec part 4 rule 3). */
+  checkUrl: UrlCheck;
+  /** Milliseconds until the poller first looks at a newly sent task. */
+  pollIntervalMs: number;
+}
+
+/** A page of tasks, newest first. */
+export interface TaskPage {
+  tasks: TaskRecord[];
+  hasNextPage: boolean;
+  totalCount: number;
+}
+
+function encodeCursor(task: TaskRecord): string {
+  return Buffer.from(`${task.createdAt}|${task.id}`).toString("base64url");
+}
+
+function decodeCursor(cursor: string): [string, string] {
+  const text = Buffer.from(cursor, "base64url").toString("utf8");
+  const [createdAt, id] = text.split("|");
+  if (!createdAt || !id || Number.isNaN(Date.parse(createdAt))) throw new AppError("invalid_request", "after is not a valid cursor", { field: "after" });
+  return [createdAt, id];
+}
+
+/** The opaque cursor of a task in a newest-first list. */
+export const taskCursor = encodeCursor;
+
+/**
+ * Creates the generation service.
+ * @returns submission, reads and settlement bound to the given database and upstream
+ */
+export function createGenerationService(deps: GenerationServiceDeps) {
+  const { db, upstream } = deps;
+
+  /**
+   * Submits a generation task (spec part 4): validates, prices, debits the price atomically with
+   * the task row, hands the task to the upstream, and refunds in the same transaction that
+   * records an upstream failure.
+   * @param caller the authenticated key
+   * @param kind `video` or `image` (the endpoint)
+   * @param body the REST-shaped request (snake_case fields of spec part 2)
+   * @returns the new task (status 0)
+   * @throws AppError 400 (validation), 402 `insufficient_balance`, 502 `upstream_failed`, 504 `upstream_timeout`
+   */
+  async function submit(caller: Caller, kind: ModelKind, body: unknown): Promise<TaskRecord> {
+    const request = await validateGenerationRequest(kind, body, deps.checkUrl);
+    const model = getModel(request.modelId)!;
+    const price = priceOf(model, request);
+    const id = newId("task");
+    const now = nowIso();
+    const row = {
+      id,
+      account_id: caller.accountId,
+      key_id: caller.keyId,
+      kind: request.kind,
+      model_id: request.modelId,
+      prompt: request.prompt,
+      request: JSON.stringify(request),
+      status: 0,
+      submit_state: "pending",
+      count: request.count,
+      seconds: request.seconds,
+      resolution: request.resolution,
+      size: request.size,
+      price,
+      refunded: 0,
+      created_at: now,
+      updated_at: now,
+    };
+    await db.transaction(async (trx) => {
+      await debit(trx, { accountId: caller.accountId, keyId: caller.keyId, amount: price, ref: `task:${id}:debit`, taskId: id, reason: `${kind} generation` });
+      await trx("tasks").insert(row);
+      await appendOutbox(trx, statusEvent(toTaskRecord(row)));
+    });
+    return send(toTaskRecord(row), request);
+  }
+
+  async function send(task: TaskRecord, request: GenerationRequest): Promise<TaskRecord> {
+    let upstreamTaskId: string;
+    try {
+      ({ upstreamTaskId } = await upstream.submit(request, task.id));
+    } catch (error) {
+      const failure = error instanceof UpstreamError ? error : new UpstreamError("failed", String(error));
+      const message = failure.kind === "timeout" ? "Upstream request timed out" : "Upstream request failed";
+      await failSubmission(task, message);
+      throw new AppError(failure.kind === "timeout" ? "upstream_timeout" : "upstream_failed", undefined, { reason: failure.message });
+    }
+    const nextPoll = new Date(Date.now() + deps.pollIntervalMs).toISOString();
+    await db("tasks")
+      .where({ id: task.id, submit_state: "pending" })
+      .update({ upstream_task_id: upstreamTaskId, submit_state: "sent", next_poll_at: nextPoll, updated_at: nowIso() });
+    return task;
+  }
+
+  /** Records a refused submission: status 2 and the full refund, once (compare-and-swap). */
+  async function failSubmission(task: TaskRecord, message: string): Promise<void> {
+    await db.transaction(async (trx) => {
+      const now = nowIso();
+      const updated = await trx("tasks")
+        .where({ id: task.id, submit_state: "pending" })
+        .update({ submit_state: "failed", status: 2, error: message, refunded: task.price, updated_at: now });
+      if (updated !== 1) return;
+      await credit(trx, "refund", { accountId: task.accountId, keyId: task.keyId, amount: task.price, ref: `task:${task.id}:refund`, taskId: task.id, reason: message });
+      await appendOutbox(trx, statusEvent({ ...task, status: 2, error: message, refunded: task.price, updatedAt: now }));
+    });
+  }
+
+  /**
+   * Reads a task of the caller (spec part 4: a task is visible only to the key that created it).
+   * @throws AppError `task_not_found` (404) when it does not exist or belongs to another key
+   */
+  async function getTask(caller: Caller, id: string): Promise<TaskRecord> {
+    const row = typeof id === "string" && id.length <= 60 ? await db("tasks").where({ id, key_id: caller.keyId }).first() : undefined;
+    if (!row) throw new AppError("task_not_found");
+    return toTaskRecord(row);
+  }
+
+  /**
+   * Reads many tasks by id in one query (for DataLoader), each visible only to its key.
+   * @returns one entry per id, null where not found or not the caller's
+   */
+  async function getTasks(caller: Caller, ids: readonly string[]): Promise<(TaskRecord | null)[]> {
+    const rows = await db("tasks").whereIn("id", [...ids]).andWhere("key_id", caller.keyId);
+    const byId = new Map(rows.map((r: any) => [r.id, toTaskRecord(r)]));
+    return ids.map((id) => byId.get(id) ?? null);
+  }
+
+  /**
+   * Lists the caller's tasks newest first.
+   * @param page `first` (1-100), `after` (opaque cursor), optional `status` code
+   * @throws AppError `invalid_request` for a bad cursor
+   */
+  async function listTasks(caller: Caller, page: { first: number; after?: string | null; status?: number | null }): Promise<TaskPage> {
+    const base = db("tasks").where("key_id", caller.keyId);
+    if (page.status != null) base.andWhere("status", page.status);
+    const query = base.clone().orderBy([{ column: "created_at", order: "desc" }, { column: "id", order: "desc" }]).limit(page.first + 1);
+    if (page.after) {
+      const [createdAt, id] = decodeCursor(page.after);
+      query.andWhere((q) => q.where("created_at", "<", createdAt).orWhere((q2) => q2.where("created_at", createdAt).andWhere("id", "<", id)));
+    }
+    const [rows, [{ n }]] = await Promise.all([query, base.clone().count({ n: "*" })]);
+    return { tasks: rows.slice(0, page.first).map(toTaskRecord), hasNextPage: rows.length > page.first, totalCount: Number(n) };
+  }
+
+  /**
+   * Applies what the upstream reports to a task (the poller's step). Moves the status with a
+   * compare-and-swap on the old status, so two pollers can never both settle a task; a terminal
+   * state settles the money in the same transaction: full refund on status 2 (or a success
+   * without results), image tasks charged only for the images generated.
+   * @returns true when this call changed the task
+   */
+  async function applyUpstreamState(task: TaskRecord, state: UpstreamTaskState, pollIntervalMs: number): Promise<boolean> {
+    const now = nowIso();
+    const nextPoll = new Date(Date.now() + pollIntervalMs).toISOString();
+    if (state.status === task.status) {
+      await db("tasks").where({ id: task.id, status: task.status }).update({ next_poll_at: nextPoll });
+      return false;
+    }
+    let next: Partial<TaskRecord> & { status: TaskStatusCode } = { status: state.status };
+    let refund = 0;
+    if (state.status === 1) {
+      const model = getModel(task.modelId)!;
+      if (task.kind === "image") {
+        const images = (state.images ?? (state.result ? [state.result] : [])).slice(0, task.count);
+        if (images.length === 0) {
+          next = { status: 2, error: "Upstream returned no images" };
+        } else {
+          next = { status: 1, images, result: state.result ?? images[0]! };
+          refund = task.price - priceOf(model, { seconds: task.seconds, resolution: task.resolution ?? "", count: images.length });
+        }
+      } else if (!state.result) {
+        next = { status: 2, error: "Upstream returned no result" };
+      } else {
+        next = { status: 1, result: state.result };
+      }
+    }
+    if (next.status === 2) {
+      next.error = next.error ?? state.error ?? "Generation failed";
+      refund = task.price;
+    }
+    return db.transaction(async (trx: Knex.Transaction) => {
+      const updated = await trx("tasks")
+        .where({ id: task.id, status: task.status })
+        .update({
+          status: next.status,
+          result: next.result ?? null,
+          images: next.images ? JSON.stringify(next.images) : null,
+          error: next.error ?? null,
+          generated_images: next.images ? next.images.length : null,
+          refunded: refund,
+          next_poll_at: isTerminal(next.status) ? null : nextPoll,
+          updated_at: now,
+        });
+      if (updated !== 1) return false;
+      if (refund > 0) {
+        await credit(trx, "refund", { accountId: task.accountId, keyId: task.keyId, amount: refund, ref: `task:${task.id}:refund`, taskId: task.id, reason: next.error ?? "images not generated" });
+      }
+      await appendOutbox(trx, statusEvent({ ...task, ...next, refunded: refund, updatedAt: now } as TaskRecord));
+      return true;
+    });
+  }
+
+  return { submit, getTask, getTasks, listTasks, applyUpstreamState };
+}
+
+/** The service type returned by {@link createGenerationService}. */
+export type GenerationService = ReturnType<typeof createGenerationService>;
+
+function statusEvent(task: TaskRecord) {
+  return {
+    topic: "task.status_changed",
+    accountId: task.accountId,
+    aggregateId: task.id,
+    payload: { task_id: task.id, key_id: task.keyId, status: task.status, result: task.result, images: task.images, error: task.error, refunded: task.refunded, updated_at: task.updatedAt },
+  };
+}

@@ -1,0 +1,47 @@
+/**
+ * The upstream provider interface (DESIGN §5): one interface, two adapters (the embedded
+ * simulator and the HTTP adapter).
+ */
+import type { GenerationRequest } from "../validation.ts";
+
+/** Task status codes of generation spec part 3. */
+export type TaskStatusCode = 0 | 1 | 2 | 3 | 4;
+
+/** What the upstream reports about a task. */
+export interface UpstreamTaskState {
+  status: TaskStatusCode;
+  result?: string | null;
+  images?: string[] | null;
+  error?: string | null;
+}
+
+/** Why an upstream call failed: maps to 502 `Upstream request failed` or 504 `... timed out`. */
+export class UpstreamError extends Error {
+  /** @param kind `failed` (transport error, non-2xx, code ≠ 200, no task_id, bad body) or `timeout` */
+  constructor(
+    readonly kind: "failed" | "timeout",
+    detail: string,
+  ) {
+    super(detail);
+    this.name = "UpstreamError";
+  }
+}
+
+/** A generation provider. */
+export interface GenerationUpstream {
+  /** Name for logs and /health. */
+  readonly name: string;
+  /**
+   * Hands a validated request to the provider.
+   * @param request the validated request
+   * @param taskId our task id (the simulator derives its media from it)
+   * @returns the provider's task id
+   * @throws UpstreamError on any failure (generation spec part 4 rule 6)
+   */
+  submit(request: GenerationRequest, taskId: string): Promise<{ upstreamTaskId: string }>;
+  /**
+   * Reads the provider's view of a task.
+   * @throws UpstreamError when the provider cannot be asked now (the poller retries later)
+   */
+  fetchStatus(upstreamTaskId: string): Promise<UpstreamTaskState>;
+}

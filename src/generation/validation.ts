@@ -1,0 +1,308 @@
+/**
+ * Validation of generation request bodies (generation spec parts 2, 4, 7 and 8; DESIGN §5).
+ *
+ * The body is REST-shaped: snake case, exactly the spec's field names. GraphQL inputs are mapped
+ * to this shape first so the rules and messages live once. `null` means omitted for every optional
+ * field; unknown fields are ignored.
+ */
+import { AppError, invalidFieldError, validationMessages } from "../errors.ts";
+import {
+  DEFAULT_VIDEO_MODEL_ID,
+  IMAGE_MODEL_ID,
+  canonicalResolution,
+  getModel,
+  type ModelKind,
+  type ModelSpec,
+  type ReferenceKind,
+} from "./catalog.ts";
+
+/** A validated request: canonical values, defaults filled in. */
+export interface GenerationRequest {
+  kind: ModelKind;
+  modelId: number;
+  modelName: string;
+  /** The prompt as given (known to be non-empty after trimming). */
+  prompt: string;
+  /** An aspect ratio of the model, or null when omitted (then not sent upstream). */
+  size: string | null;
+  /** Seconds per video; null for images. */
+  seconds: number | null;
+  /** The catalog's canonical spelling ("720P", "1k"). */
+  resolution: string;
+  /** Items requested, 1-4. */
+  count: number;
+  references: {
+    images: string[];
+    audios: string[];
+    videos: string[];
+    frameStart: string | null;
+    frameEnd: string | null;
+  };
+}
+
+/** Resolves true when `url` is a public HTTPS URL (DNS included): the SSRF guard of src/net. */
+export type UrlCheck = (url: string) => Promise<boolean>;
+
+/** Longest reference URL accepted, in characters. */
+const MAX_URL_LENGTH = 2048;
+
+/** The REST fields of each reference kind, singular then plural. */
+const REFERENCE_FIELDS: Record<ReferenceKind, { single: string; plural: string }> = {
+  image: { single: "reference_image", plural: "reference_images" },
+  audio: { single: "reference_audio", plural: "reference_audios" },
+  video: { single: "reference_video", plural: "reference_videos" },
+};
+
+function unsupported(field: string): AppError {
+  return new AppError("invalid_request", validationMessages.unsupported(field), { field });
+}
+
+function notPublicUrl(field: string): AppError {
+  return new AppError("invalid_request", validationMessages.publicUrl(field), { field });
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Omitted and null are the same for every optional field. */
+function isAbsent(value: unknown): value is null | undefined {
+  return value === undefined || value === null;
+}
+
+function isInteger(value: unknown): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value);
+}
+
+/** Spec part 2: model_id is optional (52) for video and must be 45 for images. */
+function selectModel(kind: ModelKind, value: unknown): ModelSpec {
+  if (kind === "video" && isAbsent(value)) return getModel(DEFAULT_VIDEO_MODEL_ID)!;
+  const model = isInteger(value) ? getModel(value) : undefined;
+  if (model === undefined) throw invalidFieldError("model_id");
+  // A known model on the wrong endpoint is outside this endpoint's range, not an unknown model.
+  if (model.kind !== kind) throw unsupported("model_id");
+  if (kind === "image" && model.id !== IMAGE_MODEL_ID) throw unsupported("model_id");
+  return model;
+}
+
+/** Reference values of one field, before URL checks; elements are not yet known to be strings. */
+interface ReferenceField {
+  field: string;
+  values: unknown[];
+}
+
+/** Reads a singular reference field: absent, or a string. */
+function readSingle(body: Record<string, unknown>, field: string): ReferenceField {
+  const value = body[field];
+  if (isAbsent(value)) return { field, values: [] };
+  if (typeof value !== "string") throw unsupported(field);
+  return { field, values: [value] };
+}
+
+/** Reads a plural reference field: absent, or an array (element types are URL checks' business). */
+function readPlural(body: Record<string, unknown>, field: string): ReferenceField {
+  const value = body[field];
+  if (isAbsent(value)) return { field, values: [] };
+  if (!Array.isArray(value)) throw unsupported(field);
+  return { field, values: value };
+}
+
+/** One reference kind as sent: its singular and plural fields. */
+interface ReferenceGroup {
+  single: ReferenceField;
+  plural: ReferenceField;
+  count: number;
+  /** The field an error about this kind names: the plural when it carries items, else the singular. */
+  field: string;
+}
+
+function readGroup(body: Record<string, unknown>, kind: ReferenceKind): ReferenceGroup {
+  const names = REFERENCE_FIELDS[kind];
+  const single = readSingle(body, names.single);
+  const plural = readPlural(body, names.plural);
+  return {
+    single,
+    plural,
+    count: single.values.length + plural.values.length,
+    field: plural.values.length > 0 ? plural.field : single.field,
+  };
+}
+
+const NO_REFERENCES: ReferenceGroup = {
+  single: { field: "", values: [] },
+  plural: { field: "", values: [] },
+  count: 0,
+  field: "",
+};
+
+/**
+ * Spec parts 2, 4 (rule 4) and 8: which reference kinds the model takes and how many.
+ * Image requests read only reference_image(s).
+ */
+function readReferences(
+  body: Record<string, unknown>,
+  model: ModelSpec,
+): { images: ReferenceGroup; audios: ReferenceGroup; videos: ReferenceGroup; frameStart: ReferenceField; frameEnd: ReferenceField } {
+  const rules = model.references;
+  const isVideo = model.kind === "video";
+  const images = readGroup(body, "image");
+  const audios = isVideo ? readGroup(body, "audio") : NO_REFERENCES;
+  const videos = isVideo ? readGroup(body, "video") : NO_REFERENCES;
+  const frameStart = isVideo ? readSingle(body, "frame_start") : { field: "frame_start", values: [] };
+  const frameEnd = isVideo ? readSingle(body, "frame_end") : { field: "frame_end", values: [] };
+
+  const groups: [ReferenceKind, ReferenceGroup, number | null][] = [
+    ["image", images, rules.maxImages],
+    ["audio", audios, rules.maxAudios],
+    ["video", videos, rules.maxVideos],
+  ];
+  for (const [kind, group] of groups) {
+    if (group.count > 0 && !rules.kinds.includes(kind)) throw unsupported(group.field);
+  }
+  for (const frame of [frameStart, frameEnd]) {
+    if (frame.values.length > 0 && !rules.frames) throw unsupported(frame.field);
+  }
+  for (const [, group, max] of groups) {
+    if (max !== null && group.count > max) throw unsupported(group.field);
+  }
+  if (rules.maxTotal !== null) {
+    // Name the kind whose items push the total over, counting in field order.
+    let total = 0;
+    for (const [, group] of groups) {
+      total += group.count;
+      if (total > rules.maxTotal) throw unsupported(group.field);
+    }
+  }
+  if (rules.audioNeedsVisual && audios.count > 0 && images.count + videos.count === 0) {
+    throw unsupported(audios.field);
+  }
+  return { images, audios, videos, frameStart, frameEnd };
+}
+
+/**
+ * Spec part 4, rule 3: every reference URL must be public HTTPS. Checks run concurrently; the
+ * first failure in field order is reported. A non-string, empty or over-long value fails without
+ * a check; a check that throws counts as a failure (fail closed).
+ */
+async function checkReferenceUrls(fields: ReferenceField[], checkUrl: UrlCheck): Promise<void> {
+  const pending = new Map<string, Promise<boolean>>();
+  const check = (url: string): Promise<boolean> => {
+    let result = pending.get(url);
+    if (result === undefined) {
+      result = Promise.resolve()
+        .then(() => checkUrl(url))
+        .then(
+          (ok) => ok === true,
+          () => false,
+        );
+      pending.set(url, result);
+    }
+    return result;
+  };
+  const results = fields.map((entry) =>
+    entry.values.map((value) =>
+      typeof value === "string" && value.length > 0 && value.length <= MAX_URL_LENGTH
+        ? check(value)
+        : Promise.resolve(false),
+    ),
+  );
+  const settled = await Promise.all(results.map((list) => Promise.all(list)));
+  settled.forEach((list, index) => {
+    if (list.includes(false)) throw notPublicUrl(fields[index]!.field);
+  });
+}
+
+/**
+ * Validates a video or image generation request body (generation spec part 2 fields, part 4 rules
+ * 1-4, part 7 messages, part 8 limits).
+ *
+ * Checks in order: body is an object, prompt, model_id, resolution, seconds (video), size, count,
+ * references (types, kinds, limits, audio needs an image or video), then the reference URLs.
+ *
+ * @param kind the endpoint: "video" (POST /api/v1/video/generations) or "image"
+ *   (POST /api/v1/images/generations)
+ * @param body the parsed JSON body, snake case as in the spec
+ * @param checkUrl the public-HTTPS URL guard
+ * @returns the request with canonical values and defaults: seconds per video (null for images),
+ *   resolution in the catalog's spelling, count 1-4
+ * @throws AppError `invalid_json` when the body is not a JSON object; `invalid_request` (400) with
+ *   the spec's message and `details.field` for any invalid field
+ */
+export async function validateGenerationRequest(
+  kind: ModelKind,
+  body: unknown,
+  checkUrl: UrlCheck,
+): Promise<GenerationRequest> {
+  if (!isObject(body)) throw new AppError("invalid_json");
+
+  const prompt = body.prompt;
+  if (typeof prompt !== "string" || prompt.trim() === "") throw invalidFieldError("prompt");
+
+  const model = selectModel(kind, body.model_id);
+
+  let resolution = model.resolutions[0]!;
+  if (!isAbsent(body.resolution)) {
+    const found = typeof body.resolution === "string" ? canonicalResolution(model, body.resolution) : undefined;
+    if (found === undefined) throw unsupported("resolution");
+    resolution = found;
+  }
+
+  let seconds: number | null = null;
+  if (model.kind === "video") {
+    seconds = model.defaultSeconds;
+    if (!isAbsent(body.seconds)) {
+      if (!isInteger(body.seconds)) throw unsupported("seconds");
+      seconds = body.seconds;
+    }
+    // The default is checked too: it must hold at whatever resolution was chosen.
+    if (seconds === null || !model.durations?.[resolution]?.includes(seconds)) throw unsupported("seconds");
+  }
+
+  let size: string | null = null;
+  if (!isAbsent(body.size)) {
+    if (typeof body.size !== "string" || !model.sizes.includes(body.size)) throw unsupported("size");
+    size = body.size;
+  }
+
+  let count = 1;
+  if (!isAbsent(body.count)) {
+    if (!isInteger(body.count) || body.count < 1 || body.count > model.maxCount) throw unsupported("count");
+    count = body.count;
+  }
+
+  const refs = readReferences(body, model);
+  // Field order of the spec's part 2 table: images, frames, audios, videos.
+  await checkReferenceUrls(
+    [
+      refs.images.single,
+      refs.images.plural,
+      refs.frameStart,
+      refs.frameEnd,
+      refs.audios.single,
+      refs.audios.plural,
+      refs.videos.single,
+      refs.videos.plural,
+    ],
+    checkUrl,
+  );
+
+  // Every value below passed the URL checks, so it is a string.
+  const strings = (...fields: ReferenceField[]) => fields.flatMap((entry) => entry.values as string[]);
+  return {
+    kind: model.kind,
+    modelId: model.id,
+    modelName: model.name,
+    prompt,
+    size,
+    seconds,
+    resolution,
+    count,
+    references: {
+      images: strings(refs.images.single, refs.images.plural),
+      audios: strings(refs.audios.single, refs.audios.plural),
+      videos: strings(refs.videos.single, refs.videos.plural),
+      frameStart: (refs.frameStart.values[0] as string | undefined) ?? null,
+      frameEnd: (refs.frameEnd.values[0] as string | undefined) ?? null,
+    },
+  };
+}

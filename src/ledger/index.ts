@@ -1,0 +1,190 @@
+/**
+ * The ledger (DESIGN §3): every balance change is an append-only entry written in the same
+ * transaction as the change it pays for. The stored balance is a cache of the entries' sum.
+ */
+import { AppError } from "../errors.ts";
+import { assertMilli, type MilliYuan } from "../money.ts";
+import { nowIso, type Db } from "../db/index.ts";
+import type { Knex } from "knex";
+
+/** What a ledger entry records. */
+export type LedgerEntryKind = "topup" | "debit" | "refund" | "adjustment";
+
+/** One movement of money on an account. */
+export interface LedgerMovement {
+  accountId: string;
+  keyId?: string | null;
+  /** Positive milli-yuan; the sign follows from the operation. */
+  amount: MilliYuan;
+  /**
+   * What the entry pays for, unique across the ledger so it happens once (for example
+   * `task:<id>:debit`). A second entry with the same ref fails the whole transaction.
+   */
+  ref?: string | null;
+  taskId?: string | null;
+  orderId?: string | null;
+  reason?: string | null;
+}
+
+/** A stored ledger entry as returned to callers. */
+export interface LedgerEntry {
+  id: number;
+  accountId: string;
+  keyId: string | null;
+  kind: LedgerEntryKind;
+  amount: MilliYuan;
+  balanceAfter: MilliYuan;
+  ref: string | null;
+  taskId: string | null;
+  orderId: string | null;
+  createdAt: string;
+}
+
+type Executor = Knex | Knex.Transaction;
+
+/**
+ * Debits an account if the balance (plus its credit line) covers the amount: one conditional
+ * update, so concurrent debits can never take a balance below minus the credit line.
+ * Must run inside the transaction that records what the money pays for.
+ * @param trx the open transaction
+ * @param movement account, positive milli-yuan amount, unique ref
+ * @returns the balance after the debit, in milli-yuan
+ * @throws AppError `insufficient_balance` (402) when it does not fit; nothing is written
+ */
+export async function debit(trx: Knex.Transaction, movement: LedgerMovement): Promise<MilliYuan> {
+  const amount = assertPositive(movement.amount);
+  const updated = await trx("accounts")
+    .where("id", movement.accountId)
+    .andWhereRaw("balance - ? >= -credit_line", [amount])
+    .decrement("balance", amount);
+  if (updated !== 1) throw new AppError("insufficient_balance");
+  return appendEntry(trx, "debit", -amount, movement);
+}
+
+/**
+ * Credits an account (top-up, refund or adjustment).
+ * @param trx the open transaction
+ * @param kind `topup`, `refund` or `adjustment`
+ * @param movement account, positive milli-yuan amount, unique ref
+ * @returns the balance after the credit, in milli-yuan
+ * @throws AppError `not_found` when the account does not exist
+ */
+export async function credit(
+  trx: Knex.Transaction,
+  kind: Exclude<LedgerEntryKind, "debit">,
+  movement: LedgerMovement,
+): Promise<MilliYuan> {
+  const amount = assertPositive(movement.amount);
+  const updated = await trx("accounts").where("id", movement.accountId).increment("balance", amount);
+  if (updated !== 1) throw new AppError("not_found", "Account not found");
+  return appendEntry(trx, kind, amount, movement);
+}
+
+async function appendEntry(
+  trx: Knex.Transaction,
+  kind: LedgerEntryKind,
+  signedAmount: MilliYuan,
+  movement: LedgerMovement,
+): Promise<MilliYuan> {
+  const row = await trx("accounts").where("id", movement.accountId).first("balance");
+  const balanceAfter = Number(row.balance);
+  await trx("ledger_entries").insert({
+    account_id: movement.accountId,
+    key_id: movement.keyId ?? null,
+    kind,
+    amount: signedAmount,
+    balance_after: balanceAfter,
+    ref: movement.ref ?? null,
+    task_id: movement.taskId ?? null,
+    order_id: movement.orderId ?? null,
+    reason: movement.reason ?? null,
+    created_at: nowIso(),
+  });
+  return balanceAfter;
+}
+
+function assertPositive(amount: MilliYuan): MilliYuan {
+  assertMilli(amount);
+  if (amount <= 0) throw new RangeError(`ledger amounts are positive milli-yuan, got ${amount}`);
+  return amount;
+}
+
+/**
+ * The balance of an account in milli-yuan.
+ * @throws AppError `not_found` when the account does not exist
+ */
+export async function balanceOf(db: Executor, accountId: string): Promise<MilliYuan> {
+  const row = await db("accounts").where("id", accountId).first("balance");
+  if (!row) throw new AppError("not_found", "Account not found");
+  return Number(row.balance);
+}
+
+/** One discrepancy found by {@link verifyLedger}. */
+export interface LedgerDiscrepancy {
+  kind: string;
+  subject: string;
+  detail: string;
+}
+
+/**
+ * Recomputes every balance from its entries and checks the task invariants: each task has
+ * exactly one debit equal to its price and at most one refund, and the refund equals what the
+ * task records as refunded.
+ * @returns every discrepancy found (empty when the books are clean)
+ */
+export async function verifyLedger(db: Db): Promise<LedgerDiscrepancy[]> {
+  const problems: LedgerDiscrepancy[] = [];
+  const balances = await db("accounts as a")
+    .leftJoin("ledger_entries as e", "e.account_id", "a.id")
+    .groupBy("a.id", "a.balance")
+    .select("a.id", "a.balance", db.raw("coalesce(sum(e.amount), 0) as total"));
+  for (const row of balances) {
+    if (Number(row.balance) !== Number(row.total)) {
+      problems.push({
+        kind: "balance_mismatch",
+        subject: row.id,
+        detail: `stored balance ${row.balance} != sum of entries ${row.total}`,
+      });
+    }
+    if (Number(row.balance) < 0) {
+      const account = await db("accounts").where("id", row.id).first("credit_line");
+      if (Number(row.balance) < -Number(account.credit_line)) {
+        problems.push({ kind: "balance_below_credit_line", subject: row.id, detail: `balance ${row.balance}` });
+      }
+    }
+  }
+  const tasks = await db("tasks as t")
+    .leftJoin("ledger_entries as e", "e.task_id", "t.id")
+    .groupBy("t.id", "t.price", "t.refunded", "t.status")
+    .select(
+      "t.id",
+      "t.price",
+      "t.refunded",
+      "t.status",
+      db.raw("sum(case when e.kind = 'debit' then 1 else 0 end) as debits"),
+      db.raw("coalesce(sum(case when e.kind = 'debit' then -e.amount else 0 end), 0) as debited"),
+      db.raw("sum(case when e.kind = 'refund' then 1 else 0 end) as refunds"),
+      db.raw("coalesce(sum(case when e.kind = 'refund' then e.amount else 0 end), 0) as refunded_total"),
+    );
+  for (const t of tasks) {
+    if (Number(t.debits) !== 1 || Number(t.debited) !== Number(t.price)) {
+      problems.push({ kind: "task_debit", subject: t.id, detail: `${t.debits} debits totalling ${t.debited}, price ${t.price}` });
+    }
+    if (Number(t.refunds) > 1) {
+      problems.push({ kind: "task_refunds", subject: t.id, detail: `${t.refunds} refunds` });
+    }
+    if (Number(t.refunded_total) !== Number(t.refunded)) {
+      problems.push({ kind: "task_refund_amount", subject: t.id, detail: `refund entries ${t.refunded_total} != task refunded ${t.refunded}` });
+    }
+    if (Number(t.status) === 2 && Number(t.refunded) !== Number(t.price)) {
+      problems.push({ kind: "failed_task_not_refunded", subject: t.id, detail: `refunded ${t.refunded} of ${t.price}` });
+    }
+  }
+  const orphanRefunds = await db("ledger_entries")
+    .where("kind", "refund")
+    .whereNull("task_id")
+    .whereNull("order_id")
+    .select("id");
+  for (const r of orphanRefunds) problems.push({ kind: "refund_without_cause", subject: String(r.id), detail: "refund tied to no task or order" });
+  return problems;
+}

@@ -1,0 +1,48 @@
+/**
+ * Per-request context of the generation subgraph: the lazily authenticated caller, DataLoaders
+ * and the locale.
+ */
+import type { IncomingMessage } from "node:http";
+import DataLoader from "dataloader";
+import { authenticate, type Caller } from "../../src/auth/keys.ts";
+import type { Db } from "../../src/db/index.ts";
+import type { GenerationService, TaskRecord } from "../../src/generation/tasks.ts";
+import { negotiateLocale, type Locale } from "../shared/locale.ts";
+
+/** What every resolver receives. */
+export interface GenerationContext {
+  db: Db;
+  service: GenerationService;
+  locale: Locale;
+  /** The caller; authenticates on first use. @throws AppError 401/403 */
+  caller(): Promise<Caller>;
+  /** The caller when the key is valid, else null (never throws). */
+  callerOrNull(): Promise<Caller | null>;
+  /** Tasks of the caller by id, batched per request. */
+  taskLoader: DataLoader<string, TaskRecord | null>;
+  /** `METHOD path` the router reports for this request (request log), if any. */
+  route: { method: string; path: string; status: number | null } | null;
+  requestId: string | null;
+}
+
+/** Builds the context of one request. */
+export function createContext(db: Db, service: GenerationService, req: IncomingMessage): GenerationContext {
+  const header = (name: string) => {
+    const value = req.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  };
+  let callerPromise: Promise<Caller> | undefined;
+  const caller = () => (callerPromise ??= authenticate(db, header("authorization")));
+  const routeHeader = header("x-switchyard-route");
+  const match = routeHeader ? /^([A-Z]+) (\/\S*)$/.exec(routeHeader) : null;
+  return {
+    db,
+    service,
+    locale: negotiateLocale(header("accept-language")),
+    caller,
+    callerOrNull: () => caller().catch(() => null),
+    taskLoader: new DataLoader(async (ids) => service.getTasks(await caller(), ids)),
+    route: match ? { method: match[1]!, path: match[2]!, status: Number(header("x-switchyard-route-status")) || null } : null,
+    requestId: header("x-request-id") ?? null,
+  };
+}

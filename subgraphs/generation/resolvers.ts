@@ -1,0 +1,137 @@
+/**
+ * Resolvers of the generation subgraph (schema/generation.graphql). Thin: every rule lives in
+ * src/generation; these only translate arguments and shapes.
+ */
+import { MODELS, getModel, type ModelSpec } from "../../src/generation/catalog.ts";
+import { priceOf } from "../../src/generation/pricing.ts";
+import { validateGenerationRequest } from "../../src/generation/validation.ts";
+import { taskCursor, type TaskRecord } from "../../src/generation/tasks.ts";
+import { recentRequests, usageTotals } from "../../src/generation/usage.ts";
+import { AppError, isAppError } from "../../src/errors.ts";
+import { formatYuan, toMoney } from "../../src/money.ts";
+import { pageSize, toConnection } from "../shared/connection.ts";
+import type { GenerationContext } from "./context.ts";
+
+/** Enum names of the status codes 0-4 (generation spec part 3). */
+export const TASK_STATUS_ENUM = ["QUEUED", "SUCCEEDED", "FAILED", "PROCESSING", "SUBMITTED"] as const;
+
+/** Localized status labels (DESIGN §5). */
+export const STATUS_NAMES = {
+  zh: ["排队中", "生成成功", "生成失败", "处理中", "已提交"],
+  en: ["Queued", "Succeeded", "Failed", "Processing", "Submitted"],
+} as const;
+
+function statusCodeOf(status: string | null | undefined): number | null {
+  if (status == null) return null;
+  return TASK_STATUS_ENUM.indexOf(status as (typeof TASK_STATUS_ENUM)[number]);
+}
+
+/** camelCase GraphQL input → the spec's snake_case REST body, for the one validator. */
+function toRestBody(input: Record<string, unknown>): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(input)) body[key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = value;
+  return body;
+}
+
+async function taskConnection(ctx: GenerationContext, args: { first?: number | null; after?: string | null; status?: string | null }) {
+  const caller = await ctx.caller();
+  const page = await ctx.service.listTasks(caller, { first: pageSize(args.first), after: args.after, status: statusCodeOf(args.status) });
+  for (const task of page.tasks) ctx.taskLoader.prime(task.id, task);
+  return toConnection(page.tasks, page.hasNextPage, page.totalCount, taskCursor);
+}
+
+/** The caller's account id when `id` is the caller's account, else null: accounts never leak. */
+async function ownAccount(ctx: GenerationContext, id: string) {
+  const caller = await ctx.callerOrNull();
+  return caller && caller.accountId === id ? caller : null;
+}
+
+export const resolvers = {
+  Query: {
+    models: () => MODELS,
+    model: (_: unknown, { id }: { id: number }) => getModel(id) ?? null,
+    task: async (_: unknown, { id }: { id: string }, ctx: GenerationContext) => {
+      await ctx.caller();
+      const task = await ctx.taskLoader.load(id);
+      if (!task) throw new AppError("task_not_found");
+      return task;
+    },
+    tasks: (_: unknown, args: any, ctx: GenerationContext) => taskConnection(ctx, args),
+    viewer: async (_: unknown, __: unknown, ctx: GenerationContext) => ({ id: (await ctx.caller()).accountId }),
+  },
+  Mutation: {
+    submitVideoGeneration: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: GenerationContext) => ({
+      task: await ctx.service.submit(await ctx.caller(), "video", toRestBody(input)),
+    }),
+    submitImageGeneration: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: GenerationContext) => ({
+      task: await ctx.service.submit(await ctx.caller(), "image", toRestBody(input)),
+    }),
+  },
+  Account: {
+    __resolveReference: (ref: { id: string }) => ({ id: ref.id }),
+    balance: async (account: { id: string }, _: unknown, ctx: GenerationContext) => {
+      const caller = await ownAccount(ctx, account.id);
+      return caller ? toMoney((await usageTotals(ctx.db, caller)).balance) : null;
+    },
+    spent: async (account: { id: string }, _: unknown, ctx: GenerationContext) => {
+      const caller = await ownAccount(ctx, account.id);
+      return caller ? toMoney((await usageTotals(ctx.db, caller)).spent) : null;
+    },
+    billedSeconds: async (account: { id: string }, _: unknown, ctx: GenerationContext) => {
+      const caller = await ownAccount(ctx, account.id);
+      return caller ? (await usageTotals(ctx.db, caller)).billedSeconds : null;
+    },
+    billedImages: async (account: { id: string }, _: unknown, ctx: GenerationContext) => {
+      const caller = await ownAccount(ctx, account.id);
+      return caller ? (await usageTotals(ctx.db, caller)).billedImages : null;
+    },
+    tasks: async (account: { id: string }, args: any, ctx: GenerationContext) =>
+      (await ownAccount(ctx, account.id)) ? taskConnection(ctx, args) : null,
+    recentRequests: async (account: { id: string }, args: { first?: number }, ctx: GenerationContext) => {
+      const caller = await ownAccount(ctx, account.id);
+      return caller ? recentRequests(ctx.db, caller, pageSize(args.first)) : null;
+    },
+  },
+  Task: {
+    __resolveReference: async (ref: { id: string }, ctx: GenerationContext) => ((await ctx.callerOrNull()) ? ctx.taskLoader.load(ref.id) : null),
+    status: (task: TaskRecord) => TASK_STATUS_ENUM[task.status],
+    statusCode: (task: TaskRecord) => task.status,
+    statusName: (task: TaskRecord, _: unknown, ctx: GenerationContext) => STATUS_NAMES[ctx.locale][task.status],
+    price: (task: TaskRecord) => toMoney(task.price),
+    refunded: (task: TaskRecord) => toMoney(task.refunded),
+    charged: (task: TaskRecord) => toMoney(task.price - task.refunded),
+    model: (task: TaskRecord) => getModel(task.modelId),
+  },
+  Model: {
+    kind: (model: ModelSpec) => model.kind.toUpperCase(),
+    durations: (model: ModelSpec) => Object.entries(model.durations ?? {}).map(([resolution, seconds]) => ({ resolution, seconds })),
+    available: () => true,
+    pricing: (model: ModelSpec) => {
+      const p = model.pricing;
+      if (p.kind === "per_second") {
+        return { kind: p.kind, perSecond: Object.entries(p.milliPerSecond).map(([resolution, milli]) => ({ resolution, price: toMoney(milli) })) };
+      }
+      if (p.kind === "points") {
+        return {
+          kind: p.kind,
+          pointsPerSecond: Object.entries(p.pointsRateTenths).map(([resolution, tenths]) => ({ resolution, rate: formatYuan(tenths * 100).replace(/\.?0+$/, "") })),
+          pricePerPoint: toMoney(p.milliPerPoint),
+        };
+      }
+      return { kind: p.kind, perImage: toMoney(p.milliPerImage) };
+    },
+    quote: async (model: ModelSpec, args: { seconds?: number | null; resolution?: string | null; count?: number | null }) => {
+      try {
+        const request = await validateGenerationRequest(
+          model.kind,
+          { prompt: "quote", model_id: model.id, seconds: args.seconds, resolution: args.resolution, count: args.count },
+          async () => true,
+        );
+        return toMoney(priceOf(model, request));
+      } catch (error) {
+        if (isAppError(error)) return null;
+        throw error;
+      }
+    },
+  },
+};

@@ -1,0 +1,41 @@
+/**
+ * Error formatting shared by every subgraph (DESIGN §4): an {@link AppError} becomes a GraphQL
+ * error with `extensions.code` and `extensions.http.status` (and its details); anything
+ * unexpected is logged and masked as `internal` so no stack trace leaves the process.
+ */
+import type { GraphQLFormattedError } from "graphql";
+import { unwrapResolverError } from "@apollo/server/errors";
+import type { Logger } from "pino";
+import { AppError } from "../../src/errors.ts";
+
+/**
+ * Builds Apollo Server's `formatError`.
+ * `http.status` is added here rather than on the thrown error: Apollo Server would otherwise use
+ * it as the HTTP status of the whole response and strip it from the body.
+ */
+export function formatError(logger: Logger) {
+  return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
+    const original = unwrapResolverError(error);
+    if (original instanceof AppError) {
+      return {
+        message: original.message,
+        locations: formatted.locations,
+        path: formatted.path,
+        extensions: { ...(original.details ?? {}), code: original.code, http: { status: original.status } },
+      };
+    }
+    const code = formatted.extensions?.code;
+    if (code === "INTERNAL_SERVER_ERROR" || code === undefined) {
+      logger.error({ err: original }, "unexpected error in resolver");
+      return { message: "Internal server error", locations: formatted.locations, path: formatted.path, extensions: { code: "internal", http: { status: 500 } } };
+    }
+    // GraphQL's own errors (parse, validation, variable coercion) are the client's: 400.
+    return { ...formatted, extensions: { ...formatted.extensions, http: { status: 400 } } };
+  };
+}
+
+/** The HTTP status a GraphQL error stands for (200 when it carries none). */
+export function statusOfErrors(errors: readonly GraphQLFormattedError[] | undefined): number {
+  const status = (errors?.[0]?.extensions?.http as { status?: number } | undefined)?.status;
+  return typeof status === "number" ? status : errors?.length ? 400 : 200;
+}

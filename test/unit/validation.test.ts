@@ -1,0 +1,778 @@
+import { describe, expect, it } from "vitest";
+import { AppError } from "../../src/errors.ts";
+import { MODELS, getModel, type ModelKind } from "../../src/generation/catalog.ts";
+import { validateGenerationRequest, type UrlCheck } from "../../src/generation/validation.ts";
+
+// The real URL guard is tested elsewhere; this stub rejects any URL containing "private".
+const checkUrl: UrlCheck = async (url) => !url.includes("private");
+
+const IMG = "https://cdn.example.com/a.png";
+const IMG2 = "https://cdn.example.com/b.png";
+const AUDIO = "https://cdn.example.com/a.mp3";
+const VIDEO = "https://cdn.example.com/a.mp4";
+const PRIVATE = "https://private.example.com/x.png";
+
+const urls = (n: number, prefix = "https://cdn.example.com/i") => Array.from({ length: n }, (_, i) => `${prefix}${i}.png`);
+
+function validate(kind: ModelKind, body: unknown, check: UrlCheck = checkUrl) {
+  return validateGenerationRequest(kind, body, check);
+}
+
+const video = (fields: Record<string, unknown>) => validate("video", { prompt: "a cat", ...fields });
+const image = (fields: Record<string, unknown>) => validate("image", { prompt: "a cat", model_id: 45, ...fields });
+
+async function rejection(promise: Promise<unknown>): Promise<AppError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(AppError);
+    return error as AppError;
+  }
+  throw new Error("expected the request to be rejected, but it was accepted");
+}
+
+/** Asserts a 400 invalid_request with exactly this message (and field, when given). */
+async function expectInvalid(promise: Promise<unknown>, message: string, field?: string): Promise<void> {
+  const error = await rejection(promise);
+  expect(error.message).toBe(message);
+  expect(error.code).toBe("invalid_request");
+  expect(error.status).toBe(400);
+  if (field !== undefined) expect(error.details).toEqual({ field });
+}
+
+const unsupported = (field: string) => `${field} has an unsupported value`;
+const notPublic = (field: string) => `${field} must be a public HTTPS URL`;
+const MODEL_ID_MESSAGE = "model_id must be one of: 52, 51, 67, 69, 39, 45";
+
+describe("request body", () => {
+  it.each([
+    ["null", null],
+    ["an array", [{ prompt: "a cat" }]],
+    ["a string", "a cat"],
+    ["a number", 42],
+    ["undefined", undefined],
+  ])("rejects %s as invalid JSON", async (_name, body) => {
+    const error = await rejection(validate("video", body));
+    expect(error.code).toBe("invalid_json");
+    expect(error.status).toBe(400);
+    expect(error.message).toBe("Request body must be valid JSON");
+  });
+
+  it("ignores unknown fields", async () => {
+    const request = await video({ colour: "blue", webhook: 5 });
+    expect(request.modelId).toBe(52);
+  });
+});
+
+describe("prompt", () => {
+  it.each([
+    ["missing", {}],
+    ["empty", { prompt: "" }],
+    ["only spaces", { prompt: "   \n\t" }],
+    ["a number", { prompt: 5 }],
+    ["null", { prompt: null }],
+    ["an array", { prompt: ["a cat"] }],
+  ])("rejects a prompt that is %s", async (_name, body) => {
+    await expectInvalid(validate("video", body), "prompt must be a non-empty string", "prompt");
+    await expectInvalid(validate("image", { ...body, model_id: 45 }), "prompt must be a non-empty string");
+  });
+
+  it("checks the prompt before model_id", async () => {
+    await expectInvalid(validate("video", { prompt: "", model_id: 999 }), "prompt must be a non-empty string");
+    await expectInvalid(validate("image", { prompt: " " }), "prompt must be a non-empty string");
+  });
+
+  it("keeps the prompt as given", async () => {
+    expect((await validate("video", { prompt: "  a cat  " })).prompt).toBe("  a cat  ");
+  });
+});
+
+describe("model_id on the video endpoint", () => {
+  it("uses model 52 when model_id is omitted or null", async () => {
+    for (const body of [{ prompt: "a cat" }, { prompt: "a cat", model_id: null }]) {
+      const request = await validate("video", body);
+      expect(request.modelId).toBe(52);
+      expect(request.modelName).toBe("video-52");
+      expect(request.kind).toBe("video");
+    }
+  });
+
+  it.each([52, 67, 69, 51, 39])("accepts video model %i", async (id) => {
+    const request = await video({ model_id: id });
+    expect(request.modelId).toBe(id);
+    expect(request.modelName).toBe(`video-${id}`);
+  });
+
+  it("rejects the image model 45 as an unsupported value", async () => {
+    await expectInvalid(video({ model_id: 45 }), unsupported("model_id"), "model_id");
+  });
+
+  it.each([
+    ["an unknown number", 99],
+    ["zero", 0],
+    ["a numeric string", "52"],
+    ["a fraction", 52.5],
+    ["a boolean", true],
+    ["an array", [52]],
+  ])("rejects %s with the list of models", async (_name, value) => {
+    await expectInvalid(video({ model_id: value }), MODEL_ID_MESSAGE, "model_id");
+  });
+
+  it("checks model_id before the other fields", async () => {
+    await expectInvalid(video({ model_id: 99, resolution: "9K", seconds: 99, count: 9 }), MODEL_ID_MESSAGE);
+  });
+});
+
+describe("model_id on the image endpoint", () => {
+  it("accepts model 45", async () => {
+    const request = await image({});
+    expect(request).toMatchObject({ kind: "image", modelId: 45, modelName: "image-45" });
+  });
+
+  it("requires model_id", async () => {
+    await expectInvalid(validate("image", { prompt: "a cat" }), MODEL_ID_MESSAGE, "model_id");
+    await expectInvalid(validate("image", { prompt: "a cat", model_id: null }), MODEL_ID_MESSAGE, "model_id");
+  });
+
+  it.each([52, 67, 69, 51, 39])("rejects video model %i as an unsupported value", async (id) => {
+    await expectInvalid(image({ model_id: id }), unsupported("model_id"), "model_id");
+  });
+
+  it.each([99, "45", 45.5])("rejects %j with the list of models", async (value) => {
+    await expectInvalid(image({ model_id: value }), MODEL_ID_MESSAGE, "model_id");
+  });
+});
+
+describe("resolution", () => {
+  it.each([
+    [52, "720P"],
+    [67, "480P"],
+    [69, "480P"],
+    [51, "480P"],
+    [39, "720P"],
+  ])("uses the lowest resolution of model %i when omitted: %s", async (id, expected) => {
+    expect((await video({ model_id: id })).resolution).toBe(expected);
+    expect((await video({ model_id: id, resolution: null })).resolution).toBe(expected);
+  });
+
+  it("uses 1k for images when omitted", async () => {
+    expect((await image({})).resolution).toBe("1k");
+  });
+
+  it("matches case-insensitively and returns the canonical spelling", async () => {
+    expect((await video({ model_id: 67, resolution: "720p" })).resolution).toBe("720P");
+    expect((await video({ model_id: 69, resolution: "1080p" })).resolution).toBe("1080P");
+    expect((await image({ resolution: "1K" })).resolution).toBe("1k");
+  });
+
+  it.each([
+    [52, "480P"],
+    [51, "1080P"],
+    [67, "1080P"],
+    [69, "4K"],
+    [39, "480P"],
+    [52, " 720P"],
+    [52, 720],
+    [52, ""],
+  ])("rejects for model %i the resolution %j", async (id, value) => {
+    await expectInvalid(video({ model_id: id, resolution: value }), unsupported("resolution"), "resolution");
+  });
+
+  it("rejects an image resolution other than 1k", async () => {
+    await expectInvalid(image({ resolution: "2k" }), unsupported("resolution"), "resolution");
+    await expectInvalid(image({ resolution: "720P" }), unsupported("resolution"));
+  });
+
+  it("checks resolution before seconds", async () => {
+    await expectInvalid(video({ model_id: 52, resolution: "480P", seconds: 99 }), unsupported("resolution"));
+  });
+});
+
+describe("seconds", () => {
+  it.each([
+    [52, 5],
+    [67, 5],
+    [69, 4],
+    [51, 4],
+    [39, 5],
+  ])("uses the default of model %i when omitted: %i s", async (id, expected) => {
+    expect((await video({ model_id: id })).seconds).toBe(expected);
+    expect((await video({ model_id: id, seconds: null })).seconds).toBe(expected);
+  });
+
+  it("uses the default of model 67 at 720P too", async () => {
+    expect((await video({ model_id: 67, resolution: "720P" })).seconds).toBe(5);
+  });
+
+  it.each([
+    [52, "720P", 4],
+    [52, "720P", 15],
+    [67, "480P", 5],
+    [67, "480P", 15],
+    [67, "480P", 20],
+    [67, "480P", 25],
+    [67, "480P", 30],
+    [67, "720P", 4],
+    [67, "720P", 16],
+    [67, "720P", 20],
+    [67, "720P", 30],
+    [69, "480P", 4],
+    [69, "720P", 17],
+    [69, "1080P", 30],
+    [51, "480P", 4],
+    [51, "720P", 15],
+    [39, "720P", 5],
+    [39, "720P", 10],
+    [39, "720P", 15],
+  ])("accepts model %i at %s for %i s", async (id, resolution, seconds) => {
+    expect((await video({ model_id: id, resolution, seconds })).seconds).toBe(seconds);
+  });
+
+  it.each([
+    [52, "720P", 3],
+    [52, "720P", 16],
+    [67, "480P", 4],
+    [67, "480P", 16],
+    [67, "480P", 21],
+    [67, "480P", 31],
+    [67, "720P", 3],
+    [67, "720P", 31],
+    [69, "480P", 3],
+    [69, "1080P", 31],
+    [51, "480P", 3],
+    [51, "720P", 16],
+    [39, "720P", 4],
+    [39, "720P", 6],
+    [39, "720P", 20],
+  ])("rejects model %i at %s for %i s", async (id, resolution, seconds) => {
+    await expectInvalid(video({ model_id: id, resolution, seconds }), unsupported("seconds"), "seconds");
+  });
+
+  it.each([
+    ["a fraction", 5.5],
+    ["a numeric string", "5"],
+    ["a boolean", true],
+    ["zero", 0],
+    ["negative", -5],
+  ])("rejects seconds that is %s", async (_name, value) => {
+    await expectInvalid(video({ seconds: value }), unsupported("seconds"), "seconds");
+  });
+
+  it("ignores seconds on image requests", async () => {
+    expect((await image({ seconds: "junk" })).seconds).toBeNull();
+    expect((await image({ seconds: 5 })).seconds).toBeNull();
+  });
+
+  it("checks seconds before size", async () => {
+    await expectInvalid(video({ seconds: 99, size: "7:7" }), unsupported("seconds"));
+  });
+});
+
+describe("size", () => {
+  it("is null when omitted or null", async () => {
+    expect((await video({})).size).toBeNull();
+    expect((await video({ size: null })).size).toBeNull();
+    expect((await image({})).size).toBeNull();
+  });
+
+  it.each([
+    [52, "21:9"],
+    [67, "3:4"],
+    [69, "1:1"],
+    [51, "2:3"],
+    [39, "4:3"],
+  ])("accepts for model %i the size %s", async (id, size) => {
+    expect((await video({ model_id: id, size })).size).toBe(size);
+  });
+
+  it.each([
+    [52, "3:4"],
+    [67, "1:1"],
+    [69, "21:9"],
+    [51, "4:3"],
+    [39, "21:9"],
+    [52, "auto"],
+    [52, "16:9 "],
+    [52, 1.77],
+  ])("rejects for model %i the size %j", async (id, size) => {
+    await expectInvalid(video({ model_id: id, size }), unsupported("size"), "size");
+  });
+
+  it("accepts auto and 9:21 for images but not 7:3", async () => {
+    expect((await image({ size: "auto" })).size).toBe("auto");
+    expect((await image({ size: "9:21" })).size).toBe("9:21");
+    await expectInvalid(image({ size: "7:3" }), unsupported("size"), "size");
+  });
+
+  it("checks size before count", async () => {
+    await expectInvalid(video({ size: "7:7", count: 9 }), unsupported("size"));
+  });
+});
+
+describe("count", () => {
+  it("defaults to 1", async () => {
+    expect((await video({})).count).toBe(1);
+    expect((await video({ count: null })).count).toBe(1);
+    expect((await image({})).count).toBe(1);
+  });
+
+  it.each([1, 2, 3, 4])("accepts %i", async (count) => {
+    expect((await video({ count })).count).toBe(count);
+    expect((await image({ count })).count).toBe(count);
+  });
+
+  it.each([0, 5, -1, 2.5, "2", true])("rejects %j", async (count) => {
+    await expectInvalid(video({ count }), unsupported("count"), "count");
+    await expectInvalid(image({ count }), unsupported("count"), "count");
+  });
+
+  it("checks count before references", async () => {
+    await expectInvalid(video({ count: 5, reference_image: 5 }), unsupported("count"));
+  });
+});
+
+describe("references: kinds per model", () => {
+  it("merges the singular and plural fields, singular first", async () => {
+    const request = await video({
+      reference_image: IMG,
+      reference_images: [IMG2],
+      reference_audio: AUDIO,
+      reference_audios: ["https://cdn.example.com/b.mp3"],
+      reference_video: VIDEO,
+      reference_videos: ["https://cdn.example.com/b.mp4"],
+    });
+    expect(request.references).toEqual({
+      images: [IMG, IMG2],
+      audios: [AUDIO, "https://cdn.example.com/b.mp3"],
+      videos: [VIDEO, "https://cdn.example.com/b.mp4"],
+      frameStart: null,
+      frameEnd: null,
+    });
+  });
+
+  it("returns empty references when none are given or all are null", async () => {
+    const empty = { images: [], audios: [], videos: [], frameStart: null, frameEnd: null };
+    expect((await video({})).references).toEqual(empty);
+    const nulls = Object.fromEntries(
+      [
+        "reference_image",
+        "reference_images",
+        "reference_audio",
+        "reference_audios",
+        "reference_video",
+        "reference_videos",
+        "frame_start",
+        "frame_end",
+      ].map((field) => [field, null]),
+    );
+    expect((await video({ model_id: 39, ...nulls })).references).toEqual(empty);
+    expect((await video({ model_id: 52, ...nulls })).references).toEqual(empty);
+  });
+
+  it("accepts first and last frames with reference images for model 39", async () => {
+    const request = await video({ model_id: 39, reference_images: [IMG], frame_start: IMG2, frame_end: IMG });
+    expect(request.references).toEqual({ images: [IMG], audios: [], videos: [], frameStart: IMG2, frameEnd: IMG });
+  });
+
+  it.each([52, 67, 69, 51])("rejects first and last frames for model %i", async (id) => {
+    await expectInvalid(video({ model_id: id, frame_start: IMG }), unsupported("frame_start"), "frame_start");
+    await expectInvalid(video({ model_id: id, frame_end: IMG }), unsupported("frame_end"), "frame_end");
+  });
+
+  it.each(["reference_audio", "reference_video"])("rejects %s for model 39", async (field) => {
+    await expectInvalid(video({ model_id: 39, reference_image: IMG, [field]: AUDIO }), unsupported(field), field);
+  });
+
+  it.each(["reference_audios", "reference_videos"])("rejects a non-empty %s for model 39", async (field) => {
+    await expectInvalid(video({ model_id: 39, reference_image: IMG, [field]: [AUDIO] }), unsupported(field), field);
+  });
+
+  it("accepts empty audio and video lists for model 39", async () => {
+    const request = await video({ model_id: 39, reference_audios: [], reference_videos: [] });
+    expect(request.references.audios).toEqual([]);
+  });
+
+  it("ignores audio, video and frame fields on image requests, even invalid ones", async () => {
+    const request = await image({
+      reference_image: IMG,
+      reference_audio: PRIVATE,
+      reference_audios: "not a list",
+      reference_video: 5,
+      reference_videos: urls(20),
+      frame_start: PRIVATE,
+      frame_end: 5,
+    });
+    expect(request.references).toEqual({ images: [IMG], audios: [], videos: [], frameStart: null, frameEnd: null });
+  });
+
+  it("accepts reference images on image requests", async () => {
+    const request = await image({ reference_image: IMG, reference_images: [IMG2] });
+    expect(request.references.images).toEqual([IMG, IMG2]);
+  });
+});
+
+describe("references: wrong types", () => {
+  it.each([
+    ["reference_image", 5],
+    ["reference_image", [IMG]],
+    ["reference_images", IMG],
+    ["reference_images", { 0: IMG }],
+    ["reference_audio", 5],
+    ["reference_audios", AUDIO],
+    ["reference_video", true],
+    ["reference_videos", VIDEO],
+  ])("rejects %s = %j", async (field, value) => {
+    await expectInvalid(video({ reference_image: IMG, [field]: value }), unsupported(field), field);
+  });
+
+  it("rejects a non-string frame for model 39", async () => {
+    await expectInvalid(video({ model_id: 39, frame_start: 5 }), unsupported("frame_start"), "frame_start");
+    await expectInvalid(video({ model_id: 39, frame_end: [IMG] }), unsupported("frame_end"), "frame_end");
+  });
+
+  it("rejects a non-string reference_image on image requests", async () => {
+    await expectInvalid(image({ reference_image: 5 }), unsupported("reference_image"), "reference_image");
+    await expectInvalid(image({ reference_images: IMG }), unsupported("reference_images"), "reference_images");
+  });
+});
+
+describe("references: limits", () => {
+  it.each([52, 69, 51])("accepts 9 images, 3 audios and 3 videos for model %i", async (id) => {
+    const request = await video({
+      model_id: id,
+      reference_images: urls(9),
+      reference_audios: urls(3, "https://cdn.example.com/a"),
+      reference_videos: urls(3, "https://cdn.example.com/v"),
+    });
+    expect(request.references.images).toHaveLength(9);
+    expect(request.references.audios).toHaveLength(3);
+    expect(request.references.videos).toHaveLength(3);
+  });
+
+  it.each([52, 69, 51, 39])("rejects 10 images for model %i", async (id) => {
+    await expectInvalid(video({ model_id: id, reference_images: urls(10) }), unsupported("reference_images"));
+  });
+
+  it("names the plural field when a singular image pushes the list over 9", async () => {
+    await expectInvalid(
+      video({ reference_image: IMG, reference_images: urls(9) }),
+      unsupported("reference_images"),
+      "reference_images",
+    );
+  });
+
+  it("rejects a fourth audio", async () => {
+    await expectInvalid(
+      video({ reference_image: IMG, reference_audios: urls(4, "https://cdn.example.com/a") }),
+      unsupported("reference_audios"),
+      "reference_audios",
+    );
+    await expectInvalid(
+      video({ reference_image: IMG, reference_audio: AUDIO, reference_audios: urls(3, "https://cdn.example.com/a") }),
+      unsupported("reference_audios"),
+    );
+  });
+
+  it("rejects a fourth video", async () => {
+    await expectInvalid(
+      video({ reference_videos: urls(4, "https://cdn.example.com/v") }),
+      unsupported("reference_videos"),
+      "reference_videos",
+    );
+  });
+
+  it("accepts 9 images plus both frames for model 39", async () => {
+    const request = await video({ model_id: 39, reference_images: urls(9), frame_start: IMG, frame_end: IMG2 });
+    expect(request.references.images).toHaveLength(9);
+  });
+
+  it("has no per-kind limit for model 67, only 30 references in all", async () => {
+    const request = await video({
+      model_id: 67,
+      reference_images: urls(20),
+      reference_audios: urls(5, "https://cdn.example.com/a"),
+      reference_videos: urls(5, "https://cdn.example.com/v"),
+    });
+    expect(request.references.images).toHaveLength(20);
+    expect((await video({ model_id: 67, reference_images: urls(30) })).references.images).toHaveLength(30);
+    expect(
+      (await video({ model_id: 67, reference_image: IMG, reference_videos: urls(29, "https://cdn.example.com/v") }))
+        .references.videos,
+    ).toHaveLength(29);
+  });
+
+  it("rejects a 31st reference for model 67, naming the kind that crosses 30", async () => {
+    await expectInvalid(video({ model_id: 67, reference_images: urls(31) }), unsupported("reference_images"));
+    await expectInvalid(
+      video({ model_id: 67, reference_images: urls(20), reference_audios: urls(11, "https://cdn.example.com/a") }),
+      unsupported("reference_audios"),
+      "reference_audios",
+    );
+    await expectInvalid(
+      video({
+        model_id: 67,
+        reference_images: urls(20),
+        reference_audios: urls(5, "https://cdn.example.com/a"),
+        reference_videos: urls(6, "https://cdn.example.com/v"),
+      }),
+      unsupported("reference_videos"),
+      "reference_videos",
+    );
+    await expectInvalid(
+      video({ model_id: 67, reference_images: urls(30), reference_video: VIDEO }),
+      unsupported("reference_video"),
+      "reference_video",
+    );
+  });
+
+  it("accepts 9 reference images on image requests and rejects 10", async () => {
+    expect((await image({ reference_images: urls(9) })).references.images).toHaveLength(9);
+    await expectInvalid(image({ reference_images: urls(10) }), unsupported("reference_images"), "reference_images");
+    await expectInvalid(image({ reference_image: IMG, reference_images: urls(9) }), unsupported("reference_images"));
+  });
+});
+
+describe("references: audio needs an image or a video", () => {
+  it.each([52, 67, 69])("rejects audio alone for model %i", async (id) => {
+    await expectInvalid(video({ model_id: id, reference_audio: AUDIO }), unsupported("reference_audio"), "reference_audio");
+    await expectInvalid(
+      video({ model_id: id, reference_audios: [AUDIO] }),
+      unsupported("reference_audios"),
+      "reference_audios",
+    );
+  });
+
+  it.each([52, 67, 69])("accepts audio with an image or with a video for model %i", async (id) => {
+    expect((await video({ model_id: id, reference_audio: AUDIO, reference_image: IMG })).references.audios).toEqual([
+      AUDIO,
+    ]);
+    expect((await video({ model_id: id, reference_audios: [AUDIO], reference_videos: [VIDEO] })).references.videos).toEqual([
+      VIDEO,
+    ]);
+  });
+
+  it("accepts audio alone for model 51", async () => {
+    expect((await video({ model_id: 51, reference_audio: AUDIO })).references.audios).toEqual([AUDIO]);
+  });
+
+  it("does not count empty image and video lists as visual references", async () => {
+    await expectInvalid(
+      video({ reference_audio: AUDIO, reference_images: [], reference_videos: [] }),
+      unsupported("reference_audio"),
+    );
+  });
+});
+
+describe("references: public HTTPS URLs", () => {
+  it.each([
+    ["reference_image", { reference_image: PRIVATE }],
+    ["reference_images", { reference_images: [IMG, PRIVATE] }],
+    ["reference_audio", { reference_image: IMG, reference_audio: PRIVATE }],
+    ["reference_audios", { reference_image: IMG, reference_audios: [PRIVATE] }],
+    ["reference_video", { reference_video: PRIVATE }],
+    ["reference_videos", { reference_videos: [VIDEO, PRIVATE] }],
+  ])("rejects a private URL in %s", async (field, fields) => {
+    await expectInvalid(video(fields), notPublic(field), field);
+  });
+
+  it.each([
+    ["frame_start", { frame_start: PRIVATE }],
+    ["frame_end", { frame_end: PRIVATE }],
+  ])("rejects a private URL in %s for model 39", async (field, fields) => {
+    await expectInvalid(video({ model_id: 39, ...fields }), notPublic(field), field);
+  });
+
+  it("rejects a private URL in reference images of image requests", async () => {
+    await expectInvalid(image({ reference_image: PRIVATE }), notPublic("reference_image"), "reference_image");
+    await expectInvalid(image({ reference_images: [PRIVATE] }), notPublic("reference_images"), "reference_images");
+  });
+
+  it("reports the first failing field in field order", async () => {
+    await expectInvalid(
+      video({ reference_image: PRIVATE, reference_images: [PRIVATE], reference_videos: [PRIVATE] }),
+      notPublic("reference_image"),
+    );
+    await expectInvalid(
+      video({ reference_images: [PRIVATE], reference_audio: PRIVATE, reference_video: PRIVATE }),
+      notPublic("reference_images"),
+    );
+    await expectInvalid(
+      video({ model_id: 39, reference_images: [PRIVATE], frame_start: PRIVATE, frame_end: PRIVATE }),
+      notPublic("reference_images"),
+    );
+    await expectInvalid(video({ model_id: 39, frame_start: PRIVATE, frame_end: PRIVATE }), notPublic("frame_start"));
+    await expectInvalid(
+      video({ reference_image: IMG, reference_audio: PRIVATE, reference_audios: [PRIVATE], reference_videos: [PRIVATE] }),
+      notPublic("reference_audio"),
+    );
+    await expectInvalid(
+      video({ reference_image: IMG, reference_audios: [PRIVATE], reference_video: PRIVATE }),
+      notPublic("reference_audios"),
+    );
+    await expectInvalid(video({ reference_video: PRIVATE, reference_videos: [PRIVATE] }), notPublic("reference_video"));
+  });
+
+  it("reports the field order even when a later check fails first in time", async () => {
+    // The later field's check answers at once, the earlier one's after a delay.
+    const slowFirst: UrlCheck = (url) =>
+      new Promise((resolve) => setTimeout(() => resolve(false), url.includes("slow") ? 20 : 0));
+    await expectInvalid(
+      validate("video", { prompt: "a cat", reference_image: "https://slow.example.com/a.png", reference_video: VIDEO }, slowFirst),
+      notPublic("reference_image"),
+    );
+  });
+
+  it.each([
+    ["a number", 5],
+    ["null", null],
+    ["an object", { url: IMG }],
+    ["an empty string", ""],
+  ])("rejects a reference_images element that is %s", async (_name, element) => {
+    await expectInvalid(video({ reference_images: [IMG, element] }), notPublic("reference_images"), "reference_images");
+  });
+
+  it("rejects a URL longer than 2048 characters without asking the guard", async () => {
+    const asked: string[] = [];
+    const check: UrlCheck = async (url) => {
+      asked.push(url);
+      return true;
+    };
+    const base = "https://cdn.example.com/";
+    const longest = base + "a".repeat(2048 - base.length);
+    expect((await validate("video", { prompt: "a cat", reference_image: longest }, check)).references.images).toEqual([
+      longest,
+    ]);
+    await expectInvalid(
+      validate("video", { prompt: "a cat", reference_image: longest + "a" }, check),
+      notPublic("reference_image"),
+      "reference_image",
+    );
+    expect(asked).toEqual([longest]);
+  });
+
+  it("treats a guard that throws as a failed check", async () => {
+    const broken: UrlCheck = async () => {
+      throw new Error("DNS exploded");
+    };
+    await expectInvalid(
+      validate("video", { prompt: "a cat", reference_image: IMG }, broken),
+      notPublic("reference_image"),
+      "reference_image",
+    );
+  });
+
+  it("runs the URL checks concurrently", async () => {
+    let inFlight = 0;
+    let most = 0;
+    const check: UrlCheck = async () => {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      inFlight--;
+      return true;
+    };
+    await validate("video", { prompt: "a cat", reference_images: [IMG, IMG2], reference_video: VIDEO }, check);
+    expect(most).toBe(3);
+  });
+
+  it("checks every URL of the request", async () => {
+    const asked: string[] = [];
+    const check: UrlCheck = async (url) => {
+      asked.push(url);
+      return true;
+    };
+    await validate(
+      "video",
+      { prompt: "a cat", model_id: 39, reference_image: IMG, reference_images: [IMG2], frame_start: "https://f.example/s.png", frame_end: "https://f.example/e.png" },
+      check,
+    );
+    expect(asked.sort()).toEqual([IMG, IMG2, "https://f.example/e.png", "https://f.example/s.png"].sort());
+  });
+
+  it("does not ask the guard when an earlier rule fails", async () => {
+    let asked = 0;
+    const check: UrlCheck = async () => {
+      asked++;
+      return false;
+    };
+    await expectInvalid(validate("video", { prompt: "a cat", count: 5, reference_image: IMG }, check), unsupported("count"));
+    await expectInvalid(
+      validate("video", { prompt: "a cat", model_id: 39, reference_audio: PRIVATE }, check),
+      unsupported("reference_audio"),
+    );
+    expect(asked).toBe(0);
+  });
+
+  it("checks reference rules before URLs", async () => {
+    await expectInvalid(video({ reference_images: [...urls(9), PRIVATE] }), unsupported("reference_images"));
+    await expectInvalid(video({ reference_audio: PRIVATE }), unsupported("reference_audio"));
+  });
+});
+
+describe("a complete request", () => {
+  it("returns every field of a video request in canonical form", async () => {
+    const request = await validate("video", {
+      prompt: "a cat on a bike",
+      model_id: 69,
+      size: "16:9",
+      seconds: 6,
+      resolution: "1080p",
+      count: 2,
+      reference_image: IMG,
+      reference_audios: [AUDIO],
+    });
+    expect(request).toEqual({
+      kind: "video",
+      modelId: 69,
+      modelName: "video-69",
+      prompt: "a cat on a bike",
+      size: "16:9",
+      seconds: 6,
+      resolution: "1080P",
+      count: 2,
+      references: { images: [IMG], audios: [AUDIO], videos: [], frameStart: null, frameEnd: null },
+    });
+  });
+
+  it("returns every field of an image request in canonical form", async () => {
+    const request = await validate("image", { prompt: "a cat", model_id: 45, size: "4:5", resolution: "1K", count: 3, reference_images: [IMG] });
+    expect(request).toEqual({
+      kind: "image",
+      modelId: 45,
+      modelName: "image-45",
+      prompt: "a cat",
+      size: "4:5",
+      seconds: null,
+      resolution: "1k",
+      count: 3,
+      references: { images: [IMG], audios: [], videos: [], frameStart: null, frameEnd: null },
+    });
+  });
+});
+
+describe("model catalog", () => {
+  it("lists the six models of the spec in its order", () => {
+    expect(MODELS.map((model) => [model.id, model.kind])).toEqual([
+      [52, "video"],
+      [67, "video"],
+      [69, "video"],
+      [51, "video"],
+      [39, "video"],
+      [45, "image"],
+    ]);
+  });
+
+  it("knows no other model", () => {
+    expect(getModel(53)).toBeUndefined();
+    expect(getModel(45)?.name).toBe("image-45");
+  });
+
+  it("cannot be changed by a reader", () => {
+    const model = getModel(52)!;
+    expect(() => (model.sizes as string[]).push("5:5")).toThrow(TypeError);
+    expect(() => {
+      (model as { defaultSeconds: number | null }).defaultSeconds = 7;
+    }).toThrow(TypeError);
+    expect(getModel(52)!.defaultSeconds).toBe(5);
+  });
+});
