@@ -9,8 +9,7 @@ import { createKey, setKeyStatus, topUpKey } from "../src/auth/keys.ts";
 import { verifyLedger } from "../src/ledger/index.ts";
 import { formatYuan, parseYuan } from "../src/money.ts";
 import { isAppError } from "../src/errors.ts";
-import { writeSupergraph } from "../router/compose.ts";
-import { startStack, type Role } from "./stack.ts";
+import type { Role } from "./stack.ts";
 
 const USAGE = `Usage: switchyard <command>
   start [router|generation]         run every role in one process, or one role
@@ -107,6 +106,8 @@ async function keys(config: Config, args: string[]): Promise<void> {
 async function start(config: Config, roleArg: string | undefined): Promise<void> {
   const roles: Role[] = roleArg ? [roleArg as Role] : ["generation", "router"];
   if (roleArg && !["router", "generation"].includes(roleArg)) throw new UsageError(`unknown role: ${roleArg}`);
+  // Loaded on demand: the gateway and servers are heavy, and key commands need none of them.
+  const { startStack } = await import("./stack.ts");
   const stack = await startStack(config, roles);
   let demoKey: string | undefined;
   if (stack.db) {
@@ -136,13 +137,20 @@ async function main(argv: string[]): Promise<number> {
       await start(config, rest[0]);
       return -1; // keep running
     case "migrate": {
-      const names = await withDb(config, async () => []);
-      console.log(`database is up to date${names.length ? "" : ""}`);
+      const db = openDb(config);
+      try {
+        const names = await migrate(db);
+        console.log(names.length ? `applied ${names.join(", ")}` : "database is up to date");
+      } finally {
+        await db.destroy();
+      }
       return 0;
     }
-    case "compose":
+    case "compose": {
+      const { writeSupergraph } = await import("../router/compose.ts");
       console.log(`wrote ${writeSupergraph()}`);
       return 0;
+    }
     case "keys":
       await keys(config, rest);
       return 0;

@@ -9,6 +9,43 @@ import { SUPERGRAPH_FILE } from "./compose.ts";
 /** Headers the router forwards to subgraphs: auth, locale, request id and the route being served. */
 export const FORWARDED_HEADERS = ["authorization", "accept-language", "x-request-id", "x-switchyard-route", "x-switchyard-route-status"] as const;
 
+/** The HTTP status a GraphQL error carries in `extensions.http.status`, if any. */
+function httpStatusOf(error: unknown): number | undefined {
+  const status = (error as { extensions?: { http?: { status?: unknown } } } | null)?.extensions?.http?.status;
+  return typeof status === "number" ? status : undefined;
+}
+
+/** Puts `extensions.http.status` back on the serialized errors of one result, matched by position. */
+function withHttpStatuses(result: any): any {
+  if (!result || typeof result !== "object" || typeof result[Symbol.asyncIterator] === "function") return result;
+  const statuses: (number | undefined)[] = (result.errors ?? []).map(httpStatusOf);
+  if (!statuses.some((status) => status !== undefined)) return result;
+  const stringify = result.stringify ?? JSON.stringify;
+  return {
+    ...result,
+    stringify: (sanitized: any) =>
+      stringify({
+        ...sanitized,
+        errors: sanitized.errors?.map((error: any, i: number) => {
+          const json = typeof error?.toJSON === "function" ? error.toJSON() : error;
+          const status = statuses[i];
+          return status === undefined ? json : { ...json, extensions: { ...json.extensions, http: { status } } };
+        }),
+      }),
+  };
+}
+
+/**
+ * DESIGN §4: GraphQL errors carry `extensions.http.status`. GraphQL Yoga (under the gateway)
+ * turns that extension into the response status and strips it from the body when it
+ * serializes; this plugin hands Yoga a serializer that writes it back.
+ */
+export const keepHttpStatusInErrors = {
+  onResultProcess({ result, setResult }: { result: any; setResult(result: any): void }) {
+    setResult(Array.isArray(result) ? result.map(withHttpStatuses) : withHttpStatuses(result));
+  },
+};
+
 /**
  * Replaces the routing URLs of the checked-in supergraph.
  * @param urls subgraph name → `/graphql` URL
@@ -33,6 +70,7 @@ export function createGateway(options: { subgraphUrls: Record<string, string>; p
     graphiql: !options.production,
     logging: false,
     maskedErrors: false,
+    plugins: () => [keepHttpStatusInErrors],
     propagateHeaders: {
       fromClientToSubgraphs({ request }) {
         const headers: Record<string, string> = {};

@@ -7,6 +7,7 @@ import DataLoader from "dataloader";
 import { authenticate, type Caller } from "../../src/auth/keys.ts";
 import type { Db } from "../../src/db/index.ts";
 import type { GenerationService, TaskRecord } from "../../src/generation/tasks.ts";
+import { usageTotals, type UsageTotals } from "../../src/generation/usage.ts";
 import { negotiateLocale, type Locale } from "../shared/locale.ts";
 
 /** What every resolver receives. */
@@ -20,6 +21,8 @@ export interface GenerationContext {
   callerOrNull(): Promise<Caller | null>;
   /** Tasks of the caller by id, batched per request. */
   taskLoader: DataLoader<string, TaskRecord | null>;
+  /** The caller's usage totals, computed once per request however many fields ask. */
+  usage(): Promise<UsageTotals>;
   /** `METHOD path` the router reports for this request (request log), if any. */
   route: { method: string; path: string; status: number | null } | null;
   requestId: string | null;
@@ -33,6 +36,7 @@ export function createContext(db: Db, service: GenerationService, req: IncomingM
   };
   let callerPromise: Promise<Caller> | undefined;
   const caller = () => (callerPromise ??= authenticate(db, header("authorization")));
+  let usagePromise: Promise<UsageTotals> | undefined;
   const routeHeader = header("x-switchyard-route");
   const match = routeHeader ? /^([A-Z]+) (\/\S*)$/.exec(routeHeader) : null;
   return {
@@ -41,6 +45,7 @@ export function createContext(db: Db, service: GenerationService, req: IncomingM
     locale: negotiateLocale(header("accept-language")),
     caller,
     callerOrNull: () => caller().catch(() => null),
+    usage: () => (usagePromise ??= caller().then((c) => usageTotals(db, c))),
     taskLoader: new DataLoader(async (ids) => service.getTasks(await caller(), ids)),
     route: match ? { method: match[1]!, path: match[2]!, status: Number(header("x-switchyard-route-status")) || null } : null,
     requestId: header("x-request-id") ?? null,

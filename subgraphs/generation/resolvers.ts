@@ -6,7 +6,7 @@ import { MODELS, getModel, type ModelSpec } from "../../src/generation/catalog.t
 import { priceOf } from "../../src/generation/pricing.ts";
 import { validateGenerationRequest } from "../../src/generation/validation.ts";
 import { taskCursor, type TaskRecord } from "../../src/generation/tasks.ts";
-import { recentRequests, usageTotals } from "../../src/generation/usage.ts";
+import { recentRequests } from "../../src/generation/usage.ts";
 import { AppError, isAppError } from "../../src/errors.ts";
 import { formatYuan, toMoney } from "../../src/money.ts";
 import { pageSize, toConnection } from "../shared/connection.ts";
@@ -69,22 +69,14 @@ export const resolvers = {
   },
   Account: {
     __resolveReference: (ref: { id: string }) => ({ id: ref.id }),
-    balance: async (account: { id: string }, _: unknown, ctx: GenerationContext) => {
-      const caller = await ownAccount(ctx, account.id);
-      return caller ? toMoney((await usageTotals(ctx.db, caller)).balance) : null;
-    },
-    spent: async (account: { id: string }, _: unknown, ctx: GenerationContext) => {
-      const caller = await ownAccount(ctx, account.id);
-      return caller ? toMoney((await usageTotals(ctx.db, caller)).spent) : null;
-    },
-    billedSeconds: async (account: { id: string }, _: unknown, ctx: GenerationContext) => {
-      const caller = await ownAccount(ctx, account.id);
-      return caller ? (await usageTotals(ctx.db, caller)).billedSeconds : null;
-    },
-    billedImages: async (account: { id: string }, _: unknown, ctx: GenerationContext) => {
-      const caller = await ownAccount(ctx, account.id);
-      return caller ? (await usageTotals(ctx.db, caller)).billedImages : null;
-    },
+    balance: async (account: { id: string }, _: unknown, ctx: GenerationContext) =>
+      (await ownAccount(ctx, account.id)) ? toMoney((await ctx.usage()).balance) : null,
+    spent: async (account: { id: string }, _: unknown, ctx: GenerationContext) =>
+      (await ownAccount(ctx, account.id)) ? toMoney((await ctx.usage()).spent) : null,
+    billedSeconds: async (account: { id: string }, _: unknown, ctx: GenerationContext) =>
+      (await ownAccount(ctx, account.id)) ? (await ctx.usage()).billedSeconds : null,
+    billedImages: async (account: { id: string }, _: unknown, ctx: GenerationContext) =>
+      (await ownAccount(ctx, account.id)) ? (await ctx.usage()).billedImages : null,
     tasks: async (account: { id: string }, args: any, ctx: GenerationContext) =>
       (await ownAccount(ctx, account.id)) ? taskConnection(ctx, args) : null,
     recentRequests: async (account: { id: string }, args: { first?: number }, ctx: GenerationContext) => {

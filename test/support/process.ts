@@ -1,0 +1,79 @@
+/**
+ * Runs the real `bin/switchyard` CLI as a child process for end-to-end tests.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+/** Path of the CLI. */
+export const CLI = fileURLToPath(new URL("../../bin/switchyard", import.meta.url));
+
+/** Runs a CLI command to completion. @returns exit code, stdout and stderr */
+export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(CLI, args, { env: { ...process.env, LOG_LEVEL: "warn", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** A long-running CLI process and what it printed so far. */
+export interface RunningProcess {
+  child: ChildProcess;
+  output(): string;
+  /** Resolves with the first match of `pattern` in stdout (rejects when the process exits first). */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Sends a signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts a long-running CLI command (for example `start`). */
+export function startCli(args: string[], env: Record<string, string>): RunningProcess {
+  const child = spawn(CLI, args, { env: { ...process.env, LOG_LEVEL: "warn", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  const listeners = new Set<() => void>();
+  child.stdout!.on("data", (d) => {
+    out += d;
+    for (const l of listeners) l();
+  });
+  child.stderr!.on("data", (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return {
+    child,
+    output: () => out,
+    waitFor(pattern, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = out.match(pattern);
+          if (match) {
+            cleanup();
+            resolve(match);
+          }
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`timed out waiting for ${pattern}; output:\n${out}`));
+        }, timeoutMs);
+        const cleanup = () => {
+          clearTimeout(timer);
+          listeners.delete(check);
+        };
+        listeners.add(check);
+        exited.then((code) => {
+          if (listeners.has(check)) {
+            cleanup();
+            reject(new Error(`process exited (${code}) before ${pattern}; output:\n${out}`));
+          }
+        });
+        check();
+      });
+    },
+    async stop(signal = "SIGTERM") {
+      if (child.exitCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
