@@ -14,7 +14,7 @@ export const ERROR_CODES = {
   invalid_json: { status: 400, message: "Request body must be valid JSON" },
   invalid_request: { status: 400, message: "Invalid request" },
   validation_failed: { status: 422, message: "Validation failed" },
-  unauthenticated: { status: 401, message: "Invalid or missing API key" },
+  unauthorized: { status: 401, message: "Invalid or missing API key" },
   key_disabled: { status: 403, message: "API key is disabled" },
   forbidden: { status: 403, message: "Forbidden" },
   insufficient_balance: { status: 402, message: "Insufficient balance" },
@@ -27,6 +27,7 @@ export const ERROR_CODES = {
   upstream_failed: { status: 502, message: "Upstream request failed" },
   service_unavailable: { status: 503, message: "Service unavailable" },
   upstream_timeout: { status: 504, message: "Upstream request timed out" },
+  upstream_error: { status: 502, message: "Upstream vendor error" },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 /** A stable error code of {@link ERROR_CODES}. */

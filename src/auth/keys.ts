@@ -107,13 +107,13 @@ export async function createKey(db: Db, options: CreateKeyOptions): Promise<Crea
  * Turns an `Authorization` header value into the caller (spec part 5).
  * Accepts `Bearer <key>` (case-insensitive scheme) or a bare key.
  * @returns the caller
- * @throws AppError `unauthenticated` (401) for a missing or unknown key, `key_disabled` (403)
+ * @throws AppError `unauthorized` (401) for a missing or unknown key, `key_disabled` (403)
  */
 export async function authenticate(db: Db | Knex.Transaction, authorization: string | null | undefined): Promise<Caller> {
   const key = parseAuthorization(authorization);
-  if (!key) throw new AppError("unauthenticated");
+  if (!key) throw new AppError("unauthorized");
   const row = await db("api_keys").where("key_hash", hashKey(key)).first();
-  if (!row) throw new AppError("unauthenticated");
+  if (!row) throw new AppError("unauthorized");
   if (row.status !== "active") throw new AppError("key_disabled");
   return {
     keyId: row.id,

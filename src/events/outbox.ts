@@ -14,6 +14,10 @@ export interface OutboxEvent {
   /** The task or order the event is about. */
   aggregateId: string;
   payload: Record<string, unknown>;
+  /** The key whose callback URL receives the event (none: not delivered as a callback). */
+  keyId?: string | null;
+  /** The request that caused the event, echoed as the callback's `request_id`. */
+  requestId?: string | null;
 }
 
 /**
@@ -26,6 +30,8 @@ export async function appendOutbox(trx: Knex.Transaction, event: OutboxEvent): P
     account_id: event.accountId,
     aggregate_id: event.aggregateId,
     payload: JSON.stringify(event.payload),
+    key_id: event.keyId ?? null,
+    request_id: event.requestId ?? null,
     created_at: nowIso(),
   });
 }

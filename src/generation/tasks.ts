@@ -285,6 +285,7 @@ function statusEvent(task: TaskRecord) {
     topic: "task.status_changed",
     accountId: task.accountId,
     aggregateId: task.id,
+    keyId: task.keyId,
     payload: { task_id: task.id, key_id: task.keyId, status: task.status, result: task.result, images: task.images, error: task.error, refunded: task.refunded, updated_at: task.updatedAt },
   };
 }

@@ -13,6 +13,11 @@ export type LedgerEntryKind = "topup" | "debit" | "refund" | "adjustment";
 /** One movement of money on an account. */
 export interface LedgerMovement {
   accountId: string;
+  /**
+   * A cloud customer's wallet inside the account (cloud spec part 2 "Balance"); omitted for the
+   * account's own wallet (generation tasks).
+   */
+  customerId?: string | null;
   keyId?: string | null;
   /** Positive milli-yuan; the sign follows from the operation. */
   amount: MilliYuan;
@@ -30,6 +35,7 @@ export interface LedgerMovement {
 export interface LedgerEntry {
   id: number;
   accountId: string;
+  customerId: string | null;
   keyId: string | null;
   kind: LedgerEntryKind;
   amount: MilliYuan;
@@ -42,6 +48,13 @@ export interface LedgerEntry {
 
 type Executor = Knex | Knex.Transaction;
 
+/** The row holding the cached balance a movement changes: the account's, or a customer's. */
+function wallet(db: Executor, movement: Pick<LedgerMovement, "accountId" | "customerId">) {
+  return movement.customerId
+    ? db("customers").where({ account_id: movement.accountId, customer_id: movement.customerId })
+    : db("accounts").where("id", movement.accountId);
+}
+
 /**
  * Debits an account if the balance (plus its credit line) covers the amount: one conditional
  * update, so concurrent debits can never take a balance below minus the credit line.
@@ -53,10 +66,7 @@ type Executor = Knex | Knex.Transaction;
  */
 export async function debit(trx: Knex.Transaction, movement: LedgerMovement): Promise<MilliYuan> {
   const amount = assertPositive(movement.amount);
-  const updated = await trx("accounts")
-    .where("id", movement.accountId)
-    .andWhereRaw("balance - ? >= -credit_line", [amount])
-    .decrement("balance", amount);
+  const updated = await wallet(trx, movement).andWhereRaw("balance - ? >= -credit_line", [amount]).decrement("balance", amount);
   if (updated !== 1) throw new AppError("insufficient_balance");
   return appendEntry(trx, "debit", -amount, movement);
 }
@@ -67,7 +77,7 @@ export async function debit(trx: Knex.Transaction, movement: LedgerMovement): Pr
  * @param kind `topup`, `refund` or `adjustment`
  * @param movement account, positive milli-yuan amount, unique ref
  * @returns the balance after the credit, in milli-yuan
- * @throws AppError `not_found` when the account does not exist
+ * @throws AppError `not_found` when the account (or customer) does not exist
  */
 export async function credit(
   trx: Knex.Transaction,
@@ -75,8 +85,8 @@ export async function credit(
   movement: LedgerMovement,
 ): Promise<MilliYuan> {
   const amount = assertPositive(movement.amount);
-  const updated = await trx("accounts").where("id", movement.accountId).increment("balance", amount);
-  if (updated !== 1) throw new AppError("not_found", "Account not found");
+  const updated = await wallet(trx, movement).increment("balance", amount);
+  if (updated !== 1) throw new AppError("not_found", movement.customerId ? "Customer not found" : "Account not found");
   return appendEntry(trx, kind, amount, movement);
 }
 
@@ -86,10 +96,11 @@ async function appendEntry(
   signedAmount: MilliYuan,
   movement: LedgerMovement,
 ): Promise<MilliYuan> {
-  const row = await trx("accounts").where("id", movement.accountId).first("balance");
+  const row = await wallet(trx, movement).first("balance");
   const balanceAfter = Number(row.balance);
   await trx("ledger_entries").insert({
     account_id: movement.accountId,
+    customer_id: movement.customerId ?? null,
     key_id: movement.keyId ?? null,
     kind,
     amount: signedAmount,
@@ -110,12 +121,12 @@ function assertPositive(amount: MilliYuan): MilliYuan {
 }
 
 /**
- * The balance of an account in milli-yuan.
- * @throws AppError `not_found` when the account does not exist
+ * The balance of an account's own wallet (or of one of its customers) in milli-yuan.
+ * @throws AppError `not_found` when it does not exist
  */
-export async function balanceOf(db: Executor, accountId: string): Promise<MilliYuan> {
-  const row = await db("accounts").where("id", accountId).first("balance");
-  if (!row) throw new AppError("not_found", "Account not found");
+export async function balanceOf(db: Executor, accountId: string, customerId?: string | null): Promise<MilliYuan> {
+  const row = await wallet(db, { accountId, customerId }).first("balance");
+  if (!row) throw new AppError("not_found", customerId ? "Customer not found" : "Account not found");
   return Number(row.balance);
 }
 
@@ -134,11 +145,15 @@ export interface LedgerDiscrepancy {
  */
 export async function verifyLedger(db: Db): Promise<LedgerDiscrepancy[]> {
   const problems: LedgerDiscrepancy[] = [];
-  const balances = await db("accounts as a")
-    .leftJoin("ledger_entries as e", "e.account_id", "a.id")
-    .groupBy("a.id", "a.balance")
-    .select("a.id", "a.balance", db.raw("coalesce(sum(e.amount), 0) as total"));
-  for (const row of balances) {
+  const accounts = await db("accounts as a")
+    .leftJoin("ledger_entries as e", (j) => j.on("e.account_id", "a.id").andOnNull("e.customer_id"))
+    .groupBy("a.id", "a.balance", "a.credit_line")
+    .select("a.id", "a.balance", "a.credit_line", db.raw("coalesce(sum(e.amount), 0) as total"));
+  const customers = await db("customers as c")
+    .leftJoin("ledger_entries as e", (j) => j.on("e.account_id", "c.account_id").andOn("e.customer_id", "c.customer_id"))
+    .groupBy("c.account_id", "c.customer_id", "c.balance", "c.credit_line")
+    .select(db.raw("c.account_id || '/' || c.customer_id as id"), "c.balance", "c.credit_line", db.raw("coalesce(sum(e.amount), 0) as total"));
+  for (const row of [...accounts, ...customers]) {
     if (Number(row.balance) !== Number(row.total)) {
       problems.push({
         kind: "balance_mismatch",
@@ -146,11 +161,8 @@ export async function verifyLedger(db: Db): Promise<LedgerDiscrepancy[]> {
         detail: `stored balance ${row.balance} != sum of entries ${row.total}`,
       });
     }
-    if (Number(row.balance) < 0) {
-      const account = await db("accounts").where("id", row.id).first("credit_line");
-      if (Number(row.balance) < -Number(account.credit_line)) {
-        problems.push({ kind: "balance_below_credit_line", subject: row.id, detail: `balance ${row.balance}` });
-      }
+    if (Number(row.balance) < -Number(row.credit_line)) {
+      problems.push({ kind: "balance_below_credit_line", subject: row.id, detail: `balance ${row.balance}, credit line ${row.credit_line}` });
     }
   }
   const tasks = await db("tasks as t")

@@ -4,9 +4,11 @@
  */
 import type { Knex } from "knex";
 import * as core from "./001_core.ts";
+import * as cloud from "./002_cloud.ts";
 
 const MIGRATIONS: Record<string, Knex.Migration> = {
   "001_core": core,
+  "002_cloud": cloud,
 };
 
 /** knex MigrationSource over {@link MIGRATIONS}. */
