@@ -12,13 +12,16 @@ import { isAppError } from "../src/errors.ts";
 import type { Role } from "./stack.ts";
 
 const USAGE = `Usage: switchyard <command>
-  start [router|generation]         run every role in one process, or one role
+  start [router|generation|cloud]   run every role in one process, or one role
   migrate                           bring the database schema up to date
   compose                           write schema/supergraph.graphql
   keys create --name N [--account ACCOUNT_ID] [--balance YUAN] [--scopes a,b]
               [--allow-ip CIDR,...] [--rate-limit N] [--callback-url URL]
               [--require-signature] [--json]
   keys disable ID | keys enable ID | keys topup ID --amount YUAN
+  customers topup CUSTOMER_ID --account ACCOUNT_ID --amount YUAN
+  customers credit CUSTOMER_ID --account ACCOUNT_ID --limit YUAN
+  webhooks resend DELIVERY_ID       send a callback delivery again
   verify                            check ledger and task invariants (exit 1 on a discrepancy)`;
 
 class UsageError extends Error {}
@@ -103,9 +106,47 @@ async function keys(config: Config, args: string[]): Promise<void> {
   });
 }
 
+async function customers(config: Config, args: string[]): Promise<void> {
+  const [action, ...rest] = args;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: { account: { type: "string" }, amount: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" } },
+  });
+  const customerId = positionals[0];
+  if (!customerId || !values.account) throw new UsageError(`customers ${action ?? ""} needs CUSTOMER_ID and --account`);
+  const { topUpCustomer, setCreditLine, getCustomerBalance } = await import("../src/cloud/customers.ts");
+  await withDb(config, async (db) => {
+    if (action === "topup") {
+      const amount = yuanOption(values.amount, "amount");
+      if (amount === undefined || amount <= 0) throw new UsageError("customers topup needs a positive --amount");
+      await topUpCustomer(db, { accountId: values.account!, customerId, amount, reason: "top-up (CLI)" });
+    } else if (action === "credit") {
+      const limit = yuanOption(values.limit, "limit");
+      if (limit === undefined || limit < 0) throw new UsageError("customers credit needs --limit of zero or more");
+      await setCreditLine(db, values.account!, customerId, limit);
+    } else {
+      throw new UsageError(`unknown customers command: ${action ?? "(none)"}`);
+    }
+    const balance = await getCustomerBalance(db, values.account!, customerId);
+    const shown = { customer_id: customerId, available: formatYuan(balance.available), frozen: formatYuan(balance.frozen), credit_line: formatYuan(balance.creditLine), currency: "CNY" };
+    console.log(values.json ? JSON.stringify(shown) : `${customerId}: available ${shown.available}, frozen ${shown.frozen}, credit line ${shown.credit_line} CNY`);
+  });
+}
+
+async function webhooks(config: Config, args: string[]): Promise<void> {
+  const [action, id] = args;
+  if (action !== "resend" || !id || !/^\d+$/.test(id)) throw new UsageError("webhooks resend needs a numeric DELIVERY_ID");
+  const { resendDelivery } = await import("../src/events/webhooks.ts");
+  await withDb(config, async (db) => {
+    await resendDelivery(db, Number(id));
+    console.log(`delivery ${id} queued to be sent again`);
+  });
+}
+
 async function start(config: Config, roleArg: string | undefined): Promise<void> {
-  const roles: Role[] = roleArg ? [roleArg as Role] : ["generation", "router"];
-  if (roleArg && !["router", "generation"].includes(roleArg)) throw new UsageError(`unknown role: ${roleArg}`);
+  if (roleArg && !["router", "generation", "cloud"].includes(roleArg)) throw new UsageError(`unknown role: ${roleArg}`);
+  const roles: Role[] | undefined = roleArg ? [roleArg as Role] : undefined;
   // Loaded on demand: the gateway and servers are heavy, and key commands need none of them.
   const { startStack } = await import("./stack.ts");
   const stack = await startStack(config, roles);
@@ -117,9 +158,10 @@ async function start(config: Config, roleArg: string | undefined): Promise<void>
   const lines = [""];
   if (stack.url) lines.push(`Switchyard router:   ${stack.url}  (GraphQL ${stack.url}/graphql, REST ${stack.url}/api/v1, health ${stack.url}/health)`);
   if (stack.generationUrl) lines.push(`Generation subgraph: ${stack.generationUrl}`);
+  if (stack.cloudUrl) lines.push(`Cloud subgraph:      ${stack.cloudUrl}`);
   if (demoKey) lines.push(`Demo API key (100.00 CNY, shown once): ${demoKey}`);
   process.stdout.write(`${lines.join("\n")}\n\n`);
-  stack.logger.info({ event: "ready", url: stack.url, generation_url: stack.generationUrl }, "ready");
+  stack.logger.info({ event: "ready", url: stack.url, generation_url: stack.generationUrl, cloud_url: stack.cloudUrl }, "ready");
   const shutdown = async (signal: string) => {
     stack.logger.info({ signal }, "shutting down");
     await stack.close();
@@ -153,6 +195,12 @@ async function main(argv: string[]): Promise<number> {
     }
     case "keys":
       await keys(config, rest);
+      return 0;
+    case "customers":
+      await customers(config, rest);
+      return 0;
+    case "webhooks":
+      await webhooks(config, rest);
       return 0;
     case "verify": {
       const problems = await withDb(config, (db) => verifyLedger(db));

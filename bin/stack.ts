@@ -14,9 +14,21 @@ import { createSimulatorUpstream } from "../src/generation/upstream/simulator.ts
 import type { GenerationUpstream } from "../src/generation/upstream/types.ts";
 import { startGenerationSubgraph } from "../subgraphs/generation/server.ts";
 import { startRouter } from "../router/server.ts";
+import { createRateLimiter } from "../src/auth/policy.ts";
+import { createInProcessPubSub, type PubSub } from "../src/events/pubsub.ts";
+import { startDispatcher } from "../src/events/webhooks.ts";
+import { createOrderService } from "../src/cloud/orders.ts";
+import { seedDemoCatalog } from "../src/cloud/catalog.ts";
+import { processStatementExports } from "../src/cloud/billing.ts";
+import { checkUsageThresholds } from "../src/cloud/usage.ts";
+import { startCloudSubgraph } from "../subgraphs/cloud/server.ts";
+import { startLoop } from "../src/loop.ts";
 
 /** A process role. */
-export type Role = "router" | "generation";
+export type Role = "router" | "generation" | "cloud";
+
+/** Every role, in start order. */
+export const ALL_ROLES: readonly Role[] = ["generation", "cloud", "router"];
 
 /** A running stack. */
 export interface Stack {
@@ -24,6 +36,9 @@ export interface Stack {
   url?: string;
   /** Generation subgraph `/graphql` URL (when it runs here). */
   generationUrl?: string;
+  /** Cloud subgraph `/graphql` URL (when it runs here). */
+  cloudUrl?: string;
+  pubsub?: PubSub;
   db?: Db;
   service?: GenerationService;
   poller?: Poller;
@@ -51,7 +66,7 @@ export function createUpstream(config: Config, mediaBaseUrl: () => string): Gene
  * @returns the running stack; `close()` stops everything it started, in reverse order
  * @throws Error when a port is taken or the database cannot be opened
  */
-export async function startStack(config: Config, roles: readonly Role[] = ["generation", "router"], logger = createLogger(config)): Promise<Stack> {
+export async function startStack(config: Config, roles: readonly Role[] = ALL_ROLES, logger = createLogger(config)): Promise<Stack> {
   const closers: (() => Promise<void>)[] = [];
   const stack: Stack = {
     logger,
@@ -62,14 +77,30 @@ export async function startStack(config: Config, roles: readonly Role[] = ["gene
   try {
     let routerUrl: string | undefined;
     const mediaBaseUrl = () => config.publicUrl ?? routerUrl ?? `http://${config.host}:${config.port}`;
-    if (roles.includes("generation")) {
-      const db = openDb(config);
-      closers.push(() => db.destroy());
-      await migrate(db);
+    const rateLimiter = createRateLimiter({ redisUrl: config.redisUrl });
+    let db: Db | undefined;
+    if (roles.includes("generation") || roles.includes("cloud")) {
+      const opened = openDb(config);
+      db = opened;
+      closers.push(() => opened.destroy());
+      await migrate(opened);
+      const pubsub = createInProcessPubSub();
+      const dispatcher = startDispatcher({
+        db: opened,
+        logger,
+        pubsub,
+        retryBaseMs: config.webhookRetryBaseMs,
+        maxAttempts: config.webhookMaxAttempts,
+        intervalMs: Math.min(config.taskPollIntervalMs, 1000),
+      });
+      closers.push(() => dispatcher.stop());
+      Object.assign(stack, { db: opened, pubsub });
+    }
+    if (roles.includes("generation") && db) {
       const upstream = createUpstream(config, mediaBaseUrl);
       const guard = createUrlGuard({ dnsServers: config.dnsServers });
       const service = createGenerationService({ db, upstream, checkUrl: (url) => guard.isPublicHttpsUrl(url), pollIntervalMs: config.taskPollIntervalMs });
-      const subgraph = await startGenerationSubgraph({ db, service, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes });
+      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes });
       closers.push(() => subgraph.close());
       const poller = startPoller({
         db,
@@ -81,15 +112,41 @@ export async function startStack(config: Config, roles: readonly Role[] = ["gene
         concurrency: config.taskPollConcurrency,
       });
       closers.push(() => poller.stop());
-      Object.assign(stack, { db, service, poller, generationUrl: subgraph.url });
+      Object.assign(stack, { service, poller, generationUrl: subgraph.url });
+    }
+    if (roles.includes("cloud") && db) {
+      const cloudDb = db;
+      await seedDemoCatalog(cloudDb);
+      const orders = createOrderService({ db: cloudDb, provisionDelayMs: config.provisionDelayMs });
+      const subgraph = await startCloudSubgraph({
+        db: cloudDb,
+        services: { orders, stepMs: config.provisionDelayMs },
+        rateLimiter,
+        logger,
+        host: config.host,
+        port: config.cloudPort,
+        bodyLimit: config.bodyLimitBytes,
+      });
+      closers.push(() => subgraph.close());
+      const tick = Math.max(20, Math.min(1000, Math.floor(config.provisionDelayMs / 4) || 20));
+      for (const loop of [
+        startLoop("provisioning", tick, () => orders.provisionDue(), logger),
+        startLoop("usage-thresholds", 5_000, () => checkUsageThresholds(cloudDb), logger),
+        startLoop("statement-exports", tick, () => processStatementExports(cloudDb, { delayMs: config.provisionDelayMs }), logger),
+      ]) {
+        closers.push(() => loop.stop());
+      }
+      stack.cloudUrl = subgraph.url;
     }
     if (roles.includes("router")) {
       const generationUrl = config.generationUrl ?? stack.generationUrl;
+      const cloudUrl = config.cloudUrl ?? stack.cloudUrl;
       if (!generationUrl) throw new Error("GENERATION_URL is required when the generation subgraph runs elsewhere");
+      if (!cloudUrl) throw new Error("CLOUD_URL is required when the cloud subgraph runs elsewhere");
       const router = await startRouter({
         host: config.host,
         port: config.port,
-        subgraphUrls: { generation: generationUrl },
+        subgraphUrls: { generation: generationUrl, cloud: cloudUrl },
         production: config.nodeEnv === "production",
         bodyLimit: config.bodyLimitBytes,
         logger,

@@ -7,7 +7,18 @@ import { createGatewayRuntime } from "@graphql-hive/gateway-runtime";
 import { SUPERGRAPH_FILE } from "./compose.ts";
 
 /** Headers the router forwards to subgraphs: auth, locale, request id and the route being served. */
-export const FORWARDED_HEADERS = ["authorization", "accept-language", "x-request-id", "x-switchyard-route", "x-switchyard-route-status"] as const;
+export const FORWARDED_HEADERS = [
+  "authorization",
+  "accept-language",
+  "x-request-id",
+  "x-service-signature",
+  "x-switchyard-route",
+  "x-switchyard-route-status",
+  "x-switchyard-client-ip",
+  "x-switchyard-method",
+  "x-switchyard-path",
+  "x-switchyard-body-sha256",
+] as const;
 
 /** The HTTP status a GraphQL error carries in `extensions.http.status`, if any. */
 function httpStatusOf(error: unknown): number | undefined {

@@ -11,7 +11,9 @@ import type { Logger } from "pino";
 import type { GraphQLSchema } from "graphql";
 import { createGateway } from "./gateway.ts";
 import { createGenerationShim, sendGenerationError, type RestCall } from "./rest/generation.ts";
+import { createCloudShim, sendCloudError } from "./rest/cloud.ts";
 import { serveSimulatorMedia } from "./media.ts";
+import { createHealth } from "./health.ts";
 
 /** Settings of the router. */
 export interface RouterOptions {
@@ -40,11 +42,9 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,80}$/;
 export async function startRouter(options: RouterOptions): Promise<RouterHandle> {
   const gateway = createGateway({ subgraphUrls: options.subgraphUrls, production: options.production });
   let schema: Promise<GraphQLSchema> | undefined;
-  const shim = createGenerationShim({
-    gateway,
-    schema: () => (schema ??= Promise.resolve(gateway.getSchema())),
-    bodyLimit: options.bodyLimit,
-  });
+  const shimDeps = { gateway, schema: () => (schema ??= Promise.resolve(gateway.getSchema())), bodyLimit: options.bodyLimit };
+  const shim = createGenerationShim(shimDeps);
+  const cloud = createCloudShim(shimDeps);
 
   type Handler = (call: RestCall) => Promise<void> | void;
   const routes = FindMyWay({
@@ -58,13 +58,35 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   on("POST", "/api/v1/images/generations", shim.submitImage);
   on("GET", "/api/v1/tasks/:task_id", shim.getTask);
   on("GET", "/api/v1/usage", shim.usage);
-  on("GET", "/health", shim.health);
+  const health = createHealth(gateway, options.subgraphUrls);
+  on("GET", "/health", (call) => health(call.res, call.requestId));
+  const api = "/openapi/v1";
+  on("GET", `${api}/vendors`, cloud.vendors);
+  on("GET", `${api}/products`, cloud.products);
+  on("GET", `${api}/products/:product_id`, cloud.product);
+  on("POST", `${api}/orders`, cloud.createOrder);
+  on("GET", `${api}/orders`, cloud.orders);
+  on("GET", `${api}/orders/:order_id`, cloud.order);
+  on("POST", `${api}/orders/:order_id/renew`, cloud.renewOrder);
+  on("POST", `${api}/domains`, cloud.createDomain);
+  on("GET", `${api}/domains/:domain/status`, cloud.domainStatus);
+  on("POST", `${api}/domains/:domain/purge`, cloud.purge);
+  on("GET", `${api}/usage/bandwidth`, cloud.bandwidth);
+  on("GET", `${api}/usage/traffic`, cloud.traffic);
+  on("GET", `${api}/resources`, cloud.resources);
+  on("GET", `${api}/billing/balance`, cloud.balance);
+  on("GET", `${api}/billing/transactions`, cloud.transactions);
+  on("GET", `${api}/billing/statements/:statement_id`, cloud.statement);
+  on("GET", `${api}/billing/statements/:statement_id/export`, cloud.statementExport);
 
   const server = http.createServer((req, res) => {
     const started = process.hrtime.bigint();
     const incoming = req.headers["x-request-id"];
     const requestId = typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     req.headers["x-request-id"] = requestId;
+    // Only the router speaks for itself to the subgraphs.
+    for (const name of Object.keys(req.headers)) if (name.startsWith("x-switchyard-")) delete req.headers[name];
+    req.headers["x-switchyard-client-ip"] = req.socket.remoteAddress ?? "";
     res.setHeader("x-request-id", requestId);
     res.on("finish", () => {
       options.logger.info(
@@ -83,8 +105,6 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   async function handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL, requestId: string): Promise<void> {
     const path = url.pathname;
     if (path === "/graphql") {
-      // Only the router decides what the request log records.
-      delete req.headers["x-switchyard-route-status"];
       req.headers["x-switchyard-route"] = `${req.method} /graphql`;
       await gateway(req, res);
       return;
@@ -95,6 +115,11 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     const found = routes.find(req.method as "GET", path);
     if (!found) {
       const anyMethod = ["GET", "POST"].some((m) => routes.find(m as "GET", path));
+      if (path.startsWith("/openapi/")) {
+        return sendCloudError(res, requestId, anyMethod
+          ? { code: "invalid_request", status: 405, message: "Method not allowed", details: { method: req.method } }
+          : { code: "not_found", status: 404, message: "Path not found", details: { path } });
+      }
       return sendGenerationError(res, anyMethod ? { status: 405, message: "Method not allowed" } : { status: 404, message: "Not found" });
     }
     await (found.handler as any)(req, res, found.params, { requestId, query: url.searchParams });

@@ -13,4 +13,5 @@ export interface SubgraphDefinition {
 
 export const SUBGRAPHS: readonly SubgraphDefinition[] = [
   { name: "generation", schemaFile: "generation.graphql", defaultUrl: "http://127.0.0.1:4001/graphql" },
+  { name: "cloud", schemaFile: "cloud.graphql", defaultUrl: "http://127.0.0.1:4002/graphql" },
 ];

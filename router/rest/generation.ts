@@ -5,11 +5,19 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GraphQLInputObjectType, type GraphQLSchema } from "graphql";
-import { AppError } from "../../src/errors.ts";
+import { AppError, invalidFieldError, validationMessages } from "../../src/errors.ts";
 import type { Gateway } from "../gateway.ts";
 import { parseJsonObject, readBody } from "./body.ts";
-import { runOperation, toShimError, type CallContext, type ShimError } from "./graph-client.ts";
-import { restBodyToInput } from "./input.ts";
+import { policyHeaders, runOperation, sha256Hex, toShimError, type CallContext, type ShimError } from "./graph-client.ts";
+import { restBodyToInput, type TypeErrorFactory } from "./input.ts";
+
+/**
+ * Generation spec part 7 for JSON type errors: a whole field of the wrong type "{field} has an
+ * unsupported value" (`prompt`, `model_id` keep their own messages), a bad item of a URL list
+ * "{field} must be a public HTTPS URL".
+ */
+const generationTypeError: TypeErrorFactory = (field, kind) =>
+  kind === "item" ? new AppError("invalid_request", validationMessages.publicUrl(field), { field }) : invalidFieldError(field);
 
 const TASK_FIELDS = `
   id statusCode statusName result images error createdAt updatedAt
@@ -80,10 +88,11 @@ interface RestCall {
   query: URLSearchParams;
 }
 
-function callContext(call: RestCall, route: string): CallContext {
+function callContext(call: RestCall, route: string, bodySha256 = sha256Hex("")): CallContext {
   return {
     authorization: call.req.headers.authorization ?? null,
     acceptLanguage: (call.req.headers["accept-language"] as string | undefined) ?? null,
+    headers: policyHeaders(call.req, bodySha256),
     requestId: call.requestId,
     route,
   };
@@ -97,8 +106,8 @@ export function createGenerationShim(deps: GenerationShimDeps) {
    * Answers a rejection the shim itself found (bad JSON, wrong types), after authentication:
    * the spec's order of checks puts 401/403 first.
    */
-  async function rejectAfterAuth(call: RestCall, route: string, error: ShimError | AppError): Promise<void> {
-    const auth = await runOperation(deps.gateway, OPERATIONS.auth, {}, { ...callContext(call, route), routeStatus: error.status });
+  async function rejectAfterAuth(call: RestCall, route: string, error: ShimError | AppError, bodySha256?: string): Promise<void> {
+    const auth = await runOperation(deps.gateway, OPERATIONS.auth, {}, { ...callContext(call, route, bodySha256), routeStatus: error.status });
     if (auth.errors?.length) return sendGenerationError(call.res, toShimError(auth.errors[0]!));
     sendGenerationError(call.res, error);
   }
@@ -111,16 +120,17 @@ export function createGenerationShim(deps: GenerationShimDeps) {
     } catch (error) {
       return sendGenerationError(call.res, error as AppError);
     }
+    const digest = sha256Hex(text);
     const body = parseJsonObject(text);
-    if (!body) return rejectAfterAuth(call, route, new AppError("invalid_json"));
+    if (!body) return rejectAfterAuth(call, route, new AppError("invalid_json"), digest);
     const typeName = kind === "video" ? "SubmitVideoGenerationInput" : "SubmitImageGenerationInput";
     let input: Record<string, unknown>;
     try {
-      input = restBodyToInput(body, (await deps.schema()).getType(typeName) as GraphQLInputObjectType);
+      input = restBodyToInput(body, (await deps.schema()).getType(typeName) as GraphQLInputObjectType, generationTypeError);
     } catch (error) {
-      return rejectAfterAuth(call, route, error as AppError);
+      return rejectAfterAuth(call, route, error as AppError, digest);
     }
-    const result = await runOperation(deps.gateway, kind === "video" ? OPERATIONS.submitVideo : OPERATIONS.submitImage, { input }, callContext(call, route));
+    const result = await runOperation(deps.gateway, kind === "video" ? OPERATIONS.submitVideo : OPERATIONS.submitImage, { input }, callContext(call, route, digest));
     if (result.errors?.length) return sendGenerationError(call.res, toShimError(result.errors[0]!));
     const task = (kind === "video" ? result.data.submitVideoGeneration : result.data.submitImageGeneration).task;
     sendJson(call.res, 200, {
@@ -166,49 +176,11 @@ export function createGenerationShim(deps: GenerationShimDeps) {
     });
   }
 
-  /** `GET /health`: 200 with the available models only when the router and the subgraphs answer. */
-  async function health(call: RestCall): Promise<void> {
-    let result;
-    try {
-      result = await runOperation(deps.gateway, OPERATIONS.models, {}, { requestId: call.requestId, route: "GET /health" });
-    } catch {
-      result = { errors: [{ message: "gateway not ready" }] };
-    }
-    if (result.errors?.length || !result.data?.models) {
-      return sendJson(call.res, 503, { status: "unavailable", models: [] });
-    }
-    sendJson(call.res, 200, {
-      status: "ok",
-      models: result.data.models
-        .filter((m: any) => m.available)
-        .map((m: any) => ({
-          model_id: m.id,
-          model_name: m.name,
-          kind: m.kind.toLowerCase(),
-          sizes: m.sizes,
-          resolutions: m.resolutions,
-          durations: Object.fromEntries(m.durations.map((d: any) => [d.resolution, d.seconds])),
-          default_seconds: m.defaultSeconds,
-          max_count: m.maxCount,
-          references: {
-            kinds: m.references.kinds,
-            frames: m.references.frames,
-            max_images: m.references.maxImages,
-            max_audios: m.references.maxAudios,
-            max_videos: m.references.maxVideos,
-            max_total: m.references.maxTotal,
-            audio_needs_image_or_video: m.references.audioNeedsVisual,
-          },
-        })),
-    });
-  }
-
   return {
     submitVideo: (call: RestCall) => submit(call, "video"),
     submitImage: (call: RestCall) => submit(call, "image"),
     getTask,
     usage,
-    health,
   };
 }
 

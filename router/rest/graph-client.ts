@@ -2,6 +2,8 @@
  * How the REST shims run GraphQL operations: in-process through the gateway's fetch handler,
  * so a REST call takes exactly the path a GraphQL call takes, minus a socket.
  */
+import { createHash } from "node:crypto";
+import type { IncomingMessage } from "node:http";
 import type { GraphQLFormattedError } from "graphql";
 import { ERROR_CODES, type ErrorCode } from "../../src/errors.ts";
 import type { Gateway } from "../gateway.ts";
@@ -24,6 +26,8 @@ export interface ShimError {
 export interface CallContext {
   authorization?: string | null;
   acceptLanguage?: string | null;
+  /** Further headers for the subgraphs (signature facts, client IP). */
+  headers?: Record<string, string>;
   requestId: string;
   /** `METHOD /path` for the request log. */
   route: string;
@@ -37,6 +41,7 @@ export interface CallContext {
  */
 export async function runOperation<T = any>(gateway: Gateway, query: string, variables: Record<string, unknown>, call: CallContext): Promise<GraphResult<T>> {
   const headers: Record<string, string> = {
+    ...(call.headers ?? {}),
     "content-type": "application/json",
     accept: "application/json",
     "x-request-id": call.requestId,
@@ -50,13 +55,38 @@ export async function runOperation<T = any>(gateway: Gateway, query: string, var
 }
 
 /**
+ * The facts about a REST request the subgraphs need for key policy: client IP (set by the router),
+ * and, when the client signed the request, the signature with method, path and body digest.
+ * @param bodySha256 hex SHA-256 of the raw body (of "" for bodiless requests)
+ */
+export function policyHeaders(req: IncomingMessage, bodySha256: string): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const ip = req.headers["x-switchyard-client-ip"];
+  if (typeof ip === "string") headers["x-switchyard-client-ip"] = ip;
+  const signature = req.headers["x-service-signature"];
+  if (typeof signature === "string") {
+    headers["x-service-signature"] = signature;
+    headers["x-switchyard-method"] = req.method ?? "";
+    headers["x-switchyard-path"] = req.url ?? "";
+    headers["x-switchyard-body-sha256"] = bodySha256;
+  }
+  return headers;
+}
+
+/** Hex SHA-256 of a body. */
+export function sha256Hex(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/**
  * Translates the first GraphQL error to a registry error. Errors without one of our codes (the
  * gateway could not reach a subgraph, for example) are 503 `service_unavailable`.
  */
 export function toShimError(error: GraphQLFormattedError): ShimError {
   const extensions = (error.extensions ?? {}) as Record<string, any>;
   const code = extensions.code as string | undefined;
-  const { code: _c, http, ...details } = extensions;
+  // serviceName is the gateway's note of which subgraph answered: not part of our error contract.
+  const { code: _c, http, serviceName: _s, ...details } = extensions;
   if (code && code in ERROR_CODES) {
     const known = ERROR_CODES[code as ErrorCode];
     return { code, status: http?.status ?? known.status, message: error.message, details };

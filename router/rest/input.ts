@@ -1,17 +1,18 @@
 /**
  * Turns a REST body (snake_case) into a GraphQL input (camelCase) of a given input type,
  * checking JSON types strictly — GraphQL would otherwise coerce `"x"` into `["x"]` and answer a
- * type error in its own words. Type errors become the generation spec's messages (part 7):
- * a whole field of the wrong type "{field} has an unsupported value" (`prompt` and `model_id`
- * keep their own messages), a bad item of a URL list "{field} must be a public HTTPS URL".
+ * type error in its own words. Each shim decides the error a type mismatch becomes.
  */
 import { getNamedType, getNullableType, isInputObjectType, isListType, type GraphQLInputObjectType, type GraphQLInputType } from "graphql";
-import { AppError, invalidFieldError, validationMessages } from "../../src/errors.ts";
+import type { AppError } from "../../src/errors.ts";
 
 /** camelCase → snake_case (`referenceImages` → `reference_images`). */
 export function toSnake(name: string): string {
   return name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 }
+
+/** Builds the error of a field whose JSON type is wrong (`item`: an element of a list). */
+export type TypeErrorFactory = (field: string, kind: "field" | "item") => AppError;
 
 function matchesScalar(value: unknown, typeName: string): boolean {
   switch (typeName) {
@@ -24,37 +25,43 @@ function matchesScalar(value: unknown, typeName: string): boolean {
       return typeof value === "number" && Number.isFinite(value);
     case "Boolean":
       return typeof value === "boolean";
+    case "JSONObject":
+      return !!value && typeof value === "object" && !Array.isArray(value);
     default:
       return true;
   }
 }
 
 /**
- * Maps a REST body onto an input type. Unknown fields are dropped, null fields kept as null.
+ * Maps a REST body onto an input type. Unknown fields are dropped, null fields kept as null,
+ * nested input objects mapped the same way (their fields named `parent.child` in errors).
  * @returns the GraphQL input value
- * @throws AppError `invalid_request` naming the first field (in the input type's order) whose JSON type is wrong
+ * @throws the factory's error for the first field (in the input type's order) whose JSON type is wrong
  */
-export function restBodyToInput(body: Record<string, unknown>, type: GraphQLInputObjectType): Record<string, unknown> {
+export function restBodyToInput(body: Record<string, unknown>, type: GraphQLInputObjectType, typeError: TypeErrorFactory, prefix = ""): Record<string, unknown> {
   const input: Record<string, unknown> = {};
   for (const field of Object.values(type.getFields())) {
     const restName = toSnake(field.name);
     if (!(restName in body)) continue;
     const value = body[restName];
+    const path = `${prefix}${restName}`;
     if (value === null) {
       input[field.name] = null;
       continue;
     }
     const fieldType = getNullableType(field.type) as GraphQLInputType;
-    const scalar = getNamedType(fieldType).name;
+    const named = getNamedType(fieldType);
     if (isListType(fieldType)) {
-      if (!Array.isArray(value)) throw invalidFieldError(restName);
-      if (!value.every((item) => matchesScalar(item, scalar))) {
-        throw new AppError("invalid_request", validationMessages.publicUrl(restName), { field: restName });
-      }
-    } else if (isInputObjectType(fieldType) || !matchesScalar(value, scalar)) {
-      throw invalidFieldError(restName);
+      if (!Array.isArray(value)) throw typeError(path, "field");
+      if (!value.every((item) => matchesScalar(item, named.name))) throw typeError(path, "item");
+      input[field.name] = value;
+    } else if (isInputObjectType(fieldType)) {
+      if (!value || typeof value !== "object" || Array.isArray(value)) throw typeError(path, "field");
+      input[field.name] = restBodyToInput(value as Record<string, unknown>, fieldType, typeError, `${path}.`);
+    } else {
+      if (!matchesScalar(value, named.name)) throw typeError(path, "field");
+      input[field.name] = value;
     }
-    input[field.name] = value;
   }
   return input;
 }

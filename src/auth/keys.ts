@@ -31,6 +31,10 @@ export interface Caller {
   scopes: readonly string[];
   allowIps: readonly string[] | null;
   rateLimit: number | null;
+  /** Whether every request must carry a valid `X-Service-Signature`. */
+  requireSignature: boolean;
+  /** Secret of request signatures and callback signatures. Never logged or returned. */
+  signingSecret: string | null;
 }
 
 /** What `keys create` returns: the only time the key itself is shown. */
@@ -121,6 +125,8 @@ export async function authenticate(db: Db | Knex.Transaction, authorization: str
     scopes: JSON.parse(row.scopes),
     allowIps: row.allow_ips ? JSON.parse(row.allow_ips) : null,
     rateLimit: row.rate_limit ?? null,
+    requireSignature: Boolean(row.require_signature),
+    signingSecret: row.webhook_secret ?? null,
   };
 }
 

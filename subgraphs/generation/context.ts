@@ -4,18 +4,20 @@
  */
 import type { IncomingMessage } from "node:http";
 import DataLoader from "dataloader";
-import { authenticate, type Caller } from "../../src/auth/keys.ts";
+import type { Caller } from "../../src/auth/keys.ts";
+import type { RateLimiter } from "../../src/auth/policy.ts";
 import type { Db } from "../../src/db/index.ts";
 import type { GenerationService, TaskRecord } from "../../src/generation/tasks.ts";
 import { usageTotals, type UsageTotals } from "../../src/generation/usage.ts";
 import { negotiateLocale, type Locale } from "../shared/locale.ts";
+import { callerAccess, headerOf } from "../shared/auth.ts";
 
 /** What every resolver receives. */
 export interface GenerationContext {
   db: Db;
   service: GenerationService;
   locale: Locale;
-  /** The caller; authenticates on first use. @throws AppError 401/403 */
+  /** The caller holding the `generation` scope; authenticates on first use. @throws AppError 401/403/429 */
   caller(): Promise<Caller>;
   /** The caller when the key is valid, else null (never throws). */
   callerOrNull(): Promise<Caller | null>;
@@ -29,13 +31,10 @@ export interface GenerationContext {
 }
 
 /** Builds the context of one request. */
-export function createContext(db: Db, service: GenerationService, req: IncomingMessage): GenerationContext {
-  const header = (name: string) => {
-    const value = req.headers[name];
-    return Array.isArray(value) ? value[0] : value;
-  };
-  let callerPromise: Promise<Caller> | undefined;
-  const caller = () => (callerPromise ??= authenticate(db, header("authorization")));
+export function createContext(db: Db, service: GenerationService, rateLimiter: RateLimiter, req: IncomingMessage): GenerationContext {
+  const header = (name: string) => headerOf(req, name);
+  const access = callerAccess(db, rateLimiter, req);
+  const caller = () => access.caller("generation");
   let usagePromise: Promise<UsageTotals> | undefined;
   const routeHeader = header("x-switchyard-route");
   const match = routeHeader ? /^([A-Z]+) (\/\S*)$/.exec(routeHeader) : null;

@@ -6,7 +6,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { loadConfig } from "../../src/config.ts";
-import { createKey } from "../../src/auth/keys.ts";
+import { createKey, type CreateKeyOptions } from "../../src/auth/keys.ts";
 import { parseYuan } from "../../src/money.ts";
 import { startStack, type Stack } from "../../bin/stack.ts";
 
@@ -14,8 +14,8 @@ import { startStack, type Stack } from "../../bin/stack.ts";
 export interface TestStack {
   url: string;
   stack: Stack;
-  /** Creates a key with a balance in yuan ("10", "1.125"). */
-  createKey(balanceYuan?: string): Promise<{ id: string; key: string; account_id: string }>;
+  /** Creates a key with a balance in yuan ("10", "1.125") and options of `keys create`. */
+  createKey(balanceYuan?: string, options?: Partial<CreateKeyOptions>): Promise<{ id: string; key: string; account_id: string; webhook_secret: string }>;
   /** Calls a REST path; returns status, headers and parsed JSON body. */
   rest(method: string, path: string, options?: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
   /** Runs a GraphQL operation through the router. */
@@ -40,6 +40,8 @@ export async function startTestStack(env: Record<string, string> = {}): Promise<
     TASK_POLL_INTERVAL_MS: "50",
     SIMULATOR_STEP_MS: "50",
     UPSTREAM_TIMEOUT_MS: "2000",
+    PROVISION_DELAY_MS: "60",
+    WEBHOOK_RETRY_BASE_MS: "40",
     ...env,
   });
   const stack = await startStack(config);
@@ -82,7 +84,7 @@ export async function startTestStack(env: Record<string, string> = {}): Promise<
   return {
     url,
     stack,
-    createKey: (balanceYuan = "100") => createKey(stack.db!, { name: "test", balance: parseYuan(balanceYuan) }),
+    createKey: (balanceYuan = "100", options = {}) => createKey(stack.db!, { name: "test", balance: parseYuan(balanceYuan), ...options }),
     rest,
     graphql,
     waitForTask,
@@ -91,4 +93,19 @@ export async function startTestStack(env: Record<string, string> = {}): Promise<
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Calls `probe` until `done(result)` holds; the way tests wait for a state reached in the
+ * background (provisioning, callbacks) without fixed sleeps.
+ * @throws Error with the last result after `timeoutMs`
+ */
+export async function waitUntil<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`condition not reached in ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }

@@ -5,10 +5,12 @@
 import type { Knex } from "knex";
 import * as core from "./001_core.ts";
 import * as cloud from "./002_cloud.ts";
+import * as webhookEvents from "./003_webhook_events.ts";
 
 const MIGRATIONS: Record<string, Knex.Migration> = {
   "001_core": core,
   "002_cloud": cloud,
+  "003_webhook_events": webhookEvents,
 };
 
 /** knex MigrationSource over {@link MIGRATIONS}. */

@@ -1,0 +1,64 @@
+/**
+ * `GET /health` (generation spec part 4; DESIGN §2): 200 with the available models only when the
+ * router and every subgraph answer; 503 otherwise, naming what is not ready.
+ */
+import type { ServerResponse } from "node:http";
+import type { Gateway } from "./gateway.ts";
+import { runOperation } from "./rest/graph-client.ts";
+import { OPERATIONS, sendJson } from "./rest/generation.ts";
+
+/** The REST shape of a model in `/health` (DESIGN §8). */
+function restModel(m: any) {
+  return {
+    model_id: m.id,
+    model_name: m.name,
+    kind: m.kind.toLowerCase(),
+    sizes: m.sizes,
+    resolutions: m.resolutions,
+    durations: Object.fromEntries(m.durations.map((d: any) => [d.resolution, d.seconds])),
+    default_seconds: m.defaultSeconds,
+    max_count: m.maxCount,
+    references: {
+      kinds: m.references.kinds,
+      frames: m.references.frames,
+      max_images: m.references.maxImages,
+      max_audios: m.references.maxAudios,
+      max_videos: m.references.maxVideos,
+      max_total: m.references.maxTotal,
+      audio_needs_image_or_video: m.references.audioNeedsVisual,
+    },
+  };
+}
+
+/** Whether a subgraph answers a trivial query within two seconds. */
+async function subgraphReady(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: '{"query":"{ __typename }"}',
+      signal: AbortSignal.timeout(2000),
+    });
+    return response.ok;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Creates the health handler.
+ * @param subgraphUrls subgraph name → `/graphql` URL
+ */
+export function createHealth(gateway: Gateway, subgraphUrls: Record<string, string>) {
+  return async (res: ServerResponse, requestId: string): Promise<void> => {
+    const [models, ...ready] = await Promise.all([
+      runOperation(gateway, OPERATIONS.models, {}, { requestId, route: "GET /health" }).catch(() => ({ errors: [{ message: "gateway not ready" }] }) as any),
+      ...Object.values(subgraphUrls).map(subgraphReady),
+    ]);
+    const subgraphs = Object.fromEntries(Object.keys(subgraphUrls).map((name, i) => [name, ready[i] ? "ok" : "unavailable"]));
+    if (models.errors?.length || !models.data?.models || ready.includes(false)) {
+      return sendJson(res, 503, { status: "unavailable", subgraphs, models: [] });
+    }
+    sendJson(res, 200, { status: "ok", subgraphs, models: models.data.models.filter((m: any) => m.available).map(restModel) });
+  };
+}

@@ -1,0 +1,348 @@
+/**
+ * The cloud REST shim (`/openapi/v1/*`, cloud spec part 4; DESIGN §8): each documented call is
+ * one GraphQL operation on the graph; answers use the spec's envelope
+ * `{success, request_id, data}` and error body `{success:false, request_id, error:{code, message, details}}`.
+ */
+import type { ServerResponse } from "node:http";
+import type { GraphQLInputObjectType, GraphQLSchema } from "graphql";
+import { AppError } from "../../src/errors.ts";
+import type { Gateway } from "../gateway.ts";
+import { parseJsonObject, readBody } from "./body.ts";
+import { policyHeaders, runOperation, sha256Hex, toShimError, type ShimError } from "./graph-client.ts";
+import { restBodyToInput, type TypeErrorFactory } from "./input.ts";
+import type { RestCall } from "./generation.ts";
+
+const PRODUCT = `id category name description status stock requiredFields vendor { id } billingCycles { cycle months price { amount } }`;
+const ORDER = `id clientOrderNo quantity billingCycle metadata amount { amount } paymentStatus provisioningStatus status failureReason createdAt updatedAt
+  product { id } customer { customerId contact } resource { id }`;
+const RESOURCE = `id status expiresAt customerId order { id } product { id }`;
+const DOMAIN = `domain cname reviewStatus resolutionStatus certificateStatus accelerationStatus errorStatus protocol customerId
+  origin { type address port } order { id }`;
+const PURGE = `id domain type targets status createdAt completedAt`;
+const TRANSACTION = `id customerId type amount { amount } balanceAfter { amount } createdAt order { id }`;
+const PAGE = `pageInfo { hasNextPage endCursor }`;
+
+/** The operations of this shim. */
+export const CLOUD_OPERATIONS = {
+  vendors: `query RestVendors($first: Int, $after: String) { vendors(first: $first, after: $after) { nodes { id name status } ${PAGE} } }`,
+  products: `query RestProducts($first: Int, $after: String, $category: String, $vendorId: ID, $status: ProductStatus) {
+    products(first: $first, after: $after, category: $category, vendorId: $vendorId, status: $status) { nodes { ${PRODUCT} } ${PAGE} } }`,
+  product: `query RestProduct($id: ID!) { product(id: $id) { ${PRODUCT} } }`,
+  createOrder: `mutation RestCreateOrder($input: CreateOrderInput!) { createOrder(input: $input) { replayed order { ${ORDER} } } }`,
+  order: `query RestOrder($id: ID!) { order(id: $id) { ${ORDER} } }`,
+  orders: `query RestOrders($first: Int, $after: String) { orders(first: $first, after: $after) { nodes { ${ORDER} } ${PAGE} } }`,
+  renewOrder: `mutation RestRenewOrder($input: RenewOrderInput!) { renewOrder(input: $input) { replayed order { ${ORDER} } } }`,
+  createDomain: `mutation RestCreateDomain($input: CreateDomainInput!) { createDomain(input: $input) { replayed domain { ${DOMAIN} } } }`,
+  domain: `query RestDomain($domain: String!) { domain(domain: $domain) { ${DOMAIN} } }`,
+  purge: `mutation RestPurge($input: PurgeDomainInput!) { purgeDomain(input: $input) { replayed purgeTask { ${PURGE} } } }`,
+  bandwidth: `query RestBandwidth($resourceId: ID!, $start: String!, $end: String!) {
+    bandwidthUsage(resourceId: $resourceId, start: $start, end: $end) { resourceId intervalSeconds peakBps points { time bps } } }`,
+  traffic: `query RestTraffic($resourceId: ID!, $start: String!, $end: String!) {
+    trafficUsage(resourceId: $resourceId, start: $start, end: $end) { resourceId totalBytes items { date bytes } } }`,
+  resources: `query RestResources($first: Int, $after: String, $customerId: String) { resources(first: $first, after: $after, customerId: $customerId) { nodes { ${RESOURCE} } ${PAGE} } }`,
+  balance: `query RestBalance($customerId: String!) { customerBalance(customerId: $customerId) { customerId available { amount } frozen { amount } creditLine { amount } currency } }`,
+  transactions: `query RestTransactions($first: Int, $after: String, $customerId: String, $orderId: ID, $type: TransactionType, $start: String, $end: String) {
+    transactions(first: $first, after: $after, customerId: $customerId, orderId: $orderId, type: $type, start: $start, end: $end) { nodes { ${TRANSACTION} } ${PAGE} } }`,
+  statement: `query RestStatement($id: ID!) { statement(id: $id) { id period totalAmount { amount } exportStatus exportUrl
+    items { transactionId customerId orderId type amount { amount } createdAt } } }`,
+  statementCsv: `query RestStatementCsv($id: ID!) { statement(id: $id) { id exportStatus csv } }`,
+  auth: `query RestCloudAuth { apiKey { id } }`,
+} as const;
+
+const yuan = (money: { amount: string } | null | undefined) => (money ? Number(money.amount) : null);
+const lower = (value: string | null | undefined) => (value == null ? null : value.toLowerCase());
+
+/** REST shapes of DESIGN §8. */
+export const cloudShapes = {
+  vendor: (v: any) => ({ vendor_id: v.id, name: v.name, status: lower(v.status) }),
+  product: (p: any) => ({
+    product_id: p.id,
+    vendor_id: p.vendor.id,
+    category: p.category,
+    name: p.name,
+    description: p.description ?? null,
+    status: lower(p.status),
+    billing_cycles: p.billingCycles.map((c: any) => ({ cycle: c.cycle, months: c.months, price: yuan(c.price) })),
+    stock: p.stock ?? null,
+    required_fields: p.requiredFields,
+  }),
+  order: (o: any) => ({
+    order_id: o.id,
+    client_order_no: o.clientOrderNo,
+    product_id: o.product.id,
+    quantity: o.quantity,
+    billing_cycle: o.billingCycle,
+    customer: { customer_id: o.customer.customerId, contact: o.customer.contact ?? null },
+    metadata: o.metadata,
+    amount: yuan(o.amount),
+    payment_status: lower(o.paymentStatus),
+    provisioning_status: lower(o.provisioningStatus),
+    status: lower(o.status),
+    resource_id: o.resource?.id ?? null,
+    failure_reason: o.failureReason ?? null,
+    created_at: o.createdAt,
+    updated_at: o.updatedAt,
+  }),
+  resource: (r: any) => ({ resource_id: r.id, order_id: r.order.id, product_id: r.product.id, customer_id: r.customerId, status: r.status, expires_at: r.expiresAt }),
+  domain: (d: any) => ({
+    domain: d.domain,
+    cname: d.cname,
+    review_status: d.reviewStatus,
+    resolution_status: d.resolutionStatus,
+    certificate_status: d.certificateStatus,
+    acceleration_status: d.accelerationStatus,
+    error_status: d.errorStatus,
+    origin: { type: d.origin.type, address: d.origin.address, port: d.origin.port ?? null },
+    protocol: d.protocol,
+    order_id: d.order.id,
+    customer_id: d.customerId,
+  }),
+  purge: (p: any) => ({ task_id: p.id, domain: p.domain, type: p.type, targets: p.targets, status: p.status, created_at: p.createdAt, completed_at: p.completedAt ?? null }),
+  transaction: (t: any) => ({
+    transaction_id: t.id,
+    customer_id: t.customerId,
+    order_id: t.order?.id ?? null,
+    type: lower(t.type),
+    amount: yuan(t.amount),
+    balance_after: yuan(t.balanceAfter),
+    created_at: t.createdAt,
+  }),
+  balance: (b: any) => ({ customer_id: b.customerId, available: yuan(b.available), frozen: yuan(b.frozen), credit_line: yuan(b.creditLine), currency: b.currency }),
+  statement: (s: any) => ({
+    statement_id: s.id,
+    period: s.period,
+    total_amount: yuan(s.totalAmount),
+    items: s.items.map((i: any) => ({ transaction_id: i.transactionId, customer_id: i.customerId, order_id: i.orderId ?? null, type: lower(i.type), amount: yuan(i.amount), created_at: i.createdAt })),
+    export_status: s.exportStatus,
+    export_url: s.exportUrl ?? null,
+  }),
+};
+
+/** Cloud spec part 7 for JSON type errors: 422 `validation_failed` naming the field. */
+const cloudTypeError: TypeErrorFactory = (field) => new AppError("validation_failed", `${field} has the wrong type`, { field });
+
+/** Map of cloud error codes (cloud spec part 7) from the registry's. */
+function cloudCode(error: ShimError): string {
+  switch (error.code) {
+    case "key_disabled":
+      return "forbidden";
+    case "upstream_failed":
+    case "upstream_timeout":
+      return "upstream_error";
+    case "task_not_found":
+      return "not_found";
+    case "invalid_json":
+      return "invalid_request";
+    default:
+      return error.code;
+  }
+}
+
+/** Dependencies of the shim. */
+export interface CloudShimDeps {
+  gateway: Gateway;
+  schema: () => Promise<GraphQLSchema>;
+  bodyLimit: number;
+}
+
+/** Writes the envelope. */
+function send(res: ServerResponse, status: number, requestId: string, data: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify({ success: true, request_id: requestId, data });
+  res.writeHead(status, { ...headers, "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(text)) });
+  res.end(text);
+}
+
+/** Writes the error body (cloud spec part 7), with `Retry-After` on 429. */
+export function sendCloudError(res: ServerResponse, requestId: string, error: Pick<ShimError, "code" | "status" | "message" | "details">): void {
+  const code = cloudCode(error as ShimError);
+  const details = { ...(error.details ?? {}) };
+  const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8" };
+  if (error.status === 429 && typeof details.retry_after_seconds === "number") headers["retry-after"] = String(details.retry_after_seconds);
+  const text = JSON.stringify({ success: false, request_id: requestId, error: { code, message: error.message, details } });
+  res.writeHead(error.status, { ...headers, "content-length": String(Buffer.byteLength(text)) });
+  res.end(text);
+}
+
+const fromAppError = (error: AppError): ShimError => ({ code: error.code, status: error.status, message: error.message, details: error.details ?? {} });
+
+/**
+ * Reads `limit` (default 20, at most 100: larger values are capped) and `cursor`.
+ * @throws AppError invalid_request for a limit that is not a positive integer
+ */
+function pageParams(query: URLSearchParams): { first: number; after: string | null } {
+  const raw = query.get("limit");
+  const limit = raw === null || raw === "" ? 20 : Number(raw);
+  if (!Number.isInteger(limit) || limit < 1) throw new AppError("invalid_request", "limit must be a positive integer", { field: "limit" });
+  return { first: Math.min(limit, 100), after: query.get("cursor") || null };
+}
+
+/** Optional query parameter: absent or empty → undefined. */
+const param = (query: URLSearchParams, name: string) => query.get(name) || undefined;
+
+/**
+ * Creates the handlers of `/openapi/v1/*`.
+ */
+export function createCloudShim(deps: CloudShimDeps) {
+  function context(call: RestCall, bodySha256 = sha256Hex("")) {
+    return {
+      authorization: call.req.headers.authorization ?? null,
+      acceptLanguage: (call.req.headers["accept-language"] as string | undefined) ?? null,
+      headers: policyHeaders(call.req, bodySha256),
+      requestId: call.requestId,
+      route: `${call.req.method} ${(call.req.url ?? "").split("?")[0]}`,
+    };
+  }
+
+  /** Answers a rejection the shim itself found, after authentication (401/403 come first). */
+  async function rejectAfterAuth(call: RestCall, error: AppError, bodySha256?: string): Promise<void> {
+    const auth = await runOperation(deps.gateway, CLOUD_OPERATIONS.auth, {}, context(call, bodySha256));
+    if (auth.errors?.length) return sendCloudError(call.res, call.requestId, toShimError(auth.errors[0]!));
+    sendCloudError(call.res, call.requestId, fromAppError(error));
+  }
+
+  /** Runs a query and sends `shape(data)` or the mapped error. */
+  async function query(call: RestCall, operation: string, variables: Record<string, unknown>, shape: (data: any) => unknown): Promise<void> {
+    const result = await runOperation(deps.gateway, operation, variables, context(call));
+    if (result.errors?.length) return sendCloudError(call.res, call.requestId, toShimError(result.errors[0]!));
+    send(call.res, 200, call.requestId, shape(result.data));
+  }
+
+  /** A list answer: `data.items` and `data.next_cursor` (null on the last page). */
+  const list = (pick: (data: any) => any, item: (node: any) => unknown) => (data: any) => {
+    const connection = pick(data);
+    return { items: connection.nodes.map(item), next_cursor: connection.pageInfo.hasNextPage ? connection.pageInfo.endCursor : null };
+  };
+
+  async function withPage(call: RestCall, run: (page: { first: number; after: string | null }) => Promise<void>): Promise<void> {
+    let page;
+    try {
+      page = pageParams(call.query);
+    } catch (error) {
+      return rejectAfterAuth(call, error as AppError);
+    }
+    return run(page);
+  }
+
+  /**
+   * Runs a create/update mutation from a JSON body: strict types (422), the Idempotency-Key
+   * header into the input, `Idempotent-Replayed: true` on a replay.
+   */
+  async function mutate(
+    call: RestCall,
+    inputType: string,
+    operation: string,
+    extra: Record<string, unknown>,
+    pick: (data: any) => { replayed: boolean; value: unknown },
+    status: number,
+  ): Promise<void> {
+    let text: string;
+    try {
+      text = await readBody(call.req, deps.bodyLimit);
+    } catch (error) {
+      return sendCloudError(call.res, call.requestId, fromAppError(error as AppError));
+    }
+    const digest = sha256Hex(text);
+    const body = text.trim() === "" && inputType === "RenewOrderInput" ? {} : parseJsonObject(text);
+    if (!body) return rejectAfterAuth(call, new AppError("invalid_request", "Request body must be a valid JSON object"), digest);
+    let input: Record<string, unknown>;
+    try {
+      input = restBodyToInput(body, (await deps.schema()).getType(inputType) as GraphQLInputObjectType, cloudTypeError);
+    } catch (error) {
+      return rejectAfterAuth(call, error as AppError, digest);
+    }
+    const key = call.req.headers["idempotency-key"];
+    if (typeof key === "string") input.idempotencyKey = key;
+    else delete input.idempotencyKey;
+    const result = await runOperation(deps.gateway, operation, { input: { ...input, ...extra } }, context(call, digest));
+    if (result.errors?.length) return sendCloudError(call.res, call.requestId, toShimError(result.errors[0]!));
+    const { replayed, value } = pick(result.data);
+    send(call.res, status, call.requestId, value, replayed ? { "idempotent-replayed": "true" } : {});
+  }
+
+  return {
+    vendors: (call: RestCall) =>
+      withPage(call, (page) => query(call, CLOUD_OPERATIONS.vendors, page, list((d) => d.vendors, cloudShapes.vendor))),
+    products: (call: RestCall) =>
+      withPage(call, (page) => {
+        const status = param(call.query, "status");
+        if (status && !["available", "sold_out", "offline"].includes(status)) {
+          return rejectAfterAuth(call, new AppError("invalid_request", "status must be one of: available, sold_out, offline", { field: "status" }));
+        }
+        return query(
+          call,
+          CLOUD_OPERATIONS.products,
+          { ...page, category: param(call.query, "category"), vendorId: param(call.query, "vendor_id"), status: status?.toUpperCase() },
+          list((d) => d.products, cloudShapes.product),
+        );
+      }),
+    product: (call: RestCall) => query(call, CLOUD_OPERATIONS.product, { id: call.params.product_id }, (d) => cloudShapes.product(d.product)),
+    createOrder: (call: RestCall) =>
+      mutate(call, "CreateOrderInput", CLOUD_OPERATIONS.createOrder, {}, (d) => ({ replayed: d.createOrder.replayed, value: cloudShapes.order(d.createOrder.order) }), 201),
+    order: (call: RestCall) => query(call, CLOUD_OPERATIONS.order, { id: call.params.order_id }, (d) => cloudShapes.order(d.order)),
+    orders: (call: RestCall) =>
+      withPage(call, (page) => query(call, CLOUD_OPERATIONS.orders, page, list((d) => d.orders, cloudShapes.order))),
+    renewOrder: (call: RestCall) =>
+      mutate(call, "RenewOrderInput", CLOUD_OPERATIONS.renewOrder, { orderId: call.params.order_id }, (d) => ({ replayed: d.renewOrder.replayed, value: cloudShapes.order(d.renewOrder.order) }), 200),
+    createDomain: (call: RestCall) =>
+      mutate(call, "CreateDomainInput", CLOUD_OPERATIONS.createDomain, {}, (d) => ({ replayed: d.createDomain.replayed, value: cloudShapes.domain(d.createDomain.domain) }), 201),
+    domainStatus: (call: RestCall) => query(call, CLOUD_OPERATIONS.domain, { domain: call.params.domain }, (d) => cloudShapes.domain(d.domain)),
+    purge: (call: RestCall) =>
+      mutate(call, "PurgeDomainInput", CLOUD_OPERATIONS.purge, { domain: call.params.domain }, (d) => ({ replayed: d.purgeDomain.replayed, value: cloudShapes.purge(d.purgeDomain.purgeTask) }), 201),
+    bandwidth: (call: RestCall) => usage(call, "bandwidth"),
+    traffic: (call: RestCall) => usage(call, "traffic"),
+    resources: (call: RestCall) =>
+      withPage(call, (page) => query(call, CLOUD_OPERATIONS.resources, { ...page, customerId: param(call.query, "customer_id") }, list((d) => d.resources, cloudShapes.resource))),
+    balance: (call: RestCall) => {
+      const customerId = param(call.query, "customer_id");
+      if (!customerId) return rejectAfterAuth(call, new AppError("invalid_request", "customer_id is required", { field: "customer_id" }));
+      return query(call, CLOUD_OPERATIONS.balance, { customerId }, (d) => cloudShapes.balance(d.customerBalance));
+    },
+    transactions: (call: RestCall) =>
+      withPage(call, (page) => {
+        const type = param(call.query, "type");
+        if (type && !["topup", "deduction", "refund", "adjustment"].includes(type)) {
+          return rejectAfterAuth(call, new AppError("invalid_request", "type must be one of: topup, deduction, refund, adjustment", { field: "type" }));
+        }
+        return query(
+          call,
+          CLOUD_OPERATIONS.transactions,
+          {
+            ...page,
+            customerId: param(call.query, "customer_id"),
+            orderId: param(call.query, "order_id"),
+            type: type?.toUpperCase(),
+            start: param(call.query, "start"),
+            end: param(call.query, "end"),
+          },
+          list((d) => d.transactions, cloudShapes.transaction),
+        );
+      }),
+    statement: (call: RestCall) => query(call, CLOUD_OPERATIONS.statement, { id: call.params.statement_id }, (d) => cloudShapes.statement(d.statement)),
+    statementExport: async (call: RestCall) => {
+      const result = await runOperation(deps.gateway, CLOUD_OPERATIONS.statementCsv, { id: call.params.statement_id }, context(call));
+      if (result.errors?.length) return sendCloudError(call.res, call.requestId, toShimError(result.errors[0]!));
+      const statement = result.data.statement;
+      if (statement.exportStatus !== "ready" || statement.csv == null) {
+        return sendCloudError(call.res, call.requestId, { code: "conflict", status: 409, message: "Statement export is not ready yet", details: { export_status: statement.exportStatus } });
+      }
+      call.res.writeHead(200, { "content-type": "text/csv; charset=utf-8", "content-disposition": `attachment; filename="${statement.id}.csv"` });
+      call.res.end(statement.csv);
+    },
+  };
+
+  async function usage(call: RestCall, kind: "bandwidth" | "traffic"): Promise<void> {
+    const resourceId = param(call.query, "resource_id");
+    const start = param(call.query, "start");
+    const end = param(call.query, "end");
+    const missing = !resourceId ? "resource_id" : !start ? "start" : !end ? "end" : null;
+    if (missing) return rejectAfterAuth(call, new AppError("invalid_request", `${missing} is required`, { field: missing }));
+    return query(call, kind === "bandwidth" ? CLOUD_OPERATIONS.bandwidth : CLOUD_OPERATIONS.traffic, { resourceId, start, end }, (d) => {
+      if (kind === "bandwidth") {
+        const b = d.bandwidthUsage;
+        return { resource_id: b.resourceId, interval_seconds: b.intervalSeconds, peak_bps: b.peakBps, points: b.points };
+      }
+      const t = d.trafficUsage;
+      return { resource_id: t.resourceId, total_bytes: t.totalBytes, items: t.items };
+    });
+  }
+}

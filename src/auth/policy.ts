@@ -1,0 +1,385 @@
+/**
+ * Key policy (cloud spec part 5; DESIGN §8 key scopes and rate limit): scopes, the source-IP
+ * allow-list, the per-key rate limit and optional request signatures.
+ *
+ * Every check throws an {@link AppError}, so GraphQL and both REST shims map the failure the same
+ * way: 403 `forbidden` for a missing scope or a source IP outside the allow-list, 429
+ * `rate_limited` (with `details.retry_after_seconds` for the `Retry-After` header) above the
+ * rate limit, 401 `unauthorized` for a missing, wrong or stale request signature.
+ *
+ * ## Request signatures (`X-Service-Signature`)
+ *
+ * A key created with `--require-signature` must sign each request. The algorithm, for the README:
+ *
+ * ```
+ * t        = the current time in unix seconds (an integer)
+ * body_sha = hex SHA-256 of the raw request body bytes (of the empty string when there is no body)
+ * payload  = t + "." + METHOD + "." + path + "." + body_sha
+ *            METHOD upper case (GET, POST, ...); path exactly as sent on the request line,
+ *            query string included: /openapi/v1/products?category=cdn
+ * v1       = hex HMAC-SHA256(secret, payload)   (lower case hex)
+ * header   X-Service-Signature: t=<t>,v1=<v1>
+ * ```
+ *
+ * The server accepts the request when one `v1` value matches (several may be sent while a secret
+ * rotates: `t=1700000000,v1=<new>,v1=<old>`) and `t` is within 300 seconds of the server's clock,
+ * in either direction. Values are compared in constant time. Failures are 401 `unauthorized`:
+ * `Missing request signature`, `Invalid request signature` (malformed header or no matching
+ * `v1`), `Request signature timestamp outside the tolerance` (a matching `v1` but a stale or
+ * future `t`). The secret is the key's `webhook_secret` (printed by `keys create --json`): the API
+ * key itself is stored only as a hash, so the server could not verify an HMAC keyed with it.
+ *
+ * Example (shell):
+ * ```
+ * t=$(date +%s); body='{"product_id":"p1"}'
+ * sha=$(printf '%s' "$body" | sha256sum | cut -d' ' -f1)
+ * v1=$(printf '%s' "$t.POST./openapi/v1/orders.$sha" | openssl dgst -sha256 -hmac "$SECRET" -hex | sed 's/^.* //')
+ * curl -H "X-Service-Signature: t=$t,v1=$v1" ...
+ * ```
+ */
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import ipaddr from "ipaddr.js";
+import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
+import { AppError } from "../errors.ts";
+import type { Caller } from "./keys.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Scopes
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Requires a scope of the caller's key (DESIGN §8 key scopes; cloud spec part 7: 403 for
+ * insufficient key permissions).
+ * @param caller the authenticated key
+ * @param scope a scope such as `orders:write`
+ * @returns nothing when the key holds the scope
+ * @throws AppError `forbidden` (403) `API key lacks the <scope> scope`, details `{ scope }`
+ */
+export function requireScope(caller: Pick<Caller, "scopes">, scope: string): void {
+  if (!caller.scopes.includes(scope)) {
+    throw new AppError("forbidden", `API key lacks the ${scope} scope`, { scope });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Source IP allow-list
+// ---------------------------------------------------------------------------------------------
+
+type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
+
+/** Strips `[...]` brackets and an IPv6 zone (`%eth0`). */
+function cleanAddress(text: string): string {
+  let value = text.trim();
+  if (value.startsWith("[") && value.includes("]")) value = value.slice(1, value.indexOf("]"));
+  const zone = value.indexOf("%");
+  if (zone >= 0) value = value.slice(0, zone);
+  return value;
+}
+
+/** Parses an address, turning an IPv4-mapped IPv6 address (`::ffff:1.2.3.4`) into IPv4. */
+function parseAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
+  const value = cleanAddress(text);
+  if (!ipaddr.isValid(value)) return null;
+  try {
+    return ipaddr.process(value);
+  } catch {
+    return null;
+  }
+}
+
+/** Parses an allow-list entry: a CIDR or a plain address (a /32 or /128); null when invalid. */
+function parseRange(entry: string): Range | null {
+  const text = entry.trim();
+  const slash = text.indexOf("/");
+  if (slash < 0) {
+    const address = parseAddress(text);
+    return address ? [address, address.kind() === "ipv4" ? 32 : 128] : null;
+  }
+  let range: Range;
+  try {
+    range = ipaddr.parseCIDR(`${cleanAddress(text.slice(0, slash))}${text.slice(slash)}`);
+  } catch {
+    return null;
+  }
+  const [address, prefix] = range;
+  // An IPv4-mapped IPv6 range (::ffff:10.0.0.0/104) is the IPv4 range it maps (10.0.0.0/8).
+  if (address.kind() === "ipv6" && (address as ipaddr.IPv6).isIPv4MappedAddress() && prefix >= 96) {
+    return [(address as ipaddr.IPv6).toIPv4Address(), prefix - 96];
+  }
+  return range;
+}
+
+const rangeCache = new WeakMap<readonly string[], Range[]>();
+
+function rangesOf(allowIps: readonly string[]): Range[] {
+  let ranges = rangeCache.get(allowIps);
+  if (!ranges) {
+    ranges = allowIps.map(parseRange).filter((r): r is Range => r !== null);
+    rangeCache.set(allowIps, ranges);
+  }
+  return ranges;
+}
+
+/**
+ * True when an address falls in an allow-list (a CIDR, or a plain address as /32 or /128).
+ * IPv4-mapped IPv6 addresses count as the IPv4 address they map. Invalid entries never match.
+ * @param ip the source address (`203.0.113.7`, `::1`, `::ffff:203.0.113.7`, `[::1]`)
+ * @param allowIps CIDRs such as `203.0.113.0/24`, `2001:db8::/32`, `198.51.100.7`
+ */
+export function ipInAllowList(ip: string, allowIps: readonly string[]): boolean {
+  const address = parseAddress(ip);
+  if (!address) return false;
+  return rangesOf(allowIps).some(([base, prefix]) => base.kind() === address.kind() && address.match(base, prefix));
+}
+
+/**
+ * Checks the request's source address against the key's allow-list (cloud spec part 5: keys
+ * have an allowed source IP list; part 7: 403 when the source IP is not allowed).
+ * @param caller the authenticated key; `allowIps` null allows any address
+ * @param ip the source address of the request; null when unknown (then only a key without a list passes)
+ * @returns nothing when allowed
+ * @throws AppError `forbidden` (403) `Source IP not allowed`
+ */
+export function checkSourceIp(caller: Pick<Caller, "allowIps">, ip: string | null): void {
+  if (caller.allowIps === null || caller.allowIps === undefined) return;
+  if (ip === null || !ipInAllowList(ip, caller.allowIps)) {
+    throw new AppError("forbidden", "Source IP not allowed");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rate limit
+// ---------------------------------------------------------------------------------------------
+
+/** A per-key rate limiter (DESIGN §8: `--rate-limit N` allows N requests per second). */
+export interface RateLimiter {
+  /**
+   * Counts one request of the caller's key. The same `requestId` of the same key counts once
+   * within a few seconds (one client request fanned out to two subgraphs), and gets the first
+   * call's outcome.
+   * @param caller the key; `rateLimit` null (or not positive) means unlimited
+   * @param requestId the client request's id, when known
+   * @throws AppError `rate_limited` (429) with details `{ retry_after_seconds }` (an integer ≥ 1)
+   */
+  consume(caller: Pick<Caller, "keyId" | "rateLimit">, requestId?: string | null): Promise<void>;
+}
+
+/** Options of {@link createRateLimiter}. */
+export interface RateLimiterOptions {
+  /** `REDIS_URL`: counters shared by every instance. Needs `limiterFactory` until a Redis store is wired in. */
+  redisUrl?: string;
+  /**
+   * Makes the rate-limiter-flexible limiter of one limit (points per 1-second window): the plug
+   * for another store, e.g. `(points) => new RateLimiterRedis({ storeClient, points, duration: 1 })`.
+   * Default: an in-memory `RateLimiterMemory`.
+   */
+  limiterFactory?: (pointsPerSecond: number) => RateLimiterAbstract;
+  /** How long a request id is remembered, in milliseconds (default 10000). */
+  requestMemoTtlMs?: number;
+  /** How many request ids are remembered at most (default 10000; the oldest are dropped). */
+  requestMemoMax?: number;
+}
+
+/**
+ * Creates the per-key rate limiter (DESIGN §2 pub/sub and rate-limit counters, §8 rate limit;
+ * cloud spec part 7: 429 `rate_limited`). One fixed 1-second window per key, counted by
+ * rate-limiter-flexible.
+ * @param options `redisUrl`, `limiterFactory` (the store plug), request-id memo size and TTL
+ * @returns the limiter
+ * @throws Error when `redisUrl` is set without a `limiterFactory`: per-instance counters would
+ *   silently multiply the limit by the number of instances, so this fails at start instead
+ */
+export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter {
+  if (options.redisUrl && !options.limiterFactory) {
+    throw new Error("REDIS_URL is set but no Redis rate-limit store is wired in: pass limiterFactory (RateLimiterRedis) to createRateLimiter");
+  }
+  const factory = options.limiterFactory ?? ((points: number) => new RateLimiterMemory({ points, duration: 1, keyPrefix: `rl${points}` }));
+  const ttlMs = options.requestMemoTtlMs ?? 10_000;
+  const maxMemo = options.requestMemoMax ?? 10_000;
+  const limiters = new Map<number, RateLimiterAbstract>();
+  const memo = new Map<string, { expiresAt: number; outcome: Promise<void> }>();
+
+  function limiterFor(points: number): RateLimiterAbstract {
+    let limiter = limiters.get(points);
+    if (!limiter) {
+      limiter = factory(points);
+      limiters.set(points, limiter);
+    }
+    return limiter;
+  }
+
+  async function count(keyId: string, points: number): Promise<void> {
+    try {
+      await limiterFor(points).consume(keyId, 1);
+    } catch (error) {
+      if (error instanceof RateLimiterRes) {
+        const retryAfter = Math.max(1, Math.ceil(error.msBeforeNext / 1000));
+        throw new AppError("rate_limited", `Rate limit of ${points} requests per second exceeded`, { retry_after_seconds: retryAfter });
+      }
+      throw error;
+    }
+  }
+
+  function remember(key: string, outcome: Promise<void>, now: number): void {
+    // Drop expired entries from the front (insertion order is expiry order), then the oldest over the cap.
+    for (const [k, v] of memo) {
+      if (v.expiresAt > now && memo.size < maxMemo) break;
+      memo.delete(k);
+    }
+    memo.delete(key); // re-inserted at the end, so insertion order stays expiry order
+    memo.set(key, { expiresAt: now + ttlMs, outcome });
+  }
+
+  return {
+    consume(caller, requestId) {
+      const points = caller.rateLimit;
+      if (points === null || points === undefined || !(points > 0)) return Promise.resolve();
+      if (!requestId) return count(caller.keyId, points);
+      const key = `${caller.keyId}\u0000${requestId}`;
+      const now = Date.now();
+      const seen = memo.get(key);
+      if (seen && seen.expiresAt > now) return seen.outcome;
+      const outcome = count(caller.keyId, points);
+      outcome.catch(() => undefined); // the memo's copy must not be an unhandled rejection
+      remember(key, outcome, now);
+      return outcome;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signatures (shared by request signatures here and webhook signatures in events/webhooks.ts)
+// ---------------------------------------------------------------------------------------------
+
+/** Request-signature tolerance in seconds, in both directions (issue 3 item 8). */
+export const SIGNATURE_TOLERANCE_SECONDS = 300;
+
+/**
+ * Hex SHA-256 of a raw body.
+ * @param body the raw bytes or text (UTF-8); undefined or null hashes the empty body
+ * @returns 64 lower-case hex digits
+ */
+export function sha256Hex(body: string | Uint8Array | null | undefined): string {
+  return createHash("sha256").update(body ?? "").digest("hex");
+}
+
+/**
+ * Hex HMAC-SHA256 of a payload.
+ * @param secret the shared secret (UTF-8)
+ * @param payload the signed text or bytes
+ * @returns 64 lower-case hex digits
+ */
+export function hmacSha256Hex(secret: string, payload: string | Uint8Array): string {
+  return createHmac("sha256", secret).update(payload).digest("hex");
+}
+
+/** A parsed `t=<seconds>,v1=<hex>[,v1=<hex>...]` header. */
+export interface ParsedSignatureHeader {
+  /** Unix seconds. */
+  timestamp: number;
+  /** Every `v1` value, lower case. */
+  signatures: string[];
+}
+
+/**
+ * Parses a signature header `t=<unix seconds>,v1=<hex>[,v1=<hex>...]` (DESIGN §8; unknown
+ * schemes such as `v0=` are ignored, as Stripe does).
+ * @returns the timestamp and the `v1` values, or null when `t` or every well-formed `v1` is missing
+ */
+export function parseSignatureHeader(header: string): ParsedSignatureHeader | null {
+  let timestamp: number | null = null;
+  const signatures: string[] = [];
+  for (const part of header.split(",")) {
+    const eq = part.indexOf("=");
+    if (eq < 0) continue;
+    const name = part.slice(0, eq).trim();
+    const value = part.slice(eq + 1).trim();
+    if (name === "t") {
+      if (!/^\d{1,12}$/.test(value)) return null;
+      timestamp = Number(value);
+    } else if (name === "v1" && /^[0-9a-fA-F]{64}$/.test(value)) {
+      signatures.push(value.toLowerCase());
+    }
+  }
+  return timestamp === null || signatures.length === 0 ? null : { timestamp, signatures };
+}
+
+/**
+ * Checks a signature header against the expected HMAC, in constant time per candidate.
+ * @param header the header value (null or empty: missing)
+ * @param expectedFor computes the expected hex HMAC for the header's timestamp
+ * @param toleranceSeconds allowed clock difference, both directions
+ * @param nowSeconds the current unix time in seconds
+ * @throws AppError `unauthorized` (401): `Missing request signature`, `Invalid request signature`,
+ *   `Request signature timestamp outside the tolerance`
+ */
+export function verifySignatureHeader(
+  header: string | null | undefined,
+  expectedFor: (timestamp: number) => string,
+  toleranceSeconds: number,
+  nowSeconds: number,
+): void {
+  if (!header || !header.trim()) throw new AppError("unauthorized", "Missing request signature");
+  const parsed = parseSignatureHeader(header);
+  if (!parsed) throw new AppError("unauthorized", "Invalid request signature");
+  const expected = Buffer.from(expectedFor(parsed.timestamp), "hex");
+  let matched = false;
+  for (const candidate of parsed.signatures) {
+    // Every candidate is compared (no early exit) so timing does not tell which one matched.
+    if (timingSafeEqual(Buffer.from(candidate, "hex"), expected)) matched = true;
+  }
+  if (!matched) throw new AppError("unauthorized", "Invalid request signature");
+  if (Math.abs(nowSeconds - parsed.timestamp) > toleranceSeconds) {
+    throw new AppError("unauthorized", "Request signature timestamp outside the tolerance");
+  }
+}
+
+/** What a request signature covers (see the module docstring). */
+export interface SignedRequest {
+  /** HTTP method; upper-cased before signing. */
+  method: string;
+  /** The request target as sent: path and query string, e.g. `/openapi/v1/orders?x=1`. */
+  path: string;
+  /** The raw body (empty or absent: the empty body). */
+  body?: string | Uint8Array | null;
+  /** Unix seconds. */
+  timestamp: number;
+}
+
+function requestPayload(timestamp: number, method: string, path: string, bodySha256: string): string {
+  return `${timestamp}.${method.toUpperCase()}.${path}.${bodySha256.toLowerCase()}`;
+}
+
+/**
+ * Signs a request the way clients must (issue 3 item 8; algorithm in the module docstring).
+ * @param secret the key's `webhook_secret`
+ * @param request method, path with query, raw body, unix-seconds timestamp
+ * @returns the `X-Service-Signature` header value `t=<t>,v1=<hex>`
+ */
+export function signRequest(secret: string, request: SignedRequest): string {
+  const t = Math.floor(request.timestamp);
+  return `t=${t},v1=${hmacSha256Hex(secret, requestPayload(t, request.method, request.path, sha256Hex(request.body)))}`;
+}
+
+/**
+ * Verifies a request's `X-Service-Signature` (cloud spec part 5; algorithm in the module
+ * docstring): one `v1` must match, `t` within {@link SIGNATURE_TOLERANCE_SECONDS} of now.
+ * @param secret the key's `webhook_secret`
+ * @param header the `X-Service-Signature` value, null when absent
+ * @param request method, path with query, hex SHA-256 of the raw body ({@link sha256Hex}), now in unix seconds
+ * @returns nothing when valid
+ * @throws AppError `unauthorized` (401): `Missing request signature`, `Invalid request signature`,
+ *   `Request signature timestamp outside the tolerance`
+ */
+export function verifyRequestSignature(
+  secret: string,
+  header: string | null,
+  request: { method: string; path: string; bodySha256: string; nowSeconds: number },
+): void {
+  verifySignatureHeader(
+    header,
+    (t) => hmacSha256Hex(secret, requestPayload(t, request.method, request.path, request.bodySha256)),
+    SIGNATURE_TOLERANCE_SECONDS,
+    request.nowSeconds,
+  );
+}

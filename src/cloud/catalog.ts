@@ -1,0 +1,411 @@
+/**
+ * The cloud catalog (cloud spec parts 1-2 "Vendor", "Product"; part 4 `GET /vendors`,
+ * `GET /products`, `GET /products/{product_id}`; DESIGN §8 names and the demo catalog).
+ *
+ * Vendors are the upstream clouds allowed for sale; products are what can be ordered: billing
+ * cycles with prices (integer milli-yuan, DESIGN §3), stock (null = unlimited), the metadata
+ * keys required for activation, and a sale status. Only `available` products can be ordered.
+ * Admins manage the catalog through {@link upsertVendor} and {@link upsertProduct}; `npm start`
+ * seeds {@link seedDemoCatalog}.
+ */
+import { AppError } from "../errors.ts";
+import { nowIso, type Db } from "../db/index.ts";
+import { newId } from "../ids.ts";
+import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
+import type { MilliYuan } from "../money.ts";
+
+/** Vendor sale states. */
+export const VENDOR_STATUSES = ["active", "inactive"] as const;
+/** A vendor's state: only an `active` vendor's products can be ordered. */
+export type VendorStatus = (typeof VENDOR_STATUSES)[number];
+
+/** Product sale states (DESIGN §8). */
+export const PRODUCT_STATUSES = ["available", "sold_out", "offline"] as const;
+/** A product's sale state: only `available` products can be ordered or shown to end customers. */
+export type ProductStatus = (typeof PRODUCT_STATUSES)[number];
+
+/** An upstream vendor. Times ISO 8601. */
+export interface VendorRecord {
+  id: string;
+  name: string;
+  status: VendorStatus;
+  createdAt: string;
+}
+
+/** One billing cycle of a product: its name, its length in calendar months, its price per unit. */
+export interface BillingCycle {
+  /** For example `monthly`, `quarterly`, `yearly`. */
+  cycle: string;
+  /** Length of one period in calendar months (1-120). */
+  months: number;
+  /** Price of one unit for one period, in milli-yuan (positive). */
+  price: MilliYuan;
+}
+
+/** A product. Prices in milli-yuan, times ISO 8601. */
+export interface ProductRecord {
+  id: string;
+  vendorId: string;
+  category: string;
+  name: string;
+  description: string | null;
+  status: ProductStatus;
+  billingCycles: BillingCycle[];
+  /** Units left; null = unlimited. */
+  stock: number | null;
+  /** Metadata keys an order must carry as non-empty strings (for example `domain`). */
+  requiredFields: string[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** Filters of {@link listProducts}; all optional and combined with AND. */
+export interface ProductFilter {
+  category?: string | null;
+  vendorId?: string | null;
+  status?: string | null;
+}
+
+/** What {@link upsertVendor} takes. */
+export interface VendorInput {
+  /** Omitted: a new vendor with a generated id (`vnd_…`). */
+  id?: string | null;
+  name: string;
+  /** Default `active`. */
+  status?: VendorStatus | string | null;
+}
+
+/** What {@link upsertProduct} takes: the whole product (an update replaces every field). */
+export interface ProductInput {
+  /** Omitted: a new product with a generated id (`prd_…`). */
+  id?: string | null;
+  vendorId: string;
+  category: string;
+  name: string;
+  description?: string | null;
+  /** Default `available`. */
+  status?: ProductStatus | string | null;
+  billingCycles: { cycle: string; months: number; price: MilliYuan }[];
+  /** Null or omitted: unlimited. */
+  stock?: number | null;
+  requiredFields?: string[] | null;
+}
+
+/** Largest accepted unit price, milli-yuan (10 million yuan), so price × 1000 units × 36 periods stays exact. */
+export const MAX_UNIT_PRICE: MilliYuan = 10_000_000_000;
+
+const ID_PATTERN = /^[A-Za-z0-9_-]{1,40}$/;
+const CATEGORY_PATTERN = /^[a-z0-9][a-z0-9_-]{0,39}$/;
+const CYCLE_PATTERN = /^[a-z0-9][a-z0-9_-]{0,19}$/;
+const FIELD_PATTERN = /^[A-Za-z][A-Za-z0-9_]{0,39}$/;
+
+/** Converts a `vendors` row. */
+function toVendorRecord(row: any): VendorRecord {
+  return { id: row.id, name: row.name, status: row.status, createdAt: row.created_at };
+}
+
+/** Converts a `products` row. */
+function toProductRecord(row: any): ProductRecord {
+  return {
+    id: row.id,
+    vendorId: row.vendor_id,
+    category: row.category,
+    name: row.name,
+    description: row.description ?? null,
+    status: row.status,
+    billingCycles: (JSON.parse(row.billing_cycles) as BillingCycle[]).map((c) => ({ cycle: c.cycle, months: Number(c.months), price: Number(c.price) })),
+    stock: row.stock == null ? null : Number(row.stock),
+    requiredFields: JSON.parse(row.required_fields),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/**
+ * Lists vendors, newest first (keyset pagination on creation time, then id).
+ * @param page `first` (1-100) and the opaque cursor `after`
+ * @returns a page of vendors
+ * @throws AppError `invalid_request` (400, field `cursor`) for a bad cursor
+ * @see cloud spec part 4 `GET /vendors`
+ */
+export async function listVendors(db: Db, page: PageRequest): Promise<Page<VendorRecord>> {
+  return keysetPage(db("vendors").select("*"), ["created_at", "id"], page, toVendorRecord);
+}
+
+/**
+ * Lists products filtered by category, vendor and sale status, newest first.
+ * @param filter optional `category`, `vendorId`, `status` (one of `available`, `sold_out`, `offline`)
+ * @param page `first` (1-100) and the opaque cursor `after`
+ * @returns a page of products
+ * @throws AppError `invalid_request` (400) for an unknown status (field `status`) or a bad cursor
+ * @see cloud spec part 4 `GET /products?category=&vendor_id=`
+ */
+export async function listProducts(db: Db, filter: ProductFilter, page: PageRequest): Promise<Page<ProductRecord>> {
+  const query = db("products").select("*");
+  if (filter.category != null && filter.category !== "") query.where("category", filter.category);
+  if (filter.vendorId != null && filter.vendorId !== "") query.where("vendor_id", filter.vendorId);
+  if (filter.status != null && filter.status !== "") {
+    if (!(PRODUCT_STATUSES as readonly string[]).includes(filter.status)) {
+      throw new AppError("invalid_request", `status must be one of: ${PRODUCT_STATUSES.join(", ")}`, { field: "status" });
+    }
+    query.where("status", filter.status);
+  }
+  return keysetPage(query, ["created_at", "id"], page, toProductRecord);
+}
+
+/**
+ * Reads one product.
+ * @returns the product, or null when no product has that id
+ * @see cloud spec part 4 `GET /products/{product_id}` (the caller turns null into 404)
+ */
+export async function getProduct(db: Db, id: string): Promise<ProductRecord | null> {
+  if (typeof id !== "string" || !ID_PATTERN.test(id)) return null;
+  const row = await db("products").where("id", id).first();
+  return row ? toProductRecord(row) : null;
+}
+
+/**
+ * Reads many products in one query (for DataLoader).
+ * @returns one entry per id, in the order of `ids`, null where no product has that id
+ */
+export async function getProductsByIds(db: Db, ids: readonly string[]): Promise<(ProductRecord | null)[]> {
+  if (ids.length === 0) return [];
+  const rows = await db("products").whereIn("id", [...new Set(ids)]);
+  const byId = new Map(rows.map((row: any) => [row.id as string, toProductRecord(row)]));
+  return ids.map((id) => byId.get(id) ?? null);
+}
+
+/**
+ * Reads many vendors in one query (for DataLoader).
+ * @returns one entry per id, in the order of `ids`, null where no vendor has that id
+ */
+export async function getVendorsByIds(db: Db, ids: readonly string[]): Promise<(VendorRecord | null)[]> {
+  if (ids.length === 0) return [];
+  const rows = await db("vendors").whereIn("id", [...new Set(ids)]);
+  const byId = new Map(rows.map((row: any) => [row.id as string, toVendorRecord(row)]));
+  return ids.map((id) => byId.get(id) ?? null);
+}
+
+function invalid(field: string, message: string): AppError {
+  return new AppError("validation_failed", message, { field });
+}
+
+function checkId(value: unknown, field: string): string | null {
+  if (value == null || value === "") return null;
+  if (typeof value !== "string" || !ID_PATTERN.test(value)) throw invalid(field, `${field} must be 1-40 letters, digits, '_' or '-'`);
+  return value;
+}
+
+function checkName(value: unknown, field: string, max: number): string {
+  if (typeof value !== "string" || value.trim() === "" || value.length > max) throw invalid(field, `${field} must be a non-empty string of at most ${max} characters`);
+  return value.trim();
+}
+
+/**
+ * Creates or replaces a vendor (admin).
+ * @param input id (optional), name (1-200 characters), status (`active` default, or `inactive`)
+ * @returns the stored vendor
+ * @throws AppError `validation_failed` (422, `details.field` = the input field) for a bad field
+ * @see issue 3 "Catalog": admins manage it with the CLI or admin GraphQL mutations
+ */
+export async function upsertVendor(db: Db, input: VendorInput): Promise<VendorRecord> {
+  if (!input || typeof input !== "object") throw new AppError("invalid_request", "vendor input must be an object");
+  const id = checkId(input.id, "id") ?? newId("vnd");
+  const name = checkName(input.name, "name", 200);
+  const status = input.status ?? "active";
+  if (!(VENDOR_STATUSES as readonly string[]).includes(status)) throw invalid("status", `status must be one of: ${VENDOR_STATUSES.join(", ")}`);
+  const now = nowIso();
+  await db("vendors").insert({ id, name, status, created_at: now }).onConflict("id").merge(["name", "status"]);
+  return toVendorRecord(await db("vendors").where("id", id).first());
+}
+
+/**
+ * Validates a product input without touching the database (the vendor is checked by
+ * {@link upsertProduct}).
+ * @returns the normalized columns
+ * @throws AppError `validation_failed` (422) naming the first bad field, for example
+ *   `billingCycles[1].price`
+ */
+function validateProductInput(input: ProductInput) {
+  if (!input || typeof input !== "object") throw new AppError("invalid_request", "product input must be an object");
+  const id = checkId(input.id, "id");
+  const vendorId = checkId(input.vendorId, "vendorId");
+  if (!vendorId) throw invalid("vendorId", "vendorId is required");
+  if (typeof input.category !== "string" || !CATEGORY_PATTERN.test(input.category)) {
+    throw invalid("category", "category must be 1-40 lower-case letters, digits, '_' or '-'");
+  }
+  const name = checkName(input.name, "name", 200);
+  let description: string | null = null;
+  if (input.description != null) {
+    if (typeof input.description !== "string" || input.description.length > 2000) throw invalid("description", "description must be a string of at most 2000 characters");
+    description = input.description;
+  }
+  const status = input.status ?? "available";
+  if (!(PRODUCT_STATUSES as readonly string[]).includes(status)) throw invalid("status", `status must be one of: ${PRODUCT_STATUSES.join(", ")}`);
+  if (!Array.isArray(input.billingCycles) || input.billingCycles.length === 0 || input.billingCycles.length > 20) {
+    throw invalid("billingCycles", "billingCycles must list 1-20 cycles");
+  }
+  const seen = new Set<string>();
+  const cycles: BillingCycle[] = input.billingCycles.map((c, i) => {
+    const at = `billingCycles[${i}]`;
+    if (!c || typeof c !== "object") throw invalid(at, `${at} must be an object`);
+    if (typeof c.cycle !== "string" || !CYCLE_PATTERN.test(c.cycle)) throw invalid(`${at}.cycle`, `${at}.cycle must be 1-20 lower-case letters, digits, '_' or '-'`);
+    if (seen.has(c.cycle)) throw invalid(`${at}.cycle`, `${at}.cycle repeats ${c.cycle}`);
+    seen.add(c.cycle);
+    if (!Number.isInteger(c.months) || c.months < 1 || c.months > 120) throw invalid(`${at}.months`, `${at}.months must be an integer from 1 to 120`);
+    if (!Number.isSafeInteger(c.price) || c.price <= 0 || c.price > MAX_UNIT_PRICE) {
+      throw invalid(`${at}.price`, `${at}.price must be a positive integer of milli-yuan up to ${MAX_UNIT_PRICE}`);
+    }
+    return { cycle: c.cycle, months: c.months, price: c.price };
+  });
+  let stock: number | null = null;
+  if (input.stock != null) {
+    if (!Number.isSafeInteger(input.stock) || input.stock < 0) throw invalid("stock", "stock must be a non-negative integer or null (unlimited)");
+    stock = input.stock;
+  }
+  const requiredFields = input.requiredFields ?? [];
+  if (!Array.isArray(requiredFields) || requiredFields.length > 20) throw invalid("requiredFields", "requiredFields must list at most 20 metadata keys");
+  requiredFields.forEach((f, i) => {
+    if (typeof f !== "string" || !FIELD_PATTERN.test(f)) throw invalid(`requiredFields[${i}]`, `requiredFields[${i}] must be a metadata key of letters, digits and '_'`);
+    if (requiredFields.indexOf(f) !== i) throw invalid(`requiredFields[${i}]`, `requiredFields[${i}] repeats ${f}`);
+  });
+  return { id, vendorId, category: input.category, name, description, status, cycles, stock, requiredFields: [...requiredFields] };
+}
+
+/**
+ * Creates or replaces a product (admin). An update replaces every field but keeps `createdAt`.
+ * Prices are positive milli-yuan: free products are not sold through orders.
+ * @param input the product (see {@link ProductInput})
+ * @returns the stored product
+ * @throws AppError `validation_failed` (422, `details.field` = the camelCase input field, for
+ *   example `billingCycles[0].price`; `vendorId` when no vendor has that id)
+ * @see issue 3 "Catalog"
+ */
+export async function upsertProduct(db: Db, input: ProductInput): Promise<ProductRecord> {
+  const p = validateProductInput(input);
+  const vendor = await db("vendors").where("id", p.vendorId).first("id");
+  if (!vendor) throw invalid("vendorId", "vendorId does not name a vendor");
+  const id = p.id ?? newId("prd");
+  const now = nowIso();
+  const columns = {
+    vendor_id: p.vendorId,
+    category: p.category,
+    name: p.name,
+    description: p.description,
+    status: p.status,
+    billing_cycles: JSON.stringify(p.cycles),
+    stock: p.stock,
+    required_fields: JSON.stringify(p.requiredFields),
+    updated_at: now,
+  };
+  await db("products")
+    .insert({ id, ...columns, created_at: now })
+    .onConflict("id")
+    .merge(Object.keys(columns));
+  return toProductRecord(await db("products").where("id", id).first());
+}
+
+/** Ids of the demo catalog (stable, so the README walk-through and tests can name them). */
+export const DEMO_CATALOG = {
+  vendors: { nimbus: "vnd_nimbus", stratus: "vnd_stratus" },
+  products: {
+    cdn: "prd_cdn_standard",
+    compute: "prd_vm_2c4g",
+    soldOut: "prd_vm_gpu_a10",
+    offline: "prd_cdn_legacy",
+  },
+} as const;
+
+const DEMO_VENDORS: VendorRecord[] = [
+  { id: DEMO_CATALOG.vendors.nimbus, name: "Nimbus Cloud", status: "active", createdAt: "" },
+  { id: DEMO_CATALOG.vendors.stratus, name: "Stratus Networks", status: "active", createdAt: "" },
+];
+
+const DEMO_PRODUCTS: Omit<ProductRecord, "createdAt" | "updatedAt">[] = [
+  {
+    id: DEMO_CATALOG.products.cdn,
+    vendorId: DEMO_CATALOG.vendors.nimbus,
+    category: "cdn",
+    name: "CDN acceleration, standard",
+    description: "Edge acceleration for one domain; 1 TB of traffic per month per unit.",
+    status: "available",
+    billingCycles: [
+      { cycle: "monthly", months: 1, price: 30_000 },
+      { cycle: "quarterly", months: 3, price: 85_000 },
+      { cycle: "yearly", months: 12, price: 300_000 },
+    ],
+    stock: null,
+    requiredFields: ["domain"],
+  },
+  {
+    id: DEMO_CATALOG.products.compute,
+    vendorId: DEMO_CATALOG.vendors.stratus,
+    category: "compute",
+    name: "Cloud server 2 vCPU / 4 GiB",
+    description: "A general-purpose virtual machine with a 40 GiB system disk.",
+    status: "available",
+    billingCycles: [
+      { cycle: "monthly", months: 1, price: 99_000 },
+      { cycle: "quarterly", months: 3, price: 285_000 },
+      { cycle: "yearly", months: 12, price: 999_000 },
+    ],
+    stock: 500,
+    requiredFields: [],
+  },
+  {
+    id: DEMO_CATALOG.products.soldOut,
+    vendorId: DEMO_CATALOG.vendors.stratus,
+    category: "compute",
+    name: "GPU server A10, 8 vCPU / 32 GiB",
+    description: "Sold out until the vendor adds capacity.",
+    status: "sold_out",
+    billingCycles: [{ cycle: "monthly", months: 1, price: 2_999_000 }],
+    stock: 0,
+    requiredFields: [],
+  },
+  {
+    id: DEMO_CATALOG.products.offline,
+    vendorId: DEMO_CATALOG.vendors.nimbus,
+    category: "cdn",
+    name: "CDN acceleration, legacy plan",
+    description: "Withdrawn from sale; existing resources keep working.",
+    status: "offline",
+    billingCycles: [{ cycle: "monthly", months: 1, price: 25_000 }],
+    stock: null,
+    requiredFields: ["domain"],
+  },
+];
+
+/**
+ * Seeds the demo catalog (DESIGN §8): two vendors, a CDN product (category `cdn`, requires
+ * `metadata.domain`, monthly/quarterly/yearly), a compute product with limited stock, a
+ * `sold_out` product (stock 0) and an `offline` one. Idempotent: rows that exist are left as
+ * they are, so admin edits survive a restart. Ids are in {@link DEMO_CATALOG}.
+ * @returns nothing
+ */
+export async function seedDemoCatalog(db: Db): Promise<void> {
+  const now = nowIso();
+  await db.transaction(async (trx) => {
+    for (const v of DEMO_VENDORS) {
+      await trx("vendors").insert({ id: v.id, name: v.name, status: v.status, created_at: now }).onConflict("id").ignore();
+    }
+    for (const p of DEMO_PRODUCTS) {
+      await trx("products")
+        .insert({
+          id: p.id,
+          vendor_id: p.vendorId,
+          category: p.category,
+          name: p.name,
+          description: p.description,
+          status: p.status,
+          billing_cycles: JSON.stringify(p.billingCycles),
+          stock: p.stock,
+          required_fields: JSON.stringify(p.requiredFields),
+          created_at: now,
+          updated_at: now,
+        })
+        .onConflict("id")
+        .ignore();
+    }
+  });
+}

@@ -1,0 +1,379 @@
+/**
+ * CDN accelerated domains (cloud spec part 4 `POST /domains`, `GET /domains/{domain}/status`;
+ * DESIGN §8 domain body and domain status fields).
+ *
+ * The vendor side is simulated statelessly, like the generation simulator: every status is
+ * derived from the time elapsed since the domain was created, in steps of `stepMs`, so the
+ * statuses need no worker, survive restarts and agree across instances.
+ *
+ * | step (elapsed / stepMs) | review   | resolution | certificate (https) | acceleration |
+ * |-------------------------|----------|------------|---------------------|--------------|
+ * | 0                       | pending  | pending    | none                | pending      |
+ * | 1                       | approved | pending    | issuing             | pending      |
+ * | 2                       | approved | resolved   | issuing             | deploying    |
+ * | 3 and later             | approved | resolved   | issued              | online       |
+ *
+ * An `http` domain's certificate is always `none`. Sandbox hook (as payment sandboxes have): a
+ * domain whose first label is `reject` (for example `reject.example.com`) is rejected at step 1:
+ * review `rejected`, resolution stays `pending`, certificate `none`, acceleration `offline`,
+ * error `review_rejected`.
+ *
+ * Decisions where the spec is silent:
+ * - A domain is a lower-cased FQDN: at least two labels, LDH labels of 1-63 characters that
+ *   neither start nor end with a hyphen, an alphabetic (or `xn--`) top-level label, so IP
+ *   literals never pass. Upper case is folded; one trailing root dot is dropped. Unicode must be
+ *   sent as its A-label (`xn--…`). Wildcards (`*.example.com`) are rejected.
+ * - The CNAME is `<domain>.cdn.switchyard.example`; because a DNS name is at most 253
+ *   characters, a domain may be at most 253 − 23 = 230 characters, and a name inside the CNAME
+ *   zone itself is rejected (it would point at itself).
+ * - Origin `ip`: a dotted-quad IPv4 (no legacy forms, no leading zeros) or an IPv6 address
+ *   without brackets or zone id, that is publicly routable (the URL guard's classification);
+ *   stored in ipaddr.js's canonical form. Origin `domain`: the same hostname rules as the
+ *   domain, lower-cased, and not the accelerated domain itself nor inside the CNAME zone.
+ *   `port` is an optional JSON integer 1-65535; absent or null is stored as null (the
+ *   protocol's default port).
+ * - `protocol` and `origin.type` are matched exactly (lower case). Unknown body fields are
+ *   ignored. A body that is not a JSON object is 400 `invalid_request`.
+ * - Check order (DESIGN §4): body shape 400 → fields 422 → order exists in the caller's account
+ *   404 → order's customer matches 422 (field `customer_id`) → product category `cdn` 409 →
+ *   order `active` 409 → domain not taken by any account 409.
+ * - The order's `metadata.domain` is not required to equal the domain: one CDN order may
+ *   accelerate several domains.
+ * - An idempotent replay returns the snapshot stored by the first request (its statuses as they
+ *   were then), as Stripe replays the first response; read the status for fresh values.
+ */
+import ipaddr from "ipaddr.js";
+import type { Knex } from "knex";
+import { AppError } from "../errors.ts";
+import { nowIso, type Db } from "../db/index.ts";
+import type { Caller } from "../auth/keys.ts";
+import { isPublicAddress } from "../net/url-guard.ts";
+import { withIdempotency } from "./idempotency.ts";
+
+/** The zone under which every domain's CNAME target lives. */
+export const CNAME_ZONE = "cdn.switchyard.example";
+/** The longest domain accepted, so `<domain>.<CNAME_ZONE>` stays within 253 characters. */
+export const MAX_DOMAIN_LENGTH = 253 - CNAME_ZONE.length - 1;
+
+/** Review of a domain by the vendor. */
+export type ReviewStatus = "pending" | "approved" | "rejected";
+/** Whether the customer's CNAME record has been seen. */
+export type ResolutionStatus = "pending" | "resolved";
+/** TLS certificate of an `https` domain (`none` for `http`). */
+export type CertificateStatus = "none" | "issuing" | "issued";
+/** Deployment of the domain on the CDN edge. */
+export type AccelerationStatus = "pending" | "deploying" | "online" | "offline";
+/** `none`, or the code of the error that stopped the domain. */
+export type DomainErrorStatus = "none" | "review_rejected";
+
+/** Origin configuration of a domain; `port` null means the protocol's default port. */
+export interface DomainOrigin {
+  type: "ip" | "domain";
+  address: string;
+  port: number | null;
+}
+
+/**
+ * A domain with its statuses as of the moment it was read (DESIGN §8 domain status fields, in
+ * camelCase). Times are ISO 8601 UTC.
+ */
+export interface DomainRecord {
+  domain: string;
+  accountId: string;
+  orderId: string;
+  customerId: string;
+  origin: DomainOrigin;
+  protocol: "http" | "https";
+  cname: string;
+  reviewStatus: ReviewStatus;
+  resolutionStatus: ResolutionStatus;
+  certificateStatus: CertificateStatus;
+  accelerationStatus: AccelerationStatus;
+  errorStatus: DomainErrorStatus;
+  createdAt: string;
+  /** When the last status change happened (derived), or the row's own update time if later. */
+  updatedAt: string;
+}
+
+/** Options of {@link createDomain}. */
+export interface CreateDomainOptions {
+  /** The Idempotency-Key header, if any. */
+  idempotencyKey?: string | null;
+  /** The request id (kept for symmetry with other creates; domains emit no event). */
+  requestId?: string | null;
+  /** Milliseconds per simulated status step. */
+  stepMs: number;
+}
+
+const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+const TOP_LABEL = /^(?:[a-z]{2,63}|xn--[a-z0-9-]{1,59})$/;
+
+/**
+ * Normalizes a hostname: lower case, one trailing root dot removed.
+ * Takes any value; returns the normalized FQDN, or null when it is not a valid FQDN of at least
+ * two LDH labels (1-63 characters each, total at most `maxLength`) with an alphabetic top label.
+ * Never throws. Spec: DESIGN §8 domain body.
+ */
+export function normalizeHostname(value: unknown, maxLength = 253): string | null {
+  if (typeof value !== "string") return null;
+  let name = value.toLowerCase();
+  if (name.endsWith(".")) name = name.slice(0, -1);
+  if (name.length === 0 || name.length > maxLength) return null;
+  const labels = name.split(".");
+  if (labels.length < 2) return null;
+  if (!labels.every((label) => LABEL.test(label))) return null;
+  if (!TOP_LABEL.test(labels[labels.length - 1]!)) return null;
+  return name;
+}
+
+/** True when `name` is the CNAME zone or inside it. */
+function inCnameZone(name: string): boolean {
+  return name === CNAME_ZONE || name.endsWith(`.${CNAME_ZONE}`);
+}
+
+/**
+ * The CNAME target of a domain (DESIGN §8 domain status field `cname`).
+ * @param domain a normalized domain name
+ * @returns `<domain>.cdn.switchyard.example`
+ * @throws nothing
+ */
+export function cnameFor(domain: string): string {
+  return `${domain}.${CNAME_ZONE}`;
+}
+
+function invalid(field: string, message: string): AppError {
+  return new AppError("validation_failed", message, { field });
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A publicly routable IP literal in canonical form, or null. */
+function normalizeOriginIp(value: string): string | null {
+  if (ipaddr.IPv4.isValidFourPartDecimal(value)) {
+    return isPublicAddress(value) ? ipaddr.IPv4.parse(value).toString() : null;
+  }
+  if (value.includes("%") || value.includes("[") || !ipaddr.IPv6.isValid(value)) return null;
+  return isPublicAddress(value) ? ipaddr.IPv6.parse(value).toString() : null;
+}
+
+interface ValidDomainBody {
+  domain: string;
+  origin: DomainOrigin;
+  protocol: "http" | "https";
+  orderId: string;
+  customerId: string;
+}
+
+/**
+ * Validates a create-domain body (DESIGN §8).
+ * @throws AppError `invalid_request` (400) when the body is not an object; `validation_failed`
+ *   (422) with `details.field` naming the first bad field
+ */
+function validateDomainBody(body: unknown): ValidDomainBody {
+  if (!isPlainObject(body)) throw new AppError("invalid_request", "Request body must be a JSON object");
+  const domain = normalizeHostname(body.domain, MAX_DOMAIN_LENGTH);
+  if (!domain || inCnameZone(domain)) {
+    throw invalid("domain", `domain must be a fully qualified domain name of at most ${MAX_DOMAIN_LENGTH} characters, without wildcards`);
+  }
+  const origin = body.origin;
+  if (!isPlainObject(origin)) throw invalid("origin", "origin must be an object with type, address and optional port");
+  if (origin.type !== "ip" && origin.type !== "domain") throw invalid("origin.type", 'origin.type must be "ip" or "domain"');
+  let address: string | null = null;
+  if (typeof origin.address === "string") {
+    if (origin.type === "ip") {
+      address = normalizeOriginIp(origin.address);
+    } else {
+      address = normalizeHostname(origin.address);
+      if (address && (address === domain || inCnameZone(address))) address = null;
+    }
+  }
+  if (!address) {
+    throw invalid(
+      "origin.address",
+      origin.type === "ip"
+        ? "origin.address must be a public IPv4 or IPv6 address"
+        : "origin.address must be a hostname other than the domain itself",
+    );
+  }
+  let port: number | null = null;
+  if (origin.port !== undefined && origin.port !== null) {
+    if (typeof origin.port !== "number" || !Number.isInteger(origin.port) || origin.port < 1 || origin.port > 65535) {
+      throw invalid("origin.port", "origin.port must be an integer from 1 to 65535");
+    }
+    port = origin.port;
+  }
+  if (body.protocol !== "http" && body.protocol !== "https") throw invalid("protocol", 'protocol must be "http" or "https"');
+  if (typeof body.order_id !== "string" || body.order_id.length === 0 || body.order_id.length > 40) {
+    throw invalid("order_id", "order_id must be a non-empty string");
+  }
+  if (typeof body.customer_id !== "string" || body.customer_id.length === 0 || body.customer_id.length > 64) {
+    throw invalid("customer_id", "customer_id must be a non-empty string of at most 64 characters");
+  }
+  return {
+    domain,
+    origin: { type: origin.type, address, port },
+    protocol: body.protocol,
+    orderId: body.order_id,
+    customerId: body.customer_id,
+  };
+}
+
+/** The statuses of a domain at `now`, derived from its creation time (see the module table). */
+function deriveStatuses(domain: string, protocol: string, createdAt: string, stepMs: number, now: number) {
+  const step = Math.max(1, stepMs);
+  const created = Date.parse(createdAt);
+  const reached = Math.max(0, Math.floor((now - created) / step));
+  const rejected = domain.split(".")[0] === "reject";
+  const https = protocol === "https";
+  if (rejected) {
+    return {
+      reviewStatus: (reached >= 1 ? "rejected" : "pending") as ReviewStatus,
+      resolutionStatus: "pending" as ResolutionStatus,
+      certificateStatus: "none" as CertificateStatus,
+      accelerationStatus: (reached >= 1 ? "offline" : "pending") as AccelerationStatus,
+      errorStatus: (reached >= 1 ? "review_rejected" : "none") as DomainErrorStatus,
+      lastChangeAt: created + Math.min(reached, 1) * step,
+    };
+  }
+  return {
+    reviewStatus: (reached >= 1 ? "approved" : "pending") as ReviewStatus,
+    resolutionStatus: (reached >= 2 ? "resolved" : "pending") as ResolutionStatus,
+    certificateStatus: (!https ? "none" : reached >= 3 ? "issued" : reached >= 1 ? "issuing" : "none") as CertificateStatus,
+    accelerationStatus: (reached >= 3 ? "online" : reached >= 2 ? "deploying" : "pending") as AccelerationStatus,
+    errorStatus: "none" as DomainErrorStatus,
+    lastChangeAt: created + Math.min(reached, 3) * step,
+  };
+}
+
+/** Converts a `domains` row to a record with statuses as of `now`. */
+function toRecord(row: any, stepMs: number, now = Date.now()): DomainRecord {
+  const origin = JSON.parse(row.origin);
+  const { lastChangeAt, ...statuses } = deriveStatuses(row.domain, row.protocol, row.created_at, stepMs, now);
+  const derivedUpdate = new Date(lastChangeAt).toISOString();
+  return {
+    domain: row.domain,
+    accountId: row.account_id,
+    orderId: row.order_id,
+    customerId: row.customer_id,
+    origin: { type: origin.type, address: origin.address, port: origin.port ?? null },
+    protocol: row.protocol,
+    cname: row.cname,
+    ...statuses,
+    createdAt: row.created_at,
+    updatedAt: derivedUpdate > row.updated_at ? derivedUpdate : row.updated_at,
+  };
+}
+
+/**
+ * Creates an accelerated domain for an active CDN order of the caller's account
+ * (cloud spec part 4 `POST /domains`; DESIGN §8 domain body; issue 3 item 5).
+ * @param body `{domain, origin: {type: "ip"|"domain", address, port?}, protocol: "http"|"https",
+ *   order_id, customer_id}` as parsed from JSON
+ * @param opts `idempotencyKey` (Idempotency-Key, Stripe semantics), `stepMs` (simulator step)
+ * @returns the domain with its statuses, and whether this is a replay of an earlier request
+ * @throws AppError `invalid_request` (400) when the body is not an object or the key is too long;
+ *   `validation_failed` (422) with `details.field` (`domain`, `origin`, `origin.type`,
+ *   `origin.address`, `origin.port`, `protocol`, `order_id`, `customer_id` — the latter also when
+ *   the order belongs to another customer); `not_found` (404) "Order not found" for an order
+ *   outside the caller's account; `conflict` (409) for an order that is not `active` or not of a
+ *   `cdn` product, for a domain that already exists in any account, and for idempotency
+ *   conflicts
+ */
+export async function createDomain(
+  db: Db,
+  caller: Pick<Caller, "keyId" | "accountId">,
+  body: unknown,
+  opts: CreateDomainOptions,
+): Promise<{ domain: DomainRecord; replayed: boolean }> {
+  const valid = validateDomainBody(body);
+  const { result, replayed } = await withIdempotency(
+    db,
+    { accountId: caller.accountId, key: opts.idempotencyKey, operation: "domains.create", request: body },
+    async (trx: Knex.Transaction) => {
+      const order = await trx("orders").where({ id: valid.orderId, account_id: caller.accountId }).first();
+      if (!order) throw new AppError("not_found", "Order not found", { field: "order_id" });
+      if (order.customer_id !== valid.customerId) {
+        throw invalid("customer_id", "customer_id must be the customer of the order");
+      }
+      const product = await trx("products").where("id", order.product_id).first("category");
+      if (!product || product.category !== "cdn") {
+        throw new AppError("conflict", "Order is not for a CDN product", { field: "order_id" });
+      }
+      if (order.status !== "active") throw new AppError("conflict", "Order is not active", { field: "order_id" });
+      const taken = await trx("domains").where("domain", valid.domain).first("domain");
+      if (taken) throw new AppError("conflict", "Domain already exists", { field: "domain" });
+      const now = nowIso();
+      const row = {
+        domain: valid.domain,
+        account_id: caller.accountId,
+        order_id: valid.orderId,
+        customer_id: valid.customerId,
+        origin: JSON.stringify(valid.origin),
+        protocol: valid.protocol,
+        cname: cnameFor(valid.domain),
+        created_at: now,
+        updated_at: now,
+      };
+      try {
+        await trx("domains").insert(row);
+      } catch (error) {
+        // Two accounts racing for one name: the loser's insert hits the primary key.
+        if (isUniqueViolation(error)) throw new AppError("conflict", "Domain already exists", { field: "domain" });
+        throw error;
+      }
+      return toRecord(row, opts.stepMs, Date.parse(now));
+    },
+  );
+  return { domain: result, replayed };
+}
+
+/** True for a unique/primary-key violation on SQLite or PostgreSQL. */
+function isUniqueViolation(error: unknown): boolean {
+  return /unique constraint|duplicate key/i.test(String((error as Error)?.message));
+}
+
+/** The lookup form of a domain in a path: normalized, or null when it cannot name a domain. */
+function lookupName(domain: string): string | null {
+  return normalizeHostname(domain);
+}
+
+/**
+ * Reads a domain of the caller's account with its current statuses
+ * (cloud spec part 4 `GET /domains/{domain}/status`; DESIGN §8 domain status fields).
+ * @param domain the domain name (case-insensitive; a trailing dot is ignored)
+ * @param stepMs milliseconds per simulated status step
+ * @returns the domain record
+ * @throws AppError `not_found` (404) "Domain not found" when it does not exist or belongs to
+ *   another account
+ */
+export async function getDomain(db: Db | Knex.Transaction, caller: Pick<Caller, "accountId">, domain: string, stepMs: number): Promise<DomainRecord> {
+  const name = lookupName(domain);
+  const row = name ? await db("domains").where({ domain: name, account_id: caller.accountId }).first() : undefined;
+  if (!row) throw new AppError("not_found", "Domain not found");
+  return toRecord(row, stepMs);
+}
+
+/**
+ * Batch read for GraphQL loaders (cloud spec part 4 domain status).
+ * @param names domain names (case-insensitive)
+ * @param stepMs milliseconds per simulated status step
+ * @returns one entry per name, in the same order: the record, or null when the name is unknown
+ *   or belongs to another account
+ * @throws nothing of its own (database errors only)
+ */
+export async function getDomainsByNames(
+  db: Db | Knex.Transaction,
+  caller: Pick<Caller, "accountId">,
+  names: readonly string[],
+  stepMs: number,
+): Promise<(DomainRecord | null)[]> {
+  const normalized = names.map(lookupName);
+  const wanted = [...new Set(normalized.filter((n): n is string => n !== null))];
+  if (wanted.length === 0) return names.map(() => null);
+  const rows = await db("domains").whereIn("domain", wanted).andWhere("account_id", caller.accountId);
+  const now = Date.now();
+  const byName = new Map(rows.map((row: any) => [row.domain as string, toRecord(row, stepMs, now)]));
+  return normalized.map((n) => (n ? byName.get(n) ?? null : null));
+}

@@ -1,0 +1,85 @@
+/**
+ * Pub/sub (DESIGN §2 pub/sub, §6 events): the dispatcher publishes every outbox row to the topic
+ * of its account, `account:<accountId>`, and GraphQL subscriptions listen there and filter by
+ * task, order or key. In-process now (one `EventEmitter`); a Redis implementation of the same
+ * interface takes over when `REDIS_URL` is set, so events reach every instance.
+ */
+import { EventEmitter } from "node:events";
+
+/** A publish/subscribe channel between the dispatcher and subscription resolvers. */
+export interface PubSub {
+  /**
+   * Publishes an event to every current subscriber of a topic.
+   * @param topic e.g. {@link accountTopic}(accountId)
+   * @param event a JSON-serialisable value (a Redis implementation sends it as JSON)
+   * @returns once handed over; handlers' own work is not awaited
+   */
+  publish(topic: string, event: unknown): Promise<void>;
+  /**
+   * Subscribes to a topic.
+   * @param handler called for each event; an exception it throws is logged to stderr, not propagated
+   * @returns a function that unsubscribes (idempotent)
+   */
+  subscribe(topic: string, handler: (event: unknown) => void): () => void;
+}
+
+/**
+ * An outbox row as published on `account:<accountId>` (DESIGN §6). `payload` is the row's JSON
+ * payload, parsed; `createdAt` is ISO 8601 (the time of the state change).
+ */
+export interface OutboxMessage {
+  /** The outbox row id (increasing). */
+  id: number;
+  /** e.g. `task.status_changed`, `order.paid`. */
+  topic: string;
+  accountId: string;
+  /** The task or order id. */
+  aggregateId: string;
+  payload: Record<string, unknown>;
+  createdAt: string;
+  /** The key that caused the event (tasks are visible only to it), when known. */
+  keyId: string | null;
+  /** The request that caused the event, when known. */
+  requestId: string | null;
+}
+
+/**
+ * The pub/sub topic of an account's events.
+ * @returns `account:<accountId>`
+ */
+export function accountTopic(accountId: string): string {
+  return `account:${accountId}`;
+}
+
+/**
+ * Creates the in-process pub/sub: one EventEmitter without a listener limit (every open
+ * subscription is a listener, so there is no meaningful maximum and no warning).
+ * Handlers run synchronously inside `publish`, in subscription order; one handler's exception
+ * does not stop the others.
+ * @returns a {@link PubSub}
+ */
+export function createInProcessPubSub(): PubSub {
+  const emitter = new EventEmitter();
+  emitter.setMaxListeners(0);
+  return {
+    async publish(topic, event) {
+      emitter.emit(topic, event);
+    },
+    subscribe(topic, handler) {
+      const listener = (event: unknown) => {
+        try {
+          handler(event);
+        } catch (error) {
+          console.error(`pubsub handler for ${topic} threw`, error);
+        }
+      };
+      emitter.on(topic, listener);
+      let active = true;
+      return () => {
+        if (!active) return;
+        active = false;
+        emitter.off(topic, listener);
+      };
+    },
+  };
+}

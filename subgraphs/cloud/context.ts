@@ -1,0 +1,47 @@
+/**
+ * Per-request context of the cloud subgraph: the caller (checked per scope), DataLoaders and the
+ * facts the router forwards (request id, idempotency key).
+ */
+import type { IncomingMessage } from "node:http";
+import DataLoader from "dataloader";
+import type { Caller } from "../../src/auth/keys.ts";
+import type { RateLimiter } from "../../src/auth/policy.ts";
+import type { Db } from "../../src/db/index.ts";
+import { getProductsByIds, getVendorsByIds, type ProductRecord, type VendorRecord } from "../../src/cloud/catalog.ts";
+import type { OrderRecord, ResourceRecord } from "../../src/cloud/orders.ts";
+import { callerAccess, headerOf } from "../shared/auth.ts";
+import type { CloudServices } from "./services.ts";
+
+/** What every cloud resolver receives. */
+export interface CloudContext {
+  db: Db;
+  services: CloudServices;
+  /** The caller holding `scope`. @throws AppError 401/403/429 */
+  caller(scope?: string): Promise<Caller>;
+  /** The caller when the key passes every policy, else null. */
+  callerOrNull(): Promise<Caller | null>;
+  requestId: string | null;
+  products: DataLoader<string, ProductRecord | null>;
+  vendors: DataLoader<string, VendorRecord | null>;
+  /** Orders of the caller's account by id. */
+  orders: DataLoader<string, OrderRecord | null>;
+  /** Resources of the caller's account by id. */
+  resources: DataLoader<string, ResourceRecord | null>;
+}
+
+/** Builds the context of one request. */
+export function createCloudContext(db: Db, services: CloudServices, rateLimiter: RateLimiter, req: IncomingMessage): CloudContext {
+  const access = callerAccess(db, rateLimiter, req);
+  const anyCaller = async () => (await access.caller())!;
+  return {
+    db,
+    services,
+    caller: (scope?: string) => access.caller(scope),
+    callerOrNull: access.callerOrNull,
+    requestId: headerOf(req, "x-request-id") ?? null,
+    products: new DataLoader((ids) => getProductsByIds(db, ids as string[])),
+    vendors: new DataLoader((ids) => getVendorsByIds(db, ids as string[])),
+    orders: new DataLoader(async (ids) => services.orders.getByIds(await anyCaller(), ids as string[])),
+    resources: new DataLoader(async (ids) => services.orders.getResourcesByIds(await anyCaller(), ids as string[])),
+  };
+}

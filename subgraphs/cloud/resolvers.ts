@@ -1,0 +1,242 @@
+/**
+ * Resolvers of the cloud subgraph (schema/cloud.graphql). Thin: every rule lives in src/cloud;
+ * these translate arguments (camelCase inputs → the spec's snake_case bodies) and shapes.
+ */
+import { GraphQLScalarType, Kind, type ValueNode } from "graphql";
+import { AppError } from "../../src/errors.ts";
+import { toMoney } from "../../src/money.ts";
+import { listProducts, listVendors, type ProductRecord, type VendorRecord } from "../../src/cloud/catalog.ts";
+import type { OrderRecord, ResourceRecord } from "../../src/cloud/orders.ts";
+import { getCustomerBalance } from "../../src/cloud/customers.ts";
+import { getStatement, listTransactions, type TransactionRecord } from "../../src/cloud/billing.ts";
+import { createDomain, getDomain, type DomainRecord } from "../../src/cloud/domains.ts";
+import { getPurgeTask, listPurgeTasks, purgeDomain } from "../../src/cloud/purge.ts";
+import { bandwidthUsage, setUsageThreshold, trafficUsage } from "../../src/cloud/usage.ts";
+import { listDeliveries, resendDelivery } from "../../src/events/webhooks.ts";
+import { pageSize } from "../shared/connection.ts";
+import type { Page } from "../../src/pagination.ts";
+import type { CloudContext } from "./context.ts";
+
+const upper = (value: string) => value.toUpperCase();
+const lower = (value: string | null | undefined) => (value == null ? value : value.toLowerCase());
+
+/** A {@link Page} as a Relay connection. */
+function connection<T>(page: Page<T>) {
+  const edges = page.items.map((node, i) => ({ node, cursor: page.cursors[i]! }));
+  return {
+    edges,
+    nodes: page.items,
+    totalCount: page.totalCount,
+    pageInfo: { hasNextPage: page.hasNextPage, hasPreviousPage: false, startCursor: page.cursors[0] ?? null, endCursor: page.cursors.at(-1) ?? null },
+  };
+}
+
+const pageOf = (args: { first?: number | null; after?: string | null }) => ({ first: pageSize(args.first), after: args.after ?? null });
+
+/** camelCase input → the spec's snake_case body; `metadata` is the caller's own data and kept as is. */
+function toRestBody(input: Record<string, unknown>): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(input)) {
+    if (key === "idempotencyKey") continue;
+    const snake = key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    body[snake] = key !== "metadata" && value && typeof value === "object" && !Array.isArray(value) ? toRestBody(value as Record<string, unknown>) : value;
+  }
+  return body;
+}
+
+function parseLiteralObject(ast: ValueNode): unknown {
+  switch (ast.kind) {
+    case Kind.OBJECT:
+      return Object.fromEntries(ast.fields.map((f) => [f.name.value, parseLiteralObject(f.value)]));
+    case Kind.LIST:
+      return ast.values.map(parseLiteralObject);
+    case Kind.STRING:
+    case Kind.BOOLEAN:
+      return ast.value;
+    case Kind.INT:
+    case Kind.FLOAT:
+      return Number(ast.value);
+    default:
+      return null;
+  }
+}
+
+/** `JSONObject`: any JSON object. */
+const JSONObject = new GraphQLScalarType({
+  name: "JSONObject",
+  description: "A JSON object.",
+  serialize: (value) => value,
+  parseValue: (value) => {
+    if (!value || typeof value !== "object" || Array.isArray(value)) throw new TypeError("JSONObject must be a JSON object");
+    return value;
+  },
+  parseLiteral: (ast) => {
+    if (ast.kind !== Kind.OBJECT) throw new TypeError("JSONObject must be an object literal");
+    return parseLiteralObject(ast);
+  },
+});
+
+export const resolvers = {
+  JSONObject,
+  Query: {
+    apiKey: async (_: unknown, __: unknown, ctx: CloudContext) => {
+      const caller = await ctx.caller();
+      return { id: caller.keyId, accountId: caller.accountId, scopes: caller.scopes, rateLimit: caller.rateLimit, allowedIps: caller.allowIps, requireSignature: caller.requireSignature };
+    },
+    vendors: async (_: unknown, args: any, ctx: CloudContext) => {
+      await ctx.caller("catalog:read");
+      return connection(await listVendors(ctx.db, pageOf(args)));
+    },
+    products: async (_: unknown, args: any, ctx: CloudContext) => {
+      await ctx.caller("catalog:read");
+      return connection(await listProducts(ctx.db, { category: args.category ?? undefined, vendorId: args.vendorId ?? undefined, status: lower(args.status) ?? undefined } as any, pageOf(args)));
+    },
+    product: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => {
+      await ctx.caller("catalog:read");
+      const product = await ctx.products.load(id);
+      if (!product) throw new AppError("not_found", "Product not found");
+      return product;
+    },
+    order: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => ctx.services.orders.get(await ctx.caller("orders:read"), id),
+    orders: async (_: unknown, args: any, ctx: CloudContext) => connection(await ctx.services.orders.list(await ctx.caller("orders:read"), pageOf(args))),
+    domain: async (_: unknown, { domain }: { domain: string }, ctx: CloudContext) => getDomain(ctx.db, await ctx.caller("domains:read"), domain, ctx.services.stepMs),
+    purgeTask: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => getPurgeTask(ctx.db, await ctx.caller("domains:read"), id, ctx.services.stepMs),
+    resources: async (_: unknown, args: any, ctx: CloudContext) =>
+      connection(await ctx.services.orders.listResources(await ctx.caller("resources:read"), pageOf(args), args.customerId ?? undefined)),
+    bandwidthUsage: async (_: unknown, args: { resourceId: string; start: string; end: string }, ctx: CloudContext) =>
+      bandwidthUsage(ctx.db, await ctx.caller("usage:read"), args),
+    trafficUsage: async (_: unknown, args: { resourceId: string; start: string; end: string }, ctx: CloudContext) =>
+      trafficUsage(ctx.db, await ctx.caller("usage:read"), args),
+    customerBalance: async (_: unknown, { customerId }: { customerId: string }, ctx: CloudContext) => {
+      const caller = await ctx.caller("billing:read");
+      return getCustomerBalance(ctx.db, caller.accountId, customerId);
+    },
+    transactions: async (_: unknown, args: any, ctx: CloudContext) =>
+      connection(
+        await listTransactions(
+          ctx.db,
+          await ctx.caller("billing:read"),
+          { customerId: args.customerId ?? undefined, orderId: args.orderId ?? undefined, type: lower(args.type) ?? undefined, start: args.start ?? undefined, end: args.end ?? undefined } as any,
+          pageOf(args),
+        ),
+      ),
+    statement: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => getStatement(ctx.db, await ctx.caller("billing:read"), id),
+  },
+  Mutation: {
+    createOrder: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: CloudContext) => {
+      const caller = await ctx.caller("orders:write");
+      const { order, replayed } = await ctx.services.orders.create(caller, toRestBody(input), { idempotencyKey: (input.idempotencyKey as string) ?? null, requestId: ctx.requestId });
+      return { order, replayed };
+    },
+    renewOrder: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: CloudContext) => {
+      const caller = await ctx.caller("orders:write");
+      const { orderId, ...rest } = input;
+      const { order, replayed } = await ctx.services.orders.renew(caller, orderId as string, toRestBody(rest), { idempotencyKey: (input.idempotencyKey as string) ?? null, requestId: ctx.requestId });
+      return { order, replayed };
+    },
+    payOrder: async (_: unknown, { input }: { input: { orderId: string } }, ctx: CloudContext) => ({
+      order: await ctx.services.orders.pay(await ctx.caller("orders:write"), input.orderId),
+    }),
+    createDomain: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: CloudContext) => {
+      const caller = await ctx.caller("domains:write");
+      const { domain, replayed } = await createDomain(ctx.db, caller, toRestBody(input), { idempotencyKey: (input.idempotencyKey as string) ?? null, requestId: ctx.requestId, stepMs: ctx.services.stepMs });
+      return { domain, replayed };
+    },
+    purgeDomain: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: CloudContext) => {
+      const caller = await ctx.caller("domains:write");
+      const { domain, ...rest } = input;
+      const { task, replayed } = await purgeDomain(ctx.db, caller, domain as string, toRestBody(rest), { idempotencyKey: (input.idempotencyKey as string) ?? null, requestId: ctx.requestId, stepMs: ctx.services.stepMs });
+      return { purgeTask: task, replayed };
+    },
+    setUsageThreshold: async (_: unknown, { input }: { input: { resourceId: string; thresholdBytes: number | null } }, ctx: CloudContext) => {
+      const caller = await ctx.caller("resources:read");
+      await setUsageThreshold(ctx.db, caller, input.resourceId, input.thresholdBytes ?? null);
+      return { resource: await ctx.services.orders.getResource(caller, input.resourceId) };
+    },
+    resendDelivery: async (_: unknown, { input }: { input: { deliveryId: string } }, ctx: CloudContext) => {
+      const caller = await ctx.caller("orders:write");
+      return { delivery: await resendDelivery(ctx.db, Number(input.deliveryId), caller.accountId) };
+    },
+  },
+  Account: {
+    __resolveReference: (ref: { id: string }) => ({ id: ref.id }),
+    orders: async (account: { id: string }, args: any, ctx: CloudContext) => {
+      const caller = await ctx.callerOrNull();
+      if (!caller || caller.accountId !== account.id) return null;
+      return connection(await ctx.services.orders.list(await ctx.caller("orders:read"), pageOf(args)));
+    },
+    resources: async (account: { id: string }, args: any, ctx: CloudContext) => {
+      const caller = await ctx.callerOrNull();
+      if (!caller || caller.accountId !== account.id) return null;
+      return connection(await ctx.services.orders.listResources(await ctx.caller("resources:read"), pageOf(args), args.customerId ?? undefined));
+    },
+    customerBalance: async (account: { id: string }, { customerId }: { customerId: string }, ctx: CloudContext) => {
+      const caller = await ctx.callerOrNull();
+      if (!caller || caller.accountId !== account.id) return null;
+      await ctx.caller("billing:read");
+      return getCustomerBalance(ctx.db, caller.accountId, customerId);
+    },
+  },
+  Vendor: {
+    __resolveReference: (ref: { id: string }, ctx: CloudContext) => ctx.vendors.load(ref.id),
+    status: (vendor: VendorRecord) => upper(vendor.status),
+    products: async (vendor: VendorRecord, args: any, ctx: CloudContext) => connection(await listProducts(ctx.db, { vendorId: vendor.id } as any, pageOf(args))),
+  },
+  Product: {
+    __resolveReference: (ref: { id: string }, ctx: CloudContext) => ctx.products.load(ref.id),
+    vendor: (product: ProductRecord, _: unknown, ctx: CloudContext) => ctx.vendors.load(product.vendorId),
+    status: (product: ProductRecord) => upper(product.status),
+    billingCycles: (product: ProductRecord) => product.billingCycles.map((c) => ({ cycle: c.cycle, months: c.months, price: toMoney(c.price) })),
+  },
+  Order: {
+    __resolveReference: async (ref: { id: string }, ctx: CloudContext) => ((await ctx.callerOrNull()) ? ctx.orders.load(ref.id) : null),
+    product: (order: OrderRecord, _: unknown, ctx: CloudContext) => ctx.products.load(order.productId),
+    customer: (order: OrderRecord) => ({ customerId: order.customerId, contact: order.contact }),
+    amount: (order: OrderRecord) => toMoney(order.amount),
+    paymentStatus: (order: OrderRecord) => upper(order.paymentStatus),
+    provisioningStatus: (order: OrderRecord) => upper(order.provisioningStatus),
+    status: (order: OrderRecord) => upper(order.status),
+    resource: (order: OrderRecord, _: unknown, ctx: CloudContext) => (order.resourceId ? ctx.resources.load(order.resourceId) : null),
+    deliveries: async (order: OrderRecord, args: { first?: number }, ctx: CloudContext) =>
+      listDeliveries(ctx.db, { accountId: order.accountId, aggregateId: order.id, first: pageSize(args.first) }),
+  },
+  Resource: {
+    __resolveReference: async (ref: { id: string }, ctx: CloudContext) => ((await ctx.callerOrNull()) ? ctx.resources.load(ref.id) : null),
+    order: (resource: ResourceRecord, _: unknown, ctx: CloudContext) => ctx.orders.load(resource.orderId),
+    product: (resource: ResourceRecord, _: unknown, ctx: CloudContext) => ctx.products.load(resource.productId),
+  },
+  Domain: {
+    __resolveReference: async (ref: { domain: string }, ctx: CloudContext) => {
+      const caller = await ctx.callerOrNull();
+      return caller ? getDomain(ctx.db, caller, ref.domain, ctx.services.stepMs).catch(() => null) : null;
+    },
+    order: (domain: DomainRecord, _: unknown, ctx: CloudContext) => ctx.orders.load(domain.orderId),
+    purgeTasks: async (domain: DomainRecord, args: { first?: number }, ctx: CloudContext) =>
+      listPurgeTasks(ctx.db, await ctx.caller("domains:read"), domain.domain, pageSize(args.first), ctx.services.stepMs),
+  },
+  PurgeTask: {
+    __resolveReference: async (ref: { id: string }, ctx: CloudContext) => {
+      const caller = await ctx.callerOrNull();
+      return caller ? getPurgeTask(ctx.db, caller, ref.id, ctx.services.stepMs).catch(() => null) : null;
+    },
+  },
+  Transaction: {
+    type: (t: TransactionRecord) => upper(t.type),
+    amount: (t: TransactionRecord) => toMoney(t.amount),
+    balanceAfter: (t: TransactionRecord) => toMoney(t.balanceAfter),
+    order: (t: TransactionRecord, _: unknown, ctx: CloudContext) => (t.orderId ? ctx.orders.load(t.orderId) : null),
+  },
+  CustomerBalance: {
+    available: (b: any) => toMoney(b.available),
+    frozen: (b: any) => toMoney(b.frozen),
+    creditLine: (b: any) => toMoney(b.creditLine),
+    currency: () => "CNY",
+  },
+  Statement: {
+    totalAmount: (s: any) => toMoney(s.totalAmount),
+    exportUrl: (s: any) => (s.exportStatus === "ready" ? `/openapi/v1/billing/statements/${s.id}/export` : null),
+    csv: (s: any) => (s.exportStatus === "ready" ? (s.csv ?? null) : null),
+    items: (s: any) =>
+      s.items.map((t: TransactionRecord) => ({ transactionId: t.id, customerId: t.customerId, orderId: t.orderId, type: upper(t.type), amount: toMoney(t.amount), createdAt: t.createdAt })),
+  },
+};

@@ -1,0 +1,40 @@
+/**
+ * The cloud subgraph (DESIGN §1, §7): schema/cloud.graphql served on CLOUD_PORT.
+ */
+import fs from "node:fs";
+import { parse } from "graphql";
+import type { Logger } from "pino";
+import type { Db } from "../../src/db/index.ts";
+import type { RateLimiter } from "../../src/auth/policy.ts";
+import { startSubgraph, type SubgraphHandle } from "../shared/server.ts";
+import { createCloudContext, type CloudContext } from "./context.ts";
+import { resolvers } from "./resolvers.ts";
+import type { CloudServices } from "./services.ts";
+
+/** The SDL of this subgraph. */
+export const cloudTypeDefs = parse(fs.readFileSync(new URL("../../schema/cloud.graphql", import.meta.url), "utf8"));
+
+/**
+ * Starts the cloud subgraph.
+ * @returns its `/graphql` URL and a close function
+ */
+export function startCloudSubgraph(options: {
+  db: Db;
+  services: CloudServices;
+  rateLimiter: RateLimiter;
+  logger: Logger;
+  host: string;
+  port: number;
+  bodyLimit: number;
+}): Promise<SubgraphHandle> {
+  return startSubgraph<CloudContext>({
+    name: "cloud",
+    typeDefs: cloudTypeDefs,
+    resolvers,
+    context: async (req) => createCloudContext(options.db, options.services, options.rateLimiter, req),
+    logger: options.logger,
+    host: options.host,
+    port: options.port,
+    bodyLimit: options.bodyLimit,
+  });
+}

@@ -1,0 +1,8 @@
+/** The cloud domain services a cloud subgraph runs with. */
+import type { createOrderService } from "../../src/cloud/orders.ts";
+
+export interface CloudServices {
+  orders: ReturnType<typeof createOrderService>;
+  /** Milliseconds per simulated step of domains and purges. */
+  stepMs: number;
+}

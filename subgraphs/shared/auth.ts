@@ -1,0 +1,59 @@
+/**
+ * Authentication and key policy for every subgraph (generation spec part 5, cloud spec part 5):
+ * the key (401/403 disabled), its source-IP allow-list (403), its request signature when present
+ * or required (401), its rate limit (429) and, per field, its scopes (403). The router forwards
+ * the facts it alone knows in `x-switchyard-*` headers it sets itself (clients cannot).
+ */
+import type { IncomingMessage } from "node:http";
+import { authenticate, type Caller } from "../../src/auth/keys.ts";
+import { checkSourceIp, requireScope, verifyRequestSignature, type RateLimiter } from "../../src/auth/policy.ts";
+import type { Db } from "../../src/db/index.ts";
+
+/** Reads one request header as a string. */
+export function headerOf(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** The caller of one request, authenticated once, checked per scope. */
+export interface CallerAccess {
+  /**
+   * The authenticated caller holding `scope` (when given).
+   * @throws AppError 401 unauthorized, 403 key_disabled/forbidden, 429 rate_limited
+   */
+  caller(scope?: string): Promise<Caller>;
+  /** The caller when the key passes every policy, else null (never throws). */
+  callerOrNull(): Promise<Caller | null>;
+}
+
+/**
+ * Builds the caller accessor of one subgraph request.
+ * @param rateLimiter shared per process (or backed by Redis)
+ */
+export function callerAccess(db: Db, rateLimiter: RateLimiter, req: IncomingMessage): CallerAccess {
+  let checked: Promise<Caller> | undefined;
+  const check = () =>
+    (checked ??= (async () => {
+      const caller = await authenticate(db, headerOf(req, "authorization"));
+      checkSourceIp(caller, headerOf(req, "x-switchyard-client-ip") ?? null);
+      const signature = headerOf(req, "x-service-signature") ?? null;
+      if (caller.requireSignature || signature) {
+        verifyRequestSignature(caller.signingSecret ?? "", signature, {
+          method: headerOf(req, "x-switchyard-method") ?? "",
+          path: headerOf(req, "x-switchyard-path") ?? "",
+          bodySha256: headerOf(req, "x-switchyard-body-sha256") ?? "",
+          nowSeconds: Math.floor(Date.now() / 1000),
+        });
+      }
+      await rateLimiter.consume(caller, headerOf(req, "x-request-id"));
+      return caller;
+    })());
+  return {
+    async caller(scope) {
+      const caller = await check();
+      if (scope) requireScope(caller, scope);
+      return caller;
+    },
+    callerOrNull: () => check().catch(() => null),
+  };
+}

@@ -1,0 +1,82 @@
+/**
+ * One way to run a subgraph (DESIGN §1, §7): Apollo Server + @apollo/subgraph on node:http,
+ * serving `/graphql`. Each subgraph brings its SDL, resolvers, context and plugins.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { ApolloServer, type ApolloServerPlugin, type BaseContext } from "@apollo/server";
+import { ApolloServerPluginInlineTraceDisabled } from "@apollo/server/plugin/disabled";
+import { buildSubgraphSchema } from "@apollo/subgraph";
+import type { DocumentNode } from "graphql";
+import type { Logger } from "pino";
+import { apolloHandler } from "./apollo-http.ts";
+import { formatError } from "./errors.ts";
+
+/** A running subgraph. */
+export interface SubgraphHandle {
+  /** Its `/graphql` URL. */
+  url: string;
+  close(): Promise<void>;
+}
+
+/** What a subgraph is made of. */
+export interface SubgraphOptions<TContext extends BaseContext> {
+  name: string;
+  typeDefs: DocumentNode;
+  /** Resolver map (typed loosely: resolvers are checked against the SDL at start-up). */
+  resolvers: Record<string, unknown>;
+  context: (req: http.IncomingMessage) => Promise<TContext>;
+  plugins?: ApolloServerPlugin<TContext>[];
+  logger: Logger;
+  host: string;
+  /** 0 = any free port. */
+  port: number;
+  /** Largest request body in bytes. */
+  bodyLimit: number;
+}
+
+/**
+ * Starts a subgraph.
+ * @returns its URL and a close function
+ * @throws Error when the port is taken
+ */
+export async function startSubgraph<TContext extends BaseContext>(options: SubgraphOptions<TContext>): Promise<SubgraphHandle> {
+  const server = new ApolloServer<TContext>({
+    schema: buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as any }]),
+    formatError: formatError(options.logger),
+    includeStacktraceInErrorResponses: false,
+    // Inline tracing only feeds Apollo Studio; it costs every request.
+    plugins: [...(options.plugins ?? []), ApolloServerPluginInlineTraceDisabled()],
+    // The router is the public face and applies CSRF prevention; subgraphs are internal.
+    csrfPrevention: false,
+  });
+  await server.start();
+  const handle = apolloHandler(server, options.context, options.bodyLimit);
+  const httpServer = http.createServer((req, res) => {
+    if ((req.url ?? "/").split("?")[0] === "/graphql") {
+      handle(req, res).catch((error) => {
+        options.logger.error({ err: error, subgraph: options.name }, "subgraph request failed");
+        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+        res.end(JSON.stringify({ errors: [{ message: "Internal server error" }] }));
+      });
+      return;
+    }
+    res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ errors: [{ message: "Not found" }] }));
+  });
+  httpServer.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once("error", reject);
+    httpServer.listen(options.port, options.host, resolve);
+  });
+  const { port } = httpServer.address() as AddressInfo;
+  return {
+    url: `http://${options.host}:${port}/graphql`,
+    async close() {
+      await new Promise<void>((resolve) => {
+        httpServer.close(() => resolve());
+        httpServer.closeAllConnections();
+      });
+      await server.stop();
+    },
+  };
+}
