@@ -1,5 +1,5 @@
 /**
- * `switchyard` commands (DESIGN §2): start, migrate, compose, keys, verify.
+ * `switchyard` commands (DESIGN §2): start, migrate, compose, keys, customers, catalog, webhooks, verify.
  * Exit codes: 0 success, 1 failure (for `verify`: a discrepancy), 2 bad usage.
  */
 import { parseArgs } from "node:util";
@@ -10,9 +10,12 @@ import { verifyLedger } from "../src/ledger/index.ts";
 import { formatYuan, parseYuan } from "../src/money.ts";
 import { isAppError } from "../src/errors.ts";
 import type { Role } from "./stack.ts";
+import type { ProductRecord, VendorRecord } from "../src/cloud/catalog.ts";
+import type { Page } from "../src/pagination.ts";
 
 const USAGE = `Usage: switchyard <command>
-  start [router|generation|cloud]   run every role in one process, or one role
+  start [ROLES]                     every role in one process, or some: router, generation, cloud
+                                    (comma-separated, e.g. generation,cloud)
   migrate                           bring the database schema up to date
   compose                           write schema/supergraph.graphql
   keys create --name N [--account ACCOUNT_ID] [--balance YUAN] [--scopes a,b]
@@ -21,10 +24,31 @@ const USAGE = `Usage: switchyard <command>
   keys disable ID | keys enable ID | keys topup ID --amount YUAN
   customers topup CUSTOMER_ID --account ACCOUNT_ID --amount YUAN
   customers credit CUSTOMER_ID --account ACCOUNT_ID --limit YUAN
+  catalog vendors [--json]          list vendors
+  catalog products [--category C] [--vendor ID] [--status S] [--json]
+  catalog vendor upsert --name N [--id ID] [--status active|inactive] [--json]
+  catalog product upsert --vendor ID --category C --name N [--id ID]
+              [--status available|sold_out|offline] [--stock N|unlimited]
+              [--cycle NAME=YUAN ...] [--cycle NAME:MONTHS=YUAN ...]
+              [--required FIELD,...] [--description TEXT] [--json]
+              (updating an existing --id, omitted options keep their values;
+              NAME=YUAN needs a name that implies its months: monthly, quarterly, yearly...)
   webhooks resend DELIVERY_ID       send a callback delivery again
   verify                            check ledger and task invariants (exit 1 on a discrepancy)`;
 
 class UsageError extends Error {}
+
+/** `parseArgs` whose complaints (unknown option, missing value) are usage errors (exit 2). */
+function parseOptions<T extends Parameters<typeof parseArgs>[0]>(config: T): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs(config);
+  } catch (error) {
+    if (typeof (error as { code?: unknown }).code === "string" && (error as { code: string }).code.startsWith("ERR_PARSE_ARGS")) {
+      throw new UsageError((error as Error).message);
+    }
+    throw error;
+  }
+}
 
 async function withDb<T>(config: Config, work: (db: Db) => Promise<T>): Promise<T> {
   const db = openDb(config);
@@ -47,7 +71,7 @@ function yuanOption(value: string | undefined, name: string) {
 
 async function keys(config: Config, args: string[]): Promise<void> {
   const [action, ...rest] = args;
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseOptions({
     args: rest,
     allowPositionals: true,
     options: {
@@ -108,7 +132,7 @@ async function keys(config: Config, args: string[]): Promise<void> {
 
 async function customers(config: Config, args: string[]): Promise<void> {
   const [action, ...rest] = args;
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseOptions({
     args: rest,
     allowPositionals: true,
     options: { account: { type: "string" }, amount: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" } },
@@ -134,6 +158,127 @@ async function customers(config: Config, args: string[]): Promise<void> {
   });
 }
 
+/** A vendor as the CLI prints it with `--json` (the REST names of DESIGN §8). */
+function vendorJson(v: VendorRecord) {
+  return { vendor_id: v.id, name: v.name, status: v.status, created_at: v.createdAt };
+}
+
+/** A product as the CLI prints it with `--json` (the REST names of DESIGN §8; prices in yuan strings). */
+function productJson(p: ProductRecord) {
+  return {
+    product_id: p.id,
+    vendor_id: p.vendorId,
+    category: p.category,
+    name: p.name,
+    description: p.description,
+    status: p.status,
+    billing_cycles: p.billingCycles.map((c) => ({ cycle: c.cycle, months: c.months, price: formatYuan(c.price) })),
+    stock: p.stock,
+    required_fields: p.requiredFields,
+    created_at: p.createdAt,
+    updated_at: p.updatedAt,
+  };
+}
+
+function vendorLine(v: VendorRecord): string {
+  return `${v.id}\t${v.status}\t${v.name}`;
+}
+
+function productLine(p: ProductRecord): string {
+  const cycles = p.billingCycles.map((c) => `${c.cycle}(${c.months}m)=${formatYuan(c.price)}`).join(",");
+  const required = p.requiredFields.length ? p.requiredFields.join(",") : "-";
+  return `${p.id}\t${p.vendorId}\t${p.category}\t${p.status}\tstock=${p.stock ?? "unlimited"}\t${cycles}\trequired=${required}\t${p.name}`;
+}
+
+/** Parses `--cycle NAME=YUAN` or `--cycle NAME:MONTHS=YUAN`; months omitted are implied by the name in src. */
+function cycleOption(text: string): { cycle: string; months: number | null; price: number } {
+  const match = /^([^:=\s]+)(?::(\d{1,3}))?=(.+)$/.exec(text.trim());
+  if (!match) throw new UsageError(`--cycle must be NAME=YUAN or NAME:MONTHS=YUAN, got ${JSON.stringify(text)}`);
+  const [, cycle, months, price] = match;
+  return { cycle: cycle!, months: months === undefined ? null : Number(months), price: yuanOption(price, "cycle")! };
+}
+
+async function catalog(config: Config, args: string[]): Promise<void> {
+  const [noun, ...afterNoun] = args;
+  const listing = noun === "vendors" || noun === "products";
+  // `catalog vendors [options]` lists; `catalog vendor|product upsert [options]` writes.
+  const [action, ...rest] = listing ? [undefined, ...afterNoun] : afterNoun;
+  const { values, positionals } = parseOptions({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      id: { type: "string" },
+      name: { type: "string" },
+      status: { type: "string" },
+      vendor: { type: "string" },
+      category: { type: "string" },
+      description: { type: "string" },
+      stock: { type: "string" },
+      cycle: { type: "string", multiple: true },
+      required: { type: "string" },
+      json: { type: "boolean" },
+    },
+  });
+  if (positionals.length) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+  if (!listing && ((noun !== "vendor" && noun !== "product") || action !== "upsert")) {
+    throw new UsageError(`unknown catalog command: ${[noun, action].filter(Boolean).join(" ") || "(none)"}`);
+  }
+  const catalogModule = await import("../src/cloud/catalog.ts");
+  await withDb(config, async (db) => {
+    if (noun === "vendors" || noun === "products") {
+      const all: unknown[] = [];
+      let after: string | null = null;
+      for (;;) {
+        const page: Page<VendorRecord | ProductRecord> =
+          noun === "vendors"
+            ? await catalogModule.listVendors(db, { first: 100, after })
+            : await catalogModule.listProducts(db, { category: values.category, vendorId: values.vendor, status: values.status }, { first: 100, after });
+        all.push(...page.items);
+        if (!page.hasNextPage) break;
+        after = page.cursors.at(-1)!;
+      }
+      if (noun === "vendors") {
+        const vendors = all as VendorRecord[];
+        console.log(values.json ? JSON.stringify(vendors.map(vendorJson)) : vendors.map(vendorLine).join("\n") || "no vendors");
+      } else {
+        const products = all as ProductRecord[];
+        console.log(values.json ? JSON.stringify(products.map(productJson)) : products.map(productLine).join("\n") || "no products");
+      }
+      return;
+    }
+    if (noun === "vendor") {
+      if (!values.name) throw new UsageError("catalog vendor upsert needs --name");
+      const [existing] = values.id ? await catalogModule.getVendorsByIds(db, [values.id]) : [null];
+      const vendor = await catalogModule.upsertVendor(db, { id: values.id, name: values.name, status: values.status ?? existing?.status });
+      console.log(values.json ? JSON.stringify(vendorJson(vendor)) : vendorLine(vendor));
+      return;
+    }
+    if (!values.vendor || !values.category || !values.name) throw new UsageError("catalog product upsert needs --vendor, --category and --name");
+    let stock: number | null | undefined;
+    if (values.stock !== undefined) {
+      if (values.stock === "unlimited") stock = null;
+      else if (/^\d{1,15}$/.test(values.stock)) stock = Number(values.stock);
+      else throw new UsageError("--stock must be a non-negative integer or unlimited");
+    }
+    const cycles = (values.cycle ?? []).map(cycleOption);
+    const existing = values.id ? await catalogModule.getProduct(db, values.id) : null;
+    if (!existing && cycles.length === 0) throw new UsageError("catalog product upsert of a new product needs at least one --cycle NAME=YUAN");
+    const required = values.required === undefined ? undefined : values.required.split(",").map((f) => f.trim()).filter(Boolean);
+    const product = await catalogModule.upsertProduct(db, {
+      id: values.id,
+      vendorId: values.vendor,
+      category: values.category,
+      name: values.name,
+      description: values.description ?? existing?.description ?? null,
+      status: values.status ?? existing?.status,
+      billingCycles: cycles.length ? cycles : existing!.billingCycles,
+      stock: stock !== undefined ? stock : (existing?.stock ?? null),
+      requiredFields: required ?? existing?.requiredFields ?? [],
+    });
+    console.log(values.json ? JSON.stringify(productJson(product)) : productLine(product));
+  });
+}
+
 async function webhooks(config: Config, args: string[]): Promise<void> {
   const [action, id] = args;
   if (action !== "resend" || !id || !/^\d+$/.test(id)) throw new UsageError("webhooks resend needs a numeric DELIVERY_ID");
@@ -145,8 +290,9 @@ async function webhooks(config: Config, args: string[]): Promise<void> {
 }
 
 async function start(config: Config, roleArg: string | undefined): Promise<void> {
-  if (roleArg && !["router", "generation", "cloud"].includes(roleArg)) throw new UsageError(`unknown role: ${roleArg}`);
-  const roles: Role[] | undefined = roleArg ? [roleArg as Role] : undefined;
+  const roles = roleArg ? (roleArg.split(",").map((r) => r.trim()) as Role[]) : undefined;
+  const unknown = roles?.filter((r) => !["router", "generation", "cloud"].includes(r));
+  if (unknown?.length) throw new UsageError(`unknown role: ${unknown.join(", ")}`);
   // Loaded on demand: the gateway and servers are heavy, and key commands need none of them.
   const { startStack } = await import("./stack.ts");
   const stack = await startStack(config, roles);
@@ -198,6 +344,9 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     case "customers":
       await customers(config, rest);
+      return 0;
+    case "catalog":
+      await catalog(config, rest);
       return 0;
     case "webhooks":
       await webhooks(config, rest);

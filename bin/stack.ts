@@ -17,6 +17,7 @@ import { startRouter } from "../router/server.ts";
 import { createRateLimiter } from "../src/auth/policy.ts";
 import { createInProcessPubSub, type PubSub } from "../src/events/pubsub.ts";
 import { startDispatcher } from "../src/events/webhooks.ts";
+import { outboxSignal } from "../src/events/outbox.ts";
 import { createOrderService } from "../src/cloud/orders.ts";
 import { seedDemoCatalog } from "../src/cloud/catalog.ts";
 import { processStatementExports } from "../src/cloud/billing.ts";
@@ -93,14 +94,19 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         maxAttempts: config.webhookMaxAttempts,
         intervalMs: Math.min(config.taskPollIntervalMs, 1000),
       });
-      closers.push(() => dispatcher.stop());
+      const wake = () => dispatcher.wake();
+      outboxSignal.on("committed", wake);
+      closers.push(async () => {
+        outboxSignal.off("committed", wake);
+        await dispatcher.stop();
+      });
       Object.assign(stack, { db: opened, pubsub });
     }
     if (roles.includes("generation") && db) {
       const upstream = createUpstream(config, mediaBaseUrl);
       const guard = createUrlGuard({ dnsServers: config.dnsServers });
       const service = createGenerationService({ db, upstream, checkUrl: (url) => guard.isPublicHttpsUrl(url), pollIntervalMs: config.taskPollIntervalMs });
-      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes });
+      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, pubsub: stack.pubsub!, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes });
       closers.push(() => subgraph.close());
       const poller = startPoller({
         db,
@@ -120,12 +126,13 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       const orders = createOrderService({ db: cloudDb, provisionDelayMs: config.provisionDelayMs });
       const subgraph = await startCloudSubgraph({
         db: cloudDb,
-        services: { orders, stepMs: config.provisionDelayMs },
+        services: { orders, stepMs: config.provisionDelayMs, pubsub: stack.pubsub! },
         rateLimiter,
         logger,
         host: config.host,
         port: config.cloudPort,
         bodyLimit: config.bodyLimitBytes,
+        adminToken: config.adminToken,
       });
       closers.push(() => subgraph.close());
       const tick = Math.max(20, Math.min(1000, Math.floor(config.provisionDelayMs / 4) || 20));
@@ -149,6 +156,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         subgraphUrls: { generation: generationUrl, cloud: cloudUrl },
         production: config.nodeEnv === "production",
         bodyLimit: config.bodyLimitBytes,
+        requestTimeoutMs: config.requestTimeoutMs,
         logger,
       });
       closers.push(() => router.close());

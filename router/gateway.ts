@@ -3,8 +3,13 @@
  * with each subgraph's routing URL taken from config at start-up.
  */
 import fs from "node:fs";
-import { createGatewayRuntime } from "@graphql-hive/gateway-runtime";
+import { createGatewayRuntime, type GatewayRuntime } from "@graphql-hive/gateway-runtime";
+
+/** The gateway runtime: a fetch handler and a node:http request listener. */
+export type Gateway = GatewayRuntime<Record<string, any>>;
 import { SUPERGRAPH_FILE } from "./compose.ts";
+import { gatewayLimitOptions } from "./limits.ts";
+import { subscriptionKeyCheck } from "./key-check.ts";
 
 /** Headers the router forwards to subgraphs: auth, locale, request id and the route being served. */
 export const FORWARDED_HEADERS = [
@@ -69,31 +74,46 @@ export function supergraphWithUrls(sdl: string, urls: Record<string, string>): s
 
 /**
  * Creates the gateway runtime.
- * @param options subgraph URLs by name; `production` hides introspection-dependent extras
+ * @param options subgraph URLs by name; `production` hides introspection-dependent extras (and
+ *   introspection and field suggestions, router/limits.ts); `requestTimeoutMs` limits one HTTP request
  * @returns a fetch-compatible handler (also a node:http request listener)
  */
-export function createGateway(options: { subgraphUrls: Record<string, string>; production: boolean }) {
+export function createGateway(options: { subgraphUrls: Record<string, string>; production: boolean; requestTimeoutMs?: number }) {
+  const limits = gatewayLimitOptions(options);
   const supergraph = supergraphWithUrls(fs.readFileSync(SUPERGRAPH_FILE, "utf8"), options.subgraphUrls);
-  return createGatewayRuntime({
+  const gateway: Gateway = createGatewayRuntime({
     supergraph: () => supergraph,
     graphqlEndpoint: "/graphql",
     landingPage: false,
     graphiql: !options.production,
     logging: false,
     maskedErrors: false,
-    plugins: () => [keepHttpStatusInErrors],
+    disableIntrospection: limits.disableIntrospection,
+    plugins: () => [keepHttpStatusInErrors, subscriptionKeyCheck(() => gateway), ...limits.plugins],
+    // Subscriptions reach the subgraphs over graphql-ws, with the caller's key in the connection
+    // params; `context.headers` holds the HTTP headers merged with graphql-ws connection params.
+    transportEntries: {
+      "*.http": {
+        options: {
+          subscriptions: {
+            kind: "ws",
+            location: "/graphql",
+            options: { connectionParams: { authorization: "{context.headers.authorization}", "accept-language": "{context.headers.accept-language}" } },
+          },
+        },
+      },
+    },
     propagateHeaders: {
-      fromClientToSubgraphs({ request }) {
+      fromClientToSubgraphs({ request, context }) {
+        const fromContext = ((context as { headers?: Record<string, string> } | undefined)?.headers ?? {}) as Record<string, string>;
         const headers: Record<string, string> = {};
         for (const name of FORWARDED_HEADERS) {
-          const value = request.headers.get(name);
+          const value = request?.headers?.get(name) ?? fromContext[name];
           if (value) headers[name] = value;
         }
         return headers;
       },
     },
   });
+  return gateway;
 }
-
-/** The gateway runtime type. */
-export type Gateway = ReturnType<typeof createGateway>;

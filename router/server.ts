@@ -10,10 +10,13 @@ import FindMyWay from "find-my-way";
 import type { Logger } from "pino";
 import type { GraphQLSchema } from "graphql";
 import { createGateway } from "./gateway.ts";
+import { limitGraphqlBody } from "./limits.ts";
+import { attachWebSockets } from "./websocket.ts";
 import { createGenerationShim, sendGenerationError, type RestCall } from "./rest/generation.ts";
 import { createCloudShim, sendCloudError } from "./rest/cloud.ts";
 import { serveSimulatorMedia } from "./media.ts";
 import { createHealth } from "./health.ts";
+import { serveCloudOpenApi, serveGenerationOpenApi } from "./openapi/index.ts";
 
 /** Settings of the router. */
 export interface RouterOptions {
@@ -23,6 +26,8 @@ export interface RouterOptions {
   subgraphUrls: Record<string, string>;
   production: boolean;
   bodyLimit: number;
+  /** Time limit of one `/graphql` HTTP request (ms); unset or 0: none (router/limits.ts). */
+  requestTimeoutMs?: number;
   logger: Logger;
 }
 
@@ -40,7 +45,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,80}$/;
  * @returns its base URL (`http://host:port`) and a close function
  */
 export async function startRouter(options: RouterOptions): Promise<RouterHandle> {
-  const gateway = createGateway({ subgraphUrls: options.subgraphUrls, production: options.production });
+  const gateway = createGateway({ subgraphUrls: options.subgraphUrls, production: options.production, requestTimeoutMs: options.requestTimeoutMs });
   let schema: Promise<GraphQLSchema> | undefined;
   const shimDeps = { gateway, schema: () => (schema ??= Promise.resolve(gateway.getSchema())), bodyLimit: options.bodyLimit };
   const shim = createGenerationShim(shimDeps);
@@ -58,6 +63,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   on("POST", "/api/v1/images/generations", shim.submitImage);
   on("GET", "/api/v1/tasks/:task_id", shim.getTask);
   on("GET", "/api/v1/usage", shim.usage);
+  on("GET", "/api/v1/openapi.json", serveGenerationOpenApi);
   const health = createHealth(gateway, options.subgraphUrls);
   on("GET", "/health", (call) => health(call.res, call.requestId));
   const api = "/openapi/v1";
@@ -78,6 +84,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   on("GET", `${api}/billing/transactions`, cloud.transactions);
   on("GET", `${api}/billing/statements/:statement_id`, cloud.statement);
   on("GET", `${api}/billing/statements/:statement_id/export`, cloud.statementExport);
+  on("GET", `${api}/openapi.json`, serveCloudOpenApi);
 
   const server = http.createServer((req, res) => {
     const started = process.hrtime.bigint();
@@ -97,8 +104,10 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     const url = new URL(req.url ?? "/", "http://router");
     handle(req, res, url, requestId).catch((error) => {
       options.logger.error({ request_id: requestId, err: error }, "request failed");
-      if (!res.headersSent) sendGenerationError(res, { status: 500, message: "Internal server error" });
-      else res.end();
+      if (res.headersSent) return void res.end();
+      if (url.pathname.startsWith("/openapi/")) {
+        sendCloudError(res, requestId, { code: "internal", status: 500, message: "Internal server error", details: {} });
+      } else sendGenerationError(res, { status: 500, message: "Internal server error" });
     });
   });
 
@@ -106,6 +115,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     const path = url.pathname;
     if (path === "/graphql") {
       req.headers["x-switchyard-route"] = `${req.method} /graphql`;
+      if (!(await limitGraphqlBody(req, res, options.bodyLimit))) return;
       await gateway(req, res);
       return;
     }
@@ -126,12 +136,17 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   }
 
   server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve));
+  const websockets = attachWebSockets(server, gateway, options.logger);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, resolve);
+  });
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${options.host}:${port}`,
     server,
     async close() {
+      await websockets.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

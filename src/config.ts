@@ -28,6 +28,7 @@ const schema = z.object({
   GENERATION_UPSTREAM_URL: optionalUrl,
   GENERATION_UPSTREAM_KEY: z.string().default(""),
   UPSTREAM_TIMEOUT_MS: millis(30_000),
+  REQUEST_TIMEOUT_MS: millis(30_000),
   TASK_POLL_INTERVAL_MS: millis(3_000),
   TASK_POLL_BATCH: z.coerce.number().int().min(1).default(100),
   TASK_POLL_CONCURRENCY: z.coerce.number().int().min(1).default(8),
@@ -61,6 +62,8 @@ export interface Config {
   upstreamUrl?: string;
   upstreamKey: string;
   upstreamTimeoutMs: number;
+  /** Time limit of one `/graphql` HTTP request at the router; 0: none. */
+  requestTimeoutMs: number;
   taskPollIntervalMs: number;
   taskPollBatch: number;
   taskPollConcurrency: number;
@@ -103,6 +106,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     upstreamUrl: e.GENERATION_UPSTREAM_URL,
     upstreamKey: e.GENERATION_UPSTREAM_KEY,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
+    requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     taskPollIntervalMs: e.TASK_POLL_INTERVAL_MS,
     taskPollBatch: e.TASK_POLL_BATCH,
     taskPollConcurrency: e.TASK_POLL_CONCURRENCY,

@@ -155,11 +155,13 @@ function send(res: ServerResponse, status: number, requestId: string, data: unkn
 /** Writes the error body (cloud spec part 7), with `Retry-After` on 429. */
 export function sendCloudError(res: ServerResponse, requestId: string, error: Pick<ShimError, "code" | "status" | "message" | "details">): void {
   const code = cloudCode(error as ShimError);
+  // Cloud spec part 7: every upstream vendor failure, timeouts included, is 502 upstream_error.
+  const status = code === "upstream_error" ? 502 : error.status;
   const details = { ...(error.details ?? {}) };
   const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8" };
-  if (error.status === 429 && typeof details.retry_after_seconds === "number") headers["retry-after"] = String(details.retry_after_seconds);
+  if (status === 429 && typeof details.retry_after_seconds === "number") headers["retry-after"] = String(details.retry_after_seconds);
   const text = JSON.stringify({ success: false, request_id: requestId, error: { code, message: error.message, details } });
-  res.writeHead(error.status, { ...headers, "content-length": String(Buffer.byteLength(text)) });
+  res.writeHead(status, { ...headers, "content-length": String(Buffer.byteLength(text)) });
   res.end(text);
 }
 

@@ -67,8 +67,10 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.end(text);
 }
 
-/** Writes a generation error body (DESIGN §4). */
-export function sendGenerationError(res: ServerResponse, error: Pick<ShimError, "status" | "message">): void {
+/** Writes a generation error body (DESIGN §4), with `Retry-After` on 429 (DESIGN §8). */
+export function sendGenerationError(res: ServerResponse, error: Pick<ShimError, "status" | "message"> & { details?: Record<string, unknown> }): void {
+  const retryAfter = error.details?.retry_after_seconds;
+  if (error.status === 429 && typeof retryAfter === "number") res.setHeader("retry-after", String(retryAfter));
   sendJson(res, error.status, { code: error.status, message: error.message });
 }
 

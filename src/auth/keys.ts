@@ -6,6 +6,7 @@ import { createHash, randomBytes } from "node:crypto";
 import type { Knex } from "knex";
 import { AppError } from "../errors.ts";
 import { credit } from "../ledger/index.ts";
+import { isValidAllowListEntry } from "./policy.ts";
 import { nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
 import type { MilliYuan } from "../money.ts";
@@ -63,15 +64,64 @@ export function hashKey(key: string): string {
   return createHash("sha256").update(key).digest("hex");
 }
 
+/** Largest single top-up of a key's account (and opening balance): 100 million yuan, in milli-yuan. */
+export const MAX_KEY_TOPUP: MilliYuan = 100_000_000_000;
+
+function invalidKeyOption(field: string, message: string): AppError {
+  return new AppError("validation_failed", message, { field });
+}
+
 /**
- * Creates an API key, and its account when `accountId` is not given.
- * @returns the key (shown once), its id, account id and webhook secret
- * @throws AppError `not_found` when `accountId` names no account; `invalid_request` for an unknown scope
+ * Checks the options of {@link createKey} before anything is written.
+ * @returns the scopes the key will hold (every scope when none are given)
+ * @throws AppError `validation_failed` (422) with `details.field` = the option name (`name`,
+ *   `balance`, `scopes`, `allowIps`, `rateLimit`, `callbackUrl`)
  */
-export async function createKey(db: Db, options: CreateKeyOptions): Promise<CreatedKey> {
+function validateKeyOptions(options: CreateKeyOptions): string[] {
+  if (typeof options.name !== "string" || options.name.trim() === "" || options.name.length > 200) {
+    throw invalidKeyOption("name", "name must be a non-empty string of at most 200 characters");
+  }
+  if (options.balance != null && (!Number.isSafeInteger(options.balance) || options.balance < 0 || options.balance > MAX_KEY_TOPUP)) {
+    throw invalidKeyOption("balance", `balance must be zero or a positive integer of milli-yuan up to ${MAX_KEY_TOPUP}`);
+  }
   const scopes = options.scopes?.length ? options.scopes : [...ALL_SCOPES];
   const unknown = scopes.filter((s) => !(ALL_SCOPES as readonly string[]).includes(s));
-  if (unknown.length) throw new AppError("invalid_request", `Unknown scope: ${unknown.join(", ")}`);
+  if (unknown.length) throw invalidKeyOption("scopes", `Unknown scope: ${unknown.join(", ")}`);
+  if (options.allowIps != null) {
+    if (!Array.isArray(options.allowIps) || options.allowIps.length > 100) throw invalidKeyOption("allowIps", "allowIps must list at most 100 CIDR ranges");
+    options.allowIps.forEach((entry, i) => {
+      if (typeof entry !== "string" || !isValidAllowListEntry(entry)) throw invalidKeyOption(`allowIps[${i}]`, `allowIps[${i}] must be an IP address or a CIDR range`);
+    });
+  }
+  if (options.rateLimit != null && (!Number.isSafeInteger(options.rateLimit) || options.rateLimit < 1)) {
+    throw invalidKeyOption("rateLimit", "rateLimit must be a positive integer of requests per second");
+  }
+  if (options.callbackUrl != null) {
+    let url: URL | null = null;
+    try {
+      url = typeof options.callbackUrl === "string" && options.callbackUrl.length <= 2000 ? new URL(options.callbackUrl) : null;
+    } catch {
+      url = null;
+    }
+    if (!url || (url.protocol !== "https:" && url.protocol !== "http:") || !url.hostname) {
+      throw invalidKeyOption("callbackUrl", "callbackUrl must be an http or https URL");
+    }
+  }
+  return scopes;
+}
+
+/**
+ * Creates an API key, and its account when `accountId` is not given.
+ * @param options name (1-200 characters), account, opening balance (milli-yuan), scopes (default
+ *   all), source-IP allow-list (addresses or CIDRs), rate limit (requests per second), callback URL
+ *   (http or https), whether requests must be signed
+ * @returns the key (shown once), its id, account id and webhook secret
+ * @throws AppError `not_found` when `accountId` names no account; `validation_failed` (422,
+ *   `details.field` = the option) for a bad option, an unknown scope included
+ * @see DESIGN §2 `keys create`, §8 scopes; generation spec part 5
+ */
+export async function createKey(db: Db, options: CreateKeyOptions): Promise<CreatedKey> {
+  const scopes = validateKeyOptions(options);
   const key = `sy_${randomBytes(24).toString("base64url")}`;
   const id = newId("key");
   const webhookSecret = `whsec_${randomBytes(24).toString("hex")}`;
@@ -139,22 +189,69 @@ export function parseAuthorization(value: string | null | undefined): string | n
   return key.length > 0 && key.length <= 200 ? key : null;
 }
 
+/** Key states. */
+export const KEY_STATUSES = ["active", "disabled"] as const;
+/** A key's state: only an `active` key authenticates. */
+export type KeyStatus = (typeof KEY_STATUSES)[number];
+
+/** What an admin may read about a key (never the key, its hash or its secret). */
+export interface KeyInfo {
+  id: string;
+  accountId: string;
+  name: string;
+  status: KeyStatus;
+  scopes: string[];
+  allowIps: string[] | null;
+  rateLimit: number | null;
+  requireSignature: boolean;
+  /** ISO 8601. */
+  createdAt: string;
+}
+
+/**
+ * Reads a key's settings.
+ * @returns the key's facts, or null when no key has that id
+ */
+export async function getKeyInfo(db: Db | Knex.Transaction, keyId: string): Promise<KeyInfo | null> {
+  if (typeof keyId !== "string" || keyId.length === 0 || keyId.length > 40) return null;
+  const row = await db("api_keys").where("id", keyId).first();
+  if (!row) return null;
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    name: row.name,
+    status: row.status,
+    scopes: JSON.parse(row.scopes),
+    allowIps: row.allow_ips ? JSON.parse(row.allow_ips) : null,
+    rateLimit: row.rate_limit ?? null,
+    requireSignature: Boolean(row.require_signature),
+    createdAt: row.created_at,
+  };
+}
+
 /**
  * Enables or disables a key.
- * @throws AppError `not_found` when no key has that id
+ * @param status `active` or `disabled`
+ * @throws AppError `validation_failed` (422, field `status`) for another status; `not_found`
+ *   (404) when no key has that id
  */
-export async function setKeyStatus(db: Db, keyId: string, status: "active" | "disabled"): Promise<void> {
+export async function setKeyStatus(db: Db, keyId: string, status: KeyStatus): Promise<void> {
+  if (!(KEY_STATUSES as readonly string[]).includes(status)) throw invalidKeyOption("status", `status must be one of: ${KEY_STATUSES.join(", ")}`);
   const updated = await db("api_keys").where("id", keyId).update({ status });
   if (updated !== 1) throw new AppError("not_found", "API key not found");
 }
 
 /**
  * Tops up the account of a key: one ledger entry and the balance, in one transaction.
- * @param amount positive milli-yuan
+ * @param amount positive milli-yuan, at most {@link MAX_KEY_TOPUP}
  * @returns the balance after, in milli-yuan
- * @throws AppError `not_found` when no key has that id
+ * @throws AppError `validation_failed` (422, field `amount`) for an amount that is not a positive
+ *   integer up to the maximum; `not_found` (404) when no key has that id
  */
 export async function topUpKey(db: Db, keyId: string, amount: MilliYuan): Promise<MilliYuan> {
+  if (!Number.isSafeInteger(amount) || amount <= 0 || amount > MAX_KEY_TOPUP) {
+    throw invalidKeyOption("amount", `amount must be a positive integer of milli-yuan up to ${MAX_KEY_TOPUP}`);
+  }
   return db.transaction(async (trx) => {
     const row = await trx("api_keys").where("id", keyId).first("account_id");
     if (!row) throw new AppError("not_found", "API key not found");

@@ -109,6 +109,15 @@ function parseRange(entry: string): Range | null {
   return range;
 }
 
+/**
+ * True when an allow-list entry is a valid IP address or CIDR range (IPv4 or IPv6), the forms
+ * {@link ipInAllowList} understands.
+ * @see DESIGN §2 `keys create --allow-ip`
+ */
+export function isValidAllowListEntry(entry: string): boolean {
+  return typeof entry === "string" && entry.length <= 100 && parseRange(entry) !== null;
+}
+
 const rangeCache = new WeakMap<readonly string[], Range[]>();
 
 function rangesOf(allowIps: readonly string[]): Range[] {

@@ -85,7 +85,8 @@ export interface ProductInput {
   description?: string | null;
   /** Default `available`. */
   status?: ProductStatus | string | null;
-  billingCycles: { cycle: string; months: number; price: MilliYuan }[];
+  /** `months` may be omitted for a well-known cycle name (see {@link monthsOfCycle}). */
+  billingCycles: { cycle: string; months?: number | null; price: MilliYuan }[];
   /** Null or omitted: unlimited. */
   stock?: number | null;
   requiredFields?: string[] | null;
@@ -98,6 +99,36 @@ const ID_PATTERN = /^[A-Za-z0-9_-]{1,40}$/;
 const CATEGORY_PATTERN = /^[a-z0-9][a-z0-9_-]{0,39}$/;
 const CYCLE_PATTERN = /^[a-z0-9][a-z0-9_-]{0,19}$/;
 const FIELD_PATTERN = /^[A-Za-z][A-Za-z0-9_]{0,39}$/;
+
+/** Months of the well-known billing cycle names, so a cycle can be given by name and price alone. */
+export const CYCLE_MONTHS: Readonly<Record<string, number>> = {
+  month: 1,
+  monthly: 1,
+  quarter: 3,
+  quarterly: 3,
+  semiannual: 6,
+  semiannually: 6,
+  "half-yearly": 6,
+  half_yearly: 6,
+  year: 12,
+  yearly: 12,
+  annual: 12,
+  annually: 12,
+  biennial: 24,
+  biennially: 24,
+  triennial: 36,
+  triennially: 36,
+};
+
+/**
+ * The length in calendar months a billing cycle name implies (`monthly` 1, `quarterly` 3,
+ * `semiannual` 6, `yearly` 12, `biennial` 24, `triennial` 36, and their variants in
+ * {@link CYCLE_MONTHS}).
+ * @returns the months, or null for a name that implies none (its months must then be given)
+ */
+export function monthsOfCycle(cycle: string): number | null {
+  return Object.hasOwn(CYCLE_MONTHS, cycle) ? CYCLE_MONTHS[cycle]! : null;
+}
 
 /** Converts a `vendors` row. */
 function toVendorRecord(row: any): VendorRecord {
@@ -252,11 +283,13 @@ function validateProductInput(input: ProductInput) {
     if (typeof c.cycle !== "string" || !CYCLE_PATTERN.test(c.cycle)) throw invalid(`${at}.cycle`, `${at}.cycle must be 1-20 lower-case letters, digits, '_' or '-'`);
     if (seen.has(c.cycle)) throw invalid(`${at}.cycle`, `${at}.cycle repeats ${c.cycle}`);
     seen.add(c.cycle);
-    if (!Number.isInteger(c.months) || c.months < 1 || c.months > 120) throw invalid(`${at}.months`, `${at}.months must be an integer from 1 to 120`);
+    const months = c.months ?? monthsOfCycle(c.cycle);
+    if (months == null) throw invalid(`${at}.months`, `${at}.months is required: the cycle name ${c.cycle} implies no length`);
+    if (!Number.isInteger(months) || months < 1 || months > 120) throw invalid(`${at}.months`, `${at}.months must be an integer from 1 to 120`);
     if (!Number.isSafeInteger(c.price) || c.price <= 0 || c.price > MAX_UNIT_PRICE) {
       throw invalid(`${at}.price`, `${at}.price must be a positive integer of milli-yuan up to ${MAX_UNIT_PRICE}`);
     }
-    return { cycle: c.cycle, months: c.months, price: c.price };
+    return { cycle: c.cycle, months, price: c.price };
   });
   let stock: number | null = null;
   if (input.stock != null) {
@@ -274,7 +307,8 @@ function validateProductInput(input: ProductInput) {
 
 /**
  * Creates or replaces a product (admin). An update replaces every field but keeps `createdAt`.
- * Prices are positive milli-yuan: free products are not sold through orders.
+ * Prices are positive milli-yuan: free products are not sold through orders. A cycle's `months`
+ * may be omitted when its name implies them ({@link monthsOfCycle}).
  * @param input the product (see {@link ProductInput})
  * @returns the stored product
  * @throws AppError `validation_failed` (422, `details.field` = the camelCase input field, for

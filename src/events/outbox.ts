@@ -2,8 +2,16 @@
  * The outbox (DESIGN §6): every observable state change is written here in the same transaction
  * as the change, and published after the commit by the dispatcher.
  */
+import { EventEmitter } from "node:events";
 import type { Knex } from "knex";
 import { nowIso } from "../db/index.ts";
+
+/**
+ * Emits `committed` after a transaction that wrote outbox rows commits, so the dispatcher of this
+ * process publishes at once instead of on its next tick (other processes still poll).
+ */
+export const outboxSignal = new EventEmitter();
+outboxSignal.setMaxListeners(0);
 
 /** An event to publish once the transaction that wrote it commits. */
 export interface OutboxEvent {
@@ -34,4 +42,6 @@ export async function appendOutbox(trx: Knex.Transaction, event: OutboxEvent): P
     request_id: event.requestId ?? null,
     created_at: nowIso(),
   });
+  // After the commit only: a rolled-back change must never be announced.
+  trx.executionPromise?.then(() => outboxSignal.emit("committed"), () => undefined);
 }

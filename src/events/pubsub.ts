@@ -83,3 +83,57 @@ export function createInProcessPubSub(): PubSub {
     },
   };
 }
+
+/** A subscription as an async iterator that can be closed. */
+export interface EventStream<T> extends AsyncIterableIterator<T> {
+  /** Unsubscribes and ends the iteration. */
+  close(): void;
+}
+
+/**
+ * Subscribes to a topic and returns the matching events as an async iterator. Subscribes at once,
+ * so events published after this call are buffered until read (no event is missed between
+ * subscribing and reading a current state).
+ * @param filter keeps only the events it returns true for
+ * @returns an {@link EventStream}; `close()` (or `return()`) unsubscribes
+ */
+export function eventStream<T = OutboxMessage>(pubsub: PubSub, topic: string, filter: (event: T) => boolean): EventStream<T> {
+  const buffer: T[] = [];
+  let waiting: ((result: IteratorResult<T>) => void) | null = null;
+  let closed = false;
+  const unsubscribe = pubsub.subscribe(topic, (raw) => {
+    const event = raw as T;
+    if (closed || !filter(event)) return;
+    if (waiting) {
+      const resolve = waiting;
+      waiting = null;
+      resolve({ value: event, done: false });
+    } else buffer.push(event);
+  });
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    unsubscribe();
+    buffer.length = 0;
+    if (waiting) {
+      const resolve = waiting;
+      waiting = null;
+      resolve({ value: undefined as never, done: true });
+    }
+  };
+  return {
+    close,
+    next() {
+      if (buffer.length) return Promise.resolve({ value: buffer.shift()!, done: false });
+      if (closed) return Promise.resolve({ value: undefined as never, done: true });
+      return new Promise((resolve) => (waiting = resolve));
+    },
+    return() {
+      close();
+      return Promise.resolve({ value: undefined as never, done: true });
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
+}

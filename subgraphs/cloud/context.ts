@@ -1,15 +1,15 @@
 /**
- * Per-request context of the cloud subgraph: the caller (checked per scope), DataLoaders and the
- * facts the router forwards (request id, idempotency key).
+ * Per-request context of the cloud subgraph: the caller (checked per scope), the admin check of
+ * the admin mutations, DataLoaders and the facts the router forwards (request id, idempotency key).
  */
-import type { IncomingMessage } from "node:http";
 import DataLoader from "dataloader";
 import type { Caller } from "../../src/auth/keys.ts";
 import type { RateLimiter } from "../../src/auth/policy.ts";
 import type { Db } from "../../src/db/index.ts";
 import { getProductsByIds, getVendorsByIds, type ProductRecord, type VendorRecord } from "../../src/cloud/catalog.ts";
 import type { OrderRecord, ResourceRecord } from "../../src/cloud/orders.ts";
-import { callerAccess, headerOf } from "../shared/auth.ts";
+import { checkAdminToken } from "../../src/auth/admin.ts";
+import { callerAccess, headerOf, type RequestLike } from "../shared/auth.ts";
 import type { CloudServices } from "./services.ts";
 
 /** What every cloud resolver receives. */
@@ -20,6 +20,12 @@ export interface CloudContext {
   caller(scope?: string): Promise<Caller>;
   /** The caller when the key passes every policy, else null. */
   callerOrNull(): Promise<Caller | null>;
+  /**
+   * Checks that the request carries the admin token (`Authorization: Bearer <ADMIN_TOKEN>`); API
+   * keys play no part.
+   * @throws AppError 403 `Admin API is disabled` when no ADMIN_TOKEN is set, 401 otherwise
+   */
+  requireAdmin(): void;
   requestId: string | null;
   products: DataLoader<string, ProductRecord | null>;
   vendors: DataLoader<string, VendorRecord | null>;
@@ -29,8 +35,11 @@ export interface CloudContext {
   resources: DataLoader<string, ResourceRecord | null>;
 }
 
-/** Builds the context of one request. */
-export function createCloudContext(db: Db, services: CloudServices, rateLimiter: RateLimiter, req: IncomingMessage): CloudContext {
+/**
+ * Builds the context of one request.
+ * @param adminToken the configured ADMIN_TOKEN; unset disables the admin mutations
+ */
+export function createCloudContext(db: Db, services: CloudServices, rateLimiter: RateLimiter, req: RequestLike, adminToken?: string): CloudContext {
   const access = callerAccess(db, rateLimiter, req);
   const anyCaller = async () => (await access.caller())!;
   return {
@@ -38,6 +47,7 @@ export function createCloudContext(db: Db, services: CloudServices, rateLimiter:
     services,
     caller: (scope?: string) => access.caller(scope),
     callerOrNull: access.callerOrNull,
+    requireAdmin: () => checkAdminToken(adminToken, headerOf(req, "authorization")),
     requestId: headerOf(req, "x-request-id") ?? null,
     products: new DataLoader((ids) => getProductsByIds(db, ids as string[])),
     vendors: new DataLoader((ids) => getVendorsByIds(db, ids as string[])),

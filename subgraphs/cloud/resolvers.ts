@@ -16,6 +16,21 @@ import { listDeliveries, resendDelivery } from "../../src/events/webhooks.ts";
 import { pageSize } from "../shared/connection.ts";
 import type { Page } from "../../src/pagination.ts";
 import type { CloudContext } from "./context.ts";
+import { accountTopic, eventStream, type OutboxMessage } from "../../src/events/pubsub.ts";
+
+/** An order as one event left it: the fresh row, with the state the event recorded. */
+function orderAtEvent(order: OrderRecord, event: OutboxMessage): OrderRecord {
+  const p = event.payload as Record<string, any>;
+  return {
+    ...order,
+    status: p.status ?? order.status,
+    paymentStatus: p.payment_status ?? order.paymentStatus,
+    provisioningStatus: p.provisioning_status ?? order.provisioningStatus,
+    resourceId: p.resource_id ?? order.resourceId,
+    failureReason: p.failure_reason ?? order.failureReason,
+  };
+}
+import { adminMutations } from "./admin.ts";
 
 const upper = (value: string) => value.toUpperCase();
 const lower = (value: string | null | undefined) => (value == null ? value : value.toLowerCase());
@@ -81,7 +96,8 @@ export const resolvers = {
   Query: {
     apiKey: async (_: unknown, __: unknown, ctx: CloudContext) => {
       const caller = await ctx.caller();
-      return { id: caller.keyId, accountId: caller.accountId, scopes: caller.scopes, rateLimit: caller.rateLimit, allowedIps: caller.allowIps, requireSignature: caller.requireSignature };
+      // Only an active key authenticates, so the key of a request is always ACTIVE.
+      return { id: caller.keyId, accountId: caller.accountId, status: "ACTIVE", scopes: caller.scopes, rateLimit: caller.rateLimit, allowedIps: caller.allowIps, requireSignature: caller.requireSignature };
     },
     vendors: async (_: unknown, args: any, ctx: CloudContext) => {
       await ctx.caller("catalog:read");
@@ -156,6 +172,38 @@ export const resolvers = {
     resendDelivery: async (_: unknown, { input }: { input: { deliveryId: string } }, ctx: CloudContext) => {
       const caller = await ctx.caller("orders:write");
       return { delivery: await resendDelivery(ctx.db, Number(input.deliveryId), caller.accountId) };
+    },
+    ...adminMutations,
+  },
+  Subscription: {
+    orderEvents: {
+      subscribe: async (_: unknown, { orderId }: { orderId?: string | null }, ctx: CloudContext) => {
+        const caller = await ctx.caller("orders:read");
+        if (orderId) await ctx.services.orders.get(caller, orderId);
+        const stream = eventStream<OutboxMessage>(
+          ctx.services.pubsub,
+          accountTopic(caller.accountId),
+          (e) => e.topic.startsWith("order.") && (!orderId || e.aggregateId === orderId),
+        );
+        return (async function* () {
+          try {
+            for await (const event of stream) {
+              const order = await ctx.services.orders.get(caller, event.aggregateId).catch(() => null);
+              if (!order) continue;
+              yield {
+                orderEvents: {
+                  event: event.topic,
+                  requestId: event.requestId ?? `evt_${event.id}`,
+                  createdAt: event.createdAt,
+                  order: orderAtEvent(order, event),
+                },
+              };
+            }
+          } finally {
+            stream.close();
+          }
+        })();
+      },
     },
   },
   Account: {

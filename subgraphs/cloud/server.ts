@@ -26,12 +26,15 @@ export function startCloudSubgraph(options: {
   host: string;
   port: number;
   bodyLimit: number;
+  /** ADMIN_TOKEN: the bearer token of the admin mutations; unset disables them (403). */
+  adminToken?: string;
 }): Promise<SubgraphHandle> {
   return startSubgraph<CloudContext>({
     name: "cloud",
     typeDefs: cloudTypeDefs,
     resolvers,
-    context: async (req) => createCloudContext(options.db, options.services, options.rateLimiter, req),
+    context: async (req) => createCloudContext(options.db, options.services, options.rateLimiter, req, options.adminToken),
+    onConnect: async (req) => Boolean(await createCloudContext(options.db, options.services, options.rateLimiter, req, options.adminToken).callerOrNull()),
     logger: options.logger,
     host: options.host,
     port: options.port,

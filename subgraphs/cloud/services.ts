@@ -1,8 +1,11 @@
 /** The cloud domain services a cloud subgraph runs with. */
 import type { createOrderService } from "../../src/cloud/orders.ts";
+import type { PubSub } from "../../src/events/pubsub.ts";
 
 export interface CloudServices {
   orders: ReturnType<typeof createOrderService>;
   /** Milliseconds per simulated step of domains and purges. */
   stepMs: number;
+  /** Where the dispatcher publishes committed outbox events (subscriptions listen here). */
+  pubsub: PubSub;
 }

@@ -2,19 +2,21 @@
  * Per-request context of the generation subgraph: the lazily authenticated caller, DataLoaders
  * and the locale.
  */
-import type { IncomingMessage } from "node:http";
 import DataLoader from "dataloader";
 import type { Caller } from "../../src/auth/keys.ts";
 import type { RateLimiter } from "../../src/auth/policy.ts";
+import type { PubSub } from "../../src/events/pubsub.ts";
 import type { Db } from "../../src/db/index.ts";
 import type { GenerationService, TaskRecord } from "../../src/generation/tasks.ts";
 import { usageTotals, type UsageTotals } from "../../src/generation/usage.ts";
 import { negotiateLocale, type Locale } from "../shared/locale.ts";
-import { callerAccess, headerOf } from "../shared/auth.ts";
+import { callerAccess, headerOf, type RequestLike } from "../shared/auth.ts";
 
 /** What every resolver receives. */
 export interface GenerationContext {
   db: Db;
+  /** Where the dispatcher publishes committed outbox events (subscriptions listen here). */
+  pubsub: PubSub;
   service: GenerationService;
   locale: Locale;
   /** The caller holding the `generation` scope; authenticates on first use. @throws AppError 401/403/429 */
@@ -31,7 +33,7 @@ export interface GenerationContext {
 }
 
 /** Builds the context of one request. */
-export function createContext(db: Db, service: GenerationService, rateLimiter: RateLimiter, req: IncomingMessage): GenerationContext {
+export function createContext(db: Db, service: GenerationService, rateLimiter: RateLimiter, pubsub: PubSub, req: RequestLike): GenerationContext {
   const header = (name: string) => headerOf(req, name);
   const access = callerAccess(db, rateLimiter, req);
   const caller = () => access.caller("generation");
@@ -40,6 +42,7 @@ export function createContext(db: Db, service: GenerationService, rateLimiter: R
   const match = routeHeader ? /^([A-Z]+) (\/\S*)$/.exec(routeHeader) : null;
   return {
     db,
+    pubsub,
     service,
     locale: negotiateLocale(header("accept-language")),
     caller,

@@ -5,7 +5,8 @@
 import { MODELS, getModel, type ModelSpec } from "../../src/generation/catalog.ts";
 import { priceOf } from "../../src/generation/pricing.ts";
 import { validateGenerationRequest } from "../../src/generation/validation.ts";
-import { taskCursor, type TaskRecord } from "../../src/generation/tasks.ts";
+import { isTerminal, taskCursor, type TaskRecord } from "../../src/generation/tasks.ts";
+import { accountTopic, eventStream, type OutboxMessage } from "../../src/events/pubsub.ts";
 import { recentRequests } from "../../src/generation/usage.ts";
 import { AppError, isAppError } from "../../src/errors.ts";
 import { formatYuan, toMoney } from "../../src/money.ts";
@@ -46,6 +47,33 @@ async function ownAccount(ctx: GenerationContext, id: string) {
   return caller && caller.accountId === id ? caller : null;
 }
 
+/**
+ * A task as it was at one status change: the fresh row for what never changes (model, price,
+ * prompt), the event's own fields for what the change set. Events carry the publishing
+ * subgraph's fields, so they are never stale joins.
+ */
+function taskAtEvent(row: TaskRecord, event: OutboxMessage): TaskRecord {
+  const p = event.payload as Record<string, any>;
+  return {
+    ...row,
+    status: p.status,
+    result: p.result ?? null,
+    images: p.images ?? null,
+    error: p.error ?? null,
+    refunded: Number(p.refunded ?? row.refunded),
+    updatedAt: p.updated_at ?? row.updatedAt,
+  };
+}
+
+/** Status-change events of the caller's key (a task is visible only to its key). */
+function taskEvents(ctx: GenerationContext, caller: { accountId: string; keyId: string }, taskId?: string) {
+  return eventStream<OutboxMessage>(
+    ctx.pubsub,
+    accountTopic(caller.accountId),
+    (e) => e.topic === "task.status_changed" && (e.payload as any).key_id === caller.keyId && (!taskId || e.aggregateId === taskId),
+  );
+}
+
 export const resolvers = {
   Query: {
     models: () => MODELS,
@@ -66,6 +94,57 @@ export const resolvers = {
     submitImageGeneration: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: GenerationContext) => ({
       task: await ctx.service.submit(await ctx.caller(), "image", toRestBody(input)),
     }),
+  },
+  Subscription: {
+    taskStatusChanged: {
+      /**
+       * Subscribes first, then reads the current state, so no change between the two is missed;
+       * changes older than what was already sent are skipped, so events arrive in order. Auth and
+       * visibility are checked before the stream starts, so a refusal is a plain GraphQL error.
+       */
+      subscribe: async (_: unknown, { taskId }: { taskId: string }, ctx: GenerationContext) => {
+        const caller = await ctx.caller();
+        const stream = taskEvents(ctx, caller, taskId);
+        let task: TaskRecord;
+        try {
+          task = await ctx.service.getTask(caller, taskId);
+        } catch (error) {
+          stream.close();
+          throw error;
+        }
+        return (async function* () {
+          try {
+            yield { taskStatusChanged: task };
+            if (isTerminal(task.status)) return;
+            for await (const event of stream) {
+              const next = taskAtEvent(task, event);
+              if (next.updatedAt <= task.updatedAt) continue;
+              task = next;
+              yield { taskStatusChanged: task };
+              if (isTerminal(task.status)) return;
+            }
+          } finally {
+            stream.close();
+          }
+        })();
+      },
+    },
+    tasks: {
+      subscribe: async (_: unknown, __: unknown, ctx: GenerationContext) => {
+        const caller = await ctx.caller();
+        const stream = taskEvents(ctx, caller);
+        return (async function* () {
+          try {
+            for await (const event of stream) {
+              const row = await ctx.service.getTask(caller, event.aggregateId).catch(() => null);
+              if (row) yield { tasks: taskAtEvent(row, event) };
+            }
+          } finally {
+            stream.close();
+          }
+        })();
+      },
+    },
   },
   Account: {
     __resolveReference: (ref: { id: string }) => ({ id: ref.id }),

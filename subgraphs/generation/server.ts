@@ -7,6 +7,7 @@ import type { ApolloServerPlugin } from "@apollo/server";
 import type { Logger } from "pino";
 import { nowIso, type Db } from "../../src/db/index.ts";
 import type { RateLimiter } from "../../src/auth/policy.ts";
+import type { PubSub } from "../../src/events/pubsub.ts";
 import type { GenerationService } from "../../src/generation/tasks.ts";
 import { recordRequest } from "../../src/generation/usage.ts";
 import { statusOfErrors } from "../shared/errors.ts";
@@ -51,6 +52,7 @@ export function startGenerationSubgraph(options: {
   db: Db;
   service: GenerationService;
   rateLimiter: RateLimiter;
+  pubsub: PubSub;
   logger: Logger;
   host: string;
   port: number;
@@ -60,7 +62,8 @@ export function startGenerationSubgraph(options: {
     name: "generation",
     typeDefs: generationTypeDefs,
     resolvers: resolvers as any,
-    context: async (req) => createContext(options.db, options.service, options.rateLimiter, req),
+    context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req),
+    onConnect: async (req) => Boolean(await createContext(options.db, options.service, options.rateLimiter, options.pubsub, req).callerOrNull()),
     plugins: [requestLogPlugin],
     logger: options.logger,
     host: options.host,

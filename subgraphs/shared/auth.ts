@@ -9,8 +9,11 @@ import { authenticate, type Caller } from "../../src/auth/keys.ts";
 import { checkSourceIp, requireScope, verifyRequestSignature, type RateLimiter } from "../../src/auth/policy.ts";
 import type { Db } from "../../src/db/index.ts";
 
+/** What a subgraph reads of a request: its headers (HTTP, or graphql-ws connection params lower-cased). */
+export type RequestLike = Pick<IncomingMessage, "headers">;
+
 /** Reads one request header as a string. */
-export function headerOf(req: IncomingMessage, name: string): string | undefined {
+export function headerOf(req: RequestLike, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value[0] : value;
 }
@@ -30,7 +33,7 @@ export interface CallerAccess {
  * Builds the caller accessor of one subgraph request.
  * @param rateLimiter shared per process (or backed by Redis)
  */
-export function callerAccess(db: Db, rateLimiter: RateLimiter, req: IncomingMessage): CallerAccess {
+export function callerAccess(db: Db, rateLimiter: RateLimiter, req: RequestLike): CallerAccess {
   let checked: Promise<Caller> | undefined;
   const check = () =>
     (checked ??= (async () => {

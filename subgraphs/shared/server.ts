@@ -7,10 +7,20 @@ import type { AddressInfo } from "node:net";
 import { ApolloServer, type ApolloServerPlugin, type BaseContext } from "@apollo/server";
 import { ApolloServerPluginInlineTraceDisabled } from "@apollo/server/plugin/disabled";
 import { buildSubgraphSchema } from "@apollo/subgraph";
+import { WebSocketServer } from "ws";
+import { useServer } from "graphql-ws/use/ws";
 import type { DocumentNode } from "graphql";
 import type { Logger } from "pino";
 import { apolloHandler } from "./apollo-http.ts";
 import { formatError } from "./errors.ts";
+import type { RequestLike } from "./auth.ts";
+
+/** graphql-ws connection params as a header map: lower-cased names, string values. */
+export function paramsAsHeaders(params: Record<string, unknown> | undefined | null): RequestLike {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(params ?? {})) if (typeof value === "string") headers[name.toLowerCase()] = value;
+  return { headers };
+}
 
 /** A running subgraph. */
 export interface SubgraphHandle {
@@ -25,7 +35,13 @@ export interface SubgraphOptions<TContext extends BaseContext> {
   typeDefs: DocumentNode;
   /** Resolver map (typed loosely: resolvers are checked against the SDL at start-up). */
   resolvers: Record<string, unknown>;
-  context: (req: http.IncomingMessage) => Promise<TContext>;
+  /** Builds the context of an HTTP request or of a graphql-ws operation (connection params as lower-cased headers). */
+  context: (req: RequestLike) => Promise<TContext>;
+  /**
+   * Accepts or refuses a graphql-ws connection from its params (lower-cased); refusing closes
+   * it with 4403 Forbidden.
+   */
+  onConnect?: (req: RequestLike) => Promise<boolean>;
   plugins?: ApolloServerPlugin<TContext>[];
   logger: Logger;
   host: string;
@@ -41,8 +57,9 @@ export interface SubgraphOptions<TContext extends BaseContext> {
  * @throws Error when the port is taken
  */
 export async function startSubgraph<TContext extends BaseContext>(options: SubgraphOptions<TContext>): Promise<SubgraphHandle> {
+  const schema = buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as any }]);
   const server = new ApolloServer<TContext>({
-    schema: buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as any }]),
+    schema,
     formatError: formatError(options.logger),
     includeStacktraceInErrorResponses: false,
     // Inline tracing only feeds Apollo Studio; it costs every request.
@@ -64,6 +81,20 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
     res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ errors: [{ message: "Not found" }] }));
   });
   httpServer.keepAliveTimeout = 65_000;
+  // Subscriptions (DESIGN §6): graphql-ws on the same path, authorized at connection time.
+  const wsServer = new WebSocketServer({ server: httpServer, path: "/graphql" });
+  const wsCleanup = useServer<Record<string, unknown>>(
+    {
+      schema,
+      onConnect: async (ctx) => (options.onConnect ? options.onConnect(paramsAsHeaders(ctx.connectionParams)) : true),
+      context: (ctx) => options.context(paramsAsHeaders(ctx.connectionParams)),
+      // The same error contract as over HTTP: extensions.code and extensions.http.status.
+      onNext: (_ctx, _id, _payload, _args, result) =>
+        result.errors?.length ? { ...result, errors: result.errors.map((e) => formatError(options.logger)(e.toJSON(), e) as any) } : result,
+      onError: (_ctx, _id, _payload, errors) => errors.map((e) => formatError(options.logger)(e.toJSON(), e) as any),
+    },
+    wsServer,
+  );
   await new Promise<void>((resolve, reject) => {
     httpServer.once("error", reject);
     httpServer.listen(options.port, options.host, resolve);
@@ -72,6 +103,8 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
   return {
     url: `http://${options.host}:${port}/graphql`,
     async close() {
+      await wsCleanup.dispose();
+      await new Promise<void>((resolve) => wsServer.close(() => resolve()));
       await new Promise<void>((resolve) => {
         httpServer.close(() => resolve());
         httpServer.closeAllConnections();

@@ -1,0 +1,397 @@
+/**
+ * Safety limits of the router's `/graphql` (issue 4 item 6; DESIGN §1, §4): what a dashboard or a
+ * REST shim sends stays far below every limit, and anything past one is refused at the router,
+ * before a subgraph sees it, with a GraphQL error carrying `extensions.code` and
+ * `extensions.http.status`.
+ *
+ * | limit | value | enforced by | code (HTTP status) |
+ * |---|---|---|---|
+ * | depth | 12 | GraphQL Armor max-depth (validation) | `query_too_deep` (400) |
+ * | aliases | 30 | GraphQL Armor max-aliases (validation) | `too_many_aliases` (400) |
+ * | directives | 20 | GraphQL Armor max-directives (validation) | `too_many_directives` (400) |
+ * | tokens | 2000 | GraphQL Armor max-tokens (parser) | `too_many_tokens` (400) |
+ * | cost | 50000 | GraphQL Armor cost-limit (validation) | `query_too_costly` (400) |
+ * | `first`/`last` | 100 | {@link pageSizeLimit} (before execution; literals and variables) | `page_size_too_large` (400) |
+ * | request time | REQUEST_TIMEOUT_MS (30000) | `useRequestDeadline` of @whatwg-node/server (the gateway's `requestDeadline`) | `request_timeout` (504) |
+ * | body size | BODY_LIMIT_BYTES (1 MiB) | {@link limitGraphqlBody} | `payload_too_large` (413) |
+ * | introspection | off in production | the gateway's `disableIntrospection` | graphql-js message (400) |
+ * | field suggestions | off in production | GraphQL Armor block-field-suggestions, {@link hideSuggestions} | — |
+ *
+ * The body always carries `extensions.http.status`; the response status follows GraphQL over
+ * HTTP: 400 for a client accepting `application/graphql-response+json`, while a client accepting
+ * only `application/json` gets 200 for errors found in parsing or validation (tokens, depth,
+ * aliases, directives, cost, introspection) and 400 for the page size, checked after validation.
+ *
+ * Measured with {@link measureOperation} (Armor's own counters; pinned by
+ * test/integration/router-limits.test.ts), the operations the router itself sends — the REST
+ * shims' OPERATIONS and CLOUD_OPERATIONS, /health's `RestModels` — peak at 91 tokens
+ * (`RestTransactions`), depth 5 (`RestUsage`, `RestProducts`), cost 119.4 (`RestUsage`; their page
+ * sizes are variables, which Armor's cost does not multiply) and no alias or directive: under 5%
+ * of the token limit, 42% of the depth limit, 0.3% of the cost limit. The issue's dashboard
+ * (viewer with `tasks(first: 100)` and `orders(first: 100)`, product, vendor, resource, customer)
+ * measures 74 tokens, depth 6 and cost 14451.5 — why the cost limit is 50000, not 20000 (which it
+ * would reach at 72%); two nested pages of 100 (100 x 100 rows) still cost far more than 50000.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import {
+  GraphQLError,
+  Kind,
+  validate,
+  type ASTNode,
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+  type ValidationContext,
+  type ValidationRule,
+  buildSchema,
+} from "graphql";
+import { maxDepthRule } from "@escape.tech/graphql-armor-max-depth";
+import { maxAliasesRule } from "@escape.tech/graphql-armor-max-aliases";
+import { maxDirectivesRule } from "@escape.tech/graphql-armor-max-directives";
+import { MaxTokensParserWLexer, maxTokensPlugin } from "@escape.tech/graphql-armor-max-tokens";
+import { costLimitRule } from "@escape.tech/graphql-armor-cost-limit";
+import { blockFieldSuggestionsPlugin } from "@escape.tech/graphql-armor-block-field-suggestions";
+import { useRequestDeadline } from "@whatwg-node/server";
+import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
+
+/** The limits (see the table above). */
+export const LIMITS = {
+  depth: 12,
+  aliases: 30,
+  directives: 20,
+  tokens: 2000,
+  cost: 50_000,
+  pageSize: 100,
+} as const;
+
+/**
+ * graphql-ws: how long a socket may stay open without `connection_init` before the server closes
+ * it with 4408 (graphql-ws's own default, stated so the router and its tests agree). For
+ * router/websocket.ts's `useServer` options: `connectionInitWaitTimeout: GRAPHQL_WS_INIT_TIMEOUT_MS`.
+ */
+export const GRAPHQL_WS_INIT_TIMEOUT_MS = 3_000;
+
+/**
+ * graphql-ws: the largest WebSocket message the router takes, in bytes (BODY_LIMIT_BYTES's
+ * default; `ws` would otherwise take up to 100 MiB). For router/websocket.ts's
+ * `new WebSocketServer({ ..., maxPayload: GRAPHQL_WS_MAX_PAYLOAD_BYTES })`; a larger message
+ * closes the socket with 1009 (message too big).
+ */
+export const GRAPHQL_WS_MAX_PAYLOAD_BYTES = 1_048_576;
+
+/** `extensions.code` of each limit's error. */
+export const LIMIT_CODES = {
+  depth: "query_too_deep",
+  aliases: "too_many_aliases",
+  directives: "too_many_directives",
+  tokens: "too_many_tokens",
+  cost: "query_too_costly",
+  pageSize: "page_size_too_large",
+  timeout: "request_timeout",
+  bodySize: "payload_too_large",
+} as const;
+
+/** What the router answers past a limit: a GraphQL error with its code and HTTP status. */
+export function limitError(message: string, code: string, status: number, nodes?: ASTNode | readonly ASTNode[]): GraphQLError {
+  return new GraphQLError(message, { nodes, extensions: { code, http: { status } } });
+}
+
+/** Armor prefixes every message with "Syntax Error: " even for a valid but too deep query. */
+const armorMessage = (error: GraphQLError) => error.message.replace(/^Syntax Error: /, "");
+
+/**
+ * Armor's options for one validation rule: report a coded error through the validation context
+ * instead of Armor's uncoded throw.
+ */
+function reportAs(code: string) {
+  return {
+    exposeLimits: true,
+    propagateOnRejection: false,
+    onReject: [
+      (context: ValidationContext | null, error: GraphQLError) => {
+        const coded = limitError(armorMessage(error), code, 400);
+        if (context) context.reportError(coded);
+        else throw coded;
+      },
+    ],
+  };
+}
+
+/** The Armor validation rules with our limits and codes. */
+export function armorRules(): ValidationRule[] {
+  return [
+    maxDepthRule({ n: LIMITS.depth, ...reportAs(LIMIT_CODES.depth) }),
+    maxAliasesRule({ n: LIMITS.aliases, ...reportAs(LIMIT_CODES.aliases) }),
+    maxDirectivesRule({ n: LIMITS.directives, ...reportAs(LIMIT_CODES.directives) }),
+    costLimitRule({ maxCost: LIMITS.cost, ...reportAs(LIMIT_CODES.cost) }),
+  ] as ValidationRule[];
+}
+
+/** Armor's token limit: the parser throws the coded error at the first token past the limit. */
+const tokenOptions = { n: LIMITS.tokens, ...reportAs(LIMIT_CODES.tokens) };
+
+/**
+ * The fragments an operation uses, transitively, so only the selected operation is checked.
+ */
+function selectionSetsOf(document: DocumentNode, operation: OperationDefinitionNode): SelectionSetNode[] {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+  const sets: SelectionSetNode[] = [];
+  const seen = new Set<string>();
+  const walk = (set: SelectionSetNode) => {
+    sets.push(set);
+    for (const selection of set.selections) {
+      if (selection.kind === Kind.FRAGMENT_SPREAD) {
+        const fragment = fragments.get(selection.name.value);
+        if (fragment && !seen.has(fragment.name.value)) {
+          seen.add(fragment.name.value);
+          walk(fragment.selectionSet);
+        }
+      } else if (selection.selectionSet) walk(selection.selectionSet);
+    }
+  };
+  walk(operation.selectionSet);
+  return sets;
+}
+
+/**
+ * Finds `first`/`last` field arguments above the page-size limit in the operation that will run.
+ * @param variables the request's variables as sent (a variable left out takes its default value)
+ * @returns one error per offending argument (empty when all are within the limit)
+ */
+export function pageSizeErrors(document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined): GraphQLError[] {
+  const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
+  const operation = operationName ? operations.find((o) => o.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined;
+  if (!operation) return [];
+  const defaults = new Map<string, unknown>();
+  for (const definition of operation.variableDefinitions ?? []) {
+    const value = definition.defaultValue;
+    if (value?.kind === Kind.INT) defaults.set(definition.variable.name.value, Number(value.value));
+  }
+  const errors: GraphQLError[] = [];
+  for (const set of selectionSetsOf(document, operation)) {
+    for (const selection of set.selections) {
+      if (selection.kind !== Kind.FIELD) continue;
+      for (const argument of selection.arguments ?? []) {
+        const name = argument.name.value;
+        if (name !== "first" && name !== "last") continue;
+        let value: unknown;
+        if (argument.value.kind === Kind.INT) value = Number(argument.value.value);
+        else if (argument.value.kind === Kind.VARIABLE) {
+          const variable = argument.value.name.value;
+          value = variables && variables[variable] !== undefined ? variables[variable] : defaults.get(variable);
+        }
+        if (typeof value === "number" && value > LIMITS.pageSize) {
+          errors.push(
+            new GraphQLError(`${name} must be at most ${LIMITS.pageSize}`, {
+              nodes: argument,
+              extensions: { code: LIMIT_CODES.pageSize, http: { status: 400 }, field: selection.name.value, argument: name, limit: LIMITS.pageSize },
+            }),
+          );
+        }
+      }
+    }
+  }
+  return errors;
+}
+
+/**
+ * `first`/`last` capped at {@link LIMITS.pageSize}: checked just before the gateway plans the
+ * operation (queries, mutations and subscriptions alike), with the request's own variables, so a
+ * subgraph never sees a larger page. Not a validation rule: the gateway caches validation per
+ * document, and a variable's value is not part of the document.
+ */
+export const pageSizeLimit: GatewayPlugin = {
+  onExecute({ args, setResultAndStopExecution }) {
+    const errors = pageSizeErrors(args.document, args.operationName, args.variableValues as Record<string, unknown>);
+    if (errors.length) setResultAndStopExecution({ errors });
+  },
+  onSubscribe({ args, setResultAndStopExecution }) {
+    const errors = pageSizeErrors(args.document, args.operationName, args.variableValues as Record<string, unknown>);
+    if (errors.length) setResultAndStopExecution({ errors });
+  },
+};
+
+/**
+ * The request deadline: the gateway's `requestDeadline` option is this same plugin of
+ * @whatwg-node/server, answering a plain-text 503; ours answers a GraphQL error, 504.
+ * The timer covers a request until the gateway has its response (for SSE: until the stream
+ * starts), so a live subscription is not cut; graphql-ws operations do not pass here.
+ */
+export function requestDeadline(timeoutMs: number): GatewayPlugin {
+  return useRequestDeadline({
+    timeout: timeoutMs,
+    response: () =>
+      graphqlErrorResponse(504, `Request timed out after ${timeoutMs} ms`, LIMIT_CODES.timeout, { connection: "close" }),
+  }) as GatewayPlugin;
+}
+
+/** A JSON GraphQL error response (fetch API). */
+function graphqlErrorResponse(status: number, message: string, code: string, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify({ errors: [{ message, extensions: { code, http: { status } } }] }), {
+    status,
+    headers: { "content-type": "application/json; charset=utf-8", ...headers },
+  });
+}
+
+/** The text that replaces a suggestion (Armor's own mask). */
+const SUGGESTION_MASK = "[Suggestion hidden]";
+
+/** Masks every "Did you mean ...?" in the messages of a list of errors (mutating, as Armor does). */
+function maskSuggestions<T>(errors: readonly T[]): T[] {
+  return errors.map((error) => {
+    const e = error as unknown as { message?: unknown } | null;
+    if (e && typeof e.message === "string" && e.message.includes("Did you mean")) {
+      e.message = e.message.replace(/Did you mean [^?]*\?/g, SUGGESTION_MASK).trim();
+    }
+    return error;
+  });
+}
+
+/** An execution result with its errors' suggestions masked (streams are left alone). */
+function withoutSuggestions(result: any): any {
+  if (!result || typeof result !== "object" || typeof result[Symbol.asyncIterator] === "function" || !result.errors?.length) return result;
+  return { ...result, errors: maskSuggestions(result.errors) };
+}
+
+/**
+ * Field suggestions off: Armor's block-field-suggestions masks "Did you mean "x"?" in validation
+ * errors; this covers what its pattern misses — enum values ("Did you mean the enum value ...?")
+ * in literals and in variables, whose coercion errors come from execution, not validation.
+ */
+export const hideSuggestions: GatewayPlugin = {
+  onValidate: () => ({ valid, result, setResult }) => {
+    if (!valid) setResult(maskSuggestions(result));
+  },
+  onExecute: () => ({
+    onExecuteDone: ({ result, setResult }) => setResult(withoutSuggestions(result)),
+  }),
+  onSubscribe: () => ({
+    onSubscribeResult: ({ result, setResult }) => setResult(withoutSuggestions(result)),
+  }),
+};
+
+/** Options of {@link limitPlugins}. */
+export interface LimitOptions {
+  production: boolean;
+  /** Time limit of one `/graphql` HTTP request, in milliseconds; 0 or unset: none. */
+  requestTimeoutMs?: number;
+}
+
+/**
+ * The gateway plugins of every limit: Armor (tokens, depth, aliases, directives, cost), the page
+ * size cap, the request deadline and, in production, Armor's field-suggestion blocker.
+ */
+export function limitPlugins(options: LimitOptions): GatewayPlugin[] {
+  const rules = armorRules();
+  const plugins: GatewayPlugin[] = [
+    maxTokensPlugin(tokenOptions as any) as GatewayPlugin,
+    { onValidate: ({ addValidationRule }) => rules.forEach((rule) => addValidationRule(rule)) },
+    pageSizeLimit,
+  ];
+  if (options.requestTimeoutMs) plugins.push(requestDeadline(options.requestTimeoutMs));
+  if (options.production) plugins.push(blockFieldSuggestionsPlugin({ mask: SUGGESTION_MASK }) as GatewayPlugin, hideSuggestions);
+  return plugins;
+}
+
+/**
+ * Options for createGatewayRuntime: introspection off in production (the gateway's own
+ * `disableIntrospection`), plus {@link limitPlugins}.
+ */
+export function gatewayLimitOptions(options: LimitOptions) {
+  return {
+    disableIntrospection: options.production ? {} : undefined,
+    plugins: limitPlugins(options),
+  };
+}
+
+/** Sizes of one operation as the Armor plugins count them. */
+export interface OperationSize {
+  tokens: number;
+  depth: number;
+  aliases: number;
+  directives: number;
+  cost: number;
+}
+
+/**
+ * Measures an operation with the Armor plugins' own counters (for choosing and documenting the
+ * limits). Counts need no schema but the document's fragments.
+ */
+export function measureOperation(source: string): OperationSize {
+  const parser = new MaxTokensParserWLexer(source, { n: Number.MAX_SAFE_INTEGER });
+  const document = parser.parseDocument();
+  const size: OperationSize = { tokens: parser.tokenCount, depth: 0, aliases: 0, directives: 0, cost: 0 };
+  const record = (key: keyof OperationSize) => ({
+    n: Number.MAX_SAFE_INTEGER,
+    maxCost: Number.MAX_SAFE_INTEGER,
+    onAccept: [(_: unknown, details: { n: number }) => (size[key] = Math.max(size[key], details.n))],
+  });
+  validate(measuringSchema, document, [
+    maxDepthRule(record("depth")),
+    maxAliasesRule(record("aliases")),
+    maxDirectivesRule(record("directives")),
+    costLimitRule(record("cost")),
+  ] as ValidationRule[]);
+  return size;
+}
+
+/** The counting rules look at the document only; graphql's validate wants some schema. */
+const measuringSchema: GraphQLSchema = buildSchema("type Query { ok: Boolean }");
+
+/**
+ * The body size limit of `POST /graphql`: 413 with a JSON GraphQL error as soon as the declared
+ * `content-length` or the bytes received pass `limit`, before the body is read whole. Within the
+ * limit the body is handed to the gateway already read (as `req.body`, which its Node adapter
+ * takes as the request body).
+ * @returns true when the request may go on to the gateway; false when the 413 was sent
+ */
+export function limitGraphqlBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<boolean> {
+  if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") return Promise.resolve(true);
+  const tooLarge = () => {
+    const body = JSON.stringify({
+      errors: [{ message: `Request body is too large: the limit is ${limit} bytes`, extensions: { code: LIMIT_CODES.bodySize, http: { status: 413 } } }],
+    });
+    res.writeHead(413, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close" });
+    res.end(body);
+    // Discard (not keep) what the client still sends, so it reads the answer; the socket closes after it.
+    req.resume();
+  };
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > limit) {
+    tooLarge();
+    return Promise.resolve(false);
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = () => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        cleanup();
+        chunks.length = 0;
+        tooLarge();
+        resolve(false);
+      } else chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      (req as IncomingMessage & { body?: Buffer }).body = Buffer.concat(chunks);
+      resolve(true);
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onError);
+  });
+}

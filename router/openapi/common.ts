@@ -1,0 +1,83 @@
+/**
+ * Pieces both OpenAPI documents share: the bearer scheme, the request id and signature headers,
+ * money, and the handler that serves a document as JSON.
+ */
+import type { ServerResponse } from "node:http";
+import type { Header, JsonSchema, OpenApiDocument, Parameter } from "./types.ts";
+
+/** `Authorization: Bearer <API_KEY>` (generation spec part 5, cloud spec part 5). */
+export const bearerAuth = {
+  type: "http",
+  scheme: "bearer",
+  description: "API key, sent as `Authorization: Bearer <API_KEY>`. Missing or unknown: 401; disabled: 403.",
+} as const;
+
+/** The `X-Request-Id` request header: a client's own id, echoed when it is valid. */
+export const requestIdParameter: Parameter = {
+  name: "X-Request-Id",
+  in: "header",
+  required: false,
+  description: "Optional request id of the client; echoed in the `X-Request-Id` response header when it matches the pattern, otherwise replaced by a new UUID.",
+  schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,80}$" },
+};
+
+/** The `X-Service-Signature` request header (DESIGN §8; algorithm in src/auth/policy.ts). */
+export const signatureParameter: Parameter = {
+  name: "X-Service-Signature",
+  in: "header",
+  required: false,
+  description:
+    "Request signature `t=<unix seconds>,v1=<hex HMAC-SHA256(webhook_secret, \"<t>.<METHOD>.<path with query>.<hex SHA-256 of the raw body>\")>`. " +
+    "Required for keys created with `--require-signature`; checked whenever sent. Several `v1` values may be sent; `t` must be within 300 seconds of the server's clock. " +
+    "A missing, wrong or stale signature is 401.",
+  schema: { type: "string", minLength: 1, examples: ["t=1700000000,v1=5f2b…"] },
+};
+
+/** `X-Request-Id` on every response. */
+export const requestIdHeader: Header = {
+  description: "The request's id: the client's valid `X-Request-Id`, or a new UUID. Also logged.",
+  required: true,
+  schema: { type: "string", minLength: 1, maxLength: 80 },
+};
+
+/** `Retry-After` on a 429 of the cloud API. */
+export const retryAfterHeader: Header = {
+  description: "Seconds to wait before the key's rate limit admits another request.",
+  required: true,
+  schema: { type: "string", pattern: "^[1-9][0-9]*$" },
+};
+
+/** Money on REST (DESIGN §3). */
+export const moneySchema: JsonSchema = {
+  type: "number",
+  description: "Yuan (CNY) as a JSON number with at most three decimals, exact: derived from integer milli-yuan (1.125 is 1125 milli-yuan).",
+};
+
+/** An ISO 8601 UTC timestamp. */
+export const dateTime: JsonSchema = { type: "string", format: "date-time" };
+
+/** The schema of an OpenAPI document itself (the answer of `GET …/openapi.json`). */
+export const openApiDocumentSchema: JsonSchema = {
+  type: "object",
+  description: "An OpenAPI 3.1 document.",
+  required: ["openapi", "info", "paths"],
+  properties: {
+    openapi: { type: "string", pattern: "^3\\.1\\.\\d+$" },
+    info: { type: "object", required: ["title", "version"], properties: { title: { type: "string" }, version: { type: "string" } } },
+    paths: { type: "object" },
+  },
+};
+
+/**
+ * A router handler that answers a document as JSON (serialized once).
+ * @param document the OpenAPI document
+ * @returns a handler writing 200 `application/json`
+ */
+export function serveDocument(document: OpenApiDocument): (call: { res: ServerResponse }) => void {
+  const text = JSON.stringify(document);
+  const length = String(Buffer.byteLength(text));
+  return ({ res }) => {
+    res.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": length });
+    res.end(text);
+  };
+}

@@ -1,0 +1,151 @@
+/**
+ * Live task status through the router (DESIGN §6; issue "live graph" items 1-3): graphql-ws and
+ * SSE clients, authorization at connection time, isolation, order, late subscribers, freshness.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestStack, type TestStack } from "../support/stack.ts";
+import { collect, collectSse, wsClient } from "../support/graphql-ws.ts";
+
+const TASK_SUB = `subscription($id: ID!) { taskStatusChanged(taskId: $id) { id status statusCode result error updatedAt price { amount } } }`;
+
+let t: TestStack;
+beforeAll(async () => {
+  // Slow simulator steps so a subscriber sees every state.
+  t = await startTestStack({ SIMULATOR_STEP_MS: "150", TASK_POLL_INTERVAL_MS: "20" });
+});
+afterAll(() => t.close());
+
+async function submit(key: string, prompt = "a heron") {
+  const r = await t.rest("POST", "/api/v1/video/generations", { key, body: { prompt, model_id: 52 } });
+  expect(r.status).toBe(200);
+  return r.body.data.task_id as string;
+}
+
+describe("taskStatusChanged over graphql-ws through the router", () => {
+  it("sends the current state, then every change in order, and completes after the terminal state with its result", async () => {
+    const { key } = await t.createKey("100");
+    const id = await submit(key);
+    const client = wsClient(t.url, { Authorization: `Bearer ${key}` });
+    const { events, error } = await collect(client, TASK_SUB, { id }).done;
+    await client.dispose();
+    expect(error).toBeUndefined();
+    const tasks = events.map((e) => e.data.taskStatusChanged);
+    expect(tasks.at(-1)).toMatchObject({ id, status: "SUCCEEDED", statusCode: 1, result: expect.stringMatching(/\.mp4$/) });
+    const times = tasks.map((task) => task.updatedAt);
+    expect([...times].sort()).toEqual(times);
+    expect(new Set(tasks.map((task) => task.statusCode)).size).toBe(tasks.length);
+    expect(tasks.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it("gives a subscriber who arrives after the task finished its terminal state at once, then completes", async () => {
+    const { key } = await t.createKey("100");
+    const id = await submit(key, "#fail on purpose");
+    await t.waitForTask(key, id);
+    const client = wsClient(t.url, { authorization: key });
+    const { events, error } = await collect(client, TASK_SUB, { id }).done;
+    await client.dispose();
+    expect(error).toBeUndefined();
+    expect(events).toHaveLength(1);
+    expect(events[0].data.taskStatusChanged).toMatchObject({ id, status: "FAILED", error: expect.any(String) });
+  });
+
+  it("yields nothing of another key's task but task_not_found, the same as for a task that does not exist", async () => {
+    const owner = await t.createKey("100");
+    const stranger = await t.createKey("100");
+    const id = await submit(owner.key);
+    const client = wsClient(t.url, { Authorization: `Bearer ${stranger.key}` });
+    const foreign = await collect(client, TASK_SUB, { id }).done;
+    const missing = await collect(client, TASK_SUB, { id: "task_doesnotexist" }).done;
+    await client.dispose();
+    for (const outcome of [foreign, missing]) {
+      const errors = outcome.error ?? outcome.events[0]?.errors;
+      expect(errors?.[0]?.extensions?.code).toBe("task_not_found");
+      expect(outcome.events.every((e) => !e.data?.taskStatusChanged)).toBe(true);
+    }
+  });
+
+  it("refuses a connection with a bad or missing key with close code 4403", async () => {
+    for (const params of [{ Authorization: "Bearer sy_nope" }, {}]) {
+      const client = wsClient(t.url, params as Record<string, string>);
+      const { error } = await collect(client, `subscription { tasks { id } }`).done;
+      await client.dispose();
+      expect(error?.code).toBe(4403);
+    }
+  });
+
+  it("streams every change of the caller's own tasks on `tasks` and nothing of another key's", async () => {
+    const mine = await t.createKey("100");
+    const theirs = await t.createKey("100");
+    const client = wsClient(t.url, { Authorization: `Bearer ${mine.key}` });
+    let resolveTerminal: () => void = () => {};
+    const terminal = new Promise<void>((resolve) => (resolveTerminal = resolve));
+    let myId = "";
+    const sub = collect(client, `subscription { tasks { id statusCode } }`, {}, (event) => {
+      if (event.data?.tasks?.id === myId && event.data.tasks.statusCode === 1) resolveTerminal();
+    });
+    // Let the subscription reach the subgraph before causing events.
+    await new Promise((r) => setTimeout(r, 300));
+    const theirId = await submit(theirs.key);
+    myId = await submit(mine.key);
+    await terminal;
+    sub.stop();
+    const { events } = await sub.done;
+    await client.dispose();
+    const ids = new Set(events.map((e) => e.data.tasks.id));
+    expect(ids.has(myId)).toBe(true);
+    expect(ids.has(theirId)).toBe(false);
+  });
+});
+
+describe("taskStatusChanged over SSE through the router", () => {
+  it("streams the task to its terminal state with the key from the Authorization header", async () => {
+    const { key } = await t.createKey("100");
+    const id = await submit(key);
+    const { status, events } = await collectSse(t.url, TASK_SUB, { id }, { authorization: `Bearer ${key}` });
+    expect(status).toBe(200);
+    expect(events.at(-1).data.taskStatusChanged).toMatchObject({ id, status: "SUCCEEDED" });
+  });
+
+  it("answers an error, not events, for a bad key", async () => {
+    const owner = await t.createKey("100");
+    const id = await submit(owner.key);
+    const { events } = await collectSse(t.url, TASK_SUB, { id }, { authorization: "Bearer sy_nope" });
+    expect(events.every((e) => !e.data?.taskStatusChanged)).toBe(true);
+    expect(events[0]?.errors?.[0]?.extensions?.code).toBe("unauthorized");
+  });
+});
+
+describe("orderEvents over graphql-ws through the router", () => {
+  it("streams an order's events in order, each showing the order as that event left it, and nothing of another account", async () => {
+    const { topUpCustomer } = await import("../../src/cloud/customers.ts");
+    const owner = await t.createKey("0");
+    const stranger = await t.createKey("0");
+    await topUpCustomer(t.stack.db!, { accountId: owner.account_id, customerId: "c1", amount: 1_000_000 });
+    const client = wsClient(t.url, { Authorization: `Bearer ${owner.key}` });
+    const strangerClient = wsClient(t.url, { Authorization: `Bearer ${stranger.key}` });
+    const query = `subscription { orderEvents { event requestId createdAt order { id status paymentStatus resource { id } } } }`;
+    let resolveProvisioned: () => void = () => {};
+    const provisioned = new Promise<void>((resolve) => (resolveProvisioned = resolve));
+    const mine = collect(client, query, {}, (e) => {
+      if (e.data?.orderEvents?.event === "order.provisioned") resolveProvisioned();
+    });
+    const theirs = collect(strangerClient, query);
+    await new Promise((r) => setTimeout(r, 300));
+    const created = await t.rest("POST", "/openapi/v1/orders", {
+      key: owner.key,
+      body: { client_order_no: "sub-1", product_id: "prd_cdn_standard", quantity: 1, billing_cycle: "monthly", customer: { customer_id: "c1" }, metadata: { domain: "sub.example.com" } },
+    });
+    expect(created.status).toBe(201);
+    await provisioned;
+    mine.stop();
+    theirs.stop();
+    const events = (await mine.done).events.map((e) => e.data.orderEvents);
+    expect(events.map((e) => e.event)).toEqual(["order.created", "order.paid", "order.provisioned"]);
+    expect(events[0].requestId).toBe(created.body.request_id);
+    expect(events[1].order).toMatchObject({ status: "PROVISIONING", paymentStatus: "PAID" });
+    expect(events[2].order).toMatchObject({ status: "ACTIVE", resource: { id: expect.any(String) } });
+    expect((await theirs.done).events).toEqual([]);
+    await client.dispose();
+    await strangerClient.dispose();
+  });
+});

@@ -1,0 +1,69 @@
+/**
+ * graphql-ws and SSE subscribers for tests: collect every event of one subscription until it
+ * completes or errors.
+ */
+import { createClient, type Client } from "graphql-ws";
+import WebSocket from "ws";
+
+/** The outcome of one subscription. */
+export interface Collected {
+  events: any[];
+  error?: any;
+}
+
+/** A graphql-ws client on the router with the given connection params. */
+export function wsClient(routerUrl: string, connectionParams: Record<string, string>): Client {
+  return createClient({ url: `${routerUrl.replace(/^http/, "ws")}/graphql`, webSocketImpl: WebSocket, connectionParams, retryAttempts: 0, lazy: true });
+}
+
+/**
+ * Subscribes and resolves when the subscription completes or errors.
+ * @param onEvent called with each event (for example to cause the next change)
+ */
+export function collect(client: Client, query: string, variables: Record<string, unknown> = {}, onEvent?: (event: any, all: any[]) => void): { done: Promise<Collected>; stop: () => void } {
+  const events: any[] = [];
+  let stop = () => {};
+  const done = new Promise<Collected>((resolve) => {
+    stop = client.subscribe(
+      { query, variables },
+      {
+        next: (value) => {
+          events.push(value);
+          onEvent?.(value, events);
+        },
+        error: (error) => resolve({ events, error }),
+        complete: () => resolve({ events }),
+      },
+    );
+  });
+  return { done, stop: () => stop() };
+}
+
+/**
+ * Runs a subscription over SSE (`Accept: text/event-stream`) and collects its events until the
+ * stream ends.
+ */
+export async function collectSse(routerUrl: string, query: string, variables: Record<string, unknown>, headers: Record<string, string>): Promise<{ status: number; events: any[] }> {
+  const response = await fetch(`${routerUrl}/graphql`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },
+    body: JSON.stringify({ query, variables }),
+  });
+  const events: any[] = [];
+  if (!response.body) return { status: response.status, events };
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for await (const chunk of response.body as any as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let index: number;
+    while ((index = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, index);
+      buffer = buffer.slice(index + 2);
+      const event = /^event: (.*)$/m.exec(block)?.[1];
+      const data = /^data: (.*)$/m.exec(block)?.[1];
+      if (event === "next" && data) events.push(JSON.parse(data));
+      if (event === "complete") return { status: response.status, events };
+    }
+  }
+  return { status: response.status, events };
+}
