@@ -34,7 +34,7 @@ const USAGE = `Usage: switchyard <command>
               (updating an existing --id, omitted options keep their values;
               NAME=YUAN needs a name that implies its months: monthly, quarterly, yearly...)
   webhooks resend DELIVERY_ID       send a callback delivery again
-  verify                            check ledger and task invariants (exit 1 on a discrepancy)`;
+  verify                            check balances, task and order invariants (exit 1 on a discrepancy)`;
 
 class UsageError extends Error {}
 
@@ -303,18 +303,51 @@ async function start(config: Config, roleArg: string | undefined): Promise<void>
   }
   const lines = [""];
   if (stack.url) lines.push(`Switchyard router:   ${stack.url}  (GraphQL ${stack.url}/graphql, REST ${stack.url}/api/v1, health ${stack.url}/health)`);
+  if (stack.url) lines.push(`Web pages:           ${stack.url}/test (try every model)  ${stack.url}/client (balance and tasks)`);
   if (stack.generationUrl) lines.push(`Generation subgraph: ${stack.generationUrl}`);
   if (stack.cloudUrl) lines.push(`Cloud subgraph:      ${stack.cloudUrl}`);
   if (demoKey) lines.push(`Demo API key (100.00 CNY, shown once): ${demoKey}`);
   process.stdout.write(`${lines.join("\n")}\n\n`);
   stack.logger.info({ event: "ready", url: stack.url, generation_url: stack.generationUrl, cloud_url: stack.cloudUrl }, "ready");
+  // Graceful shutdown: stop accepting, drain requests in flight (SHUTDOWN_TIMEOUT_MS), close
+  // WebSockets with 1001, stop the loops, then close the database; exit 0. Should closing hang,
+  // the process exits 1 a little after the drain deadline; a second signal exits at once.
+  let closing = false;
   const shutdown = async (signal: string) => {
+    if (closing) {
+      stack.logger.warn({ signal }, "second signal: exiting without waiting");
+      process.exit(1);
+    }
+    closing = true;
     stack.logger.info({ signal }, "shutting down");
+    setTimeout(() => {
+      stack.logger.error("shutdown did not finish in time; exiting");
+      process.exit(1);
+    }, config.shutdownTimeoutMs + 15_000).unref();
     await stack.close();
+    stack.logger.info("stopped");
     process.exit(0);
   };
-  process.once("SIGTERM", () => void shutdown("SIGTERM"));
-  process.once("SIGINT", () => void shutdown("SIGINT"));
+  ownTerminationSignals((signal) => void shutdown(signal));
+}
+
+/**
+ * Makes `handler` the only listener of SIGTERM and SIGINT, now and later. Libraries that react to
+ * those signals on their own — the gateway runtime disposes its subgraph executors, Apollo Server
+ * stops itself — would cut the requests in flight before the graceful shutdown drains them.
+ */
+function ownTerminationSignals(handler: (signal: NodeJS.Signals) => void): void {
+  const signals: NodeJS.Signals[] = ["SIGTERM", "SIGINT"];
+  const ours = new Set<(...args: any[]) => void>();
+  for (const signal of signals) for (const listener of process.listeners(signal)) process.off(signal, listener as (...args: any[]) => void);
+  process.on("newListener", (event, listener) => {
+    if (signals.includes(event as NodeJS.Signals) && !ours.has(listener)) queueMicrotask(() => process.off(event as NodeJS.Signals, listener));
+  });
+  for (const signal of signals) {
+    const listener = () => handler(signal);
+    ours.add(listener);
+    process.on(signal, listener);
+  }
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -354,7 +387,7 @@ async function main(argv: string[]): Promise<number> {
     case "verify": {
       const problems = await withDb(config, (db) => verifyLedger(db));
       for (const p of problems) console.log(`${p.kind}\t${p.subject}\t${p.detail}`);
-      console.log(problems.length ? `${problems.length} discrepancies` : "ledger and tasks verified: no discrepancies");
+      console.log(problems.length ? `${problems.length} discrepancies` : "ledger, tasks and orders verified: no discrepancies");
       return problems.length ? 1 : 0;
     }
     default:

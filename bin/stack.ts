@@ -9,13 +9,16 @@ import { migrate, openDb, type Db } from "../src/db/index.ts";
 import { createUrlGuard } from "../src/net/url-guard.ts";
 import { createGenerationService, type GenerationService } from "../src/generation/tasks.ts";
 import { startPoller, type Poller } from "../src/generation/poller.ts";
+import { startRecovery } from "../src/generation/recovery.ts";
+import { MODELS } from "../src/generation/catalog.ts";
 import { createHttpUpstream } from "../src/generation/upstream/http.ts";
 import { createSimulatorUpstream } from "../src/generation/upstream/simulator.ts";
 import type { GenerationUpstream } from "../src/generation/upstream/types.ts";
 import { startGenerationSubgraph } from "../subgraphs/generation/server.ts";
 import { startRouter } from "../router/server.ts";
 import { createRateLimiter } from "../src/auth/policy.ts";
-import { createInProcessPubSub, type PubSub } from "../src/events/pubsub.ts";
+import type { PubSub } from "../src/events/pubsub.ts";
+import { createPubSub } from "../src/events/redis-pubsub.ts";
 import { startDispatcher } from "../src/events/webhooks.ts";
 import { outboxSignal } from "../src/events/outbox.ts";
 import { createOrderService } from "../src/cloud/orders.ts";
@@ -78,14 +81,18 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
   try {
     let routerUrl: string | undefined;
     const mediaBaseUrl = () => config.publicUrl ?? routerUrl ?? `http://${config.host}:${config.port}`;
-    const rateLimiter = createRateLimiter({ redisUrl: config.redisUrl });
+    // REDIS_URL: pub/sub and rate-limit counters in Redis, shared by every instance (connections open
+    // on first use, so a router-only process opens none); closed after everything that uses them.
+    const pubsub = createPubSub(config, logger);
+    closers.push(() => pubsub.close());
+    const rateLimiter = createRateLimiter({ redisUrl: config.redisUrl, redis: pubsub.redis, keyPrefix: config.redisKeyPrefix });
     let db: Db | undefined;
     if (roles.includes("generation") || roles.includes("cloud")) {
       const opened = openDb(config);
       db = opened;
       closers.push(() => opened.destroy());
       await migrate(opened);
-      const pubsub = createInProcessPubSub();
+      await pubsub.connect(); // a wrong REDIS_URL fails the start, not every later publish
       const dispatcher = startDispatcher({
         db: opened,
         logger,
@@ -105,8 +112,8 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
     if (roles.includes("generation") && db) {
       const upstream = createUpstream(config, mediaBaseUrl);
       const guard = createUrlGuard({ dnsServers: config.dnsServers });
-      const service = createGenerationService({ db, upstream, checkUrl: (url) => guard.isPublicHttpsUrl(url), pollIntervalMs: config.taskPollIntervalMs });
-      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, pubsub: stack.pubsub!, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes });
+      const service = createGenerationService({ db, upstream, checkUrl: (url) => guard.isPublicHttpsUrl(url), pollIntervalMs: config.taskPollIntervalMs, deadlineSeconds: config.taskDeadlineSeconds });
+      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, pubsub: stack.pubsub!, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes, drainTimeoutMs: config.shutdownTimeoutMs });
       closers.push(() => subgraph.close());
       const poller = startPoller({
         db,
@@ -118,6 +125,21 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         concurrency: config.taskPollConcurrency,
       });
       closers.push(() => poller.stop());
+      // Crash recovery and deadlines (src/generation/recovery.ts): a sweep now, then at least
+      // every minute and twice per shortest task deadline.
+      const shortestDeadlineMs = 1000 * (config.taskDeadlineSeconds ?? Math.min(...MODELS.map((m) => m.deadlineSeconds)));
+      const recovery = startRecovery({
+        db,
+        service,
+        upstream,
+        logger,
+        upstreamTimeoutMs: config.upstreamTimeoutMs,
+        marginMs: config.recoveryMarginMs,
+        pollIntervalMs: config.taskPollIntervalMs,
+        intervalMs: Math.min(60_000, Math.max(100, shortestDeadlineMs / 2)),
+        concurrency: config.taskPollConcurrency,
+      });
+      closers.push(() => recovery.stop());
       Object.assign(stack, { service, poller, generationUrl: subgraph.url });
     }
     if (roles.includes("cloud") && db) {
@@ -133,6 +155,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         port: config.cloudPort,
         bodyLimit: config.bodyLimitBytes,
         adminToken: config.adminToken,
+        drainTimeoutMs: config.shutdownTimeoutMs,
       });
       closers.push(() => subgraph.close());
       const tick = Math.max(20, Math.min(1000, Math.floor(config.provisionDelayMs / 4) || 20));
@@ -157,6 +180,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         production: config.nodeEnv === "production",
         bodyLimit: config.bodyLimitBytes,
         requestTimeoutMs: config.requestTimeoutMs,
+        drainTimeoutMs: config.shutdownTimeoutMs,
         logger,
       });
       closers.push(() => router.close());

@@ -17,6 +17,8 @@ import { createCloudShim, sendCloudError } from "./rest/cloud.ts";
 import { serveSimulatorMedia } from "./media.ts";
 import { createHealth } from "./health.ts";
 import { serveCloudOpenApi, serveGenerationOpenApi } from "./openapi/index.ts";
+import { drainHttpServer } from "../src/net/drain.ts";
+import { createPages } from "./pages.ts";
 
 /** Settings of the router. */
 export interface RouterOptions {
@@ -28,6 +30,8 @@ export interface RouterOptions {
   bodyLimit: number;
   /** Time limit of one `/graphql` HTTP request (ms); unset or 0: none (router/limits.ts). */
   requestTimeoutMs?: number;
+  /** Graceful shutdown: how long requests in flight may finish before their connections are cut (default 10 s). */
+  drainTimeoutMs?: number;
   logger: Logger;
 }
 
@@ -85,7 +89,17 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   on("GET", `${api}/billing/statements/:statement_id`, cloud.statement);
   on("GET", `${api}/billing/statements/:statement_id/export`, cloud.statementExport);
   on("GET", `${api}/openapi.json`, serveCloudOpenApi);
+  // The web pages (generation spec part 4 "Pages"; router/pages.ts).
+  const pages = createPages();
+  on("GET", "/client", pages.client);
+  on("GET", "/test", pages.test);
+  on("GET", "/assets/:version/:file", (call) => {
+    if (!pages.asset(call)) sendGenerationError(call.res, { status: 404, message: "Not found" });
+  });
 
+  // Subscriptions over SSE never finish on their own: a graceful shutdown ends them at once
+  // (like WebSockets) instead of waiting the whole drain deadline for them.
+  const eventStreams = new Set<http.ServerResponse>();
   const server = http.createServer((req, res) => {
     const started = process.hrtime.bigint();
     const incoming = req.headers["x-request-id"];
@@ -114,6 +128,10 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   async function handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL, requestId: string): Promise<void> {
     const path = url.pathname;
     if (path === "/graphql") {
+      if (String(req.headers.accept ?? "").includes("text/event-stream")) {
+        eventStreams.add(res);
+        res.on("close", () => eventStreams.delete(res));
+      }
       req.headers["x-switchyard-route"] = `${req.method} /graphql`;
       if (!(await limitGraphqlBody(req, res, options.bodyLimit))) return;
       await gateway(req, res);
@@ -145,12 +163,10 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   return {
     url: `http://${options.host}:${port}`,
     server,
+    /** Stops accepting, closes WebSockets with 1001 and drains the requests in flight (DESIGN §2 shutdown). */
     async close() {
-      await websockets.close();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      for (const stream of eventStreams) stream.destroy();
+      await Promise.all([drainHttpServer(server, options.drainTimeoutMs), websockets.close(options.drainTimeoutMs)]);
       await gateway[Symbol.asyncDispose]?.();
     },
   };

@@ -12,6 +12,7 @@ import type { Logger } from "pino";
 import type { Gateway } from "./gateway.ts";
 import { checkKey } from "./key-check.ts";
 import { GRAPHQL_WS_INIT_TIMEOUT_MS, GRAPHQL_WS_MAX_PAYLOAD_BYTES } from "./limits.ts";
+import { closeWebSockets } from "../src/net/drain.ts";
 
 /** Connection params with lower-cased names and string values only (the gateway reads them as headers). */
 export function normalizeConnectionParams(params: unknown): Record<string, string> {
@@ -24,7 +25,8 @@ export function normalizeConnectionParams(params: unknown): Record<string, strin
 
 /**
  * Serves graphql-ws on `/graphql` of the router's HTTP server.
- * @returns a close function that ends every connection (close code 1001, going away)
+ * @returns a close function that ends every connection (close code 1001, going away); a client
+ *   that does not answer the close within `timeoutMs` is terminated
  */
 export function attachWebSockets(server: http.Server, gateway: Gateway, logger: Logger) {
   const wss = new WebSocketServer({ server, path: "/graphql", maxPayload: GRAPHQL_WS_MAX_PAYLOAD_BYTES });
@@ -49,10 +51,8 @@ export function attachWebSockets(server: http.Server, gateway: Gateway, logger: 
     wss,
   );
   return {
-    async close() {
-      for (const client of wss.clients) client.close(1001, "Server shutting down");
-      await cleanup.dispose();
-      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    async close(timeoutMs?: number) {
+      await closeWebSockets(wss, () => cleanup.dispose(), timeoutMs);
     },
   };
 }

@@ -25,6 +25,7 @@ const schema = z.object({
   DATABASE_URL: z.string().optional(),
   DATA_DIR: z.string().default("./data"),
   REDIS_URL: z.string().optional(),
+  REDIS_KEY_PREFIX: z.string().default("switchyard:"),
   GENERATION_UPSTREAM_URL: optionalUrl,
   GENERATION_UPSTREAM_KEY: z.string().default(""),
   UPSTREAM_TIMEOUT_MS: millis(30_000),
@@ -32,6 +33,9 @@ const schema = z.object({
   TASK_POLL_INTERVAL_MS: millis(3_000),
   TASK_POLL_BATCH: z.coerce.number().int().min(1).default(100),
   TASK_POLL_CONCURRENCY: z.coerce.number().int().min(1).default(8),
+  TASK_DEADLINE_SECONDS: z.coerce.number().int().min(1).optional().or(z.literal("").transform(() => undefined)),
+  RECOVERY_MARGIN_MS: millis(10_000),
+  SHUTDOWN_TIMEOUT_MS: millis(10_000),
   SIMULATOR_STEP_MS: millis(1_000),
   DNS_SERVERS: z.string().optional(),
   ADMIN_TOKEN: z.string().optional(),
@@ -59,6 +63,8 @@ export interface Config {
   /** Absolute folder of the SQLite file. */
   dataDir: string;
   redisUrl?: string;
+  /** Prefix of Redis channel and key names (several deployments or test runs can share one Redis). */
+  redisKeyPrefix: string;
   upstreamUrl?: string;
   upstreamKey: string;
   upstreamTimeoutMs: number;
@@ -67,6 +73,15 @@ export interface Config {
   taskPollIntervalMs: number;
   taskPollBatch: number;
   taskPollConcurrency: number;
+  /** Deadline of every task in seconds, overriding each model's `deadlineSeconds` (tests); unset: the model's. */
+  taskDeadlineSeconds?: number;
+  /**
+   * Added to UPSTREAM_TIMEOUT_MS: a task still `pending` (debited, not accepted upstream) that is
+   * older than both was interrupted by a crash, and the recovery sweep resends or refunds it.
+   */
+  recoveryMarginMs: number;
+  /** Graceful shutdown: how long in-flight HTTP requests may take before their connections are cut. */
+  shutdownTimeoutMs: number;
   simulatorStepMs: number;
   /** Resolver addresses such as `127.0.0.1:5353`; unset: the system resolver. */
   dnsServers?: string[];
@@ -103,6 +118,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl: e.DATABASE_URL || undefined,
     dataDir: path.resolve(e.DATA_DIR),
     redisUrl: e.REDIS_URL || undefined,
+    redisKeyPrefix: e.REDIS_KEY_PREFIX,
     upstreamUrl: e.GENERATION_UPSTREAM_URL,
     upstreamKey: e.GENERATION_UPSTREAM_KEY,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
@@ -110,6 +126,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     taskPollIntervalMs: e.TASK_POLL_INTERVAL_MS,
     taskPollBatch: e.TASK_POLL_BATCH,
     taskPollConcurrency: e.TASK_POLL_CONCURRENCY,
+    taskDeadlineSeconds: e.TASK_DEADLINE_SECONDS,
+    recoveryMarginMs: e.RECOVERY_MARGIN_MS,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     simulatorStepMs: e.SIMULATOR_STEP_MS,
     dnsServers: e.DNS_SERVERS ? e.DNS_SERVERS.split(",").map((s) => s.trim()).filter(Boolean) : undefined,
     adminToken: e.ADMIN_TOKEN || undefined,

@@ -66,6 +66,8 @@ export function hashKey(key: string): string {
 
 /** Largest single top-up of a key's account (and opening balance): 100 million yuan, in milli-yuan. */
 export const MAX_KEY_TOPUP: MilliYuan = 100_000_000_000;
+/** Largest rate limit, requests per second: the range of the `api_keys.rate_limit` integer column. */
+export const MAX_RATE_LIMIT = 2_147_483_647;
 
 function invalidKeyOption(field: string, message: string): AppError {
   return new AppError("validation_failed", message, { field });
@@ -78,7 +80,7 @@ function invalidKeyOption(field: string, message: string): AppError {
  *   `balance`, `scopes`, `allowIps`, `rateLimit`, `callbackUrl`)
  */
 function validateKeyOptions(options: CreateKeyOptions): string[] {
-  if (typeof options.name !== "string" || options.name.trim() === "" || options.name.length > 200) {
+  if (typeof options.name !== "string" || options.name.trim() === "" || options.name.length > 200 || options.name.includes("\u0000")) {
     throw invalidKeyOption("name", "name must be a non-empty string of at most 200 characters");
   }
   if (options.balance != null && (!Number.isSafeInteger(options.balance) || options.balance < 0 || options.balance > MAX_KEY_TOPUP)) {
@@ -93,13 +95,13 @@ function validateKeyOptions(options: CreateKeyOptions): string[] {
       if (typeof entry !== "string" || !isValidAllowListEntry(entry)) throw invalidKeyOption(`allowIps[${i}]`, `allowIps[${i}] must be an IP address or a CIDR range`);
     });
   }
-  if (options.rateLimit != null && (!Number.isSafeInteger(options.rateLimit) || options.rateLimit < 1)) {
-    throw invalidKeyOption("rateLimit", "rateLimit must be a positive integer of requests per second");
+  if (options.rateLimit != null && (!Number.isSafeInteger(options.rateLimit) || options.rateLimit < 1 || options.rateLimit > MAX_RATE_LIMIT)) {
+    throw invalidKeyOption("rateLimit", `rateLimit must be a positive integer of requests per second up to ${MAX_RATE_LIMIT}`);
   }
   if (options.callbackUrl != null) {
     let url: URL | null = null;
     try {
-      url = typeof options.callbackUrl === "string" && options.callbackUrl.length <= 2000 ? new URL(options.callbackUrl) : null;
+      url = typeof options.callbackUrl === "string" && options.callbackUrl.length <= 2000 && !options.callbackUrl.includes("\u0000") ? new URL(options.callbackUrl) : null;
     } catch {
       url = null;
     }

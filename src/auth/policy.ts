@@ -39,7 +39,8 @@
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import ipaddr from "ipaddr.js";
-import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
+import type { Redis } from "ioredis";
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
 import { AppError } from "../errors.ts";
 import type { Caller } from "./keys.ts";
 
@@ -175,36 +176,63 @@ export interface RateLimiter {
 
 /** Options of {@link createRateLimiter}. */
 export interface RateLimiterOptions {
-  /** `REDIS_URL`: counters shared by every instance. Needs `limiterFactory` until a Redis store is wired in. */
+  /** `REDIS_URL`: counters shared by every instance. Needs `redis` (or a `limiterFactory`). */
   redisUrl?: string;
   /**
+   * An ioredis connection (`REDIS_URL`; the pub/sub's command connection): the counters live in
+   * Redis (`RateLimiterRedis`) and the request-id dedupe too (`SET key NX PX`), so every instance
+   * shares both. Unset: both in this process's memory.
+   */
+  redis?: Redis;
+  /** Prefix of the Redis keys (default `switchyard:`): counters `<prefix>rl<N>:<keyId>`, request ids `<prefix>rlreq:<keyId>:<requestId>`. */
+  keyPrefix?: string;
+  /**
    * Makes the rate-limiter-flexible limiter of one limit (points per 1-second window): the plug
-   * for another store, e.g. `(points) => new RateLimiterRedis({ storeClient, points, duration: 1 })`.
-   * Default: an in-memory `RateLimiterMemory`.
+   * for another store. Default: `RateLimiterRedis` on `redis` when given, else `RateLimiterMemory`.
    */
   limiterFactory?: (pointsPerSecond: number) => RateLimiterAbstract;
   /** How long a request id is remembered, in milliseconds (default 10000). */
   requestMemoTtlMs?: number;
-  /** How many request ids are remembered at most (default 10000; the oldest are dropped). */
+  /** How many request ids are remembered at most in memory (default 10000; the oldest are dropped). */
   requestMemoMax?: number;
+  /**
+   * With `redis`: how long a call waits for another instance that is counting the same request id
+   * before counting it itself (default 2000 ms; only reached when that instance died mid-count).
+   */
+  requestPendingWaitMs?: number;
 }
 
 /**
  * Creates the per-key rate limiter (DESIGN §2 pub/sub and rate-limit counters, §8 rate limit;
  * cloud spec part 7: 429 `rate_limited`). One fixed 1-second window per key, counted by
- * rate-limiter-flexible.
- * @param options `redisUrl`, `limiterFactory` (the store plug), request-id memo size and TTL
+ * rate-limiter-flexible: in memory by default, in Redis with `redis` so the limit holds across
+ * every instance (N per second in total, not per instance).
+ *
+ * The request-id dedupe (one client request fanned out to two subgraphs counts once and gets one
+ * outcome) is a memo in memory by default. With `redis` it is a Redis key per key and request id:
+ * the first caller takes it with `SET key pending NX PX ttl`, counts, and stores the outcome
+ * (`ok` or `429:<retry after seconds>`); a caller on any instance that finds the key waits for the
+ * outcome and returns it without counting. Calls in flight in one process are coalesced; nothing
+ * decided is kept only in memory.
+ * @param options `redis` and `keyPrefix` (the Redis store), `limiterFactory` (another store), request-id memo size and TTL
  * @returns the limiter
- * @throws Error when `redisUrl` is set without a `limiterFactory`: per-instance counters would
- *   silently multiply the limit by the number of instances, so this fails at start instead
+ * @throws Error when `redisUrl` is set without `redis` or a `limiterFactory`: per-instance
+ *   counters would silently multiply the limit by the number of instances, so this fails at start instead
  */
 export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter {
-  if (options.redisUrl && !options.limiterFactory) {
-    throw new Error("REDIS_URL is set but no Redis rate-limit store is wired in: pass limiterFactory (RateLimiterRedis) to createRateLimiter");
+  if (options.redisUrl && !options.redis && !options.limiterFactory) {
+    throw new Error("REDIS_URL is set but no Redis rate-limit store is wired in: pass redis (an ioredis connection) or limiterFactory to createRateLimiter");
   }
-  const factory = options.limiterFactory ?? ((points: number) => new RateLimiterMemory({ points, duration: 1, keyPrefix: `rl${points}` }));
+  const redis = options.redis;
+  const prefix = options.keyPrefix ?? "switchyard:";
+  const factory =
+    options.limiterFactory ??
+    (redis
+      ? (points: number) => new RateLimiterRedis({ storeClient: redis, points, duration: 1, keyPrefix: `${prefix}rl${points}` })
+      : (points: number) => new RateLimiterMemory({ points, duration: 1, keyPrefix: `rl${points}` }));
   const ttlMs = options.requestMemoTtlMs ?? 10_000;
   const maxMemo = options.requestMemoMax ?? 10_000;
+  const pendingWaitMs = options.requestPendingWaitMs ?? 2_000;
   const limiters = new Map<number, RateLimiterAbstract>();
   const memo = new Map<string, { expiresAt: number; outcome: Promise<void> }>();
 
@@ -217,14 +245,14 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
     return limiter;
   }
 
+  const limitedError = (points: number, retryAfter: number) =>
+    new AppError("rate_limited", `Rate limit of ${points} requests per second exceeded`, { retry_after_seconds: retryAfter });
+
   async function count(keyId: string, points: number): Promise<void> {
     try {
       await limiterFor(points).consume(keyId, 1);
     } catch (error) {
-      if (error instanceof RateLimiterRes) {
-        const retryAfter = Math.max(1, Math.ceil(error.msBeforeNext / 1000));
-        throw new AppError("rate_limited", `Rate limit of ${points} requests per second exceeded`, { retry_after_seconds: retryAfter });
-      }
+      if (error instanceof RateLimiterRes) throw limitedError(points, Math.max(1, Math.ceil(error.msBeforeNext / 1000)));
       throw error;
     }
   }
@@ -239,12 +267,54 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
     memo.set(key, { expiresAt: now + ttlMs, outcome });
   }
 
+  /** Turns a stored outcome into the call's result; false while the first caller is still counting. */
+  function settle(stored: string | null, points: number): boolean {
+    if (stored === "ok") return true;
+    if (stored?.startsWith("429:")) throw limitedError(points, Math.max(1, Number(stored.slice(4)) || 1));
+    return false;
+  }
+
+  /** The Redis dedupe: the first caller of any instance counts; the others take its stored outcome. */
+  async function countOnceInRedis(client: Redis, keyId: string, requestId: string, points: number): Promise<void> {
+    const memoKey = `${prefix}rlreq:${keyId}:${requestId}`;
+    const deadline = Date.now() + pendingWaitMs;
+    for (let delay = 2; ; delay = Math.min(delay * 2, 50)) {
+      if ((await client.set(memoKey, "pending", "PX", Math.max(1, ttlMs), "NX")) === "OK") break; // ours to count
+      if (settle(await client.get(memoKey), points)) return;
+      if (Date.now() >= deadline) break; // the counting instance died: count here, the limit must hold
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+    // Storing the outcome is best effort: this call's answer stands even if Redis fails now (the
+    // other subgraph's call then waits out the pending key and counts itself).
+    const store = (value: string) => client.set(memoKey, value, "PX", Math.max(1, ttlMs)).then(() => undefined, () => undefined);
+    try {
+      await count(keyId, points);
+    } catch (error) {
+      if (error instanceof AppError) await store(`429:${(error.details as { retry_after_seconds: number }).retry_after_seconds}`);
+      else await client.del(memoKey).catch(() => undefined); // not counted (Redis trouble): let a retry count
+      throw error;
+    }
+    await store("ok");
+  }
+
+  const inflight = new Map<string, Promise<void>>();
+
   return {
     consume(caller, requestId) {
       const points = caller.rateLimit;
       if (points === null || points === undefined || !(points > 0)) return Promise.resolve();
       if (!requestId) return count(caller.keyId, points);
       const key = `${caller.keyId}\u0000${requestId}`;
+      if (redis) {
+        // Coalesce this process's concurrent calls; the outcome itself is decided and kept in Redis.
+        let outcome = inflight.get(key);
+        if (!outcome) {
+          outcome = countOnceInRedis(redis, caller.keyId, requestId, points).finally(() => inflight.delete(key));
+          outcome.catch(() => undefined);
+          inflight.set(key, outcome);
+        }
+        return outcome;
+      }
       const now = Date.now();
       const seen = memo.get(key);
       if (seen && seen.expiresAt > now) return seen.outcome;

@@ -94,6 +94,8 @@ export interface ProductInput {
 
 /** Largest accepted unit price, milli-yuan (10 million yuan), so price × 1000 units × 36 periods stays exact. */
 export const MAX_UNIT_PRICE: MilliYuan = 10_000_000_000;
+/** Largest stock: the range of the `products.stock` integer column (PostgreSQL enforces it). */
+export const MAX_STOCK = 2_147_483_647;
 
 const ID_PATTERN = /^[A-Za-z0-9_-]{1,40}$/;
 const CATEGORY_PATTERN = /^[a-z0-9][a-z0-9_-]{0,39}$/;
@@ -228,7 +230,8 @@ function checkId(value: unknown, field: string): string | null {
 }
 
 function checkName(value: unknown, field: string, max: number): string {
-  if (typeof value !== "string" || value.trim() === "" || value.length > max) throw invalid(field, `${field} must be a non-empty string of at most ${max} characters`);
+  // U+0000 cannot be stored in PostgreSQL text: invalid on every database.
+  if (typeof value !== "string" || value.trim() === "" || value.length > max || value.includes("\u0000")) throw invalid(field, `${field} must be a non-empty string of at most ${max} characters`);
   return value.trim();
 }
 
@@ -268,7 +271,7 @@ function validateProductInput(input: ProductInput) {
   const name = checkName(input.name, "name", 200);
   let description: string | null = null;
   if (input.description != null) {
-    if (typeof input.description !== "string" || input.description.length > 2000) throw invalid("description", "description must be a string of at most 2000 characters");
+    if (typeof input.description !== "string" || input.description.length > 2000 || input.description.includes("\u0000")) throw invalid("description", "description must be a string of at most 2000 characters");
     description = input.description;
   }
   const status = input.status ?? "available";
@@ -293,7 +296,9 @@ function validateProductInput(input: ProductInput) {
   });
   let stock: number | null = null;
   if (input.stock != null) {
-    if (!Number.isSafeInteger(input.stock) || input.stock < 0) throw invalid("stock", "stock must be a non-negative integer or null (unlimited)");
+    if (!Number.isSafeInteger(input.stock) || input.stock < 0 || input.stock > MAX_STOCK) {
+      throw invalid("stock", `stock must be a non-negative integer up to ${MAX_STOCK} or null (unlimited)`);
+    }
     stock = input.stock;
   }
   const requiredFields = input.requiredFields ?? [];

@@ -10,7 +10,7 @@ import type { Knex } from "knex";
 import { AppError } from "../errors.ts";
 import { credit } from "../ledger/index.ts";
 import { appendOutbox } from "../events/outbox.ts";
-import { nowIso, type Db } from "../db/index.ts";
+import { fitText, nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
 import { formatYuan, type MilliYuan } from "../money.ts";
 
@@ -208,7 +208,7 @@ export async function adjustCustomer(db: Db, movement: CustomerMovement): Promis
         amount,
         balance_after: Number(row.balance),
         ref,
-        reason,
+        reason: fitText(reason, 200),
         created_at: nowIso(),
       });
     }

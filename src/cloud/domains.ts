@@ -45,7 +45,7 @@
 import ipaddr from "ipaddr.js";
 import type { Knex } from "knex";
 import { AppError } from "../errors.ts";
-import { nowIso, type Db } from "../db/index.ts";
+import { isUniqueViolation, nowIso, type Db } from "../db/index.ts";
 import type { Caller } from "../auth/keys.ts";
 import { isPublicAddress } from "../net/url-guard.ts";
 import { withIdempotency } from "./idempotency.ts";
@@ -327,11 +327,6 @@ export async function createDomain(
     },
   );
   return { domain: result, replayed };
-}
-
-/** True for a unique/primary-key violation on SQLite or PostgreSQL. */
-function isUniqueViolation(error: unknown): boolean {
-  return /unique constraint|duplicate key/i.test(String((error as Error)?.message));
 }
 
 /** The lookup form of a domain in a path: normalized, or null when it cannot name a domain. */

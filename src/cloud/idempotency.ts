@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto";
 import type { Knex } from "knex";
 import { AppError } from "../errors.ts";
-import { nowIso, type Db } from "../db/index.ts";
+import { isUniqueViolation, nowIso, type Db } from "../db/index.ts";
 
 /** How long a completed key is kept, in milliseconds. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -77,7 +77,7 @@ export async function withIdempotency<T>(
     return null;
   }).catch((error) => {
     // A concurrent claim won the insert race.
-    if (/unique|duplicate|constraint/i.test(String(error?.message))) return { state: "in_progress", request_hash: hash, operation: scope.operation };
+    if (isUniqueViolation(error)) return { state: "in_progress", request_hash: hash, operation: scope.operation };
     throw error;
   });
 

@@ -22,7 +22,7 @@ import type { Knex } from "knex";
 import { AppError, isAppError } from "../errors.ts";
 import { debit, credit } from "../ledger/index.ts";
 import { appendOutbox } from "../events/outbox.ts";
-import type { Db } from "../db/index.ts";
+import { claimBatch, isUniqueViolation, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
 import type { Caller } from "../auth/keys.ts";
 import { formatYuan, type MilliYuan } from "../money.ts";
@@ -120,6 +120,8 @@ export const MAX_QUANTITY = 1000;
 export const MAX_RENEW_PERIODS = 36;
 /** Largest metadata object accepted, as serialized JSON characters. */
 export const MAX_METADATA_CHARS = 8192;
+/** How long {@link OrderService.provisionDue} leases the orders it claims (another worker skips them meanwhile). */
+export const PROVISION_LEASE_MS = 60_000;
 /** The failure reason the vendor simulator gives for `metadata.simulate: "fail"`. */
 export const SIMULATED_FAILURE_REASON = "Vendor rejected the order (simulated)";
 
@@ -250,7 +252,7 @@ export function parseOrderBody(body: unknown): OrderRequest {
   const customerId = checkCustomerId(customer.customer_id, "customer.customer_id");
   let contact: string | null = null;
   if (customer.contact !== undefined && customer.contact !== null) {
-    if (typeof customer.contact !== "string" || customer.contact.trim() === "" || customer.contact.length > 200) {
+    if (typeof customer.contact !== "string" || customer.contact.trim() === "" || customer.contact.length > 200 || customer.contact.includes("\u0000")) {
       throw invalid("customer.contact", "customer.contact must be a non-empty string of at most 200 characters");
     }
     contact = customer.contact;
@@ -304,10 +306,6 @@ function orderPayload(order: OrderRecord): Record<string, unknown> {
     amount: formatYuan(order.amount),
     failure_reason: order.failureReason,
   };
-}
-
-function isUniqueViolation(error: unknown): boolean {
-  return /unique|duplicate/i.test(String((error as any)?.message ?? ""));
 }
 
 /**
@@ -679,7 +677,9 @@ export function createOrderService(deps: OrderServiceDeps) {
   /**
    * The vendor simulator's step (run by a worker; DESIGN §8 `PROVISION_DELAY_MS`): settles every
    * `provisioning` order whose `provision_due_at` has passed, each in its own transaction with a
-   * compare-and-swap on `status` (so two workers never both settle one). `metadata.simulate ===
+   * compare-and-swap on `status` (so two workers never both settle one). The batch is claimed
+   * first with a lease of {@link PROVISION_LEASE_MS} ({@link claimBatch}: `FOR UPDATE SKIP LOCKED`
+   * on PostgreSQL), so many workers share the due orders. `metadata.simulate ===
    * "fail"` → `failed` with reason {@link SIMULATED_FAILURE_REASON}, `payment_status` `refunded`,
    * a full refund (ledger ref `order:<id>:refund`), stock restored, `order.failed` and
    * `billing.transaction.created`; otherwise → `active` with a new resource (`res_…`, expiring
@@ -688,17 +688,30 @@ export function createOrderService(deps: OrderServiceDeps) {
    * @see cloud spec part 3 (order.provisioned → active) and part 6
    */
   async function provisionDue(): Promise<number> {
-    const due = await db("orders")
-      .where("status", "provisioning")
-      .andWhere("provision_due_at", "<=", iso())
-      .orderBy([{ column: "provision_due_at" }, { column: "id" }])
-      .limit(batch);
+    // Lease the batch (provision_due_at pushed forward) so other workers skip it; settling clears
+    // provision_due_at, and a settlement that failed is retried once the lease has passed.
+    const now = clock();
+    const due = await claimBatch(
+      db,
+      "orders",
+      (q) => q.where("status", "provisioning").andWhere("provision_due_at", "<=", iso(now)),
+      [{ column: "provision_due_at" }, { column: "id" }],
+      batch,
+      { provision_due_at: iso(now + PROVISION_LEASE_MS) },
+    );
     let settled = 0;
+    let firstError: unknown;
     for (const row of due) {
-      const metadata = JSON.parse(row.metadata);
-      const done = metadata?.simulate === "fail" ? await failProvisioning(row) : await activate(row);
-      if (done) settled++;
+      try {
+        const metadata = JSON.parse(row.metadata);
+        const done = metadata?.simulate === "fail" ? await failProvisioning(row) : await activate(row);
+        if (done) settled++;
+      } catch (error) {
+        // The rest of the claimed batch is still settled; this order is retried after its lease.
+        firstError ??= error;
+      }
     }
+    if (firstError !== undefined) throw firstError;
     return settled;
   }
 

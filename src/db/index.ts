@@ -1,30 +1,63 @@
 /**
  * The knex instance (DESIGN §2 storage): SQLite under DATA_DIR by default, PostgreSQL when
- * DATABASE_URL is `postgres://…`.
+ * DATABASE_URL is `postgres://…`. The same migrations and queries run on both; what differs
+ * between them lives here: connection set-up, unique-violation detection and work-queue claims.
  */
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
 import knexFactory, { type Knex } from "knex";
+import type pg from "pg";
 import type { Config } from "../config.ts";
 import { migrationSource } from "./migrations/index.ts";
 
 export type Db = Knex;
 
 /** True when the database is SQLite (affects only connection set-up, never business rules). */
-export function isSqlite(db: Db): boolean {
+export function isSqlite(db: Db | Knex.Transaction): boolean {
   return db.client.config.client === "sqlite3";
+}
+
+/** True when `url` names a PostgreSQL database (`postgres://` or `postgresql://`). */
+export function isPostgresUrl(url: string | null | undefined): url is string {
+  return typeof url === "string" && /^postgres(ql)?:\/\//.test(url);
+}
+
+const PG_INT8 = 20;
+const PG_NUMERIC = 1700;
+
+/**
+ * Type parsers of our PostgreSQL connections: `bigint` columns (money, counts) and `numeric`
+ * results (`sum()` of a bigint) arrive as strings from pg; every value we store fits in a safe
+ * integer (milli-yuan, bytes, counts), so they become numbers, as SQLite returns them.
+ * pg is loaded only when PostgreSQL is used (SQLite processes start without it).
+ */
+function pgTypes() {
+  const driver = createRequire(import.meta.url)("pg") as typeof pg;
+  const fallback = driver.types.getTypeParser as (oid: number, format?: "text" | "binary") => unknown;
+  return {
+    getTypeParser(oid: number, format?: "text" | "binary") {
+      if (oid === PG_INT8 || oid === PG_NUMERIC) return (value: string) => Number(value);
+      return fallback(oid, format);
+    },
+  };
 }
 
 /**
  * Opens the database.
+ * PostgreSQL: a pool of up to 10 connections (none kept while idle), bigint and numeric as numbers.
  * SQLite: WAL journal, 5 s busy timeout (several processes may share the file), foreign keys on,
  * one connection (SQLite has one writer; one connection serialises our transactions in-process).
  * @param config settings (`databaseUrl`, `dataDir`)
  * @returns a knex instance; the caller destroys it
  */
 export function openDb(config: Pick<Config, "databaseUrl" | "dataDir">): Db {
-  if (config.databaseUrl && /^postgres(ql)?:\/\//.test(config.databaseUrl)) {
-    return knexFactory({ client: "pg", connection: config.databaseUrl, pool: { min: 0, max: 10 } });
+  if (isPostgresUrl(config.databaseUrl)) {
+    return knexFactory({
+      client: "pg",
+      connection: { connectionString: config.databaseUrl, types: pgTypes() } as Knex.PgConnectionConfig,
+      pool: { min: 0, max: 10 },
+    });
   }
   fs.mkdirSync(config.dataDir, { recursive: true });
   const filename = path.join(config.dataDir, "switchyard.db");
@@ -57,4 +90,85 @@ export async function migrate(db: Db): Promise<string[]> {
 /** The current time as ISO 8601 UTC with milliseconds (fixed width, sortable as text). */
 export function nowIso(): string {
   return new Date().toISOString();
+}
+
+/**
+ * Cuts a text to at most `maxChars` characters (code points, as PostgreSQL counts them) so it
+ * fits a `varchar(maxChars)` column: SQLite ignores declared lengths, PostgreSQL rejects longer
+ * values. For texts that come from outside (an upstream's error message, a header).
+ */
+export function fitText(value: string, maxChars: number): string;
+export function fitText(value: string | null | undefined, maxChars: number): string | null;
+export function fitText(value: string | null | undefined, maxChars: number): string | null {
+  if (value == null) return null;
+  if (value.length <= maxChars) return value;
+  return Array.from(value).slice(0, maxChars).join("");
+}
+
+/**
+ * True when a database error is a unique (or primary-key) violation: PostgreSQL SQLSTATE 23505,
+ * SQLite `SQLITE_CONSTRAINT` "UNIQUE constraint failed". The one place that tells them apart.
+ */
+export function isUniqueViolation(error: unknown): boolean {
+  if (!error || typeof error !== "object") return false;
+  const e = error as { code?: unknown; errno?: unknown; message?: unknown };
+  if (e.code === "23505") return true;
+  const sqliteConstraint = e.code === "SQLITE_CONSTRAINT" || e.code === "SQLITE_CONSTRAINT_UNIQUE" || e.code === "SQLITE_CONSTRAINT_PRIMARYKEY" || e.errno === 19;
+  return sqliteConstraint && /UNIQUE constraint failed/.test(String(e.message ?? ""));
+}
+
+/** One ordering column of a {@link claimBatch}. */
+export interface ClaimOrder {
+  column: string;
+  order?: "asc" | "desc";
+}
+
+/**
+ * Claims up to `limit` rows of a work queue for this process and leases them: the rows that match
+ * `where`, in `order`, each updated with `lease` (a time pushed forward such as `next_poll_at`,
+ * `provision_due_at` or `lease_until`, which takes them out of `where` until it passes), so many
+ * instances share the queue without two of them taking the same row.
+ *
+ * - PostgreSQL: `SELECT … FOR UPDATE SKIP LOCKED` and the lease update in one short transaction;
+ *   rows another instance is claiming are skipped, not waited for.
+ * - SQLite (one writer): the ordered select, then one `UPDATE … WHERE id IN (…) AND <where>
+ *   RETURNING id`, a compare-and-swap that only leases rows still matching `where`.
+ *
+ * The lease only shares the work out; the state transitions that follow keep their own
+ * compare-and-swap, which remains the guard against doing an item twice.
+ * @param table a table with an `id` primary key
+ * @param where the filter of due, unleased rows
+ * @param order ordering columns, most significant first
+ * @param lease the columns to set on every claimed row
+ * @returns the claimed rows in `order`, with `lease` applied
+ */
+export async function claimBatch<Row extends { id: unknown } = any>(
+  db: Db,
+  table: string,
+  where: (query: Knex.QueryBuilder) => void,
+  order: ClaimOrder[],
+  limit: number,
+  lease: Record<string, unknown>,
+): Promise<Row[]> {
+  const filter = function (this: Knex.QueryBuilder) {
+    where(this);
+  };
+  const orderBy = order.map((o) => ({ column: o.column, order: o.order ?? "asc" }));
+  if (isSqlite(db)) {
+    const candidates: Row[] = await db(table).where(filter).orderBy(orderBy).limit(limit);
+    if (candidates.length === 0) return [];
+    const won: { id: unknown }[] = await db(table)
+      .whereIn("id", candidates.map((row) => row.id) as any[])
+      .andWhere(filter)
+      .update(lease)
+      .returning("id");
+    const ids = new Set(won.map((row) => row.id));
+    return candidates.filter((row) => ids.has(row.id)).map((row) => ({ ...row, ...lease }));
+  }
+  return db.transaction(async (trx) => {
+    const rows: Row[] = await trx(table).where(filter).orderBy(orderBy).limit(limit).forUpdate().skipLocked();
+    if (rows.length === 0) return [];
+    await trx(table).whereIn("id", rows.map((row) => row.id) as any[]).update(lease);
+    return rows.map((row) => ({ ...row, ...lease }));
+  });
 }

@@ -4,7 +4,7 @@
  */
 import { EventEmitter } from "node:events";
 import type { Knex } from "knex";
-import { nowIso } from "../db/index.ts";
+import { fitText, nowIso } from "../db/index.ts";
 
 /**
  * Emits `committed` after a transaction that wrote outbox rows commits, so the dispatcher of this
@@ -39,7 +39,7 @@ export async function appendOutbox(trx: Knex.Transaction, event: OutboxEvent): P
     aggregate_id: event.aggregateId,
     payload: JSON.stringify(event.payload),
     key_id: event.keyId ?? null,
-    request_id: event.requestId ?? null,
+    request_id: fitText(event.requestId, 80),
     created_at: nowIso(),
   });
   // After the commit only: a rolled-back change must never be announced.

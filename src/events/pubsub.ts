@@ -1,8 +1,8 @@
 /**
  * Pub/sub (DESIGN §2 pub/sub, §6 events): the dispatcher publishes every outbox row to the topic
  * of its account, `account:<accountId>`, and GraphQL subscriptions listen there and filter by
- * task, order or key. In-process now (one `EventEmitter`); a Redis implementation of the same
- * interface takes over when `REDIS_URL` is set, so events reach every instance.
+ * task, order or key. In-process here (one `EventEmitter`); the Redis implementation of the same
+ * interface (`redis-pubsub.ts`) takes over when `REDIS_URL` is set, so events reach every instance.
  */
 import { EventEmitter } from "node:events";
 
@@ -21,6 +21,12 @@ export interface PubSub {
    * @returns a function that unsubscribes (idempotent)
    */
   subscribe(topic: string, handler: (event: unknown) => void): () => void;
+  /**
+   * Resolves once the subscriptions to a topic made so far receive events (for Redis: the
+   * SUBSCRIBE was acknowledged; in-process: at once). A subscriber that reads a current state
+   * after subscribing waits for this first, so no event between the two is missed.
+   */
+  whenSubscribed?(topic: string): Promise<void>;
 }
 
 /**
@@ -88,6 +94,8 @@ export function createInProcessPubSub(): PubSub {
 export interface EventStream<T> extends AsyncIterableIterator<T> {
   /** Unsubscribes and ends the iteration. */
   close(): void;
+  /** Settles when the subscription receives events ({@link PubSub.whenSubscribed}); never rejects. */
+  ready: Promise<void>;
 }
 
 /**
@@ -123,6 +131,7 @@ export function eventStream<T = OutboxMessage>(pubsub: PubSub, topic: string, fi
   };
   return {
     close,
+    ready: pubsub.whenSubscribed?.(topic).catch(() => undefined) ?? Promise.resolve(),
     next() {
       if (buffer.length) return Promise.resolve({ value: buffer.shift()!, done: false });
       if (closed) return Promise.resolve({ value: undefined as never, done: true });

@@ -3,13 +3,17 @@
  * issue 3 item 9).
  *
  * Each round of the dispatcher:
- * 1. **Publishes** unpublished outbox rows in id order (200 a round). For each row, in one
- *    transaction: claims the row (compare-and-swap on `published_at`, so two dispatchers never
- *    both publish it), creates its callback deliveries, publishes it to `account:<accountId>`
- *    ({@link OutboxMessage}), then commits. A publish that fails rolls the row back for the next
- *    round (at-least-once).
- * 2. **Delivers** due callbacks: a delivery is leased with a compare-and-swap on `lease_until`
- *    (and on its attempt count), so two dispatchers never send the same attempt; then POSTed to
+ * 1. **Publishes** unpublished outbox rows in id order (200 a round). The batch is claimed first
+ *    with a lease (`outbox.lease_until`, {@link OUTBOX_LEASE_MS}; `FOR UPDATE SKIP LOCKED` on
+ *    PostgreSQL, see `claimBatch`), so dispatchers of several instances take different rows. For
+ *    each row, in one transaction: marks it published (compare-and-swap on `published_at` and on
+ *    this dispatcher's lease, so two dispatchers never both publish it), creates its callback
+ *    deliveries, publishes it to `account:<accountId>` ({@link OutboxMessage}), then commits. A
+ *    publish that fails rolls the row back and releases the rest of the batch for the next round
+ *    (at-least-once).
+ * 2. **Delivers** due callbacks: a batch of due deliveries is claimed the same way with a lease on
+ *    `lease_until`; each attempt renews the lease with a compare-and-swap on it (and on the
+ *    attempt count), so two dispatchers never send the same attempt; then POSTed to
  *    the key's callback URL with `X-Service-Signature`, `X-Service-Event` and `X-Service-Delivery`.
  *    A 2xx answer delivers it; anything else (status, transport error, timeout) schedules a retry
  *    after `retryBaseMs × 2^(attempts-1)` (at most {@link MAX_RETRY_DELAY_MS}) ±20% jitter,
@@ -26,7 +30,7 @@
 import pLimit from "p-limit";
 import type { Logger } from "pino";
 import { AppError } from "../errors.ts";
-import type { Db } from "../db/index.ts";
+import { claimBatch, type Db } from "../db/index.ts";
 import { toYuanNumber } from "../money.ts";
 import { hmacSha256Hex, verifySignatureHeader } from "../auth/policy.ts";
 import { accountTopic, type OutboxMessage, type PubSub } from "./pubsub.ts";
@@ -145,6 +149,8 @@ function callbackBody(event: CallbackEvent, requestId: string, createdAt: string
 export const MAX_RETRY_DELAY_MS = 24 * 60 * 60 * 1000;
 
 const OUTBOX_BATCH = 200;
+/** How long a claimed outbox batch is leased to one dispatcher (publishing it takes far less). */
+export const OUTBOX_LEASE_MS = 10_000;
 const DELIVERY_BATCH = 100;
 const DELIVERY_CONCURRENCY = 8;
 
@@ -191,6 +197,8 @@ interface DueDelivery {
   id: number;
   attempts: number;
   aggregate_id: string;
+  /** The `lease_until` this dispatcher set when it claimed the delivery. */
+  lease: string;
 }
 
 /**
@@ -211,9 +219,19 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
   const iso = (ms: number) => new Date(ms).toISOString();
 
   async function publishBatch(): Promise<number> {
-    const rows = await db("outbox").whereNull("published_at").orderBy("id").limit(OUTBOX_BATCH);
+    const claimedAt = now();
+    const claimIso = iso(claimedAt);
+    const lease = iso(claimedAt + OUTBOX_LEASE_MS);
+    const rows = await claimBatch(
+      db,
+      "outbox",
+      (q) => q.whereNull("published_at").andWhere((l) => l.whereNull("lease_until").orWhere("lease_until", "<=", claimIso)),
+      [{ column: "id" }],
+      OUTBOX_BATCH,
+      { lease_until: lease },
+    );
     let published = 0;
-    for (const row of rows) {
+    for (const [index, row] of rows.entries()) {
       let payload: Record<string, unknown>;
       try {
         payload = JSON.parse(row.payload);
@@ -234,8 +252,8 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
       try {
         const done = await db.transaction(async (trx) => {
           const at = iso(now());
-          const claimed = await trx("outbox").where("id", row.id).whereNull("published_at").update({ published_at: at });
-          if (claimed !== 1) return false; // another dispatcher has it
+          const claimed = await trx("outbox").where({ id: row.id, lease_until: lease }).whereNull("published_at").update({ published_at: at, lease_until: null });
+          if (claimed !== 1) return false; // our lease ran out and another dispatcher has it
           const events = row.key_id ? callbackEventsFor(row.topic, payload) : [];
           if (events.length > 0) {
             const key = await trx("api_keys").where("id", row.key_id).first("callback_url");
@@ -268,6 +286,12 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
       } catch (error) {
         // Keep id order: stop here, this row is tried again next round.
         logger.error({ err: error, outbox_id: row.id }, "outbox publish failed");
+        await db("outbox")
+          .whereIn("id", rows.slice(index).map((r) => r.id))
+          .andWhere("lease_until", lease)
+          .whereNull("published_at")
+          .update({ lease_until: null })
+          .catch((err: unknown) => logger.error({ err }, "outbox lease release failed"));
         break;
       }
     }
@@ -284,10 +308,10 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
     const startedAt = now();
     const startedIso = iso(startedAt);
     const lease = iso(startedAt + leaseMs);
+    // Renew the claim's lease for this attempt (compare-and-swap on the claim's lease and attempt
+    // count): it fails when the claim ran out and another dispatcher took the delivery meanwhile.
     const leased = await db("webhook_deliveries")
-      .where({ id: due.id, status: "pending", attempts: due.attempts })
-      .andWhere("next_attempt_at", "<=", startedIso)
-      .andWhere((q) => q.whereNull("lease_until").orWhere("lease_until", "<=", startedIso))
+      .where({ id: due.id, status: "pending", attempts: due.attempts, lease_until: due.lease })
       .update({ lease_until: lease });
     if (leased !== 1) return null;
 
@@ -348,18 +372,21 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
   }
 
   async function deliverBatch(): Promise<{ delivered: number; attempted: number; full: boolean }> {
-    const at = iso(now());
-    const due: DueDelivery[] = await db("webhook_deliveries")
-      .where("status", "pending")
-      .andWhere("next_attempt_at", "<=", at)
-      .andWhere((q) => q.whereNull("lease_until").orWhere("lease_until", "<=", at))
-      .orderBy([{ column: "next_attempt_at" }, { column: "id" }])
-      .limit(DELIVERY_BATCH)
-      .select("id", "attempts", "aggregate_id");
+    const claimedAt = now();
+    const at = iso(claimedAt);
+    const lease = iso(claimedAt + leaseMs);
+    const due = await claimBatch(
+      db,
+      "webhook_deliveries",
+      (q) => q.where("status", "pending").andWhere("next_attempt_at", "<=", at).andWhere((l) => l.whereNull("lease_until").orWhere("lease_until", "<=", at)),
+      [{ column: "next_attempt_at" }, { column: "id" }],
+      DELIVERY_BATCH,
+      { lease_until: lease },
+    );
     // One aggregate's deliveries go one after another, in order; different aggregates in parallel.
     const groups = new Map<string, DueDelivery[]>();
     for (const row of due) {
-      const item = { id: Number(row.id), attempts: Number(row.attempts), aggregate_id: row.aggregate_id };
+      const item: DueDelivery = { id: Number(row.id), attempts: Number(row.attempts), aggregate_id: row.aggregate_id, lease };
       const group = groups.get(item.aggregate_id);
       if (group) group.push(item);
       else groups.set(item.aggregate_id, [item]);

@@ -55,6 +55,11 @@ export interface ModelSpec {
   references: ReferenceRules;
   /** Largest `count` per request (spec part 8). */
   maxCount: 4;
+  /**
+   * Seconds a task may stay open (status 0, 3 or 4) after its submission; past it the task is
+   * failed with `Generation timed out` and refunded (a later upstream success is only recorded).
+   */
+  deadlineSeconds: number;
 }
 
 /** Integers from `from` to `to`, inclusive. */
@@ -82,6 +87,11 @@ const STANDARD_VIDEO_REFERENCES = {
 } as const;
 
 /** The six models, in the spec's order (videos 52, 67, 69, 51, 39; image 45). */
+/** Deadline of a video task: 30 minutes. */
+const VIDEO_DEADLINE_SECONDS = 30 * 60;
+/** Deadline of an image task: 10 minutes. */
+const IMAGE_DEADLINE_SECONDS = 10 * 60;
+
 export const MODELS: readonly ModelSpec[] = deepFreeze<ModelSpec[]>([
   {
     id: 52,
@@ -94,6 +104,7 @@ export const MODELS: readonly ModelSpec[] = deepFreeze<ModelSpec[]>([
     pricing: { kind: "per_second", milliPerSecond: { "720P": 1000 } },
     references: { ...STANDARD_VIDEO_REFERENCES, audioNeedsVisual: true },
     maxCount: 4,
+    deadlineSeconds: VIDEO_DEADLINE_SECONDS,
   },
   {
     id: 67,
@@ -114,6 +125,7 @@ export const MODELS: readonly ModelSpec[] = deepFreeze<ModelSpec[]>([
       audioNeedsVisual: true,
     },
     maxCount: 4,
+    deadlineSeconds: VIDEO_DEADLINE_SECONDS,
   },
   {
     id: 69,
@@ -127,6 +139,7 @@ export const MODELS: readonly ModelSpec[] = deepFreeze<ModelSpec[]>([
     pricing: { kind: "points", pointsRateTenths: { "480P": 15, "720P": 30, "1080P": 60 }, milliPerPoint: 125 },
     references: { ...STANDARD_VIDEO_REFERENCES, audioNeedsVisual: true },
     maxCount: 4,
+    deadlineSeconds: VIDEO_DEADLINE_SECONDS,
   },
   {
     id: 51,
@@ -140,6 +153,7 @@ export const MODELS: readonly ModelSpec[] = deepFreeze<ModelSpec[]>([
     // Spec 4 rule 4 names 52, 67 and 69 only: 51 takes audio alone.
     references: { ...STANDARD_VIDEO_REFERENCES, audioNeedsVisual: false },
     maxCount: 4,
+    deadlineSeconds: VIDEO_DEADLINE_SECONDS,
   },
   {
     id: 39,
@@ -161,6 +175,7 @@ export const MODELS: readonly ModelSpec[] = deepFreeze<ModelSpec[]>([
       audioNeedsVisual: false,
     },
     maxCount: 4,
+    deadlineSeconds: VIDEO_DEADLINE_SECONDS,
   },
   {
     id: 45,
@@ -181,6 +196,7 @@ export const MODELS: readonly ModelSpec[] = deepFreeze<ModelSpec[]>([
       audioNeedsVisual: false,
     },
     maxCount: 4,
+    deadlineSeconds: IMAGE_DEADLINE_SECONDS,
   },
 ]);
 

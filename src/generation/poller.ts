@@ -4,7 +4,7 @@
  */
 import pLimit from "p-limit";
 import type { Logger } from "pino";
-import { nowIso, type Db } from "../db/index.ts";
+import { claimBatch, nowIso, type Db } from "../db/index.ts";
 import { toTaskRecord, type GenerationService } from "./tasks.ts";
 import type { GenerationUpstream } from "./upstream/types.ts";
 
@@ -20,7 +20,15 @@ export interface PollerOptions {
   batchSize: number;
   /** Upstream calls in flight at once. */
   concurrency: number;
+  /**
+   * How long a claimed task is leased to this poller (default {@link DEFAULT_POLL_LEASE_MS}, at
+   * least `intervalMs`): other pollers skip it until then; a poller that died frees it after this.
+   */
+  leaseMs?: number;
 }
+
+/** Default lease of a claimed task: one upstream timeout at the default settings. */
+export const DEFAULT_POLL_LEASE_MS = 30_000;
 
 /** A running poller. */
 export interface Poller {
@@ -36,17 +44,23 @@ export interface Poller {
  */
 export function startPoller(options: PollerOptions): Poller {
   const limit = pLimit(options.concurrency);
+  const leaseMs = Math.max(options.leaseMs ?? DEFAULT_POLL_LEASE_MS, options.intervalMs);
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let current: Promise<number> = Promise.resolve(0);
 
   async function round(): Promise<{ changed: number; full: boolean }> {
-    const rows = await options.db("tasks")
-      .whereIn("status", [0, 3, 4])
-      .andWhere("submit_state", "sent")
-      .andWhere("next_poll_at", "<=", nowIso())
-      .orderBy("next_poll_at")
-      .limit(options.batchSize);
+    // Lease the batch (next_poll_at pushed forward) so other pollers skip it; settling it sets
+    // next_poll_at again, and applyUpstreamState's compare-and-swap stays the guard.
+    const now = nowIso();
+    const rows = await claimBatch(
+      options.db,
+      "tasks",
+      (q) => q.whereIn("status", [0, 3, 4]).andWhere("submit_state", "sent").andWhere("next_poll_at", "<=", now),
+      [{ column: "next_poll_at" }],
+      options.batchSize,
+      { next_poll_at: new Date(Date.now() + leaseMs).toISOString() },
+    );
     const results = await Promise.all(
       rows.map((row: any) =>
         limit(async () => {

@@ -76,7 +76,15 @@ export interface GenerationServiceDeps {
   checkUrl: UrlCheck;
   /** Milliseconds until the poller first looks at a newly sent task. */
   pollIntervalMs: number;
+  /** Deadline of every task in seconds (TASK_DEADLINE_SECONDS); unset: each model's `deadlineSeconds`. */
+  deadlineSeconds?: number;
 }
+
+/** The error of a task failed by its deadline (DESIGN §5; src/generation/recovery.ts). */
+export const DEADLINE_ERROR = "Generation timed out";
+
+/** Where a submission stands: `pending` until the upstream answers, `resending` while the recovery sweep holds it. */
+export type SubmitState = "pending" | "resending" | "sent" | "failed";
 
 /** A page of tasks, newest first. */
 export interface TaskPage {
@@ -121,7 +129,9 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     const model = getModel(request.modelId)!;
     const price = priceOf(model, request);
     const id = newId("task");
-    const now = nowIso();
+    const createdMs = Date.now();
+    const now = new Date(createdMs).toISOString();
+    const deadlineSeconds = deps.deadlineSeconds ?? model.deadlineSeconds;
     const row = {
       id,
       account_id: caller.accountId,
@@ -138,6 +148,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       size: request.size,
       price,
       refunded: 0,
+      deadline_at: new Date(createdMs + deadlineSeconds * 1000).toISOString(),
       created_at: now,
       updated_at: now,
     };
@@ -149,33 +160,84 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     return send(toTaskRecord(row), request);
   }
 
-  async function send(task: TaskRecord, request: GenerationRequest): Promise<TaskRecord> {
+  async function send(task: TaskRecord, request: GenerationRequest, from: "pending" | "resending" = "pending"): Promise<TaskRecord> {
     let upstreamTaskId: string;
     try {
       ({ upstreamTaskId } = await upstream.submit(request, task.id));
     } catch (error) {
       const failure = error instanceof UpstreamError ? error : new UpstreamError("failed", String(error));
       const message = failure.kind === "timeout" ? "Upstream request timed out" : "Upstream request failed";
-      await failSubmission(task, message);
+      await failSubmission(task, message, from);
       throw new AppError(failure.kind === "timeout" ? "upstream_timeout" : "upstream_failed", undefined, { reason: failure.message });
     }
     const nextPoll = new Date(Date.now() + deps.pollIntervalMs).toISOString();
     await db("tasks")
-      .where({ id: task.id, submit_state: "pending" })
+      .where({ id: task.id, submit_state: from })
       .update({ upstream_task_id: upstreamTaskId, submit_state: "sent", next_poll_at: nextPoll, updated_at: nowIso() });
     return task;
   }
 
-  /** Records a refused submission: status 2 and the full refund, once (compare-and-swap). */
-  async function failSubmission(task: TaskRecord, message: string): Promise<void> {
-    await db.transaction(async (trx) => {
+  /**
+   * Records a refused submission: status 2 and the full refund, once (compare-and-swap on the
+   * submit state the caller holds: `pending` for a live submission, `resending` for the recovery sweep).
+   * @returns true when this call failed and refunded the task
+   */
+  async function failSubmission(task: TaskRecord, message: string, from: "pending" | "resending" = "pending"): Promise<boolean> {
+    return db.transaction(async (trx) => {
       const now = nowIso();
       const updated = await trx("tasks")
-        .where({ id: task.id, submit_state: "pending" })
-        .update({ submit_state: "failed", status: 2, error: message, refunded: task.price, updated_at: now });
-      if (updated !== 1) return;
+        .where({ id: task.id, submit_state: from })
+        .update({ submit_state: "failed", status: 2, error: message, refunded: task.price, next_poll_at: null, updated_at: now });
+      if (updated !== 1) return false;
       await credit(trx, "refund", { accountId: task.accountId, keyId: task.keyId, amount: task.price, ref: `task:${task.id}:refund`, taskId: task.id, reason: message });
       await appendOutbox(trx, statusEvent({ ...task, status: 2, error: message, refunded: task.price, updatedAt: now }));
+      return true;
+    });
+  }
+
+  /**
+   * Hands an interrupted submission to the upstream again (the recovery sweep, which holds it in
+   * `resending`): accepted → `sent` (status 0, polled as usual); refused → status 2 with the full
+   * refund, through the same path as a live refusal.
+   * @returns `sent` or `failed`
+   */
+  async function resend(task: TaskRecord, request: GenerationRequest): Promise<"sent" | "failed"> {
+    try {
+      await send(task, request, "resending");
+      return "sent";
+    } catch (error) {
+      if (error instanceof AppError && (error.code === "upstream_failed" || error.code === "upstream_timeout")) return "failed";
+      throw error;
+    }
+  }
+
+  /**
+   * Fails a task still open after its deadline: status 2, `Generation timed out`, the full refund
+   * and the status event, in one transaction, by compare-and-swap on an open status (so it never
+   * races the poller into two settlements). The task is then watched for a late result.
+   * @returns true when this call failed the task
+   */
+  async function expireTask(task: TaskRecord, lateCheckDelayMs: number): Promise<boolean> {
+    return db.transaction(async (trx: Knex.Transaction) => {
+      const now = nowIso();
+      const refund = task.price - task.refunded;
+      const updated = await trx("tasks")
+        .where({ id: task.id, submit_state: "sent" })
+        .whereIn("status", [0, 3, 4])
+        .update({
+          status: 2,
+          error: DEADLINE_ERROR,
+          refunded: task.price,
+          expired_at: now,
+          next_poll_at: new Date(Date.now() + lateCheckDelayMs).toISOString(),
+          updated_at: now,
+        });
+      if (updated !== 1) return false;
+      if (refund > 0) {
+        await credit(trx, "refund", { accountId: task.accountId, keyId: task.keyId, amount: refund, ref: `task:${task.id}:refund`, taskId: task.id, reason: DEADLINE_ERROR });
+      }
+      await appendOutbox(trx, statusEvent({ ...task, status: 2, error: DEADLINE_ERROR, refunded: task.price, updatedAt: now }));
+      return true;
     });
   }
 
@@ -274,7 +336,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     });
   }
 
-  return { submit, getTask, getTasks, listTasks, applyUpstreamState };
+  return { submit, getTask, getTasks, listTasks, applyUpstreamState, resend, expireTask };
 }
 
 /** The service type returned by {@link createGenerationService}. */

@@ -2,7 +2,7 @@
  * Usage of a key (generation spec part 4 `GET /api/v1/usage`; DESIGN §8): balance, spent,
  * billed seconds and images, and the recent requests of the calling key.
  */
-import type { Db } from "../db/index.ts";
+import { fitText, type Db } from "../db/index.ts";
 import { balanceOf } from "../ledger/index.ts";
 import type { Caller } from "../auth/keys.ts";
 import type { MilliYuan } from "../money.ts";
@@ -43,7 +43,7 @@ export async function usageTotals(db: Db, caller: Caller): Promise<UsageTotals> 
   const perImage = priceOf(getModel(IMAGE_MODEL_ID)!, { seconds: null, resolution: "1k", count: 1 });
   return {
     balance,
-    spent: -Number(spentRow?.total ?? 0),
+    spent: 0 - Number(spentRow?.total ?? 0),
     billedSeconds: Number(videoRow?.total ?? 0),
     billedImages: Number(imageRow?.total ?? 0) / perImage,
   };
@@ -60,5 +60,13 @@ export async function recentRequests(db: Db, caller: Caller, limit: number): Pro
 
 /** Records one request of a key in the request log. */
 export async function recordRequest(db: Db, entry: RequestRecord & { keyId: string; requestId?: string | null }): Promise<void> {
-  await db("request_log").insert({ key_id: entry.keyId, method: entry.method, path: entry.path.slice(0, 300), status: entry.status, request_id: entry.requestId ?? null, at: entry.at });
+  // Fitted to the columns (varchar: PostgreSQL rejects longer values, SQLite would keep them).
+  await db("request_log").insert({
+    key_id: entry.keyId,
+    method: fitText(entry.method, 10),
+    path: fitText(entry.path, 300),
+    status: entry.status,
+    request_id: fitText(entry.requestId, 80),
+    at: entry.at,
+  });
 }

@@ -236,7 +236,8 @@ export async function validateGenerationRequest(
   if (!isObject(body)) throw new AppError("invalid_json");
 
   const prompt = body.prompt;
-  if (typeof prompt !== "string" || prompt.trim() === "") throw invalidFieldError("prompt");
+  // U+0000 cannot be stored in PostgreSQL text: invalid on every database.
+  if (typeof prompt !== "string" || prompt.trim() === "" || prompt.includes("\u0000")) throw invalidFieldError("prompt");
 
   const model = selectModel(kind, body.model_id);
 

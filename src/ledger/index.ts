@@ -4,7 +4,7 @@
  */
 import { AppError } from "../errors.ts";
 import { assertMilli, type MilliYuan } from "../money.ts";
-import { nowIso, type Db } from "../db/index.ts";
+import { fitText, nowIso, type Db } from "../db/index.ts";
 import type { Knex } from "knex";
 
 /** What a ledger entry records. */
@@ -108,7 +108,7 @@ async function appendEntry(
     ref: movement.ref ?? null,
     task_id: movement.taskId ?? null,
     order_id: movement.orderId ?? null,
-    reason: movement.reason ?? null,
+    reason: fitText(movement.reason, 200), // varchar(200): an upstream's error message can be longer
     created_at: nowIso(),
   });
   return balanceAfter;
@@ -140,7 +140,8 @@ export interface LedgerDiscrepancy {
 /**
  * Recomputes every balance from its entries and checks the task invariants: each task has
  * exactly one debit equal to its price and at most one refund, and the refund equals what the
- * task records as refunded.
+ * task records as refunded. Also checks that every refund has a cause (an existing task or order)
+ * and the order invariants (see {@link verifyOrders}).
  * @returns every discrepancy found (empty when the books are clean)
  */
 export async function verifyLedger(db: Db): Promise<LedgerDiscrepancy[]> {
@@ -192,11 +193,81 @@ export async function verifyLedger(db: Db): Promise<LedgerDiscrepancy[]> {
       problems.push({ kind: "failed_task_not_refunded", subject: t.id, detail: `refunded ${t.refunded} of ${t.price}` });
     }
   }
-  const orphanRefunds = await db("ledger_entries")
-    .where("kind", "refund")
-    .whereNull("task_id")
-    .whereNull("order_id")
-    .select("id");
-  for (const r of orphanRefunds) problems.push({ kind: "refund_without_cause", subject: String(r.id), detail: "refund tied to no task or order" });
+  problems.push(...(await verifyRefundCauses(db)), ...(await verifyOrders(db)));
+  return problems;
+}
+
+/** Every refund entry names its cause, and the task or order it names exists. */
+async function verifyRefundCauses(db: Db): Promise<LedgerDiscrepancy[]> {
+  const problems: LedgerDiscrepancy[] = [];
+  const refunds = await db("ledger_entries as e")
+    .leftJoin("tasks as t", "t.id", "e.task_id")
+    .leftJoin("orders as o", "o.id", "e.order_id")
+    .where("e.kind", "refund")
+    .andWhere((q) => q.where((n) => n.whereNull("e.task_id").whereNull("e.order_id")).orWhere((t) => t.whereNotNull("e.task_id").whereNull("t.id")).orWhere((o) => o.whereNotNull("e.order_id").whereNull("o.id")))
+    .select("e.id", "e.ref", "e.task_id", "e.order_id");
+  for (const r of refunds) {
+    const detail = r.task_id ? `refund names task ${r.task_id}, which does not exist` : r.order_id ? `refund names order ${r.order_id}, which does not exist` : "refund tied to no task or order";
+    problems.push({ kind: "refund_without_cause", subject: String(r.id), detail: r.ref ? `${detail} (ref ${r.ref})` : detail });
+  }
+  return problems;
+}
+
+/**
+ * The order invariants (cloud orders, src/cloud/orders.ts): a paid or refunded order has exactly
+ * one `order:<id>:pay` deduction equal to its amount; a refunded order exactly one
+ * `order:<id>:refund` equal to it and any other order none; every `order:<id>:renew:<n>`
+ * deduction belongs to that order, which was paid; an unpaid order has no entries at all.
+ */
+async function verifyOrders(db: Db): Promise<LedgerDiscrepancy[]> {
+  const problems: LedgerDiscrepancy[] = [];
+  const orders = await db("orders as o")
+    .leftJoin("ledger_entries as e", "e.order_id", "o.id")
+    .groupBy("o.id", "o.amount", "o.payment_status")
+    .select(
+      "o.id",
+      "o.amount",
+      "o.payment_status",
+      db.raw("count(e.id) as entries"),
+      db.raw("sum(case when e.ref = 'order:' || o.id || ':pay' then 1 else 0 end) as pays"),
+      db.raw("coalesce(sum(case when e.ref = 'order:' || o.id || ':pay' then e.amount else 0 end), 0) as paid_total"),
+      db.raw("sum(case when e.ref = 'order:' || o.id || ':pay' and e.kind <> 'debit' then 1 else 0 end) as pays_not_debit"),
+      db.raw("sum(case when e.kind = 'refund' then 1 else 0 end) as refunds"),
+      db.raw("sum(case when e.ref = 'order:' || o.id || ':refund' then 1 else 0 end) as refund_refs"),
+      db.raw("coalesce(sum(case when e.kind = 'refund' then e.amount else 0 end), 0) as refunded_total"),
+    );
+  for (const o of orders) {
+    const amount = Number(o.amount);
+    const paid = o.payment_status === "paid" || o.payment_status === "refunded";
+    if (paid) {
+      if (Number(o.pays) !== 1 || Number(o.pays_not_debit) !== 0 || -Number(o.paid_total) !== amount) {
+        problems.push({ kind: "order_payment", subject: o.id, detail: `${o.pays} order:${o.id}:pay deductions totalling ${-Number(o.paid_total)}, amount ${amount}` });
+      }
+    } else if (Number(o.entries) > 0) {
+      problems.push({ kind: "unpaid_order_entries", subject: o.id, detail: `payment_status ${o.payment_status} but ${o.entries} ledger entries` });
+    }
+    if (o.payment_status === "refunded") {
+      if (Number(o.refunds) !== 1 || Number(o.refund_refs) !== 1 || Number(o.refunded_total) !== amount) {
+        problems.push({ kind: "order_refund", subject: o.id, detail: `${o.refunds} refunds totalling ${o.refunded_total}, amount ${amount}` });
+      }
+    } else if (paid && Number(o.refunds) > 0) {
+      problems.push({ kind: "order_refund", subject: o.id, detail: `payment_status paid but ${o.refunds} refunds totalling ${o.refunded_total}` });
+    }
+  }
+  // Entries whose ref names an order: the order must exist, be the entry's order_id, and be paid.
+  const orderRefs = await db("ledger_entries as e")
+    .leftJoin("orders as o", "o.id", "e.order_id")
+    .where("e.ref", "like", "order:%")
+    .select("e.id", "e.ref", "e.kind", "e.order_id", "o.id as order_exists", "o.payment_status");
+  for (const e of orderRefs) {
+    const match = /^order:(.+):(pay|refund|renew:\d+)$/.exec(e.ref);
+    if (!match || match[1] !== e.order_id || !e.order_exists) {
+      problems.push({ kind: "order_entry_without_order", subject: String(e.id), detail: `ref ${e.ref} belongs to no order${e.order_id ? ` (entry names ${e.order_id})` : ""}` });
+      continue;
+    }
+    if (match[2]!.startsWith("renew:") && (e.kind !== "debit" || e.payment_status !== "paid")) {
+      problems.push({ kind: "order_renewal", subject: String(e.id), detail: `renewal ${e.ref} is a ${e.kind} on an order whose payment_status is ${e.payment_status}` });
+    }
+  }
   return problems;
 }

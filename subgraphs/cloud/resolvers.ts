@@ -185,6 +185,7 @@ export const resolvers = {
           accountTopic(caller.accountId),
           (e) => e.topic.startsWith("order.") && (!orderId || e.aggregateId === orderId),
         );
+        await stream.ready;
         return (async function* () {
           try {
             for await (const event of stream) {

@@ -28,6 +28,8 @@ export function startCloudSubgraph(options: {
   bodyLimit: number;
   /** ADMIN_TOKEN: the bearer token of the admin mutations; unset disables them (403). */
   adminToken?: string;
+  /** Graceful shutdown: how long requests in flight may finish (default 10 s). */
+  drainTimeoutMs?: number;
 }): Promise<SubgraphHandle> {
   return startSubgraph<CloudContext>({
     name: "cloud",
@@ -39,5 +41,6 @@ export function startCloudSubgraph(options: {
     host: options.host,
     port: options.port,
     bodyLimit: options.bodyLimit,
+    drainTimeoutMs: options.drainTimeoutMs,
   });
 }

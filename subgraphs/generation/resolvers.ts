@@ -107,6 +107,7 @@ export const resolvers = {
         const stream = taskEvents(ctx, caller, taskId);
         let task: TaskRecord;
         try {
+          await stream.ready; // with Redis, SUBSCRIBE acknowledged before the state is read
           task = await ctx.service.getTask(caller, taskId);
         } catch (error) {
           stream.close();
@@ -133,6 +134,7 @@ export const resolvers = {
       subscribe: async (_: unknown, __: unknown, ctx: GenerationContext) => {
         const caller = await ctx.caller();
         const stream = taskEvents(ctx, caller);
+        await stream.ready;
         return (async function* () {
           try {
             for await (const event of stream) {

@@ -57,6 +57,7 @@ export function startGenerationSubgraph(options: {
   host: string;
   port: number;
   bodyLimit: number;
+  drainTimeoutMs?: number;
 }): Promise<SubgraphHandle> {
   return startSubgraph<GenerationContext>({
     name: "generation",
@@ -69,5 +70,6 @@ export function startGenerationSubgraph(options: {
     host: options.host,
     port: options.port,
     bodyLimit: options.bodyLimit,
+    drainTimeoutMs: options.drainTimeoutMs,
   });
 }

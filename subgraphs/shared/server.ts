@@ -14,6 +14,7 @@ import type { Logger } from "pino";
 import { apolloHandler } from "./apollo-http.ts";
 import { formatError } from "./errors.ts";
 import type { RequestLike } from "./auth.ts";
+import { closeWebSockets, drainHttpServer } from "../../src/net/drain.ts";
 
 /** graphql-ws connection params as a header map: lower-cased names, string values. */
 export function paramsAsHeaders(params: Record<string, unknown> | undefined | null): RequestLike {
@@ -49,6 +50,8 @@ export interface SubgraphOptions<TContext extends BaseContext> {
   port: number;
   /** Largest request body in bytes. */
   bodyLimit: number;
+  /** Graceful shutdown: how long requests in flight may finish before their connections are cut (default 10 s). */
+  drainTimeoutMs?: number;
 }
 
 /**
@@ -66,6 +69,9 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
     plugins: [...(options.plugins ?? []), ApolloServerPluginInlineTraceDisabled()],
     // The router is the public face and applies CSRF prevention; subgraphs are internal.
     csrfPrevention: false,
+    // The process's own shutdown drains and stops the server (bin/cli.ts); Apollo stopping itself
+    // on SIGTERM would cut requests in flight and re-raise the signal.
+    stopOnTerminationSignals: false,
   });
   await server.start();
   const handle = apolloHandler(server, options.context, options.bodyLimit);
@@ -102,13 +108,9 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
   const { port } = httpServer.address() as AddressInfo;
   return {
     url: `http://${options.host}:${port}/graphql`,
+    /** Stops accepting, closes subscriptions with 1001 and drains the requests in flight. */
     async close() {
-      await wsCleanup.dispose();
-      await new Promise<void>((resolve) => wsServer.close(() => resolve()));
-      await new Promise<void>((resolve) => {
-        httpServer.close(() => resolve());
-        httpServer.closeAllConnections();
-      });
+      await Promise.all([drainHttpServer(httpServer, options.drainTimeoutMs), closeWebSockets(wsServer, () => wsCleanup.dispose(), options.drainTimeoutMs)]);
       await server.stop();
     },
   };

@@ -9,7 +9,8 @@ describe("the switchyard CLI and `start` as a newcomer runs them", () => {
   const env = { DATA_DIR: dataDir, PORT: "0", GENERATION_PORT: "0", CLOUD_PORT: "0", TASK_POLL_INTERVAL_MS: "50", SIMULATOR_STEP_MS: "50" };
   afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
-  it("prints the URL and a demo key on first start; the key works; SIGTERM exits cleanly; a restart prints no new key", async () => {
+  // Two real processes start one after the other: slow on a busy two-core machine.
+  it("prints the URL and a demo key on first start; the key works; SIGTERM exits cleanly; a restart prints no new key", { timeout: 90_000 }, async () => {
     const first = startCli(["start"], env);
     const [, url] = await first.waitFor(/Switchyard router:\s+(http:\/\/\S+)/);
     const [, key] = await first.waitFor(/Demo API key[^:]*: (sy_\S+)/);

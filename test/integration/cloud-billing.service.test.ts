@@ -3,11 +3,9 @@
  * "Statement"; part 4 `/billing/*`; issue 3 "Billing"; DESIGN §3 money, §8 names): balances,
  * transactions with filters and ranges, monthly statements and their CSV export.
  */
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { migrate, openDb, type Db } from "../../src/db/index.ts";
+import { migrate, type Db } from "../../src/db/index.ts";
+import { openTestDb, type TestDb } from "../support/db.ts";
 import { authenticate, createKey, type Caller } from "../../src/auth/keys.ts";
 import { verifyLedger } from "../../src/ledger/index.ts";
 import { AppError } from "../../src/errors.ts";
@@ -29,7 +27,7 @@ const PROVISION_DELAY_MS = 2000;
 const EXPORT_DELAY_MS = 60_000;
 
 let db: Db;
-let dir: string;
+let testDb: TestDb;
 let clock: number;
 let svc: OrderService;
 let seq = 0;
@@ -99,8 +97,8 @@ async function expectBooksBalanced(): Promise<void> {
 }
 
 beforeAll(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), "switchyard-billing-"));
-  db = openDb({ databaseUrl: undefined, dataDir: dir });
+  testDb = await openTestDb("switchyard-billing-");
+  db = testDb.db;
   await migrate(db);
   await seedDemoCatalog(db);
   clock = Date.now();
@@ -108,8 +106,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await db?.destroy();
-  fs.rmSync(dir, { recursive: true, force: true });
+  await testDb?.close();
 });
 
 afterEach(async () => {

@@ -91,8 +91,11 @@ describe("callbacks to the key's callback URL", () => {
     const paid = forOrder.find((r) => r.event === "order.paid")!;
     expect(paid.body.request_id).toBe(created.body.request_id);
 
-    const gql = await t.graphql(`query($id: ID!) { order(id: $id) { deliveries { event status attempts { status } } } }`, { id: orderId }, key);
-    const deliveries = gql.body.data.order.deliveries;
+    // The receiver answered 200 before the dispatcher recorded the attempt: wait for the record.
+    const deliveries = await waitUntil(
+      async () => (await t.graphql(`query($id: ID!) { order(id: $id) { deliveries { event status attempts { status } } } }`, { id: orderId }, key)).body.data.order.deliveries,
+      (list: any[]) => list.some((d) => d.event === "order.provisioned" && d.status !== "pending"),
+    );
     expect(deliveries.filter((d: any) => d.event === "order.provisioned")).toEqual([
       { event: "order.provisioned", status: "delivered", attempts: [{ status: 500 }, { status: 500 }, { status: 200 }] },
     ]);

@@ -3,12 +3,10 @@
  * `/domains/{domain}/status`, `/domains/{domain}/purge`; DESIGN §8; issue 3 item 5), on a real
  * SQLite database. Time is driven by moving rows' `created_at` into the past, never by sleeping.
  */
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { migrate, openDb, type Db } from "../../src/db/index.ts";
+import { migrate, type Db } from "../../src/db/index.ts";
+import { openTestDb, type TestDb } from "../support/db.ts";
 import { AppError } from "../../src/errors.ts";
 import { createDomain, getDomain, getDomainsByNames } from "../../src/cloud/domains.ts";
 import { getPurgeTask, listPurgeTasks, purgeDomain } from "../../src/cloud/purge.ts";
@@ -17,7 +15,7 @@ const STEP = 60_000;
 const T0 = "2025-01-01T00:00:00.000Z";
 
 let db: Db;
-let dataDir: string;
+let testDb: TestDb;
 let seq = 0;
 
 interface Tenant {
@@ -122,8 +120,8 @@ function body(overrides: Record<string, unknown> = {}): Record<string, unknown> 
 }
 
 beforeAll(async () => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "switchyard-domains-"));
-  db = openDb({ dataDir, databaseUrl: undefined });
+  testDb = await openTestDb("switchyard-domains-");
+  db = testDb.db;
   await migrate(db);
   await insertCatalog();
   alice = await insertTenant();
@@ -132,8 +130,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await db?.destroy();
-  fs.rmSync(dataDir, { recursive: true, force: true });
+  await testDb?.close();
 });
 
 describe("creating a domain", () => {

@@ -3,11 +3,9 @@
  * "Orders", "Idempotency"; DESIGN §3 money, §4 errors, §6 events, §8 names). Provisioning is
  * driven by calling provisionDue() with a controlled clock, never by sleeping.
  */
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { migrate, openDb, type Db } from "../../src/db/index.ts";
+import { migrate, type Db } from "../../src/db/index.ts";
+import { openTestDb, type TestDb } from "../support/db.ts";
 import { authenticate, createKey, type Caller } from "../../src/auth/keys.ts";
 import { verifyLedger } from "../../src/ledger/index.ts";
 import { AppError } from "../../src/errors.ts";
@@ -21,7 +19,7 @@ const PROVISION_DELAY_MS = 2000;
 const P = DEMO_CATALOG.products;
 
 let db: Db;
-let dir: string;
+let testDb: TestDb;
 let clock: number;
 let svc: OrderService;
 let seq = 0;
@@ -134,8 +132,8 @@ async function expectBooksBalanced(): Promise<void> {
 }
 
 beforeAll(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), "switchyard-orders-"));
-  db = openDb({ databaseUrl: undefined, dataDir: dir });
+  testDb = await openTestDb("switchyard-orders-");
+  db = testDb.db;
   await migrate(db);
   await seedDemoCatalog(db);
   clock = Date.parse("2025-01-31T12:00:00.000Z");
@@ -143,8 +141,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await db?.destroy();
-  fs.rmSync(dir, { recursive: true, force: true });
+  await testDb?.close();
 });
 
 afterEach(async () => {

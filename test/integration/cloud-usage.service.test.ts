@@ -4,12 +4,10 @@
  * SQLite database. Time is driven by resources created in the past and by the `now` option of the
  * threshold check, never by sleeping.
  */
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { migrate, openDb, type Db } from "../../src/db/index.ts";
+import { migrate, type Db } from "../../src/db/index.ts";
+import { openTestDb, type TestDb } from "../support/db.ts";
 import { AppError } from "../../src/errors.ts";
 import {
   bandwidthUsage,
@@ -23,7 +21,7 @@ const T0 = "2025-01-01T00:00:00.000Z";
 const DAY = 86_400_000;
 
 let db: Db;
-let dataDir: string;
+let testDb: TestDb;
 let seq = 0;
 
 interface Tenant {
@@ -102,8 +100,8 @@ let bob: Tenant;
 let resource: string;
 
 beforeAll(async () => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "switchyard-usage-"));
-  db = openDb({ dataDir, databaseUrl: undefined });
+  testDb = await openTestDb("switchyard-usage-");
+  db = testDb.db;
   await migrate(db);
   await db("vendors").insert({ id: "ven_test", name: "Test vendor", status: "active", created_at: T0 });
   await db("products").insert({
@@ -124,8 +122,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await db?.destroy();
-  fs.rmSync(dataDir, { recursive: true, force: true });
+  await testDb?.close();
 });
 
 describe("bandwidth", () => {

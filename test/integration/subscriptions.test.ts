@@ -12,6 +12,12 @@ let t: TestStack;
 beforeAll(async () => {
   // Slow simulator steps so a subscriber sees every state.
   t = await startTestStack({ SIMULATOR_STEP_MS: "150", TASK_POLL_INTERVAL_MS: "20" });
+  // One subscription through router and subgraph before the tests: the first one pays for
+  // connections and planning (hundreds of ms on a busy machine, more than a task's whole life).
+  const { key } = await t.createKey("1");
+  const client = wsClient(t.url, { Authorization: `Bearer ${key}` });
+  await collect(client, TASK_SUB, { id: "task_warmup" }).done;
+  await client.dispose();
 });
 afterAll(() => t.close());
 
@@ -33,7 +39,9 @@ describe("taskStatusChanged over graphql-ws through the router", () => {
     expect(tasks.at(-1)).toMatchObject({ id, status: "SUCCEEDED", statusCode: 1, result: expect.stringMatching(/\.mp4$/) });
     const times = tasks.map((task) => task.updatedAt);
     expect([...times].sort()).toEqual(times);
-    expect(new Set(tasks.map((task) => task.statusCode)).size).toBe(tasks.length);
+    // Every event is a change: no two consecutive events carry the same status (a code may recur,
+    // as in QUEUED at submission → SUBMITTED → QUEUED upstream).
+    tasks.slice(1).forEach((task, i) => expect(task.statusCode).not.toBe(tasks[i].statusCode));
     expect(tasks.length).toBeGreaterThanOrEqual(2);
   });
 

@@ -4,14 +4,12 @@
  */
 import { createHmac } from "node:crypto";
 import { EventEmitter } from "node:events";
-import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import os from "node:os";
-import path from "node:path";
 import pino from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { migrate, openDb, type Db } from "../../src/db/index.ts";
+import { migrate, type Db } from "../../src/db/index.ts";
+import { openTestDb, type TestDb } from "../support/db.ts";
 import { createKey } from "../../src/auth/keys.ts";
 import { appendOutbox, type OutboxEvent } from "../../src/events/outbox.ts";
 import { accountTopic, createInProcessPubSub, type OutboxMessage } from "../../src/events/pubsub.ts";
@@ -85,13 +83,13 @@ function manualClock(start = Date.parse("2031-05-01T08:00:00.000Z")) {
   return { now: () => ms, set: (value: number) => (ms = value), seconds: () => Math.floor(ms / 1000) };
 }
 
-let dataDir: string;
+let testDb: TestDb;
 let db: Db;
 const cleanups: (() => Promise<unknown> | void)[] = [];
 
 beforeAll(async () => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "switchyard-webhooks-"));
-  db = openDb({ dataDir, databaseUrl: undefined });
+  testDb = await openTestDb("switchyard-webhooks-");
+  db = testDb.db;
   await migrate(db);
 });
 
@@ -100,8 +98,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  await db?.destroy();
-  fs.rmSync(dataDir, { recursive: true, force: true });
+  await testDb?.close();
 });
 
 async function append(event: OutboxEvent): Promise<number> {
@@ -359,7 +356,7 @@ describe("webhook callbacks", () => {
     cleanups.push(() => receiver.close());
     const key = await createKey(db, { name: "concurrent", callbackUrl: receiver.url });
     // A second connection to the same file: as a second process would have.
-    const db2 = openDb({ dataDir, databaseUrl: undefined });
+    const db2 = testDb.openAnother();
     cleanups.push(() => db2.destroy());
     const pubsubA = createInProcessPubSub();
     const pubsubB = createInProcessPubSub();

@@ -2,6 +2,7 @@
  * A fake generation provider: a real HTTP server on loopback speaking the generation API, whose
  * answers each test scripts. Records every request it receives.
  */
+import { EventEmitter } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -29,6 +30,10 @@ export interface FakeUpstream {
   requests: { method: string; path: string; body: any; authorization?: string }[];
   /** Sets the answer to the next submissions (default: accept). */
   onSubmit(behaviour: SubmitBehaviour): void;
+  /** Answers every submission held by `hang` so far as `behaviour` says (default: accept). @returns how many */
+  releaseHanging(behaviour?: Exclude<SubmitBehaviour, { kind: "hang" }>): number;
+  /** Resolves once `count` received requests match `predicate` (rejects after `timeoutMs`). */
+  waitForRequests(predicate: (request: FakeUpstream["requests"][number]) => boolean, count: number, timeoutMs?: number): Promise<void>;
   /** Sets what GET /api/v1/tasks/{id} reports for a task. */
   setTask(taskId: string, state: FakeTaskState): void;
   close(): Promise<void>;
@@ -41,6 +46,25 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   const tasks = new Map<string, FakeTaskState>();
   const requests: FakeUpstream["requests"] = [];
   const hanging = new Set<http.ServerResponse>();
+  const received = new EventEmitter();
+  const answer = (res: http.ServerResponse, b: Exclude<SubmitBehaviour, { kind: "hang" }>) => {
+    const json = (status: number, value: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
+    switch (b.kind) {
+      case "accept": {
+        const id = b.taskId ?? `up-${++counter}`;
+        if (!tasks.has(id)) tasks.set(id, { status: 0 });
+        return json(200, { code: 200, data: { task_id: id, status: 0 } });
+      }
+      case "http_error":
+        return json(b.status, { code: b.status, message: "upstream exploded" });
+      case "business_error":
+        return json(200, { code: b.code, message: "upstream said no" });
+      case "no_task_id":
+        return json(200, { code: 200, data: {} });
+      case "unparsable":
+        return res.writeHead(200, { "content-type": "application/json" }).end("{not json");
+    }
+  };
   const server = http.createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -53,26 +77,15 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     }
     const path = (req.url ?? "").split("?")[0]!;
     requests.push({ method: req.method ?? "", path, body, authorization: req.headers.authorization });
+    received.emit("request");
     const json = (status: number, value: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
     if (req.method === "POST" && /^\/api\/v1\/(video|images)\/generations$/.test(path)) {
-      switch (behaviour.kind) {
-        case "accept": {
-          const id = behaviour.taskId ?? `up-${++counter}`;
-          if (!tasks.has(id)) tasks.set(id, { status: 0 });
-          return json(200, { code: 200, data: { task_id: id, status: 0 } });
-        }
-        case "http_error":
-          return json(behaviour.status, { code: behaviour.status, message: "upstream exploded" });
-        case "business_error":
-          return json(200, { code: behaviour.code, message: "upstream said no" });
-        case "no_task_id":
-          return json(200, { code: 200, data: {} });
-        case "unparsable":
-          return res.writeHead(200, { "content-type": "application/json" }).end("{not json");
-        case "hang":
-          hanging.add(res);
-          return;
+      if (behaviour.kind === "hang") {
+        hanging.add(res);
+        res.on("close", () => hanging.delete(res));
+        return;
       }
+      return answer(res, behaviour);
     }
     const task = /^\/api\/v1\/tasks\/([^/]+)$/.exec(path);
     if (req.method === "GET" && task) {
@@ -89,6 +102,29 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     requests,
     onSubmit: (b) => {
       behaviour = b;
+    },
+    releaseHanging(b = { kind: "accept" }) {
+      const held = [...hanging].filter((res) => !res.destroyed && !res.writableEnded);
+      hanging.clear();
+      for (const res of held) answer(res, b);
+      return held.length;
+    },
+    waitForRequests(predicate, count, timeoutMs = 15_000) {
+      return new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (requests.filter(predicate).length >= count) {
+            clearTimeout(timer);
+            received.off("request", check);
+            resolve();
+          }
+        };
+        const timer = setTimeout(() => {
+          received.off("request", check);
+          reject(new Error(`fake upstream got ${requests.filter(predicate).length} of ${count} matching requests`));
+        }, timeoutMs);
+        received.on("request", check);
+        check();
+      });
     },
     setTask: (id, state) => {
       tasks.set(id, state);

@@ -1,14 +1,13 @@
 /**
  * Starts a real Switchyard stack for a test: router and generation subgraph on real ports
- * (port 0), SQLite in a fresh temporary folder, the simulator (or a fake upstream) behind it.
+ * (port 0), a fresh database (SQLite in a temporary folder, or with `TEST_DATABASE=postgres` a
+ * PostgreSQL database of its own; test/support/db.ts), the simulator (or a fake upstream) behind it.
  */
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { loadConfig } from "../../src/config.ts";
 import { createKey, type CreateKeyOptions } from "../../src/auth/keys.ts";
 import { parseYuan } from "../../src/money.ts";
 import { startStack, type Stack } from "../../bin/stack.ts";
+import { createTestDatabase } from "./db.ts";
 
 /** A running test stack with helpers to call it. */
 export interface TestStack {
@@ -30,9 +29,9 @@ export interface TestStack {
  * @param env extra environment (for example GENERATION_UPSTREAM_URL, DNS_SERVERS)
  */
 export async function startTestStack(env: Record<string, string> = {}): Promise<TestStack> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "switchyard-test-"));
+  const database = await createTestDatabase();
   const config = loadConfig({
-    DATA_DIR: dataDir,
+    ...database.env,
     PORT: "0",
     GENERATION_PORT: "0",
     CLOUD_PORT: "0",
@@ -44,7 +43,10 @@ export async function startTestStack(env: Record<string, string> = {}): Promise<
     WEBHOOK_RETRY_BASE_MS: "40",
     ...env,
   });
-  const stack = await startStack(config);
+  const stack = await startStack(config).catch(async (error) => {
+    await database.drop();
+    throw error;
+  });
   const url = stack.url!;
 
   async function rest(method: string, urlPath: string, options: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}) {
@@ -90,7 +92,7 @@ export async function startTestStack(env: Record<string, string> = {}): Promise<
     waitForTask,
     async close() {
       await stack.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      await database.drop();
     },
   };
 }

@@ -6,11 +6,15 @@ import type { Knex } from "knex";
 import * as core from "./001_core.ts";
 import * as cloud from "./002_cloud.ts";
 import * as webhookEvents from "./003_webhook_events.ts";
+import * as taskRecovery from "./004_task_recovery.ts";
+import * as outboxLease from "./005_outbox_lease.ts";
 
 const MIGRATIONS: Record<string, Knex.Migration> = {
   "001_core": core,
   "002_cloud": cloud,
   "003_webhook_events": webhookEvents,
+  "004_task_recovery": taskRecovery,
+  "005_outbox_lease": outboxLease,
 };
 
 /** knex MigrationSource over {@link MIGRATIONS}. */

@@ -86,9 +86,11 @@ export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpst
       const status = Number(data?.status);
       if (![0, 1, 2, 3, 4].includes(status)) throw new UpstreamError("failed", `unknown status ${data?.status}`);
       const state: UpstreamTaskState = { status: status as TaskStatusCode };
-      if (typeof data.result === "string") state.result = data.result;
-      if (Array.isArray(data.images)) state.images = data.images.filter((i: unknown): i is string => typeof i === "string");
-      if (data.error != null) state.error = String(data.error);
+      // U+0000 cannot be stored in PostgreSQL text: dropped from what the provider sends.
+      const text = (value: string) => value.replace(/\u0000/g, "");
+      if (typeof data.result === "string") state.result = text(data.result);
+      if (Array.isArray(data.images)) state.images = data.images.filter((i: unknown): i is string => typeof i === "string").map(text);
+      if (data.error != null) state.error = text(String(data.error));
       return state;
     },
   };

@@ -1,0 +1,204 @@
+// /client: the customer's balance page. The key is sent with each GraphQL request and kept in the
+// page (sessionStorage only when "remember in this tab" is ticked). While an account is shown, a
+// graphql-ws subscription to the key's own task changes (`tasks`) refreshes it live.
+import { PageError, gql, h, initLang, onLangChange, safeUrls, setupKeyField, showError, subscribe, t, when, yuan } from "./common.js";
+
+const VIEWER = `query PageViewer($first: Int!) { viewer {
+  balance { amount } spent { amount } billedSeconds billedImages
+  tasks(first: $first) { totalCount nodes {
+    id status result images error createdAt count seconds resolution
+    price { amount } refunded { amount } charged { amount } model { id name kind } } } } }`;
+const CHANGES = `subscription PageTaskChanges { tasks { id status } }`;
+const RECENT = 20;
+const RETRY_MS = 5000;
+
+const $ = (id) => document.getElementById(id);
+const form = $("lookup");
+const keyInput = $("key");
+const keyError = $("key-error");
+const account = $("account");
+
+/** The key whose account is shown, and its last answer. */
+let shownKey = "";
+let viewer = null;
+let updatedAt = null;
+let live = false;
+let stopLive = () => {};
+let retryTimer = null;
+let loadSeq = 0;
+
+initLang("title.client");
+const restored = setupKeyField(keyInput, $("remember"));
+
+let lastKeyError = null;
+
+function setKeyError(error) {
+  lastKeyError = error;
+  showError(keyError, error);
+  if (error) keyInput.setAttribute("aria-invalid", "true");
+  else keyInput.removeAttribute("aria-invalid");
+}
+
+/** Loads the account of `key`; shows an inline error instead when the key is refused. */
+async function load(key, { announceBalance = false } = {}) {
+  const seq = ++loadSeq;
+  account.setAttribute("aria-busy", "true");
+  try {
+    const data = await gql(VIEWER, { first: RECENT }, key);
+    if (seq !== loadSeq || key !== shownKey) return;
+    const before = viewer?.balance?.amount;
+    viewer = data.viewer;
+    updatedAt = new Date();
+    setKeyError(null);
+    render();
+    if (announceBalance || (before !== undefined && before !== viewer.balance?.amount)) {
+      $("announce").textContent = `${t("balance.colon")}${yuan(viewer.balance)}`;
+    }
+  } catch (error) {
+    if (seq !== loadSeq) return;
+    const pageError = error instanceof PageError ? error : new PageError({ code: "unknown", status: 0, message: "" });
+    if (pageError.code === "unauthorized" || pageError.code === "key_disabled") {
+      forget();
+      keyInput.focus();
+    }
+    setKeyError(pageError);
+  } finally {
+    if (seq === loadSeq) account.removeAttribute("aria-busy");
+  }
+}
+
+/** Stops showing an account (a bad key, or the key was changed). */
+function forget() {
+  shownKey = "";
+  viewer = null;
+  account.hidden = true;
+  stopLive();
+  clearTimeout(retryTimer);
+  live = false;
+}
+
+let refreshTimer = null;
+/** Refreshes soon, once for a burst of task events. */
+function refreshSoon() {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(() => shownKey && load(shownKey), 150);
+}
+
+function goLive(key) {
+  stopLive();
+  clearTimeout(retryTimer);
+  stopLive = subscribe(key, CHANGES, {}, {
+    next: () => {
+      if (!live) {
+        live = true;
+        renderLiveState();
+      }
+      refreshSoon();
+    },
+    complete: () => {},
+    error: (error) => {
+      live = false;
+      renderLiveState();
+      if (key !== shownKey) return;
+      if (error instanceof PageError && (error.code === "unauthorized" || error.code === "key_disabled")) return;
+      retryTimer = setTimeout(() => key === shownKey && goLive(key), RETRY_MS);
+    },
+  });
+  // The subscription has no first event: it is live once the socket is up; assume so until an error.
+  live = true;
+  renderLiveState();
+}
+
+function renderLiveState() {
+  $("live-state").textContent = t(live ? "client.live" : "client.offline");
+  $("live-state").className = live ? "live" : "";
+}
+
+function statusBadge(status) {
+  return h("span", { className: `badge status-${status.toLowerCase()}`, textContent: t(`status.${status}`) });
+}
+
+function resultLinks(task) {
+  if (task.status === "FAILED") return h("span", { className: "muted", textContent: task.error ?? "" });
+  if (task.status !== "SUCCEEDED") return "—";
+  const urls = safeUrls(task.images?.length ? task.images : [task.result]);
+  if (!urls.length) return "—";
+  return h(
+    "span",
+    { className: "links" },
+    urls.map((url, i) => h("a", { href: url, target: "_blank", rel: "noopener noreferrer", textContent: urls.length > 1 ? t("task.downloadN", { n: i + 1 }) : t("task.open") })),
+    h("span", { className: "ai-mark small", textContent: t("ai.mark") }),
+  );
+}
+
+function chargedCell(task) {
+  const refunded = task.refunded && Number(task.refunded.amount) !== 0;
+  return refunded ? [yuan(task.charged), h("span", { className: "muted", textContent: ` (${t("task.refunded")} ${yuan(task.refunded)})` })] : yuan(task.charged);
+}
+
+function describe(task) {
+  const parts = [];
+  if (task.resolution) parts.push(task.resolution);
+  if (task.seconds) parts.push(`${task.seconds} s`);
+  parts.push(`× ${task.count}`);
+  return parts.join(" · ");
+}
+
+function render() {
+  if (!viewer) return;
+  account.hidden = false;
+  $("balance").textContent = yuan(viewer.balance);
+  $("spent").textContent = yuan(viewer.spent);
+  $("billed-seconds").textContent = String(viewer.billedSeconds ?? 0);
+  $("billed-images").textContent = String(viewer.billedImages ?? 0);
+  $("updated").textContent = updatedAt ? t("client.updated", { time: when(updatedAt.toISOString()) }) : "";
+  renderLiveState();
+  const nodes = viewer.tasks?.nodes ?? [];
+  $("no-tasks").hidden = nodes.length > 0;
+  $("tasks-table").hidden = nodes.length === 0;
+  const cell = (label, ...children) => h("td", { dataset: { label: t(label) } }, h("span", {}, ...children));
+  $("tasks").replaceChildren(
+    ...nodes.map((task) =>
+      h(
+        "tr",
+        { dataset: { taskId: task.id, status: task.status } },
+        cell("col.created", h("time", { dateTime: task.createdAt, textContent: when(task.createdAt) })),
+        cell("col.task", h("code", { textContent: task.id })),
+        cell("col.model", `${task.model.name} `, h("span", { className: "muted", textContent: describe(task) })),
+        cell("col.status", statusBadge(task.status)),
+        cell("col.amount", chargedCell(task)),
+        cell("col.result", resultLinks(task)),
+      ),
+    ),
+  );
+}
+
+form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const key = keyInput.value.trim();
+  if (!key) {
+    forget();
+    setKeyError(new PageError({ code: "unauthorized", status: 401, message: "Invalid or missing API key" }));
+    keyInput.focus();
+    return;
+  }
+  if (key !== shownKey) {
+    forget();
+    shownKey = key;
+    goLive(key);
+  }
+  load(key, { announceBalance: true });
+});
+
+$("refresh").addEventListener("click", () => shownKey && load(shownKey));
+keyInput.addEventListener("input", () => {
+  if (shownKey && keyInput.value.trim() !== shownKey) forget();
+});
+onLangChange(() => {
+  render();
+  showError(keyError, lastKeyError);
+});
+window.addEventListener("pagehide", () => stopLive());
+
+if (restored) form.requestSubmit();
+form.dataset.ready = "true";

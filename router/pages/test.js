@@ -1,0 +1,509 @@
+// /test: the test bench. The form is built from the server's catalog (GraphQL `models`), the price
+// preview is the server's own `quote`, a submission is the user's GraphQL mutation with their key,
+// and each task's status comes live over graphql-ws (`taskStatusChanged`), or every 3 s from
+// `task(id)` if the socket cannot be used.
+import { PageError, currentLang, gql, h, initLang, onLangChange, safeUrls, setupKeyField, showError, subscribe, t, yuan } from "./common.js";
+
+const MODEL_FIELDS = `id name kind sizes resolutions durations { resolution seconds } defaultSeconds maxCount available
+  references { kinds frames maxImages maxAudios maxVideos maxTotal audioNeedsVisual }`;
+const MODELS = `query PageModels { models { ${MODEL_FIELDS} } }`;
+const QUOTE = `query PageQuote($id: Int!, $seconds: Int, $resolution: String, $count: Int) {
+  model(id: $id) { quote(seconds: $seconds, resolution: $resolution, count: $count) { amount } } }`;
+const TASK_FIELDS = `id status result images error price { amount } refunded { amount } charged { amount }
+  count seconds resolution size createdAt updatedAt model { id name kind }`;
+const SUBMIT_VIDEO = `mutation PageSubmitVideo($input: SubmitVideoGenerationInput!) { submitVideoGeneration(input: $input) { task { ${TASK_FIELDS} } } }`;
+const SUBMIT_IMAGE = `mutation PageSubmitImage($input: SubmitImageGenerationInput!) { submitImageGeneration(input: $input) { task { ${TASK_FIELDS} } } }`;
+const WATCH = `subscription PageWatchTask($id: ID!) { taskStatusChanged(taskId: $id) { ${TASK_FIELDS} } }`;
+const TASK = `query PageTask($id: ID!) { task(id: $id) { ${TASK_FIELDS} } }`;
+const BALANCE = `query PageBalance { viewer { balance { amount } } }`;
+const TERMINAL = new Set(["SUCCEEDED", "FAILED"]);
+const POLL_MS = 3000;
+
+const $ = (id) => document.getElementById(id);
+const form = $("form");
+const keyInput = $("key");
+const modelSelect = $("model");
+const resolutionSelect = $("resolution");
+const secondsSelect = $("seconds");
+const sizeSelect = $("size");
+const countSelect = $("count");
+const priceOutput = $("price");
+const generateButton = $("generate");
+const formError = $("form-error");
+const announce = $("announce");
+
+/** Reference inputs: REST field, GraphQL input field, the model's limit field, label key. */
+const REFERENCE_LISTS = [
+  { field: "reference_images", input: "referenceImages", kind: "image", max: "maxImages", label: "refs.image" },
+  { field: "reference_audios", input: "referenceAudios", kind: "audio", max: "maxAudios", label: "refs.audio" },
+  { field: "reference_videos", input: "referenceVideos", kind: "video", max: "maxVideos", label: "refs.video" },
+];
+const FRAMES = [
+  { field: "frame_start", input: "frameStart" },
+  { field: "frame_end", input: "frameEnd" },
+];
+
+/** @type {Map<number, any>} the catalog, by model id */
+let models = new Map();
+/** @type {Map<string, { task: any, history: { status: string, at: Date }[], note: string, error: PageError | null, stop: () => void }>} */
+const tasks = new Map();
+
+initLang("title.test");
+setupKeyField(keyInput, $("remember"));
+
+// ---------------------------------------------------------------------------------------------
+// The model-driven form
+
+/** Replaces a select's options, keeping `keep` selected when it is still allowed. */
+function setOptions(select, values, keep, label = (v) => String(v)) {
+  const wanted = values.map(String).includes(String(keep)) ? String(keep) : undefined;
+  select.replaceChildren(...values.map((value) => h("option", { value: String(value), textContent: label(value) })));
+  if (wanted !== undefined) select.value = wanted;
+  return select.value;
+}
+
+const currentModel = () => models.get(Number(modelSelect.value));
+
+function renderModelOptions() {
+  const keep = modelSelect.value;
+  modelSelect.replaceChildren(
+    ...[...models.values()].map((model) =>
+      h("option", {
+        value: String(model.id),
+        disabled: !model.available,
+        textContent: `${model.id} · ${model.name} (${t(model.kind === "IMAGE" ? "model.image" : "model.video")})${model.available ? "" : ` — ${t("model.unavailable")}`}`,
+      }),
+    ),
+  );
+  if (keep && models.has(Number(keep))) modelSelect.value = keep;
+}
+
+/** Durations allowed at the chosen resolution. */
+function durationsFor(model, resolution) {
+  return model.durations.find((d) => d.resolution === resolution)?.seconds ?? [];
+}
+
+function renderSeconds(model) {
+  const allowed = durationsFor(model, resolutionSelect.value);
+  const keep = allowed.includes(Number(secondsSelect.value)) ? secondsSelect.value : model.defaultSeconds;
+  setOptions(secondsSelect, allowed, keep);
+}
+
+function renderReferences(model) {
+  const refs = model.references;
+  for (const list of REFERENCE_LISTS) {
+    const box = form.querySelector(`[data-field="${list.field}"]`);
+    const max = refs[list.max];
+    box.hidden = !refs.kinds.includes(list.kind) || max === 0;
+    $(`${list.field}-hint`).textContent = [t("refs.onePerLine"), max ? t("refs.max", { n: max }) : ""].filter(Boolean).join(currentLang() === "zh" ? "" : " ");
+  }
+  for (const frame of FRAMES) form.querySelector(`[data-field="${frame.field}"]`).hidden = !refs.frames;
+  const rules = [];
+  if (refs.maxTotal) rules.push(t("refs.total", { n: refs.maxTotal }));
+  if (refs.audioNeedsVisual && refs.kinds.includes("audio")) rules.push(t("refs.audioNeedsVisual"));
+  $("refs-rules").textContent = rules.join(currentLang() === "zh" ? "" : " ");
+  $("refs-rules").hidden = rules.length === 0;
+}
+
+/** Renders every model-dependent field for the chosen model, keeping what is still allowed. */
+function renderForm() {
+  const model = currentModel();
+  if (!model) return;
+  const video = model.kind === "VIDEO";
+  setOptions(resolutionSelect, model.resolutions, resolutionSelect.value || model.resolutions[0]);
+  $("seconds-field").hidden = !video;
+  if (video) renderSeconds(model);
+  const keepSize = sizeSelect.value;
+  sizeSelect.replaceChildren(h("option", { value: "", textContent: t("size.default") }), ...model.sizes.map((size) => h("option", { value: size, textContent: size })));
+  if (model.sizes.includes(keepSize)) sizeSelect.value = keepSize;
+  setOptions(countSelect, Array.from({ length: model.maxCount }, (_, i) => i + 1), countSelect.value || 1);
+  $("count-hint").textContent = t(video ? "count.hint.video" : "count.hint.image");
+  renderReferences(model);
+  updatePrice();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The price preview: the server's quote for exactly these values
+
+let quoteSeq = 0;
+
+async function updatePrice() {
+  const model = currentModel();
+  if (!model) return;
+  const seq = ++quoteSeq;
+  const video = model.kind === "VIDEO";
+  const variables = { id: model.id, resolution: resolutionSelect.value, count: Number(countSelect.value) };
+  if (video) variables.seconds = Number(secondsSelect.value);
+  priceOutput.setAttribute("aria-busy", "true");
+  $("price-note").textContent = "";
+  try {
+    const data = await gql(QUOTE, variables);
+    if (seq !== quoteSeq) return;
+    const quote = data.model?.quote;
+    priceOutput.textContent = quote ? yuan(quote) : "—";
+    priceOutput.dataset.amount = quote?.amount ?? "";
+    $("price-note").textContent = quote ? t(video ? "price.video" : "price.image") : t("price.invalid");
+  } catch (error) {
+    if (seq !== quoteSeq) return;
+    priceOutput.textContent = "—";
+    priceOutput.dataset.amount = "";
+    $("price-note").textContent = error instanceof PageError ? error.text : "";
+  } finally {
+    if (seq === quoteSeq) priceOutput.removeAttribute("aria-busy");
+  }
+}
+
+modelSelect.addEventListener("change", () => {
+  clearErrors();
+  const url = new URL(location.href);
+  url.searchParams.set("model", modelSelect.value);
+  history.replaceState(null, "", url);
+  renderForm();
+});
+resolutionSelect.addEventListener("change", () => {
+  const model = currentModel();
+  if (model?.kind === "VIDEO") renderSeconds(model);
+  updatePrice();
+});
+secondsSelect.addEventListener("change", updatePrice);
+countSelect.addEventListener("change", updatePrice);
+
+// ---------------------------------------------------------------------------------------------
+// Balance line next to the key
+
+let balanceSeq = 0;
+
+async function refreshBalance() {
+  const key = keyInput.value.trim();
+  const line = $("balance-line");
+  const seq = ++balanceSeq;
+  if (!key) {
+    line.hidden = true;
+    return;
+  }
+  try {
+    const data = await gql(BALANCE, {}, key);
+    if (seq !== balanceSeq) return;
+    line.replaceChildren(t("balance.colon"), h("strong", { textContent: yuan(data.viewer?.balance) }));
+    line.dataset.amount = data.viewer?.balance?.amount ?? "";
+    line.hidden = false;
+    setFieldError("key", null);
+  } catch (error) {
+    if (seq !== balanceSeq) return;
+    line.hidden = true;
+    if (error instanceof PageError && (error.code === "unauthorized" || error.code === "key_disabled")) setFieldError("key", error.text);
+  }
+}
+keyInput.addEventListener("change", refreshBalance);
+
+// ---------------------------------------------------------------------------------------------
+// Errors shown inline
+
+function setFieldError(field, text) {
+  const box = $(`${field}-error`);
+  const control = field === "key" ? keyInput : field === "model_id" ? modelSelect : $(field);
+  if (!box || !control) return false;
+  box.textContent = text ?? "";
+  box.hidden = !text;
+  if (text) control.setAttribute("aria-invalid", "true");
+  else control.removeAttribute("aria-invalid");
+  return true;
+}
+
+function clearErrors() {
+  for (const box of form.querySelectorAll(".field-error")) {
+    box.hidden = true;
+    box.textContent = "";
+  }
+  for (const control of form.querySelectorAll("[aria-invalid]")) control.removeAttribute("aria-invalid");
+  showError(formError, null);
+}
+
+/** The field of a server error (`reference_images[2]` → `reference_images`). */
+function fieldOf(error) {
+  const field = error.field?.replace(/\[.*$/, "").replace(/\..*$/, "");
+  if (!field) return undefined;
+  if (field === "reference_image") return "reference_images";
+  if (field === "reference_audio") return "reference_audios";
+  if (field === "reference_video") return "reference_videos";
+  return field;
+}
+
+/** Shows a submission error next to its field (or the key) and in the form's alert. */
+function showSubmitError(error) {
+  showError(formError, error);
+  let focus = null;
+  if (error.code === "unauthorized" || error.code === "key_disabled") {
+    setFieldError("key", error.text);
+    focus = keyInput;
+  } else {
+    const field = fieldOf(error);
+    if (field && setFieldError(field, error.text)) {
+      focus = field === "model_id" ? modelSelect : $(field);
+      if (field.startsWith("reference_") || field.startsWith("frame_")) $("refs").open = true;
+    }
+  }
+  focus?.focus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Submission
+
+const lines = (id) =>
+  $(id)
+    .value.split(/\s+/)
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+/** Checks what the page can check by itself; the server checks everything again. */
+function localErrors(model) {
+  const errors = [];
+  if (!keyInput.value.trim()) errors.push({ field: "key", text: t("err.key.required") });
+  if (!$("prompt").value.trim()) errors.push({ field: "prompt", text: t("err.prompt.required") });
+  let total = 0;
+  for (const list of REFERENCE_LISTS) {
+    const box = form.querySelector(`[data-field="${list.field}"]`);
+    if (box.hidden) continue;
+    const n = lines(list.field).length;
+    total += n;
+    const max = model.references[list.max];
+    if (max && n > max) errors.push({ field: list.field, text: t("refs.tooMany", { field: t(list.label), n: max }) });
+  }
+  if (model.references.maxTotal && total > model.references.maxTotal) {
+    errors.push({ field: "reference_images", text: t("refs.totalTooMany", { n: model.references.maxTotal }) });
+  }
+  return errors;
+}
+
+function buildInput(model) {
+  const input = { prompt: $("prompt").value, modelId: model.id, resolution: resolutionSelect.value, count: Number(countSelect.value) };
+  if (model.kind === "VIDEO") input.seconds = Number(secondsSelect.value);
+  if (sizeSelect.value) input.size = sizeSelect.value;
+  for (const list of REFERENCE_LISTS) {
+    if (form.querySelector(`[data-field="${list.field}"]`).hidden) continue;
+    const urls = lines(list.field);
+    if (urls.length) input[list.input] = urls;
+  }
+  if (model.references.frames) {
+    for (const frame of FRAMES) {
+      const value = $(frame.field).value.trim();
+      if (value) input[frame.input] = value;
+    }
+  }
+  return input;
+}
+
+let submitting = false;
+
+form.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  if (submitting) return;
+  clearErrors();
+  const model = currentModel();
+  if (!model) return;
+  const problems = localErrors(model);
+  if (problems.length) {
+    for (const problem of problems) setFieldError(problem.field, problem.text);
+    if (problems.some((p) => p.field.startsWith("reference_"))) $("refs").open = true;
+    (problems[0].field === "key" ? keyInput : $(problems[0].field)).focus();
+    return;
+  }
+  submitting = true;
+  generateButton.disabled = true;
+  generateButton.setAttribute("aria-busy", "true");
+  generateButton.textContent = t("generating");
+  const key = keyInput.value.trim();
+  try {
+    const video = model.kind === "VIDEO";
+    const data = await gql(video ? SUBMIT_VIDEO : SUBMIT_IMAGE, { input: buildInput(model) }, key);
+    const task = (video ? data.submitVideoGeneration : data.submitImageGeneration).task;
+    track(task, key);
+    refreshBalance();
+  } catch (error) {
+    showSubmitError(error instanceof PageError ? error : new PageError({ code: "unknown", status: 0, message: String(error) }));
+    if (error instanceof PageError && error.code === "insufficient_balance") refreshBalance();
+  } finally {
+    submitting = false;
+    generateButton.disabled = false;
+    generateButton.removeAttribute("aria-busy");
+    generateButton.textContent = t("generate");
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Tasks: live status and results
+
+/** Records a task state; returns true when its status changed. */
+function record(entry, task) {
+  const last = entry.history.at(-1);
+  entry.task = task;
+  if (last?.status === task.status) return false;
+  entry.history.push({ status: task.status, at: new Date() });
+  return true;
+}
+
+function track(task, key) {
+  const entry = { task, history: [], note: "", error: null, stop: () => {} };
+  record(entry, task);
+  tasks.set(task.id, entry);
+  render(entry);
+  say(entry);
+
+  const onTask = (next) => {
+    if (!next) return;
+    if (record(entry, next)) say(entry);
+    render(entry);
+    if (TERMINAL.has(next.status)) refreshBalance();
+  };
+  let polling = null;
+  const poll = async () => {
+    try {
+      const data = await gql(TASK, { id: task.id }, key);
+      onTask(data.task);
+    } catch {
+      /* try again next round */
+    }
+    if (!TERMINAL.has(entry.task.status)) polling = setTimeout(poll, POLL_MS);
+  };
+  entry.stop = subscribe(key, WATCH, { id: task.id }, {
+    next: (data) => onTask(data?.taskStatusChanged),
+    complete: () => {},
+    error: (error) => {
+      if (TERMINAL.has(entry.task.status)) return;
+      if (error instanceof PageError) {
+        entry.error = error;
+        render(entry);
+        return;
+      }
+      // No socket (a proxy without WebSockets, a restart): poll as the spec recommends.
+      entry.note = "task.polling";
+      render(entry);
+      polling = setTimeout(poll, 0);
+    },
+  });
+  window.addEventListener("pagehide", () => {
+    entry.stop();
+    clearTimeout(polling);
+  });
+}
+
+/** A time of day with seconds, in the page's language. */
+function clock(date) {
+  return date.toLocaleTimeString(currentLang() === "zh" ? "zh-CN" : "en-GB", { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+}
+
+function say(entry) {
+  announce.textContent = t("status.announce", { id: entry.task.id, status: t(`status.${entry.task.status}`) });
+}
+
+function aiMark() {
+  return h("span", { className: "ai-mark", textContent: t("ai.mark") });
+}
+
+function describe(task) {
+  const parts = [];
+  if (task.resolution) parts.push(task.resolution);
+  if (task.seconds) parts.push(`${task.seconds} s`);
+  if (task.size) parts.push(task.size);
+  parts.push(`× ${task.count}`);
+  return parts.join(" · ");
+}
+
+function resultsOf(task) {
+  if (task.status !== "SUCCEEDED") return null;
+  if (task.model.kind === "IMAGE") {
+    const images = safeUrls(task.images?.length ? task.images : [task.result]);
+    return h(
+      "ul",
+      { className: "grid", attrs: { "aria-label": t("results.heading") } },
+      images.map((url, i) =>
+        h(
+          "li",
+          {},
+          h(
+            "figure",
+            { className: "result" },
+            h("div", { className: "media" }, h("img", { src: url, alt: t("task.image", { n: i + 1, id: task.id }), loading: "lazy", width: 512, height: 512 }), aiMark()),
+            h("figcaption", {}, h("a", { href: url, download: "", textContent: t("task.downloadN", { n: i + 1 }) })),
+          ),
+        ),
+      ),
+    );
+  }
+  const [url] = safeUrls([task.result]);
+  if (!url) return null;
+  return h(
+    "figure",
+    { className: "result video" },
+    h(
+      "div",
+      { className: "media" },
+      h("video", { src: url, controls: true, preload: "metadata", playsInline: true, attrs: { "aria-label": t("task.video", { id: task.id }) } }),
+      aiMark(),
+    ),
+    h("figcaption", {}, h("a", { href: url, download: "", textContent: t("task.download") })),
+  );
+}
+
+function render(entry) {
+  const { task } = entry;
+  const money = [`${t("task.price")} ${yuan(task.price)}`];
+  if (task.refunded && task.refunded.amount !== "0.00" && Number(task.refunded.amount) !== 0) {
+    money.push(`${t("task.refunded")} ${yuan(task.refunded)}`, `${t("task.charged")} ${yuan(task.charged)}`);
+  }
+  const card = h(
+    "li",
+    { className: "task card", id: `task-${task.id}`, dataset: { taskId: task.id, status: task.status } },
+    h(
+      "div",
+      { className: "task-head" },
+      h("strong", { textContent: task.model.name }),
+      h("span", { className: "muted", textContent: describe(task) }),
+      h("span", { className: `badge status-${task.status.toLowerCase()}`, dataset: { role: "status" }, textContent: t(`status.${task.status}`) }),
+    ),
+    h("p", { className: "meta" }, h("code", { textContent: task.id }), " · ", money.join(" · ")),
+    h(
+      "ol",
+      { className: "timeline", attrs: { "aria-label": t("task.statusLabel") } },
+      entry.history.map((step) => h("li", { dataset: { status: step.status } }, t(`status.${step.status}`), " ", h("time", { dateTime: step.at.toISOString(), textContent: clock(step.at) }))),
+    ),
+    task.status === "FAILED" && task.error ? h("p", { className: "alert", textContent: t("task.error", { error: task.error }) }) : null,
+    entry.error ? h("p", { className: "alert", textContent: entry.error.text }) : null,
+    entry.note && !TERMINAL.has(task.status) ? h("p", { className: "hint", dataset: { role: "note" }, textContent: t(entry.note) }) : null,
+    resultsOf(task),
+  );
+  const old = $(`task-${task.id}`);
+  if (old) old.replaceWith(card);
+  else $("tasks").prepend(card);
+  $("results-empty").hidden = tasks.size > 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Start
+
+onLangChange(() => {
+  renderModelOptions();
+  renderForm();
+  for (const entry of tasks.values()) render(entry);
+  generateButton.textContent = t(submitting ? "generating" : "generate");
+  if (!$("balance-line").hidden) refreshBalance();
+});
+
+async function start() {
+  try {
+    const data = await gql(MODELS);
+    models = new Map(data.models.map((model) => [model.id, model]));
+  } catch (error) {
+    showError(formError, error instanceof PageError ? error : new PageError({ code: "unknown", status: 0, message: "" }));
+    return;
+  }
+  renderModelOptions();
+  const wanted = Number(new URL(location.href).searchParams.get("model"));
+  const first = models.get(wanted)?.available ? wanted : [...models.values()].find((m) => m.available)?.id;
+  if (first !== undefined) modelSelect.value = String(first);
+  renderForm();
+  if (keyInput.value.trim()) refreshBalance();
+  form.dataset.ready = "true";
+}
+
+start();

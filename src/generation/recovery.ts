@@ -1,0 +1,275 @@
+/**
+ * The recovery sweep of generation tasks (DESIGN §5; issue 6 item 4): what a crash or a silent
+ * upstream would otherwise leave open forever. Runs at start-up and then periodically in every
+ * process of the generation role; every step is a compare-and-swap, so any number of processes
+ * may sweep the same database without handling an item twice.
+ *
+ * Each sweep:
+ * 1. **Interrupted submissions.** A task still `submit_state = 'pending'` longer than
+ *    `upstreamTimeoutMs + marginMs` was debited but its process died before the upstream
+ *    answered (a live submission resolves within the upstream timeout). The sweep claims it
+ *    (`pending` → `resending`, `next_poll_at` holding the lease until which the claim is
+ *    exclusive) and hands it to the upstream once more: accepted → `sent` (status 0, polled as
+ *    usual); refused → status 2 with the full refund, through the same code path as a live
+ *    refusal. A `resending` task whose lease ran out (its sweeper died too) is claimed again.
+ * 2. **Deadlines.** An open task (status 0, 3 or 4) past its `deadline_at` (the model's
+ *    `deadlineSeconds`, or TASK_DEADLINE_SECONDS, after submission) is failed with
+ *    `Generation timed out` and fully refunded (compare-and-swap on an open status, so it never
+ *    races the poller into a second settlement).
+ * 3. **Late results.** A task failed by its deadline keeps being asked, with a growing delay, for
+ *    up to {@link LATE_WATCH_MS}: a success arriving then is recorded in `late_result` /
+ *    `late_images` — no charge, the status stays 2.
+ *
+ * The next sweep runs after `intervalMs` at the latest, and sooner when a pending task, a
+ * deadline or a late check falls due before that.
+ */
+import pLimit from "p-limit";
+import type { Logger } from "pino";
+import { nowIso, type Db } from "../db/index.ts";
+import { toTaskRecord, type GenerationService } from "./tasks.ts";
+import type { GenerationRequest } from "./validation.ts";
+import type { GenerationUpstream, UpstreamTaskState } from "./upstream/types.ts";
+
+/** How long a task failed by its deadline is still asked for a late result: one day. */
+export const LATE_WATCH_MS = 24 * 60 * 60 * 1000;
+
+/** The shortest claim on an interrupted submission being resent. */
+const MIN_LEASE_MS = 5_000;
+
+/** The longest pause between two late checks of one task: ten minutes. */
+const LATE_CHECK_MAX_DELAY_MS = 10 * 60 * 1000;
+
+/** Settings of the recovery sweep. */
+export interface RecoveryOptions {
+  db: Db;
+  service: GenerationService;
+  upstream: GenerationUpstream;
+  logger: Logger;
+  /** UPSTREAM_TIMEOUT_MS: a live submission resolves within it. */
+  upstreamTimeoutMs: number;
+  /** RECOVERY_MARGIN_MS: added to the timeout before a pending task counts as interrupted. */
+  marginMs: number;
+  /** TASK_POLL_INTERVAL_MS: first delay of the late-result checks. */
+  pollIntervalMs: number;
+  /** Longest pause between sweeps (default 60 000). */
+  intervalMs?: number;
+  /** Tasks per step and sweep (default 100). */
+  batchSize?: number;
+  /** Upstream calls in flight at once (default 8). */
+  concurrency?: number;
+  /** False: no background sweeps, only {@link Recovery.sweepOnce} (tests). Default true. */
+  background?: boolean;
+}
+
+/** What one sweep did. */
+export interface SweepResult {
+  /** Interrupted submissions the upstream accepted on the second try. */
+  resent: number;
+  /** Interrupted submissions the upstream refused: failed and refunded. */
+  refunded: number;
+  /** Open tasks failed and refunded by their deadline. */
+  expired: number;
+  /** Late successes recorded. */
+  late: number;
+}
+
+/** A running recovery sweep. */
+export interface Recovery {
+  /** Runs one sweep now (safe beside the background loop and other processes). */
+  sweepOnce(): Promise<SweepResult>;
+  /** Stops scheduling sweeps and waits for the current one. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the recovery sweep: the first sweep at once (start-up), then as described in the
+ * module docstring. Sweeps never overlap; errors are logged and retried at the next sweep.
+ */
+export function startRecovery(options: RecoveryOptions): Recovery {
+  const { db, service, upstream, logger } = options;
+  const intervalMs = Math.max(1, options.intervalMs ?? 60_000);
+  const batchSize = options.batchSize ?? 100;
+  const limit = pLimit(options.concurrency ?? 8);
+  const staleMs = options.upstreamTimeoutMs + options.marginMs;
+  // The claim on a resent task outlives the upstream call it covers (and is never so short that
+  // a second sweeper could take it over while the first is still at work).
+  const leaseMs = Math.max(MIN_LEASE_MS, options.upstreamTimeoutMs + options.marginMs);
+  const iso = (ms: number) => new Date(ms).toISOString();
+
+  /** Step 1: resend or refund interrupted submissions. */
+  async function recoverInterrupted(): Promise<{ resent: number; refunded: number; full: boolean }> {
+    const now = Date.now();
+    const nowText = iso(now);
+    const rows = await db("tasks")
+      .where((q) =>
+        q
+          .where((p) => p.where("submit_state", "pending").andWhere("created_at", "<=", iso(now - staleMs)))
+          .orWhere((r) => r.where("submit_state", "resending").andWhere("next_poll_at", "<=", nowText)),
+      )
+      .orderBy("created_at")
+      .limit(batchSize);
+    let resent = 0;
+    let refunded = 0;
+    await Promise.all(
+      rows.map((row: any) =>
+        limit(async () => {
+          const claimedAt = nowIso();
+          const claimed = await db("tasks")
+            .where({ id: row.id, status: 0 })
+            .andWhere((q) =>
+              q.where("submit_state", "pending").orWhere((r) => r.where("submit_state", "resending").andWhere("next_poll_at", "<=", claimedAt)),
+            )
+            .update({ submit_state: "resending", next_poll_at: iso(Date.now() + leaseMs), updated_at: claimedAt });
+          if (claimed !== 1) return; // another process has it, or it moved on
+          try {
+            const request = JSON.parse(row.request) as GenerationRequest;
+            const outcome = await service.resend(toTaskRecord(row), request);
+            if (outcome === "sent") resent += 1;
+            else refunded += 1;
+            logger.warn({ task_id: row.id, outcome }, outcome === "sent" ? "interrupted submission resent to the upstream" : "interrupted submission refused by the upstream; refunded");
+          } catch (error) {
+            // Left in `resending`: claimed again once the lease runs out.
+            logger.error({ task_id: row.id, err: error }, "interrupted submission could not be recovered now");
+          }
+        }),
+      ),
+    );
+    return { resent, refunded, full: rows.length === batchSize };
+  }
+
+  /** Step 2: fail and refund open tasks past their deadline. */
+  async function expireOverdue(): Promise<{ expired: number; full: boolean }> {
+    const rows = await db("tasks")
+      .whereIn("status", [0, 3, 4])
+      .andWhere("submit_state", "sent")
+      .andWhere("deadline_at", "<=", nowIso())
+      .orderBy("deadline_at")
+      .limit(batchSize);
+    let expired = 0;
+    for (const row of rows) {
+      if (await service.expireTask(toTaskRecord(row), options.pollIntervalMs)) {
+        expired += 1;
+        logger.warn({ task_id: row.id, deadline_at: row.deadline_at }, "task passed its deadline; failed and refunded");
+      }
+    }
+    return { expired, full: rows.length === batchSize };
+  }
+
+  function nextLateCheck(row: any, now: number): string | null {
+    const expiredAt = Date.parse(row.expired_at);
+    if (!Number.isFinite(expiredAt) || now - expiredAt >= LATE_WATCH_MS) return null;
+    const delay = Math.min(LATE_CHECK_MAX_DELAY_MS, Math.max(options.pollIntervalMs, now - expiredAt));
+    return iso(now + delay);
+  }
+
+  /** Step 3: ask the upstream about tasks failed by their deadline; record a late success. */
+  async function checkLateResults(): Promise<{ late: number; full: boolean }> {
+    const rows = await db("tasks")
+      .where("status", 2)
+      .andWhere("next_poll_at", "<=", nowIso())
+      .whereNotNull("expired_at")
+      .whereNull("late_result")
+      .orderBy("next_poll_at")
+      .limit(batchSize);
+    let late = 0;
+    await Promise.all(
+      rows.map((row: any) =>
+        limit(async () => {
+          let state: UpstreamTaskState | null = null;
+          if (row.upstream_task_id) {
+            try {
+              state = await upstream.fetchStatus(row.upstream_task_id);
+            } catch (error) {
+              logger.warn({ task_id: row.id, err: (error as Error).message }, "late result check failed");
+            }
+          }
+          const guard = { id: row.id, status: 2, next_poll_at: row.next_poll_at };
+          if (state?.status === 1) {
+            const images = row.kind === "image" ? (state.images ?? (state.result ? [state.result] : [])).slice(0, Number(row.count)) : null;
+            const result = state.result ?? images?.[0] ?? null;
+            const recorded = await db("tasks")
+              .where(guard)
+              .whereNull("late_result")
+              .update({ late_result: result, late_images: images?.length ? JSON.stringify(images) : null, next_poll_at: null });
+            if (recorded === 1 && result) {
+              late += 1;
+              logger.warn({ task_id: row.id }, "late upstream success recorded after the deadline (not charged)");
+            }
+            return;
+          }
+          // Still open upstream (or not reachable): ask again later; failed upstream or no id: stop.
+          const open = row.upstream_task_id && (state === null || state.status === 0 || state.status === 3 || state.status === 4);
+          await db("tasks").where(guard).update({ next_poll_at: open ? nextLateCheck(row, Date.now()) : null });
+        }),
+      ),
+    );
+    return { late, full: rows.length === batchSize };
+  }
+
+  /** Milliseconds until the earliest pending task, lease, deadline or late check falls due. */
+  async function untilNextDue(): Promise<number> {
+    const now = Date.now();
+    const [pending, resending, deadline, lateCheck] = await Promise.all([
+      db("tasks").where("submit_state", "pending").min({ at: "created_at" }).first(),
+      db("tasks").where({ submit_state: "resending", status: 0 }).min({ at: "next_poll_at" }).first(),
+      db("tasks").whereIn("status", [0, 3, 4]).andWhere("submit_state", "sent").min({ at: "deadline_at" }).first(),
+      db("tasks").where("status", 2).whereNotNull("expired_at").whereNull("late_result").min({ at: "next_poll_at" }).first(),
+    ]);
+    const due = [
+      pending?.at ? Date.parse(pending.at) + staleMs : Infinity,
+      resending?.at ? Date.parse(resending.at) : Infinity,
+      deadline?.at ? Date.parse(deadline.at) : Infinity,
+      lateCheck?.at ? Date.parse(lateCheck.at) : Infinity,
+    ];
+    const earliest = Math.min(...due.map((t) => (Number.isFinite(t) ? t : Infinity)));
+    return Math.max(0, Math.min(intervalMs, earliest - now));
+  }
+
+  async function sweep(): Promise<SweepResult & { full: boolean }> {
+    const interrupted = await recoverInterrupted();
+    const overdue = await expireOverdue();
+    const lateResults = await checkLateResults();
+    return {
+      resent: interrupted.resent,
+      refunded: interrupted.refunded,
+      expired: overdue.expired,
+      late: lateResults.late,
+      full: interrupted.full || overdue.full || lateResults.full,
+    };
+  }
+
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let current: Promise<unknown> = Promise.resolve();
+
+  function schedule(delay: number): void {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      current = (async () => {
+        let next = intervalMs;
+        try {
+          const { full } = await sweep();
+          // A little slack past the due time, so the item is due when the sweep looks.
+          next = full ? 0 : (await untilNextDue()) + 10;
+        } catch (error) {
+          logger.error({ err: error }, "recovery sweep failed");
+        }
+        schedule(Math.min(next, intervalMs));
+      })();
+    }, delay);
+    timer.unref?.();
+  }
+  if (options.background !== false) schedule(0);
+
+  return {
+    async sweepOnce() {
+      const { full: _full, ...result } = await sweep();
+      return result;
+    },
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await current.catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,37 @@
+/**
+ * The pages' serving rules (router/pages.ts): content negotiation of encodings and the CSP.
+ */
+import { describe, expect, it } from "vitest";
+import { contentSecurityPolicy, createPages, pickEncoding } from "../../router/pages.ts";
+
+describe("pickEncoding", () => {
+  it("prefers br, then gzip, honours q=0 and *, and falls back to identity", () => {
+    expect(pickEncoding("gzip, deflate, br, zstd")).toBe("br");
+    expect(pickEncoding("gzip, deflate")).toBe("gzip");
+    expect(pickEncoding("br;q=0, gzip;q=0.5")).toBe("gzip");
+    expect(pickEncoding("*")).toBe("br");
+    expect(pickEncoding("*, br;q=0")).toBe("gzip");
+    expect(pickEncoding("identity")).toBe("identity");
+    expect(pickEncoding(undefined)).toBe("identity");
+    expect(pickEncoding("")).toBe("identity");
+  });
+});
+
+describe("contentSecurityPolicy", () => {
+  it("allows this origin only (and its WebSockets), and drops a Host header that is not a plain host", () => {
+    const csp = contentSecurityPolicy("127.0.0.1:4000");
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("connect-src 'self' ws://127.0.0.1:4000 wss://127.0.0.1:4000");
+    expect(contentSecurityPolicy("[::1]:4000")).toContain("ws://[::1]:4000");
+    expect(contentSecurityPolicy("evil.example; script-src *")).toContain("connect-src 'self';");
+    expect(contentSecurityPolicy(undefined)).toContain("connect-src 'self';");
+  });
+});
+
+describe("createPages", () => {
+  it("versions the assets by their content", () => {
+    const pages = createPages();
+    expect(pages.assetBase).toMatch(/^\/assets\/[0-9a-f]{12}$/);
+    expect(createPages().assetBase).toBe(pages.assetBase);
+  });
+});
