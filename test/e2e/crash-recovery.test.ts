@@ -223,6 +223,8 @@ describe("crash recovery with real processes", () => {
     const restarted = await start(environment);
     const ok = () => received.filter((r) => r.status === 200);
     await waitUntil(async () => ok().map((r) => `${r.event} ${r.taskId}`).sort(), (got) => got.length >= 3);
+    // Every outbox row, including any the restarted process commits meanwhile, gets published.
+    await waitUntil(() => db("outbox").whereNull("published_at").count({ n: "*" }), (rows: any) => Number(rows[0].n) === 0);
     expect(await restarted.proc.stop("SIGTERM")).toBe(0);
     expect(ok().map((r) => `${r.event} ${r.taskId}`).sort()).toEqual([`task.failed ${taskA}`, `task.refunded ${taskA}`, `task.succeeded ${taskB}`].sort());
     expect(new Set(ok().map((r) => r.delivery)).size).toBe(3);
