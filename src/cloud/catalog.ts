@@ -137,8 +137,8 @@ function toVendorRecord(row: any): VendorRecord {
   return { id: row.id, name: row.name, status: row.status, createdAt: row.created_at };
 }
 
-/** Converts a `products` row. */
-function toProductRecord(row: any): ProductRecord {
+/** Converts a `products` row (money in milli-yuan). */
+export function toProductRecord(row: any): ProductRecord {
   return {
     id: row.id,
     vendorId: row.vendor_id,

@@ -29,7 +29,7 @@ import { formatYuan, type MilliYuan } from "../money.ts";
 import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import { withIdempotency } from "./idempotency.ts";
 import { appendTransactionEvent, checkCustomerId, ensureCustomer } from "./customers.ts";
-import type { BillingCycle, ProductRecord } from "./catalog.ts";
+import { toProductRecord, type BillingCycle, type ProductRecord } from "./catalog.ts";
 
 /** Overall order state (DESIGN §8 `status`). */
 export type OrderStatus = "unpaid" | "provisioning" | "active" | "failed";
@@ -278,20 +278,7 @@ function monthsOf(cycles: BillingCycle[] | null, cycle: string): number {
 async function loadProduct(trx: Knex.Transaction, id: string): Promise<(ProductRecord & { vendorActive: boolean }) | null> {
   const row = await trx("products as p").leftJoin("vendors as v", "v.id", "p.vendor_id").where("p.id", id).first("p.*", "v.status as vendor_status");
   if (!row) return null;
-  return {
-    id: row.id,
-    vendorId: row.vendor_id,
-    category: row.category,
-    name: row.name,
-    description: row.description ?? null,
-    status: row.status,
-    billingCycles: (JSON.parse(row.billing_cycles) as BillingCycle[]).map((c) => ({ cycle: c.cycle, months: Number(c.months), price: Number(c.price) })),
-    stock: row.stock == null ? null : Number(row.stock),
-    requiredFields: JSON.parse(row.required_fields),
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    vendorActive: row.vendor_status === "active",
-  };
+  return { ...toProductRecord(row), vendorActive: row.vendor_status === "active" };
 }
 
 /** The data of an order event (cloud spec part 6: order_id, client_order_no, resource_id, status; DESIGN §8 names). */
