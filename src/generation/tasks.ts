@@ -8,6 +8,7 @@ import { credit, debit } from "../ledger/index.ts";
 import { appendOutbox } from "../events/outbox.ts";
 import { nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
+import { keysetPage, type Page } from "../pagination.ts";
 import type { Caller } from "../auth/keys.ts";
 import type { MilliYuan } from "../money.ts";
 import { getModel, type ModelKind } from "./catalog.ts";
@@ -86,26 +87,6 @@ export const DEADLINE_ERROR = "Generation timed out";
 /** Where a submission stands: `pending` until the upstream answers, `resending` while the recovery sweep holds it. */
 export type SubmitState = "pending" | "resending" | "sent" | "failed";
 
-/** A page of tasks, newest first. */
-export interface TaskPage {
-  tasks: TaskRecord[];
-  hasNextPage: boolean;
-  totalCount: number;
-}
-
-function encodeCursor(task: TaskRecord): string {
-  return Buffer.from(`${task.createdAt}|${task.id}`).toString("base64url");
-}
-
-function decodeCursor(cursor: string): [string, string] {
-  const text = Buffer.from(cursor, "base64url").toString("utf8");
-  const [createdAt, id] = text.split("|");
-  if (!createdAt || !id || Number.isNaN(Date.parse(createdAt))) throw new AppError("invalid_request", "after is not a valid cursor", { field: "after" });
-  return [createdAt, id];
-}
-
-/** The opaque cursor of a task in a newest-first list. */
-export const taskCursor = encodeCursor;
 
 /**
  * Creates the generation service.
@@ -266,16 +247,10 @@ export function createGenerationService(deps: GenerationServiceDeps) {
    * @param page `first` (1-100), `after` (opaque cursor), optional `status` code
    * @throws AppError `invalid_request` for a bad cursor
    */
-  async function listTasks(caller: Caller, page: { first: number; after?: string | null; status?: number | null }): Promise<TaskPage> {
-    const base = db("tasks").where("key_id", caller.keyId);
-    if (page.status != null) base.andWhere("status", page.status);
-    const query = base.clone().orderBy([{ column: "created_at", order: "desc" }, { column: "id", order: "desc" }]).limit(page.first + 1);
-    if (page.after) {
-      const [createdAt, id] = decodeCursor(page.after);
-      query.andWhere((q) => q.where("created_at", "<", createdAt).orWhere((q2) => q2.where("created_at", createdAt).andWhere("id", "<", id)));
-    }
-    const [rows, [{ n }]] = await Promise.all([query, base.clone().count({ n: "*" })]);
-    return { tasks: rows.slice(0, page.first).map(toTaskRecord), hasNextPage: rows.length > page.first, totalCount: Number(n) };
+  async function listTasks(caller: Caller, page: { first: number; after?: string | null; status?: number | null }): Promise<Page<TaskRecord>> {
+    const query = db("tasks").where("key_id", caller.keyId);
+    if (page.status != null) query.andWhere("status", page.status);
+    return keysetPage(query, ["created_at", "id"], page, toTaskRecord);
   }
 
   /**

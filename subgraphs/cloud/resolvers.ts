@@ -13,8 +13,7 @@ import { createDomain, getDomain, type DomainRecord } from "../../src/cloud/doma
 import { getPurgeTask, listPurgeTasks, purgeDomain } from "../../src/cloud/purge.ts";
 import { bandwidthUsage, setUsageThreshold, trafficUsage } from "../../src/cloud/usage.ts";
 import { listDeliveries, resendDelivery } from "../../src/events/webhooks.ts";
-import { pageSize } from "../shared/connection.ts";
-import type { Page } from "../../src/pagination.ts";
+import { pageSize, toConnection } from "../shared/connection.ts";
 import type { CloudContext } from "./context.ts";
 import { accountTopic, eventStream, type OutboxMessage } from "../../src/events/pubsub.ts";
 
@@ -34,17 +33,6 @@ import { adminMutations } from "./admin.ts";
 
 const upper = (value: string) => value.toUpperCase();
 const lower = (value: string | null | undefined) => (value == null ? value : value.toLowerCase());
-
-/** A {@link Page} as a Relay connection. */
-function connection<T>(page: Page<T>) {
-  const edges = page.items.map((node, i) => ({ node, cursor: page.cursors[i]! }));
-  return {
-    edges,
-    nodes: page.items,
-    totalCount: page.totalCount,
-    pageInfo: { hasNextPage: page.hasNextPage, hasPreviousPage: false, startCursor: page.cursors[0] ?? null, endCursor: page.cursors.at(-1) ?? null },
-  };
-}
 
 const pageOf = (args: { first?: number | null; after?: string | null }) => ({ first: pageSize(args.first), after: args.after ?? null });
 
@@ -101,11 +89,11 @@ export const resolvers = {
     },
     vendors: async (_: unknown, args: any, ctx: CloudContext) => {
       await ctx.caller("catalog:read");
-      return connection(await listVendors(ctx.db, pageOf(args)));
+      return toConnection(await listVendors(ctx.db, pageOf(args)));
     },
     products: async (_: unknown, args: any, ctx: CloudContext) => {
       await ctx.caller("catalog:read");
-      return connection(await listProducts(ctx.db, { category: args.category ?? undefined, vendorId: args.vendorId ?? undefined, status: lower(args.status) ?? undefined } as any, pageOf(args)));
+      return toConnection(await listProducts(ctx.db, { category: args.category ?? undefined, vendorId: args.vendorId ?? undefined, status: lower(args.status) ?? undefined } as any, pageOf(args)));
     },
     product: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => {
       await ctx.caller("catalog:read");
@@ -114,11 +102,11 @@ export const resolvers = {
       return product;
     },
     order: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => ctx.services.orders.get(await ctx.caller("orders:read"), id),
-    orders: async (_: unknown, args: any, ctx: CloudContext) => connection(await ctx.services.orders.list(await ctx.caller("orders:read"), pageOf(args))),
+    orders: async (_: unknown, args: any, ctx: CloudContext) => toConnection(await ctx.services.orders.list(await ctx.caller("orders:read"), pageOf(args))),
     domain: async (_: unknown, { domain }: { domain: string }, ctx: CloudContext) => getDomain(ctx.db, await ctx.caller("domains:read"), domain, ctx.services.stepMs),
     purgeTask: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => getPurgeTask(ctx.db, await ctx.caller("domains:read"), id, ctx.services.stepMs),
     resources: async (_: unknown, args: any, ctx: CloudContext) =>
-      connection(await ctx.services.orders.listResources(await ctx.caller("resources:read"), pageOf(args), args.customerId ?? undefined)),
+      toConnection(await ctx.services.orders.listResources(await ctx.caller("resources:read"), pageOf(args), args.customerId ?? undefined)),
     bandwidthUsage: async (_: unknown, args: { resourceId: string; start: string; end: string }, ctx: CloudContext) =>
       bandwidthUsage(ctx.db, await ctx.caller("usage:read"), args),
     trafficUsage: async (_: unknown, args: { resourceId: string; start: string; end: string }, ctx: CloudContext) =>
@@ -128,7 +116,7 @@ export const resolvers = {
       return getCustomerBalance(ctx.db, caller.accountId, customerId);
     },
     transactions: async (_: unknown, args: any, ctx: CloudContext) =>
-      connection(
+      toConnection(
         await listTransactions(
           ctx.db,
           await ctx.caller("billing:read"),
@@ -212,12 +200,12 @@ export const resolvers = {
     orders: async (account: { id: string }, args: any, ctx: CloudContext) => {
       const caller = await ctx.callerOrNull();
       if (!caller || caller.accountId !== account.id) return null;
-      return connection(await ctx.services.orders.list(await ctx.caller("orders:read"), pageOf(args)));
+      return toConnection(await ctx.services.orders.list(await ctx.caller("orders:read"), pageOf(args)));
     },
     resources: async (account: { id: string }, args: any, ctx: CloudContext) => {
       const caller = await ctx.callerOrNull();
       if (!caller || caller.accountId !== account.id) return null;
-      return connection(await ctx.services.orders.listResources(await ctx.caller("resources:read"), pageOf(args), args.customerId ?? undefined));
+      return toConnection(await ctx.services.orders.listResources(await ctx.caller("resources:read"), pageOf(args), args.customerId ?? undefined));
     },
     customerBalance: async (account: { id: string }, { customerId }: { customerId: string }, ctx: CloudContext) => {
       const caller = await ctx.callerOrNull();
@@ -229,7 +217,7 @@ export const resolvers = {
   Vendor: {
     __resolveReference: (ref: { id: string }, ctx: CloudContext) => ctx.vendors.load(ref.id),
     status: (vendor: VendorRecord) => upper(vendor.status),
-    products: async (vendor: VendorRecord, args: any, ctx: CloudContext) => connection(await listProducts(ctx.db, { vendorId: vendor.id } as any, pageOf(args))),
+    products: async (vendor: VendorRecord, args: any, ctx: CloudContext) => toConnection(await listProducts(ctx.db, { vendorId: vendor.id } as any, pageOf(args))),
   },
   Product: {
     __resolveReference: (ref: { id: string }, ctx: CloudContext) => ctx.products.load(ref.id),

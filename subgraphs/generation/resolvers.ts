@@ -5,7 +5,7 @@
 import { MODELS, getModel, type ModelSpec } from "../../src/generation/catalog.ts";
 import { priceOf } from "../../src/generation/pricing.ts";
 import { validateGenerationRequest } from "../../src/generation/validation.ts";
-import { isTerminal, taskCursor, type TaskRecord } from "../../src/generation/tasks.ts";
+import { isTerminal, type TaskRecord } from "../../src/generation/tasks.ts";
 import { accountTopic, eventStream, type OutboxMessage } from "../../src/events/pubsub.ts";
 import { recentRequests } from "../../src/generation/usage.ts";
 import { AppError, isAppError } from "../../src/errors.ts";
@@ -37,8 +37,8 @@ function toRestBody(input: Record<string, unknown>): Record<string, unknown> {
 async function taskConnection(ctx: GenerationContext, args: { first?: number | null; after?: string | null; status?: string | null }) {
   const caller = await ctx.caller();
   const page = await ctx.service.listTasks(caller, { first: pageSize(args.first), after: args.after, status: statusCodeOf(args.status) });
-  for (const task of page.tasks) ctx.taskLoader.prime(task.id, task);
-  return toConnection(page.tasks, page.hasNextPage, page.totalCount, taskCursor);
+  for (const task of page.items) ctx.taskLoader.prime(task.id, task);
+  return toConnection(page);
 }
 
 /** The caller's account id when `id` is the caller's account, else null: accounts never leak. */

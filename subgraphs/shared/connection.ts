@@ -1,5 +1,6 @@
 /** Relay connection helpers shared by the subgraphs (DESIGN §7). */
 import { AppError } from "../../src/errors.ts";
+import type { Page } from "../../src/pagination.ts";
 
 /** The most items one page may hold. */
 export const MAX_PAGE_SIZE = 100;
@@ -14,21 +15,13 @@ export function pageSize(first: number | null | undefined, field = "first"): num
   return Math.min(first, MAX_PAGE_SIZE);
 }
 
-/**
- * Builds a connection from a page of nodes.
- * @param cursorOf the opaque cursor of a node
- */
-export function toConnection<T>(nodes: T[], hasNextPage: boolean, totalCount: number, cursorOf: (node: T) => string, hasPreviousPage = false) {
-  const edges = nodes.map((node) => ({ cursor: cursorOf(node), node }));
+/** A page of nodes (src/pagination.ts) as a Relay connection. */
+export function toConnection<T>(page: Page<T>) {
+  const edges = page.items.map((node, i) => ({ node, cursor: page.cursors[i]! }));
   return {
     edges,
-    nodes,
-    totalCount,
-    pageInfo: {
-      hasNextPage,
-      hasPreviousPage,
-      startCursor: edges[0]?.cursor ?? null,
-      endCursor: edges.at(-1)?.cursor ?? null,
-    },
+    nodes: page.items,
+    totalCount: page.totalCount,
+    pageInfo: { hasNextPage: page.hasNextPage, hasPreviousPage: false, startCursor: page.cursors[0] ?? null, endCursor: page.cursors.at(-1) ?? null },
   };
 }
