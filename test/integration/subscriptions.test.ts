@@ -87,12 +87,17 @@ describe("taskStatusChanged over graphql-ws through the router", () => {
     const client = wsClient(t.url, { Authorization: `Bearer ${mine.key}` });
     let resolveTerminal: () => void = () => {};
     const terminal = new Promise<void>((resolve) => (resolveTerminal = resolve));
+    let resolveWarm: () => void = () => {};
+    const warm = new Promise<void>((resolve) => (resolveWarm = resolve));
+    let warmId = "";
     let myId = "";
     const sub = collect(client, `subscription { tasks { id statusCode } }`, {}, (event) => {
+      if (event.data?.tasks?.id === warmId) resolveWarm();
       if (event.data?.tasks?.id === myId && event.data.tasks.statusCode === 1) resolveTerminal();
     });
-    // Let the subscription reach the subgraph before causing events.
-    await new Promise((r) => setTimeout(r, 300));
+    // A warm-up task of my own: its first event proves the subscription is live end to end.
+    warmId = await submit(mine.key, "warm-up");
+    await warm;
     const theirId = await submit(theirs.key);
     myId = await submit(mine.key);
     await terminal;
@@ -132,27 +137,48 @@ describe("orderEvents over graphql-ws through the router", () => {
     const client = wsClient(t.url, { Authorization: `Bearer ${owner.key}` });
     const strangerClient = wsClient(t.url, { Authorization: `Bearer ${stranger.key}` });
     const query = `subscription { orderEvents { event requestId createdAt order { id status paymentStatus resource { id } } } }`;
+    const orderBody = (no: string, customerId: string) => ({
+      client_order_no: no,
+      product_id: "prd_cdn_standard",
+      quantity: 1,
+      billing_cycle: "monthly",
+      customer: { customer_id: customerId },
+      metadata: { domain: `${no}.example.com` },
+    });
+    // Each subscriber is live once it sees its own warm-up order's first event.
+    const firstEventOf = (orderId: () => string) => {
+      let resolve: () => void = () => {};
+      const seen = new Promise<void>((r) => (resolve = r));
+      return { seen, onEvent: (e: any) => e.data?.orderEvents?.order?.id === orderId() && resolve() };
+    };
+    let ownerWarmId = "";
+    let strangerWarmId = "";
+    let realId = "";
+    const ownerWarm = firstEventOf(() => ownerWarmId);
+    const strangerWarm = firstEventOf(() => strangerWarmId);
     let resolveProvisioned: () => void = () => {};
     const provisioned = new Promise<void>((resolve) => (resolveProvisioned = resolve));
     const mine = collect(client, query, {}, (e) => {
-      if (e.data?.orderEvents?.event === "order.provisioned") resolveProvisioned();
+      ownerWarm.onEvent(e);
+      if (e.data?.orderEvents?.order?.id === realId && e.data.orderEvents.event === "order.provisioned") resolveProvisioned();
     });
-    const theirs = collect(strangerClient, query);
-    await new Promise((r) => setTimeout(r, 300));
-    const created = await t.rest("POST", "/openapi/v1/orders", {
-      key: owner.key,
-      body: { client_order_no: "sub-1", product_id: "prd_cdn_standard", quantity: 1, billing_cycle: "monthly", customer: { customer_id: "c1" }, metadata: { domain: "sub.example.com" } },
-    });
+    const theirs = collect(strangerClient, query, {}, strangerWarm.onEvent);
+    ownerWarmId = (await t.rest("POST", "/openapi/v1/orders", { key: owner.key, body: orderBody("warm-owner", "c1") })).body.data.order_id;
+    strangerWarmId = (await t.rest("POST", "/openapi/v1/orders", { key: stranger.key, body: orderBody("warm-stranger", "c9") })).body.data.order_id;
+    await Promise.all([ownerWarm.seen, strangerWarm.seen]);
+    const created = await t.rest("POST", "/openapi/v1/orders", { key: owner.key, body: orderBody("sub-1", "c1") });
     expect(created.status).toBe(201);
+    realId = created.body.data.order_id;
     await provisioned;
     mine.stop();
     theirs.stop();
-    const events = (await mine.done).events.map((e) => e.data.orderEvents);
+    const events = (await mine.done).events.map((e) => e.data.orderEvents).filter((e) => e.order.id === realId);
     expect(events.map((e) => e.event)).toEqual(["order.created", "order.paid", "order.provisioned"]);
     expect(events[0].requestId).toBe(created.body.request_id);
     expect(events[1].order).toMatchObject({ status: "PROVISIONING", paymentStatus: "PAID" });
     expect(events[2].order).toMatchObject({ status: "ACTIVE", resource: { id: expect.any(String) } });
-    expect((await theirs.done).events).toEqual([]);
+    const strangerSaw = new Set((await theirs.done).events.map((e) => e.data.orderEvents.order.id));
+    expect([...strangerSaw]).toEqual([strangerWarmId]);
     await client.dispose();
     await strangerClient.dispose();
   });
