@@ -3,6 +3,7 @@
  * "Statement"; part 4 `/billing/*`; issue 3 "Billing"; DESIGN §3 money, §8 names): balances,
  * transactions with filters and ranges, monthly statements and their CSV export.
  */
+import { appErrorOf as errorOf } from "../support/errors.ts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { migrate, type Db } from "../../src/db/index.ts";
 import { openTestDb, type TestDb } from "../support/db.ts";
@@ -51,15 +52,6 @@ function computeBody(customerId: string, extra: Record<string, unknown> = {}) {
   };
 }
 
-async function errorOf(promise: Promise<unknown>): Promise<AppError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(AppError);
-    return error as AppError;
-  }
-  throw new Error("expected the call to fail");
-}
 
 /** Every transaction of a filter, following cursors. */
 async function allTransactions(caller: Caller, filter: Parameters<typeof listTransactions>[2] = {}): Promise<TransactionRecord[]> {

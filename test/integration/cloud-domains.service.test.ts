@@ -3,6 +3,7 @@
  * `/domains/{domain}/status`, `/domains/{domain}/purge`; DESIGN §8; issue 3 item 5), on a real
  * SQLite database. Time is driven by moving rows' `created_at` into the past, never by sleeping.
  */
+import { appErrorOf as failure } from "../support/errors.ts";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrate, type Db } from "../../src/db/index.ts";
@@ -92,15 +93,6 @@ async function agePurge(id: string, steps: number): Promise<void> {
 }
 
 /** The AppError a promise rejects with. */
-async function failure(promise: Promise<unknown>): Promise<AppError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(AppError);
-    return error as AppError;
-  }
-  throw new Error("expected the call to fail");
-}
 
 let alice: Tenant;
 let bob: Tenant;

@@ -3,6 +3,7 @@
  * "Orders", "Idempotency"; DESIGN §3 money, §4 errors, §6 events, §8 names). Provisioning is
  * driven by calling provisionDue() with a controlled clock, never by sleeping.
  */
+import { appErrorOf as errorOf } from "../support/errors.ts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { migrate, type Db } from "../../src/db/index.ts";
 import { openTestDb, type TestDb } from "../support/db.ts";
@@ -66,15 +67,6 @@ async function settleLeftovers(): Promise<void> {
 }
 
 /** The AppError a promise rejects with. */
-async function errorOf(promise: Promise<unknown>): Promise<AppError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(AppError);
-    return error as AppError;
-  }
-  throw new Error("expected the call to fail");
-}
 
 /** Outbox topics written about one aggregate, in order. */
 async function topicsOf(aggregateId: string): Promise<string[]> {

@@ -4,6 +4,7 @@
  * SQLite database. Time is driven by resources created in the past and by the `now` option of the
  * threshold check, never by sleeping.
  */
+import { appErrorOf as failure } from "../support/errors.ts";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrate, type Db } from "../../src/db/index.ts";
@@ -85,15 +86,6 @@ async function insertResource(tenant: Tenant, createdAt: string, status = "activ
   return { resourceId, orderId };
 }
 
-async function failure(promise: Promise<unknown>): Promise<AppError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(AppError);
-    return error as AppError;
-  }
-  throw new Error("expected the call to fail");
-}
 
 let alice: Tenant;
 let bob: Tenant;
