@@ -202,6 +202,8 @@ describe("deadlines and late results", () => {
     const caller = await newCaller();
     const { upstream, script } = scriptedUpstream();
     const id = await overdueTask(caller, upstream);
+    // The sweep covers every task: keep earlier tests' tasks from coming due while this one is counted.
+    await db("tasks").whereNot("id", id).update({ next_poll_at: "9999-12-31T00:00:00.000Z" });
     const sweeper = recovery(upstream);
     expect(await sweeper.sweepOnce()).toMatchObject({ expired: 1, late: 0 });
     const expired = await task(id);
