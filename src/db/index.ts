@@ -79,12 +79,25 @@ export function openDb(config: Pick<Config, "databaseUrl" | "dataDir">): Db {
 }
 
 /**
- * Brings the schema up to date.
+ * Brings the schema up to date. Several instances may start at once on one PostgreSQL database:
+ * knex refuses a second migrator while the first holds its lock row instead of waiting, so this
+ * waits for it (up to `waitMs`) and runs again, finding nothing left to do.
+ * @param waitMs how long to wait for another instance's migration (default 60 s)
  * @returns the names of the migrations that ran
+ * @throws Error when the migration lock is still held after `waitMs`, or a migration fails
  */
-export async function migrate(db: Db): Promise<string[]> {
-  const [, names] = await db.migrate.latest({ migrationSource });
-  return names as string[];
+export async function migrate(db: Db, waitMs = 60_000): Promise<string[]> {
+  const deadline = Date.now() + waitMs;
+  for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+    try {
+      const [, names] = await db.migrate.latest({ migrationSource });
+      return names as string[];
+    } catch (error) {
+      const locked = /already locked/i.test(String((error as Error)?.message));
+      if (!locked || Date.now() + delay > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
 }
 
 /** The current time as ISO 8601 UTC with milliseconds (fixed width, sortable as text). */

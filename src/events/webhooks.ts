@@ -213,8 +213,9 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
   const now = options.now ?? Date.now;
   const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
   const maxDelay = options.maxRetryDelayMs ?? MAX_RETRY_DELAY_MS;
-  // A lease outlives the request it covers; a dispatcher that died mid-request frees it after this.
-  const leaseMs = requestTimeoutMs + 30_000;
+  // A lease outlives the request it covers (and the recording after it); a dispatcher that died
+  // mid-request frees it after this.
+  const leaseMs = 2 * requestTimeoutMs + 5_000;
   const limit = pLimit(DELIVERY_CONCURRENCY);
   const iso = (ms: number) => new Date(ms).toISOString();
 

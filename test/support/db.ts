@@ -41,10 +41,11 @@ async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
 /**
  * Creates an empty database for a test (not migrated).
  * @param prefix the temporary folder's prefix (SQLite)
+ * @param options `postgres: true` makes a PostgreSQL database whatever TEST_DATABASE says (scale-out tests)
  */
-export async function createTestDatabase(prefix = "switchyard-test-"): Promise<TestDatabase> {
+export async function createTestDatabase(prefix = "switchyard-test-", options: { postgres?: boolean } = {}): Promise<TestDatabase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  if (!usePostgres) {
+  if (!(options.postgres ?? usePostgres)) {
     return {
       databaseUrl: undefined,
       dataDir,
