@@ -1,123 +1,255 @@
 /**
- * Live-graph measurements (issue "live graph", Measure): runs the subgraphs in one process and
- * the router alone in another (real processes, SQLite in a temporary folder), then
- *  - event latency: REST submission sent → the `tasks` subscriber's first event for that task,
- *    through the router, over 200 submissions (median, p99);
- *  - memory per idle subscription on the router: router RSS before and after 2,000 open
- *    graphql-ws subscriptions (one connection each), divided by 2,000.
- * Prints a table and merges the numbers into bench/results/<date>.json. Numbers, not assertions.
+ * The live scenario (bench/README.md): thousands of graphql-ws subscribers on one router, held by
+ * two subscriber processes (bench/live-worker.ts), each subscribed to `tasks` with one of
+ * `keys` keys (a subscriber sees only its key's tasks). Submissions at a steady rate then make
+ * every task go 0 → 4 → 0 → 3 → 1 (the simulator), and every status change must reach every
+ * subscriber of its key. Measured: delivery latency (arrival − the change's `updatedAt`, same
+ * machine clock), submission → first event, missed events, and router RSS per subscriber.
  */
+import { fork, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { spawn } from "node:child_process";
-import { createClient } from "graphql-ws";
-import WebSocket from "ws";
+import pLimit from "p-limit";
+import { ROOT, createBenchDatabase, rssKb, startServer, type Topology } from "./server.ts";
+import { createBenchKeys, withDb, type BenchKey } from "./seed.ts";
+import { round } from "./load.ts";
+import type { FromWorker, ToWorker, WorkerReport } from "./live-worker.ts";
 
-const EVENTS = Number(process.env.BENCH_EVENTS ?? 200);
-const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 2000);
-const CLI = path.resolve("bin/switchyard");
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "switchyard-live-"));
-const baseEnv = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: "warn", TASK_POLL_INTERVAL_MS: "1000", SIMULATOR_STEP_MS: "1000" };
+/** Settings of the live scenario. */
+export interface LiveOptions {
+  topology: Topology;
+  subscribers: number;
+  /** Keys the subscribers are spread over (subscribers / keys per key). */
+  keys: number;
+  /** Submissions per second while measuring, and for how many seconds. */
+  rate: number;
+  seconds: number;
+  /** Simulator step and poll interval of the server, ms (how fast a task moves). */
+  stepMs: number;
+  /** Extra server environment (REDIS_URL...). */
+  env: Record<string, string>;
+  /** Progress lines. */
+  log?: (message: string) => void;
+}
 
-function start(args: string[], env: Record<string, string>, ready: RegExp) {
-  const child = spawn(CLI, args, { env: { ...baseEnv, ...env }, stdio: ["ignore", "pipe", "inherit"] });
-  let out = "";
-  return new Promise<{ child: typeof child; match: RegExpMatchArray }>((resolve, reject) => {
-    child.stdout.on("data", (d) => {
-      out += d;
-      const match = out.match(ready);
-      if (match) resolve({ child, match });
+/** What the live scenario measured. */
+export interface LiveResult {
+  subscribers: number;
+  subscribed: number;
+  failedToSubscribe: number;
+  /** Keys with a subscriber that received no warm-up event in 60 s (its subscription never went live). */
+  silentKeys: number;
+  tasks: number;
+  submitErrors: number;
+  delivered: number;
+  missed: number;
+  duplicates: number;
+  brokenSockets: number;
+  /** Tasks whose terminal event had not reached every subscriber of their key 60 s after the last submission. */
+  unfinished: number;
+  /** Deliveries per second over the measured window. */
+  deliveriesPerSecond: number;
+  delivery: { p50: number; p99: number; max: number };
+  submitToFirstEvent: { p50: number; p99: number };
+  rss: { beforeKb: number; subscribedKb: number; afterKb: number; kbPerSubscriber: number | null };
+  /** True when anything failed (subscription, submission, a missed or broken delivery). */
+  failed: boolean;
+}
+
+/** A forked subscriber process; each request gets exactly one answer, in order. */
+class Worker {
+  private readonly child: ChildProcess;
+  private readonly waiting: { resolve: (message: FromWorker) => void; reject: (error: Error) => void }[] = [];
+  constructor() {
+    this.child = fork(path.join(ROOT, "bench", "live-worker.ts"), [], { cwd: ROOT, execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    this.child.on("message", (message: FromWorker) => this.waiting.shift()?.resolve(message));
+    this.child.on("exit", (code, signal) => {
+      for (const { reject } of this.waiting.splice(0)) reject(new Error(`live worker exited (${code ?? signal}) before answering`));
     });
-    child.on("exit", (code) => reject(new Error(`${args.join(" ")} exited ${code}: ${out}`)));
-  });
+  }
+  ask<T extends FromWorker["type"]>(message: ToWorker): Promise<Extract<FromWorker, { type: T }>> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ resolve: resolve as (message: FromWorker) => void, reject });
+      this.child.send(message);
+    });
+  }
+  kill() {
+    if (this.child.exitCode === null) this.child.kill("SIGKILL");
+  }
 }
 
-function rssKb(pid: number): number {
-  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
-  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]);
+/** Open files this process may hold (the soft limit children inherit), from /proc/self/limits. */
+function openFileLimit(): number {
+  const limits = fs.readFileSync("/proc/self/limits", "utf8");
+  const soft = /Max open files\s+(\S+)/.exec(limits)?.[1];
+  return soft === undefined || soft === "unlimited" ? Infinity : Number(soft);
 }
 
-const keyRun = spawn(CLI, ["keys", "create", "--name", "bench", "--balance", "1000000", "--json"], { env: baseEnv });
-let keyOut = "";
-keyRun.stdout.on("data", (d) => (keyOut += d));
-await new Promise((r) => keyRun.on("close", r));
-const { key } = JSON.parse(keyOut.trim());
-
-const subgraphs = await start(["start", "generation,cloud"], { GENERATION_PORT: "4711", CLOUD_PORT: "4712" }, /Cloud subgraph:/);
-const router = await start(
-  ["start", "router"],
-  { PORT: "4710", GENERATION_URL: "http://127.0.0.1:4711/graphql", CLOUD_URL: "http://127.0.0.1:4712/graphql" },
-  /Switchyard router:\s+(\S+)/,
-);
-const url = router.match[1]!;
-const wsUrl = `${url.replace(/^http/, "ws")}/graphql`;
-
-// Event latency.
-const client = createClient({ url: wsUrl, webSocketImpl: WebSocket, connectionParams: { Authorization: `Bearer ${key}` } });
-const waiting = new Map<string, (t: number) => void>();
-const early = new Map<string, number>();
-client.subscribe(
-  { query: "subscription { tasks { id statusCode } }" },
-  {
-    next: (value: any) => {
-      const id = value.data?.tasks?.id;
-      const now = performance.now();
-      const resolve = waiting.get(id);
-      if (resolve) {
-        waiting.delete(id);
-        resolve(now);
-      } else if (id && !early.has(id)) early.set(id, now);
-    },
-    error: (e) => console.error("subscription error", e),
-    complete: () => {},
-  },
-);
-await new Promise((r) => setTimeout(r, 500));
-const latencies: number[] = [];
-for (let i = 0; i < EVENTS + 10; i++) {
-  const sent = performance.now();
-  const response = await fetch(`${url}/api/v1/video/generations`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ prompt: "bench", model_id: 52 }),
-  });
-  const id = (await response.json()).data.task_id as string;
-  const received = early.get(id) ?? (await new Promise<number>((resolve) => waiting.set(id, resolve)));
-  if (i >= 10) latencies.push(received - sent);
+function percentile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  return round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!, 1);
 }
-await client.dispose();
-latencies.sort((a, b) => a - b);
-const q = (p: number) => +latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!.toFixed(2);
 
-// Memory per idle subscription.
-await new Promise((r) => setTimeout(r, 1000));
-const before = rssKb(router.child.pid!);
-const clients = [];
-for (let i = 0; i < SUBSCRIBERS; i++) {
-  const c = createClient({ url: wsUrl, webSocketImpl: WebSocket, connectionParams: { Authorization: `Bearer ${key}` } });
-  const acked = new Promise<void>((resolve) => c.on("connected", () => resolve()));
-  c.subscribe({ query: "subscription { tasks { id } }" }, { next: () => {}, error: () => {}, complete: () => {} });
-  clients.push(acked.then(() => c));
+const wall = () => performance.timeOrigin + performance.now();
+
+/**
+ * Runs the live scenario on a fresh database and server of its own.
+ * @returns the measurements; `failed` when anything was lost or refused
+ * @throws Error when the server or the workers cannot start
+ */
+export async function runLive(options: LiveOptions): Promise<LiveResult> {
+  const log = options.log ?? (() => undefined);
+  // The router process holds one socket per subscriber (plus its subgraph connections and, in the
+  // single topology, the subgraphs' side); each worker half the client sockets.
+  const needed = options.subscribers + 2 * options.keys + 1000;
+  if (openFileLimit() < needed) {
+    throw new Error(`live: ${options.subscribers} subscribers need about ${needed} open files per process; raise the limit (ulimit -n ${needed}) or lower BENCH_LIVE_SUBSCRIBERS`);
+  }
+  const database = await createBenchDatabase("live");
+  const keys: BenchKey[] = await withDb(database, (db) => createBenchKeys(db, options.keys, "bench-live"));
+  const step = String(options.stepMs);
+  const server = await startServer(options.topology, { ...options.env, ...database.env, SIMULATOR_STEP_MS: step, TASK_POLL_INTERVAL_MS: step });
+  const workers = [new Worker(), new Worker()];
+  try {
+    const submit = async (keyIndex: number) => {
+      const response = await fetch(`${server.url}/api/v1/video/generations`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${keys[keyIndex]!.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ prompt: "bench live", model_id: 52, seconds: 5 }),
+      });
+      const body = (await response.json().catch(() => null)) as { data?: { task_id?: string } } | null;
+      return response.ok && body?.data?.task_id ? body.data.task_id : null;
+    };
+    // Warm the router (first-request compilation) before the RSS baseline.
+    await submit(0);
+    const beforeKb = rssKb(server.routerPid);
+
+    // Subscribers: key k → worker k % 2, subscribers spread evenly over the keys.
+    const plans: { keyIndex: number; key: string }[][] = workers.map(() => []);
+    for (let i = 0; i < options.subscribers; i++) {
+      const keyIndex = i % keys.length;
+      plans[keyIndex % workers.length]!.push({ keyIndex, key: keys[keyIndex]!.key });
+    }
+    const wsUrl = `${server.url.replace(/^http/, "ws")}/graphql`;
+    const opened = await Promise.all(workers.map((w, i) => w.ask<"opened">({ type: "open", wsUrl, subscribers: plans[i]!, concurrency: 250 })));
+    const subscribed = opened.reduce((n, o) => n + o.acked, 0);
+    const failedToSubscribe = opened.reduce((n, o) => n + o.failed, 0);
+    log(`  ${subscribed} subscribed, ${failedToSubscribe} failed`);
+
+    // A subscription is live once it has received an event: submit for every key whose
+    // subscribers have not all had one, until none is left (at most 60 s).
+    const warmTasks: { id: string; keyIndex: number }[] = [];
+    const confirmDeadline = Date.now() + 60_000;
+    for (;;) {
+      const answers = await Promise.all(workers.map((w) => w.ask<"unconfirmed">({ type: "unconfirmed" })));
+      const unconfirmed = [...new Set(answers.flatMap((a) => a.keyIndexes))];
+      if (unconfirmed.length === 0 || Date.now() > confirmDeadline) break;
+      const limit = pLimit(8);
+      await Promise.all(
+        unconfirmed.map((keyIndex) =>
+          limit(async () => {
+            const id = await submit(keyIndex);
+            if (id) warmTasks.push({ id, keyIndex });
+          }),
+        ),
+      );
+      await waitFor(async () => (await Promise.all(workers.map((w) => w.ask<"unconfirmed">({ type: "unconfirmed" })))).every((a) => a.keyIndexes.length === 0), 10_000);
+    }
+    const silentKeys = new Set((await Promise.all(workers.map((w) => w.ask<"unconfirmed">({ type: "unconfirmed" })))).flatMap((a) => a.keyIndexes)).size;
+    if (silentKeys > 0) log(`  ${silentKeys} keys still have a subscriber that never received an event (60 s)`);
+    // Let the warm-up tasks finish, so the measured window carries only its own events.
+    if (!(await waitFor(async () => (await pendingCount(workers, warmTasks)) === 0, 30_000))) {
+      log(`  warm-up: ${await pendingCount(workers, warmTasks)} of ${warmTasks.length} tasks did not finish at every subscriber in 30 s`);
+    }
+    const subscribedKb = rssKb(server.routerPid);
+    log(`  every subscription live (${warmTasks.length} warm-up tasks); measuring`);
+
+    const markAt = wall();
+    await Promise.all(workers.map((w) => w.ask<"marked">({ type: "mark", at: markAt })));
+    const total = Math.round(options.rate * options.seconds);
+    const tasks: { id: string; keyIndex: number; sentAt: number }[] = [];
+    let submitErrors = 0;
+    const started = wall();
+    const inFlight: Promise<void>[] = [];
+    for (let i = 0; i < total; i++) {
+      const due = started + (i * 1000) / options.rate;
+      const wait = due - wall();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait)); // pacing the submission rate
+      const keyIndex = i % keys.length;
+      const sentAt = wall();
+      inFlight.push(
+        submit(keyIndex).then(
+          (id) => void (id ? tasks.push({ id, keyIndex, sentAt }) : submitErrors++),
+          () => void submitErrors++,
+        ),
+      );
+    }
+    await Promise.all(inFlight);
+    log(`  ${tasks.length} submitted; waiting for every delivery`);
+    // Done when every subscriber of each task's key has its terminal event (or 60 s passed).
+    await waitFor(async () => (await pendingCount(workers, tasks)) === 0, 60_000);
+    const unfinished = await pendingCount(workers, tasks);
+    if (unfinished > 0) log(`  ${unfinished} of ${tasks.length} tasks did not finish at every subscriber in 60 s`);
+    const windowSeconds = (wall() - markAt) / 1000;
+    const afterKb = rssKb(server.routerPid);
+    const reports = (await Promise.all(workers.map((w) => w.ask<"report">({ type: "report", tasks })))).map((r) => r.report);
+    await Promise.all(workers.map((w) => w.ask<"closed">({ type: "close" })));
+
+    const merged = mergeReports(reports);
+    const delivery = Float64Array.from(merged.deliveryMs).sort();
+    const first = Float64Array.from(merged.firstEventMs).sort();
+    const result: LiveResult = {
+      subscribers: options.subscribers,
+      subscribed,
+      failedToSubscribe,
+      silentKeys,
+      tasks: tasks.length,
+      submitErrors,
+      delivered: merged.delivered,
+      missed: merged.missed,
+      duplicates: merged.duplicates,
+      brokenSockets: merged.broken,
+      unfinished,
+      deliveriesPerSecond: round(merged.delivered / windowSeconds, 0),
+      delivery: { p50: percentile([...delivery], 0.5), p99: percentile([...delivery], 0.99), max: round(delivery[delivery.length - 1] ?? NaN, 1) },
+      submitToFirstEvent: { p50: percentile([...first], 0.5), p99: percentile([...first], 0.99) },
+      // A delta at or below zero means a garbage collection outweighed the subscribers: no figure.
+      rss: { beforeKb, subscribedKb, afterKb, kbPerSubscriber: subscribedKb > beforeKb ? round((subscribedKb - beforeKb) / Math.max(1, subscribed), 1) : null },
+      failed: false,
+    };
+    result.failed =
+      subscribed !== options.subscribers || silentKeys > 0 || submitErrors > 0 || unfinished > 0 || merged.missed > 0 || merged.duplicates > 0 || merged.broken > 0 || merged.delivered === 0;
+    return result;
+  } finally {
+    for (const w of workers) w.kill();
+    await server.stop();
+    await database.drop();
+  }
 }
-const opened = await Promise.all(clients);
-await new Promise((r) => setTimeout(r, 2000));
-const after = rssKb(router.child.pid!);
-for (const c of opened) await c.dispose();
 
-router.child.kill("SIGTERM");
-subgraphs.child.kill("SIGTERM");
-fs.rmSync(dataDir, { recursive: true, force: true });
+async function pendingCount(workers: Worker[], tasks: { id: string; keyIndex: number }[]): Promise<number> {
+  const answers = await Promise.all(workers.map((w) => w.ask<"pending">({ type: "pending", tasks })));
+  return answers.reduce((n, a) => n + a.count, 0);
+}
 
-const live = {
-  event_latency_ms: { n: latencies.length, median: q(0.5), p99: q(0.99) },
-  idle_subscription_memory: { subscribers: SUBSCRIBERS, router_rss_before_kb: before, router_rss_after_kb: after, kb_per_subscription: +((after - before) / SUBSCRIBERS).toFixed(2) },
-};
-console.log(`\nLive graph (router in its own process; subgraphs in another)\n`);
-console.log(`event latency, REST submission → tasks subscriber via router, n=${latencies.length}: median ${live.event_latency_ms.median} ms, p99 ${live.event_latency_ms.p99} ms`);
-console.log(`idle subscriptions: ${SUBSCRIBERS} → router RSS ${before} kB → ${after} kB = ${live.idle_subscription_memory.kb_per_subscription} kB per subscription`);
-const file = path.join("bench", "results", `${new Date().toISOString().slice(0, 10)}.json`);
-const existing = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")) : {};
-fs.writeFileSync(file, JSON.stringify({ ...existing, live }, null, 2));
-console.log(`\nwrote ${file}`);
-process.exit(0);
+/** Polls `done` every 100 ms until it holds or `timeoutMs` passed. @returns whether it held */
+async function waitFor(done: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await done()) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function mergeReports(reports: WorkerReport[]): WorkerReport {
+  return {
+    subscribers: reports.reduce((n, r) => n + r.subscribers, 0),
+    deliveryMs: reports.flatMap((r) => r.deliveryMs),
+    firstEventMs: reports.flatMap((r) => r.firstEventMs),
+    delivered: reports.reduce((n, r) => n + r.delivered, 0),
+    missed: reports.reduce((n, r) => n + r.missed, 0),
+    duplicates: reports.reduce((n, r) => n + r.duplicates, 0),
+    broken: reports.reduce((n, r) => n + r.broken, 0),
+  };
+}

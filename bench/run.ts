@@ -1,67 +1,186 @@
 /**
- * `npm run bench`: starts the stack in this process (SQLite in a temporary folder, the simulator),
- * then measures sequential request latency through the router: a REST submission, the same
- * submission as a GraphQL mutation, a REST task read and a GraphQL task read; and the same read
- * straight on the generation subgraph (the ceiling). Prints a table and writes
- * bench/results/<date>.json. Numbers, not assertions.
+ * `npm run bench` (issue 7 item 1; bench/README.md): starts Switchyard itself in child processes,
+ * drives it with autocannon and graphql-ws subscriber processes, one run, back to back, so every
+ * figure has its ratio partner; prints markdown tables, writes bench/results/<date>.json and,
+ * after a full run, the results section of bench/README.md. Numbers, never test assertions.
+ *
+ * Settings (env): BENCH_ONLY (read,join,growth,write,live), BENCH_SCALES (1,10,100),
+ * BENCH_DURATION / BENCH_WARMUP (seconds per row), BENCH_CONNECTIONS, BENCH_TOPOLOGY
+ * (single|split), BENCH_LIVE_SUBSCRIBERS, BENCH_LIVE_KEYS, BENCH_LIVE_RATE, BENCH_LIVE_SECONDS,
+ * BENCH_LIVE_STEP_MS, BENCH_README (1/0: rewrite the README table); DATABASE_URL (a PostgreSQL
+ * server to create bench databases on) and REDIS_URL are honoured.
  */
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { loadConfig } from "../src/config.ts";
-import { createKey } from "../src/auth/keys.ts";
-import { parseYuan } from "../src/money.ts";
-import { startStack } from "../bin/stack.ts";
+import { z } from "zod";
+import { ROOT, createBenchDatabase, startApolloGateway, startServer, type Server } from "./server.ts";
+import { seedToScale, type SeedState } from "./seed.ts";
+import { runLoad, round, type LoadResult } from "./load.ts";
+import { dashboard, loadSpec, preflight, readGraphql, readRest, type Endpoint } from "./scenarios.ts";
+import { runWrite } from "./write.ts";
+import { runLive } from "./live.ts";
+import { evaluate, renderTables, replaceResults, type Results, type Row } from "./report.ts";
 
-const N = Number(process.env.BENCH_N ?? 300);
-const WARMUP = 30;
+const SCENARIOS = ["read", "join", "growth", "write", "live"] as const;
+const list = (fallback: string) => z.string().default(fallback).transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean));
+const settings = z
+  .object({
+    BENCH_ONLY: list(SCENARIOS.join(",")).pipe(z.array(z.enum(SCENARIOS))),
+    BENCH_SCALES: list("1,10,100").pipe(z.array(z.coerce.number().int().min(1).max(1000))),
+    BENCH_DURATION: z.coerce.number().positive().default(8),
+    BENCH_WARMUP: z.coerce.number().min(0).default(2),
+    BENCH_CONNECTIONS: z.coerce.number().int().min(1).default(32),
+    BENCH_TOPOLOGY: z.enum(["single", "split"]).default("single"),
+    BENCH_LIVE_SUBSCRIBERS: z.coerce.number().int().min(1).default(5000),
+    BENCH_LIVE_KEYS: z.coerce.number().int().min(1).default(500),
+    BENCH_LIVE_RATE: z.coerce.number().positive().default(20),
+    BENCH_LIVE_SECONDS: z.coerce.number().positive().default(5),
+    BENCH_LIVE_STEP_MS: z.coerce.number().int().min(10).default(250),
+    BENCH_README: z.enum(["0", "1"]).optional(),
+  })
+  .parse(process.env);
 
-function summarize(samples: number[]) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-  return { n: samples.length, median_ms: +at(0.5).toFixed(3), p99_ms: +at(0.99).toFixed(3), mean_ms: +(samples.reduce((a, b) => a + b, 0) / samples.length).toFixed(3) };
+const started = performance.now();
+const loadAtStart = os.loadavg()[0]!;
+const only = new Set(settings.BENCH_ONLY);
+const scales = [...new Set(settings.BENCH_SCALES)].sort((a, b) => a - b);
+const load = { connections: settings.BENCH_CONNECTIONS, durationSeconds: settings.BENCH_DURATION, warmupSeconds: settings.BENCH_WARMUP };
+// Several runs (or test stacks) may share one Redis: keep this run's channels apart.
+const serverEnv: Record<string, string> = { NODE_ENV: "production", SHUTDOWN_TIMEOUT_MS: "3000", REDIS_KEY_PREFIX: `bench-${randomBytes(4).toString("hex")}:` };
+const topology = settings.BENCH_TOPOLOGY;
+const usingPostgres = /^postgres(ql)?:/i.test(process.env.DATABASE_URL ?? "");
+
+const rows: Row[] = [];
+const data: Results["data"] = {};
+
+function log(message: string) {
+  console.error(`[bench ${round((performance.now() - started) / 1000, 0)}s] ${message}`);
 }
 
-async function measure(run: () => Promise<Response>): Promise<ReturnType<typeof summarize>> {
-  const samples: number[] = [];
-  for (let i = 0; i < WARMUP + N; i++) {
-    const started = performance.now();
-    const response = await run();
-    await response.arrayBuffer();
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
-    if (i >= WARMUP) samples.push(performance.now() - started);
+/** Checks one answer, then loads the endpoint; a wrong answer makes a failed row, not a crash. */
+async function measure(scenario: string, variant: string, scale: number, endpoint: Endpoint): Promise<LoadResult | null> {
+  log(`${scenario} · ${variant} · ${scale}x`);
+  const problem = await preflight(endpoint);
+  if (problem) {
+    rows.push({ scenario, variant, scale, result: null, note: `preflight failed: ${problem}` });
+    log(`  preflight failed: ${problem}`);
+    return null;
   }
-  return summarize(samples);
+  const result = await runLoad(loadSpec(endpoint, load));
+  rows.push({ scenario, variant, scale, result });
+  log(`  ${result.rps} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms${result.failed ? " — FAILED" : ""}`);
+  return result;
 }
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "switchyard-bench-"));
-const config = loadConfig({ ...process.env, DATA_DIR: dataDir, PORT: "0", GENERATION_PORT: "0", CLOUD_PORT: "0", LOG_LEVEL: "silent" });
-const stack = await startStack(config);
-const { key } = await createKey(stack.db!, { name: "bench", balance: parseYuan("1000000") });
-const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" };
-const body = JSON.stringify({ prompt: "bench", model_id: 52, seconds: 5 });
-const gql = (query: string, variables: object = {}, url = `${stack.url}/graphql`) =>
-  fetch(url, { method: "POST", headers: { ...auth, accept: "application/json" }, body: JSON.stringify({ query, variables }) });
+/** Read and join at every scale on one growing database (bench/README.md "Data"). */
+async function readAndJoin() {
+  const readJoinScales = only.has("growth") ? scales : scales.slice(0, 1);
+  const database = await createBenchDatabase("graph");
+  let state: SeedState | undefined;
+  try {
+    for (const [index, scale] of readJoinScales.entries()) {
+      log(`seeding ${scale}x`);
+      state = await seedToScale(database, scale, state);
+      data[`${scale}x`] = state.totals;
+      const server: Server = await startServer(topology, { ...serverEnv, ...database.env });
+      try {
+        const viewer = state.keys[0]!.key;
+        const baseline = index === 0;
+        // The full set at the first scale; the router's own rows at every scale (growth).
+        if (baseline && only.has("read")) await measure("read", "direct subgraph", scale, readGraphql(server.generationUrl, viewer, state.taskId));
+        if (only.has("read") || only.has("growth")) await measure("read", "router", scale, readGraphql(`${server.url}/graphql`, viewer, state.taskId));
+        if (baseline && only.has("read")) await measure("read", "REST shim", scale, readRest(server.url, viewer, state.taskId));
+        if (only.has("join") || only.has("growth")) await measure("join", "router", scale, dashboard(`${server.url}/graphql`, viewer));
+        if (baseline && only.has("join")) {
+          const apollo = await startApolloGateway(server);
+          try {
+            await measure("join", "Apollo Gateway", scale, dashboard(apollo.url, viewer));
+          } finally {
+            await apollo.stop();
+          }
+        }
+      } finally {
+        await server.stop();
+      }
+    }
+  } finally {
+    await database.drop();
+  }
+}
 
-const first = await (await fetch(`${stack.url}/api/v1/video/generations`, { method: "POST", headers: auth, body })).json();
-const taskId = first.data.task_id;
-const taskQuery = "query($id: ID!) { task(id: $id) { id statusCode statusName result price { amount } } }";
+function commit(): string | null {
+  try {
+    return execFileSync("git", ["rev-parse", "HEAD"], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+  } catch {
+    return null;
+  }
+}
 
-const results = {
-  "submit REST (POST /api/v1/video/generations)": await measure(() => fetch(`${stack.url}/api/v1/video/generations`, { method: "POST", headers: auth, body })),
-  "submit GraphQL (submitVideoGeneration via router)": await measure(() =>
-    gql("mutation($i: SubmitVideoGenerationInput!) { submitVideoGeneration(input: $i) { task { id price { amount } } } }", { i: { prompt: "bench", modelId: 52, seconds: 5 } }),
-  ),
-  "read REST (GET /api/v1/tasks/{id})": await measure(() => fetch(`${stack.url}/api/v1/tasks/${taskId}`, { headers: auth })),
-  "read GraphQL via router (task(id))": await measure(() => gql(taskQuery, { id: taskId })),
-  "read GraphQL direct on subgraph (ceiling)": await measure(() => gql(taskQuery, { id: taskId }, stack.generationUrl)),
+if (only.has("read") || only.has("join") || only.has("growth")) await readAndJoin();
+let write: Results["write"];
+if (only.has("write")) {
+  log(`write · REST submit`);
+  write = await runWrite({ topology, ...load, env: serverEnv });
+  log(`  ${write.load.rps} accepted/s, verify exit ${write.verifyExit}, ledger ${write.ledgerExact ? "exact" : "NOT exact"}${write.failed ? " — FAILED" : ""}`);
+  if (write.verifyExit !== 0) log(write.verifyOutput);
+}
+let live: Results["live"];
+if (only.has("live")) {
+  log(`live · ${settings.BENCH_LIVE_SUBSCRIBERS} subscribers`);
+  live = await runLive({
+    topology,
+    subscribers: settings.BENCH_LIVE_SUBSCRIBERS,
+    keys: settings.BENCH_LIVE_KEYS,
+    rate: settings.BENCH_LIVE_RATE,
+    seconds: settings.BENCH_LIVE_SECONDS,
+    stepMs: settings.BENCH_LIVE_STEP_MS,
+    env: serverEnv,
+    log,
+  });
+  log(`  delivery p99 ${live.delivery.p99} ms, ${live.rss.kbPerSubscriber} KB/subscriber${live.failed ? " — FAILED" : ""}`);
+}
+
+const { ratios, targets } = evaluate(rows, write, live);
+const cpus = os.cpus();
+const results: Results = {
+  date: new Date().toISOString(),
+  wallSeconds: round((performance.now() - started) / 1000, 0),
+  environment: {
+    node: process.version,
+    cpu: cpus[0]?.model ?? "unknown",
+    cores: cpus.length,
+    memoryGb: round(os.totalmem() / 2 ** 30, 1),
+    // 1-minute load average when the run started and ended: other work on the machine skews every figure.
+    loadAverage: { start: round(loadAtStart, 2), end: round(os.loadavg()[0]!, 2) },
+    commit: commit(),
+    topology,
+    database: usingPostgres ? "postgres" : "sqlite",
+    redis: Boolean(process.env.REDIS_URL),
+    scenarios: [...only],
+    scales,
+    ...load,
+  },
+  data,
+  rows,
+  write,
+  live,
+  ratios,
+  targets,
 };
-await stack.close();
-fs.rmSync(dataDir, { recursive: true, force: true });
 
-console.log(`\nSequential latency, ${N} requests each after ${WARMUP} warm-up, ${os.cpus().length} cores, node ${process.version}\n`);
-console.log(`${"scenario".padEnd(52)} ${"median".padStart(9)} ${"p99".padStart(9)}`);
-for (const [name, r] of Object.entries(results)) console.log(`${name.padEnd(52)} ${`${r.median_ms} ms`.padStart(9)} ${`${r.p99_ms} ms`.padStart(9)}`);
-const file = path.join("bench", "results", `${new Date().toISOString().slice(0, 10)}.json`);
-fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), node: process.version, cores: os.cpus().length, n: N, results }, null, 2));
-console.log(`\nwrote ${file}`);
+const tables = renderTables(results);
+console.log(`\n${tables}\n`);
+const full = SCENARIOS.every((s) => only.has(s));
+const day = results.date.slice(0, 10);
+const file = path.join(ROOT, "bench", "results", full ? `${day}.json` : `${day}-${[...only].join("-")}.json`);
+fs.mkdirSync(path.dirname(file), { recursive: true });
+fs.writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+console.log(`wrote ${path.relative(ROOT, file)}`);
+if (settings.BENCH_README === "1" || (settings.BENCH_README !== "0" && full)) {
+  replaceResults(path.join(ROOT, "bench", "README.md"), tables);
+  console.log("updated bench/README.md");
+}
+process.exit(0);

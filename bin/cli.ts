@@ -296,6 +296,8 @@ async function start(config: Config, roleArg: string | undefined): Promise<void>
   // Loaded on demand: the gateway and servers are heavy, and key commands need none of them.
   const { startStack } = await import("./stack.ts");
   const stack = await startStack(config, roles);
+  // A real process also reports its CPU, memory, event-loop lag and GC on /metrics.
+  if (stack.metrics) (await import("../src/observability/metrics.ts")).collectProcessMetrics(stack.metrics);
   let demoKey: string | undefined;
   if (stack.db) {
     const [{ n }] = await stack.db("api_keys").count({ n: "*" });

@@ -16,6 +16,7 @@ import { createSimulatorUpstream } from "../src/generation/upstream/simulator.ts
 import type { GenerationUpstream } from "../src/generation/upstream/types.ts";
 import { startGenerationSubgraph } from "../subgraphs/generation/server.ts";
 import { startRouter } from "../router/server.ts";
+import type { LocalSubgraph } from "../subgraphs/shared/server.ts";
 import { createRateLimiter } from "../src/auth/policy.ts";
 import type { PubSub } from "../src/events/pubsub.ts";
 import { createPubSub } from "../src/events/redis-pubsub.ts";
@@ -27,6 +28,9 @@ import { processStatementExports } from "../src/cloud/billing.ts";
 import { checkUsageThresholds } from "../src/cloud/usage.ts";
 import { startCloudSubgraph } from "../subgraphs/cloud/server.ts";
 import { startLoop } from "../src/loop.ts";
+import type { Registry } from "prom-client";
+import { startObservability } from "../src/observability/index.ts";
+import { countUpstreamErrors, watchDatabase } from "../src/observability/metrics.ts";
 
 /** A process role. */
 export type Role = "router" | "generation" | "cloud";
@@ -46,6 +50,8 @@ export interface Stack {
   db?: Db;
   service?: GenerationService;
   poller?: Poller;
+  /** The metrics registry served at `/metrics` (router and subgraph ports). */
+  metrics?: Registry;
   logger: Logger;
   close(): Promise<void>;
 }
@@ -81,6 +87,10 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
   try {
     let routerUrl: string | undefined;
     const mediaBaseUrl = () => config.publicUrl ?? routerUrl ?? `http://${config.host}:${config.port}`;
+    // Metrics and, with OTEL_EXPORTER_OTLP_ENDPOINT, tracing (src/observability/); closed last.
+    const observability = await startObservability(config, roles);
+    closers.push(() => observability.close());
+    stack.metrics = observability.registry;
     // REDIS_URL: pub/sub and rate-limit counters in Redis, shared by every instance (connections open
     // on first use, so a router-only process opens none); closed after everything that uses them.
     const pubsub = createPubSub(config, logger);
@@ -99,6 +109,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         pubsub,
         retryBaseMs: config.webhookRetryBaseMs,
         maxAttempts: config.webhookMaxAttempts,
+        requestTimeoutMs: config.webhookTimeoutMs,
         intervalMs: Math.min(config.taskPollIntervalMs, 1000),
       });
       const wake = () => dispatcher.wake();
@@ -108,12 +119,16 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         await dispatcher.stop();
       });
       Object.assign(stack, { db: opened, pubsub });
+      watchDatabase(observability.registry, opened, logger);
     }
+    // A subgraph running here (and not pointed elsewhere) is reached in-process by the router;
+    // its HTTP /graphql stays up for other routers and for /health.
+    const localSubgraphs: Record<string, LocalSubgraph> = {};
     if (roles.includes("generation") && db) {
-      const upstream = createUpstream(config, mediaBaseUrl);
+      const upstream = countUpstreamErrors(createUpstream(config, mediaBaseUrl), observability.registry);
       const guard = createUrlGuard({ dnsServers: config.dnsServers });
       const service = createGenerationService({ db, upstream, checkUrl: (url) => guard.isPublicHttpsUrl(url), pollIntervalMs: config.taskPollIntervalMs, deadlineSeconds: config.taskDeadlineSeconds });
-      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, pubsub: stack.pubsub!, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes, drainTimeoutMs: config.shutdownTimeoutMs });
+      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, pubsub: stack.pubsub!, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes, drainTimeoutMs: config.shutdownTimeoutMs, observability });
       closers.push(() => subgraph.close());
       const poller = startPoller({
         db,
@@ -123,6 +138,9 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         intervalMs: config.taskPollIntervalMs,
         batchSize: config.taskPollBatch,
         concurrency: config.taskPollConcurrency,
+        // A poller that died holding tasks frees them after about one upstream call: well
+        // within any task's deadline, so no task is failed for a dead poller's silence.
+        leaseMs: config.upstreamTimeoutMs + config.recoveryMarginMs,
       });
       closers.push(() => poller.stop());
       // Crash recovery and deadlines (src/generation/recovery.ts): a sweep now, then at least
@@ -141,6 +159,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       });
       closers.push(() => recovery.stop());
       Object.assign(stack, { service, poller, generationUrl: subgraph.url });
+      if (!config.generationUrl && config.subgraphTransport === "auto") localSubgraphs.generation = subgraph.local;
     }
     if (roles.includes("cloud") && db) {
       const cloudDb = db;
@@ -156,6 +175,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         bodyLimit: config.bodyLimitBytes,
         adminToken: config.adminToken,
         drainTimeoutMs: config.shutdownTimeoutMs,
+        observability,
       });
       closers.push(() => subgraph.close());
       const tick = Math.max(20, Math.min(1000, Math.floor(config.provisionDelayMs / 4) || 20));
@@ -167,6 +187,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         closers.push(() => loop.stop());
       }
       stack.cloudUrl = subgraph.url;
+      if (!config.cloudUrl && config.subgraphTransport === "auto") localSubgraphs.cloud = subgraph.local;
     }
     if (roles.includes("router")) {
       const generationUrl = config.generationUrl ?? stack.generationUrl;
@@ -177,11 +198,16 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         host: config.host,
         port: config.port,
         subgraphUrls: { generation: generationUrl, cloud: cloudUrl },
+        localSubgraphs,
         production: config.nodeEnv === "production",
         bodyLimit: config.bodyLimitBytes,
         requestTimeoutMs: config.requestTimeoutMs,
         drainTimeoutMs: config.shutdownTimeoutMs,
+        trustProxy: config.trustProxy,
         logger,
+        metrics: observability.registry,
+        metricsToken: config.metricsToken,
+        tracing: observability.tracing,
       });
       closers.push(() => router.close());
       routerUrl = router.url;

@@ -14,6 +14,7 @@
  * | `first`/`last` | 100 | {@link pageSizeLimit} (before execution; literals and variables) | `page_size_too_large` (400) |
  * | request time | REQUEST_TIMEOUT_MS (30000) | `useRequestDeadline` of @whatwg-node/server (the gateway's `requestDeadline`) | `request_timeout` (504) |
  * | body size | BODY_LIMIT_BYTES (1 MiB) | {@link limitGraphqlBody} | `payload_too_large` (413) |
+ * | nesting the parser cannot recurse through | the stack (~2000 nested lists) | {@link deepDocumentIs400} | `query_too_deep` (400) |
  * | introspection | off in production | the gateway's `disableIntrospection` | graphql-js message (400) |
  * | field suggestions | off in production | GraphQL Armor block-field-suggestions, {@link hideSuggestions} | — |
  *
@@ -273,6 +274,44 @@ export const hideSuggestions: GatewayPlugin = {
   }),
 };
 
+/**
+ * GraphQL over HTTP: `variables` or `extensions` that are not JSON, in a GET query string or a
+ * form-encoded body, are the client's error. Yoga's parsers let JSON.parse's SyntaxError through
+ * as a 500; this wraps whichever parser Yoga chose (user plugins run after its parsers) and
+ * answers 400 `BAD_REQUEST`, as Yoga does for such a parameter that is JSON but not an object.
+ */
+export const paramsJsonErrorsAre400: GatewayPlugin = {
+  onRequestParse({ requestParser, setRequestParser }) {
+    if (!requestParser) return;
+    setRequestParser(async (request) => {
+      try {
+        return await requestParser(request);
+      } catch (error) {
+        if (!(error instanceof SyntaxError)) throw error;
+        throw limitError(`variables and extensions must be valid JSON: ${error.message}`, "BAD_REQUEST", 400);
+      }
+    });
+  },
+};
+
+/**
+ * A document nested so deeply (lists in lists in an argument) that graphql-js's recursive parser
+ * overflows the stack before the token limit stops it: a 400 `query_too_deep`, not a 500. Wraps
+ * the parser in place (after Armor's token-counting one).
+ */
+export const deepDocumentIs400: GatewayPlugin = {
+  onParse({ parseFn, setParseFn }) {
+    setParseFn((source, options) => {
+      try {
+        return parseFn(source, options);
+      } catch (error) {
+        if (error instanceof RangeError) throw limitError("Document is nested too deeply to parse", LIMIT_CODES.depth, 400);
+        throw error;
+      }
+    });
+  },
+};
+
 /** Options of {@link limitPlugins}. */
 export interface LimitOptions {
   production: boolean;
@@ -287,7 +326,9 @@ export interface LimitOptions {
 export function limitPlugins(options: LimitOptions): GatewayPlugin[] {
   const rules = armorRules();
   const plugins: GatewayPlugin[] = [
+    paramsJsonErrorsAre400,
     maxTokensPlugin(tokenOptions as any) as GatewayPlugin,
+    deepDocumentIs400,
     { onValidate: ({ addValidationRule }) => rules.forEach((rule) => addValidationRule(rule)) },
     pageSizeLimit,
   ];

@@ -7,6 +7,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { randomUUID } from "node:crypto";
 import FindMyWay from "find-my-way";
+import proxyaddr from "proxy-addr";
 import type { Logger } from "pino";
 import type { GraphQLSchema } from "graphql";
 import { createGateway } from "./gateway.ts";
@@ -14,11 +15,17 @@ import { limitGraphqlBody } from "./limits.ts";
 import { attachWebSockets } from "./websocket.ts";
 import { createGenerationShim, sendGenerationError, type RestCall } from "./rest/generation.ts";
 import { createCloudShim, sendCloudError } from "./rest/cloud.ts";
+import { policyHeaders, sha256Hex } from "./rest/graph-client.ts";
 import { serveSimulatorMedia } from "./media.ts";
 import { createHealth } from "./health.ts";
 import { serveCloudOpenApi, serveGenerationOpenApi } from "./openapi/index.ts";
 import { drainHttpServer } from "../src/net/drain.ts";
 import { createPages } from "./pages.ts";
+import type { Registry } from "prom-client";
+import { createRegistry, serveMetrics } from "../src/observability/metrics.ts";
+import type { Tracing } from "../src/observability/tracing.ts";
+import { createRouterMetrics } from "./metrics.ts";
+import type { LocalSubgraph } from "../subgraphs/shared/server.ts";
 
 /** Settings of the router. */
 export interface RouterOptions {
@@ -26,13 +33,23 @@ export interface RouterOptions {
   port: number;
   /** Subgraph name → `/graphql` URL. */
   subgraphUrls: Record<string, string>;
+  /** Subgraphs running in this process, by name: reached in-process (router/transport/in-process.ts). */
+  localSubgraphs?: Record<string, LocalSubgraph>;
   production: boolean;
   bodyLimit: number;
   /** Time limit of one `/graphql` HTTP request (ms); unset or 0: none (router/limits.ts). */
   requestTimeoutMs?: number;
   /** Graceful shutdown: how long requests in flight may finish before their connections are cut (default 10 s). */
   drainTimeoutMs?: number;
+  /** Proxies trusted to name the client in `X-Forwarded-For` (proxy-addr names or CIDRs); default none. */
+  trustProxy?: string[];
   logger: Logger;
+  /** The stack's metrics registry, served at `/metrics` (default: a registry of its own). */
+  metrics?: Registry;
+  /** METRICS_TOKEN: bearer token required on `/metrics`; unset: loopback clients only. */
+  metricsToken?: string;
+  /** Tracing hooks when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/observability/tracing.ts). */
+  tracing?: Tracing;
 }
 
 /** A running router. */
@@ -49,7 +66,17 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,80}$/;
  * @returns its base URL (`http://host:port`) and a close function
  */
 export async function startRouter(options: RouterOptions): Promise<RouterHandle> {
-  const gateway = createGateway({ subgraphUrls: options.subgraphUrls, production: options.production, requestTimeoutMs: options.requestTimeoutMs });
+  // Behind nginx the socket's peer is the proxy; the client is the nearest untrusted hop of X-Forwarded-For.
+  const trust = proxyaddr.compile(options.trustProxy ?? []);
+  const clientIp = (req: http.IncomingMessage) => (req.socket.remoteAddress ? proxyaddr(req, trust) : "");
+  const metrics = createRouterMetrics(options.metrics ?? createRegistry());
+  const gateway = createGateway({
+    subgraphUrls: options.subgraphUrls,
+    localSubgraphs: options.localSubgraphs,
+    production: options.production,
+    requestTimeoutMs: options.requestTimeoutMs,
+    plugins: options.tracing ? [metrics.gatewayPlugin, options.tracing.gatewayPlugin] : [metrics.gatewayPlugin],
+  });
   let schema: Promise<GraphQLSchema> | undefined;
   const shimDeps = { gateway, schema: () => (schema ??= Promise.resolve(gateway.getSchema())), bodyLimit: options.bodyLimit };
   const shim = createGenerationShim(shimDeps);
@@ -61,7 +88,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     defaultRoute: (req, res) => sendGenerationError(res, { status: 404, message: "Not found" }),
   });
   const on = (method: "GET" | "POST", path: string, handler: Handler) =>
-    routes.on(method, path, (req, res, params, store: any) => handler({ req, res, params, requestId: store?.requestId, query: store?.query }));
+    routes.on(method, path, (req, res, params, store: any) => handler({ req, res, params, requestId: store?.requestId, query: store?.query }), { route: path });
   // find-my-way passes a store per route; we pass ours through lookup's context instead.
   on("POST", "/api/v1/video/generations", shim.submitVideo);
   on("POST", "/api/v1/images/generations", shim.submitImage);
@@ -96,6 +123,9 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   on("GET", "/assets/:version/:file", (call) => {
     if (!pages.asset(call)) sendGenerationError(call.res, { status: 404, message: "Not found" });
   });
+  on("GET", "/metrics", (call) =>
+    serveMetrics(call.req, call.res, metrics.registry, { token: options.metricsToken, clientAddress: String(call.req.headers["x-switchyard-client-ip"] ?? "") }),
+  );
 
   // Subscriptions over SSE never finish on their own: a graceful shutdown ends them at once
   // (like WebSockets) instead of waiting the whole drain deadline for them.
@@ -107,16 +137,28 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     req.headers["x-request-id"] = requestId;
     // Only the router speaks for itself to the subgraphs.
     for (const name of Object.keys(req.headers)) if (name.startsWith("x-switchyard-")) delete req.headers[name];
-    req.headers["x-switchyard-client-ip"] = req.socket.remoteAddress ?? "";
+    req.headers["x-switchyard-client-ip"] = clientIp(req);
     res.setHeader("x-request-id", requestId);
+    // The route pattern served (a bounded label: never the raw path), set by handle().
+    const served = { route: "other" };
+    res.once("close", () => metrics.observeHttp(served.route, req.method, res.headersSent ? res.statusCode : 499, Number(process.hrtime.bigint() - started) / 1e9));
     res.on("finish", () => {
       options.logger.info(
         { request_id: requestId, method: req.method, path: (req.url ?? "").split("?")[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
         "request",
       );
     });
-    const url = new URL(req.url ?? "/", "http://router");
-    handle(req, res, url, requestId).catch((error) => {
+    // An absolute-form target such as `http://[::1` is no URL: answer it, do not crash the process.
+    const url = URL.canParse(req.url ?? "/", "http://router") ? new URL(req.url ?? "/", "http://router") : null;
+    if (!url) {
+      req.resume();
+      if ((req.url ?? "").startsWith("/openapi/")) {
+        return sendCloudError(res, requestId, { code: "invalid_request", status: 400, message: "Malformed request URL", details: {} });
+      }
+      return sendGenerationError(res, { status: 400, message: "Malformed request URL" });
+    }
+    const run = () => handle(req, res, url, requestId, served);
+    (options.tracing ? options.tracing.traceHttp(req, res, () => served.route, run) : run()).catch((error) => {
       options.logger.error({ request_id: requestId, err: error }, "request failed");
       if (res.headersSent) return void res.end();
       if (url.pathname.startsWith("/openapi/")) {
@@ -125,19 +167,25 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     });
   });
 
-  async function handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL, requestId: string): Promise<void> {
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL, requestId: string, served: { route: string }): Promise<void> {
     const path = url.pathname;
     if (path === "/graphql") {
+      served.route = "/graphql";
       if (String(req.headers.accept ?? "").includes("text/event-stream")) {
         eventStreams.add(res);
         res.on("close", () => eventStreams.delete(res));
       }
       req.headers["x-switchyard-route"] = `${req.method} /graphql`;
       if (!(await limitGraphqlBody(req, res, options.bodyLimit))) return;
+      // A signed request: the subgraphs check the signature over the method, path and body the
+      // client sent, exactly as for the REST shims.
+      const raw = (req as http.IncomingMessage & { body?: Buffer }).body;
+      Object.assign(req.headers, policyHeaders(req, sha256Hex(raw ?? "")));
       await gateway(req, res);
       return;
     }
     if (path.startsWith("/media/sim/") && req.method === "GET") {
+      served.route = "/media/sim/:file";
       if (serveSimulatorMedia(path.slice("/media/sim/".length), res)) return;
     }
     const found = routes.find(req.method as "GET", path);
@@ -150,6 +198,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       }
       return sendGenerationError(res, anyMethod ? { status: 405, message: "Method not allowed" } : { status: 404, message: "Not found" });
     }
+    served.route = (found.store as { route?: string } | null)?.route ?? "other";
     await (found.handler as any)(req, res, found.params, { requestId, query: url.searchParams });
   }
 

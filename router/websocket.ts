@@ -5,7 +5,7 @@
  * 4403 Forbidden.
  */
 import type http from "node:http";
-import { WebSocketServer } from "ws";
+import { WebSocketServer, type WebSocket } from "ws";
 import { useServer } from "graphql-ws/use/ws";
 import { getGraphQLWSOptions } from "@graphql-hive/gateway-runtime";
 import type { Logger } from "pino";
@@ -21,6 +21,53 @@ export function normalizeConnectionParams(params: unknown): Record<string, strin
     for (const [name, value] of Object.entries(params)) if (typeof value === "string") out[name.toLowerCase()] = value;
   }
   return out;
+}
+
+/** Message types of graphql-transport-ws that only a server sends. */
+const SERVER_ONLY_TYPES = new Set(["connection_ack", "next", "error"]);
+
+/** Whether a frame is a message of a type only a server sends. */
+function isServerOnlyMessage(data: unknown): boolean {
+  const text = String(data);
+  if (!/"(?:connection_ack|next|error)"/.test(text)) return false;
+  try {
+    return SERVER_ONLY_TYPES.has(JSON.parse(text)?.type);
+  } catch {
+    return false;
+  }
+}
+
+/** Calls `target`'s own methods on `target` (ws reads private fields through `this`). */
+function passThrough<T extends object>(target: T, prop: string | symbol): unknown {
+  const value = Reflect.get(target, prop, target);
+  return typeof value === "function" ? value.bind(target) : value;
+}
+
+/**
+ * graphql-ws closes a socket whose client sends a server-only message (`next`, `error`,
+ * `connection_ack`) with 4500 Internal Server Error, logged as a bug of ours; the protocol calls
+ * any message that is not the client's 4400. This hands useServer a view of the server whose
+ * sockets close with 4400 on such a message before graphql-ws sees it.
+ */
+function refusingServerOnlyMessages(wss: WebSocketServer): WebSocketServer {
+  const guard = (socket: WebSocket) =>
+    new Proxy(socket, {
+      get: (target, prop) =>
+        prop === "on"
+          ? (event: string, listener: (...args: any[]) => void) =>
+              target.on(event, event !== "message" ? listener : (data: unknown, ...rest: unknown[]) => {
+                if (isServerOnlyMessage(data)) return void target.close(4400, "Invalid message received");
+                listener(data, ...rest);
+              })
+          : passThrough(target, prop),
+    });
+  return new Proxy(wss, {
+    get: (target, prop) =>
+      prop === "on"
+        ? (event: string, listener: (...args: any[]) => void) =>
+            target.on(event, event !== "connection" ? listener : (socket: WebSocket, ...rest: unknown[]) => listener(guard(socket), ...rest))
+        : passThrough(target, prop),
+  });
 }
 
 /**
@@ -48,7 +95,7 @@ export function attachWebSockets(server: http.Server, gateway: Gateway, logger: 
         }
       },
     },
-    wss,
+    refusingServerOnlyMessages(wss),
   );
   return {
     async close(timeoutMs?: number) {

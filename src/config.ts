@@ -21,6 +21,7 @@ const schema = z.object({
   CLOUD_PORT: port(4002),
   GENERATION_URL: optionalUrl,
   CLOUD_URL: optionalUrl,
+  SUBGRAPH_TRANSPORT: z.enum(["auto", "http"]).default("auto"),
   PUBLIC_URL: optionalUrl,
   DATABASE_URL: z.string().optional(),
   DATA_DIR: z.string().default("./data"),
@@ -43,7 +44,14 @@ const schema = z.object({
   PROVISION_DELAY_MS: millis(2_000),
   WEBHOOK_RETRY_BASE_MS: millis(30_000),
   WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(15),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  TRUST_PROXY: z.string().default(""),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+  METRICS_TOKEN: z.string().optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
+  OTEL_SERVICE_NAME: z.string().optional(),
+  OTEL_BSP_SCHEDULE_DELAY: millis(5_000),
+  OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).default(1),
 });
 
 /** The validated settings. Times are milliseconds; ports are TCP ports (0 = any free port). */
@@ -56,6 +64,11 @@ export interface Config {
   /** Router → generation subgraph; unset: the subgraph started in the same process. */
   generationUrl?: string;
   cloudUrl?: string;
+  /**
+   * How the router reaches a subgraph of its own process: `auto` in-process
+   * (router/transport/in-process.ts), `http` over HTTP and graphql-ws as separate processes do.
+   */
+  subgraphTransport: "auto" | "http";
   /** Base URL users reach the router at (for media links); defaults to http://HOST:PORT. */
   publicUrl?: string;
   /** `postgres://…` or unset for SQLite. */
@@ -90,7 +103,24 @@ export interface Config {
   provisionDelayMs: number;
   webhookRetryBaseMs: number;
   webhookMaxAttempts: number;
+  /** Time limit of one callback request; a sender that died mid-request frees its lease after about twice this. */
+  webhookTimeoutMs: number;
+  /**
+   * Proxies the router trusts to tell the client's address in `X-Forwarded-For` (proxy-addr
+   * names such as `loopback` or CIDRs, comma separated); empty: the socket's peer is the client.
+   */
+  trustProxy: string[];
   bodyLimitBytes: number;
+  /** Bearer token required on `/metrics`; unset: `/metrics` answers loopback clients only. */
+  metricsToken?: string;
+  /** OTLP/HTTP base URL traces go to (`{url}/v1/traces`); unset: tracing off, no OpenTelemetry code loaded. */
+  otlpEndpoint?: string;
+  /** `service.name` of the spans; unset: `switchyard-<roles>`. */
+  otelServiceName?: string;
+  /** Delay before finished spans are exported in a batch (ms). */
+  otelScheduleDelayMs: number;
+  /** Share of new traces recorded (0-1); a caller's `traceparent` sampled flag is honoured. */
+  otelSampleRatio: number;
 }
 
 /**
@@ -114,6 +144,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     cloudPort: e.CLOUD_PORT,
     generationUrl: e.GENERATION_URL,
     cloudUrl: e.CLOUD_URL,
+    subgraphTransport: e.SUBGRAPH_TRANSPORT,
     publicUrl: e.PUBLIC_URL,
     databaseUrl: e.DATABASE_URL || undefined,
     dataDir: path.resolve(e.DATA_DIR),
@@ -136,6 +167,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     provisionDelayMs: e.PROVISION_DELAY_MS,
     webhookRetryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
     webhookMaxAttempts: e.WEBHOOK_MAX_ATTEMPTS,
+    webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    trustProxy: e.TRUST_PROXY.split(",").map((s) => s.trim()).filter(Boolean),
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    metricsToken: e.METRICS_TOKEN || undefined,
+    otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
+    otelServiceName: e.OTEL_SERVICE_NAME || undefined,
+    otelScheduleDelayMs: e.OTEL_BSP_SCHEDULE_DELAY,
+    otelSampleRatio: e.OTEL_TRACES_SAMPLER_ARG,
   };
 }

@@ -133,7 +133,8 @@ export const cloudOpenApi: OpenApiDocument = {
       "Vendors, products, orders, CDN domains and purges, usage, resources and billing (cloud spec). Answers are `{success: true, request_id, data}`; " +
       "errors `{success: false, request_id, error: {code, message, details}}`. Lists take `limit` (default 20, capped at 100) and `cursor` and answer `data.items` and `data.next_cursor`. " +
       "Money is yuan as JSON numbers with at most three decimals. Creates take an `Idempotency-Key` (Stripe's semantics, kept 24 hours). " +
-      "Key scopes appear in each operation's security requirement. An unknown path is 404 `not_found`; a known path with another method is 405 with code `invalid_request`.",
+      "Key scopes appear in each operation's security requirement. An unknown path is 404 `not_found`; a known path with another method is 405 with code `invalid_request`; " +
+      "a request target that is not a URL is 400 `invalid_request`. A request line and headers over 16 KiB are refused by the HTTP server itself with 431 and no body.",
   },
   servers: [{ url: "/", description: "This router" }],
   security: [{ bearerAuth: [] }],
@@ -404,7 +405,10 @@ export const cloudOpenApi: OpenApiDocument = {
       },
     },
     responses: {
-      BadRequest: errorResponse("invalid_request", "Malformed request: invalid JSON body, a bad query parameter (`details.field` names it), a bad cursor, or an over-long `Idempotency-Key`."),
+      BadRequest: errorResponse(
+        "invalid_request",
+        "Malformed request: invalid JSON body, a body nested deeper than 64 levels of objects and arrays, a bad query parameter (`details.field` names it), a bad cursor, or an over-long `Idempotency-Key`.",
+      ),
       Unauthorized: errorResponse("unauthorized", "API key missing or invalid, or a missing, invalid or stale `X-Service-Signature`."),
       Forbidden: errorResponse("forbidden", "The key is disabled, lacks the operation's scope (`details.scope`), or the source IP is outside its allow-list."),
       NotFound: errorResponse("not_found", "Not found, or another account's."),

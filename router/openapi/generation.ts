@@ -95,7 +95,8 @@ export const generationOpenApi: OpenApiDocument = {
       "Asynchronous video and image generation on a prepaid balance (generation spec). Every path but `/health` and this document needs an API key. " +
       "Errors are `{\"code\": <HTTP status>, \"message\": \"...\"}`. Money is yuan as JSON numbers with at most three decimals. " +
       "Checks run in this order: key (401/403, 429), body (400 invalid JSON, 413 too large), validation (400), balance (402), upstream (502/504, refunded). " +
-      "An unknown path is 404, a known path with another method 405, both with the error body.",
+      "An unknown path is 404, a known path with another method 405, both with the error body; a request target that is not a URL is 400 `Malformed request URL`. " +
+      "A request line and headers over 16 KiB are refused by the HTTP server itself with 431 and no body.",
   },
   servers: [{ url: "/", description: "This router" }],
   security: [{ bearerAuth: [] }],
@@ -190,7 +191,8 @@ export const generationOpenApi: OpenApiDocument = {
       BadRequest: errorResponse(
         400,
         "Invalid request. Messages: `Request body must be valid JSON`, `prompt must be a non-empty string`, `model_id must be one of: 52, 51, 67, 69, 39, 45`, " +
-          "`{field} has an unsupported value`, `{field} must be a public HTTPS URL`, `limit has an unsupported value`.",
+          "`{field} has an unsupported value`, `{field} must be a public HTTPS URL`, `limit has an unsupported value`, " +
+          "`Request body is nested too deeply: at most 64 levels of objects and arrays`.",
       ),
       Unauthorized: errorResponse(401, "`Invalid or missing API key`, or a missing, invalid or stale `X-Service-Signature`."),
       PaymentRequired: errorResponse(402, "`Insufficient balance`: nothing was debited."),

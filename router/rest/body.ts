@@ -11,23 +11,72 @@ import { AppError } from "../../src/errors.ts";
  * @returns the raw text
  * @throws AppError `payload_too_large` (413) as soon as the declared or received size passes the limit
  */
-export async function readBody(req: IncomingMessage, limit: number): Promise<string> {
+export function readBody(req: IncomingMessage, limit: number): Promise<string> {
   const declared = Number(req.headers["content-length"] ?? 0);
   if (declared > limit) {
     req.resume();
-    throw new AppError("payload_too_large");
+    return Promise.reject(new AppError("payload_too_large"));
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) {
-      req.resume();
-      throw new AppError("payload_too_large");
-    }
-    chunks.push(chunk as Buffer);
+  // Listeners, not `for await`: leaving that loop early leaves the socket paused, so a client that
+  // then hangs up is never noticed and its connection stays open (and holds up shutdown).
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = () => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) return void chunks.push(chunk);
+      stop();
+      req.resume(); // discard the rest, so the client reads the answer
+      reject(new AppError("payload_too_large"));
+    };
+    const onEnd = () => {
+      stop();
+      resolve(Buffer.concat(chunks).toString("utf8"));
+    };
+    const onError = (error: Error) => {
+      stop();
+      reject(error);
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onError);
+  });
+}
+
+/**
+ * Deepest nesting of objects and arrays a REST body may have: far above any documented body, far
+ * below the depth at which JSON.stringify (the shims pass bodies on as JSON) overflows the stack.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Whether JSON text nests objects and arrays deeper than `limit`, counted without parsing
+ * (brackets outside strings), so a hostile body costs one linear scan.
+ */
+export function jsonTooDeep(text: string, limit = MAX_JSON_DEPTH): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
   }
-  return Buffer.concat(chunks).toString("utf8");
+  return false;
+}
+
+/** The 400 of a body nested deeper than {@link MAX_JSON_DEPTH}. */
+export function tooDeepError(): AppError {
+  return new AppError("invalid_request", `Request body is nested too deeply: at most ${MAX_JSON_DEPTH} levels of objects and arrays`);
 }
 
 /**

@@ -7,7 +7,7 @@ import type { ServerResponse } from "node:http";
 import type { GraphQLInputObjectType, GraphQLSchema } from "graphql";
 import { AppError } from "../../src/errors.ts";
 import type { Gateway } from "../gateway.ts";
-import { parseJsonObject, readBody } from "./body.ts";
+import { jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "./body.ts";
 import { policyHeaders, runOperation, sha256Hex, toShimError, type ShimError } from "./graph-client.ts";
 import { restBodyToInput, type TypeErrorFactory } from "./input.ts";
 import type { RestCall } from "./generation.ts";
@@ -244,6 +244,7 @@ export function createCloudShim(deps: CloudShimDeps) {
       return sendCloudError(call.res, call.requestId, fromAppError(error as AppError));
     }
     const digest = sha256Hex(text);
+    if (jsonTooDeep(text)) return rejectAfterAuth(call, tooDeepError(), digest);
     const body = text.trim() === "" && inputType === "RenewOrderInput" ? {} : parseJsonObject(text);
     if (!body) return rejectAfterAuth(call, new AppError("invalid_request", "Request body must be a valid JSON object"), digest);
     let input: Record<string, unknown>;

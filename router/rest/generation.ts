@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { GraphQLInputObjectType, type GraphQLSchema } from "graphql";
 import { AppError, invalidFieldError, validationMessages } from "../../src/errors.ts";
 import type { Gateway } from "../gateway.ts";
-import { parseJsonObject, readBody } from "./body.ts";
+import { jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "./body.ts";
 import { policyHeaders, runOperation, sha256Hex, toShimError, type CallContext, type ShimError } from "./graph-client.ts";
 import { restBodyToInput, type TypeErrorFactory } from "./input.ts";
 
@@ -123,6 +123,7 @@ export function createGenerationShim(deps: GenerationShimDeps) {
       return sendGenerationError(call.res, error as AppError);
     }
     const digest = sha256Hex(text);
+    if (jsonTooDeep(text)) return rejectAfterAuth(call, route, tooDeepError(), digest);
     const body = parseJsonObject(text);
     if (!body) return rejectAfterAuth(call, route, new AppError("invalid_json"), digest);
     const typeName = kind === "video" ? "SubmitVideoGenerationInput" : "SubmitImageGenerationInput";
@@ -150,7 +151,8 @@ export function createGenerationShim(deps: GenerationShimDeps) {
 
   async function getTask(call: RestCall): Promise<void> {
     const id = call.params.task_id ?? "";
-    const result = await runOperation(deps.gateway, OPERATIONS.task, { id }, callContext(call, `GET /api/v1/tasks/${id}`));
+    // The route goes out as a header: the raw (percent-encoded) path, not the decoded id, which may hold NUL or non-Latin-1.
+    const result = await runOperation(deps.gateway, OPERATIONS.task, { id }, callContext(call, `GET ${(call.req.url ?? "").split("?")[0]}`));
     if (result.errors?.length) return sendGenerationError(call.res, toShimError(result.errors[0]!));
     sendJson(call.res, 200, { code: 200, data: restTask(result.data.task) });
   }

@@ -73,8 +73,8 @@ export function policyHeaders(req: IncomingMessage, bodySha256: string): Record<
   return headers;
 }
 
-/** Hex SHA-256 of a body. */
-export function sha256Hex(text: string): string {
+/** Hex SHA-256 of a body (a string is taken as UTF-8). */
+export function sha256Hex(text: string | Uint8Array): string {
   return createHash("sha256").update(text).digest("hex");
 }
 

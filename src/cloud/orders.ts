@@ -206,6 +206,18 @@ function invalid(field: string, message: string): AppError {
   return new AppError("validation_failed", message, { field });
 }
 
+/**
+ * Length of a value's JSON text; Infinity when it is nested too deeply to serialize (a RangeError
+ * of JSON.stringify): thousands of levels, far over any size limit anyway.
+ */
+function jsonLength(value: unknown): number {
+  try {
+    return JSON.stringify(value).length;
+  } catch {
+    return Infinity;
+  }
+}
+
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
@@ -261,7 +273,7 @@ export function parseOrderBody(body: unknown): OrderRequest {
   let metadata: Record<string, unknown> = {};
   if (b.metadata !== undefined && b.metadata !== null) {
     if (!isPlainObject(b.metadata)) throw invalid("metadata", "metadata must be a JSON object");
-    if (JSON.stringify(b.metadata).length > MAX_METADATA_CHARS) throw invalid("metadata", `metadata must be at most ${MAX_METADATA_CHARS} characters of JSON`);
+    if (jsonLength(b.metadata) > MAX_METADATA_CHARS) throw invalid("metadata", `metadata must be at most ${MAX_METADATA_CHARS} characters of JSON`);
     metadata = { ...b.metadata };
   }
 

@@ -6,7 +6,7 @@ import { parse } from "graphql";
 import type { Logger } from "pino";
 import type { Db } from "../../src/db/index.ts";
 import type { RateLimiter } from "../../src/auth/policy.ts";
-import { startSubgraph, type SubgraphHandle } from "../shared/server.ts";
+import { startSubgraph, type SubgraphHandle, type SubgraphObservability } from "../shared/server.ts";
 import { createCloudContext, type CloudContext } from "./context.ts";
 import { resolvers } from "./resolvers.ts";
 import type { CloudServices } from "./services.ts";
@@ -30,6 +30,8 @@ export function startCloudSubgraph(options: {
   adminToken?: string;
   /** Graceful shutdown: how long requests in flight may finish (default 10 s). */
   drainTimeoutMs?: number;
+  /** Tracing hooks and `/metrics` (bin/stack.ts). */
+  observability?: SubgraphObservability;
 }): Promise<SubgraphHandle> {
   return startSubgraph<CloudContext>({
     name: "cloud",
@@ -42,5 +44,6 @@ export function startCloudSubgraph(options: {
     port: options.port,
     bodyLimit: options.bodyLimit,
     drainTimeoutMs: options.drainTimeoutMs,
+    observability: options.observability,
   });
 }

@@ -11,7 +11,7 @@ import type { PubSub } from "../../src/events/pubsub.ts";
 import type { GenerationService } from "../../src/generation/tasks.ts";
 import { recordRequest } from "../../src/generation/usage.ts";
 import { statusOfErrors } from "../shared/errors.ts";
-import { startSubgraph, type SubgraphHandle } from "../shared/server.ts";
+import { startSubgraph, type SubgraphHandle, type SubgraphObservability } from "../shared/server.ts";
 import { createContext, type GenerationContext } from "./context.ts";
 import { resolvers } from "./resolvers.ts";
 
@@ -58,6 +58,8 @@ export function startGenerationSubgraph(options: {
   port: number;
   bodyLimit: number;
   drainTimeoutMs?: number;
+  /** Tracing hooks and `/metrics` (bin/stack.ts). */
+  observability?: SubgraphObservability;
 }): Promise<SubgraphHandle> {
   return startSubgraph<GenerationContext>({
     name: "generation",
@@ -71,5 +73,6 @@ export function startGenerationSubgraph(options: {
     port: options.port,
     bodyLimit: options.bodyLimit,
     drainTimeoutMs: options.drainTimeoutMs,
+    observability: options.observability,
   });
 }

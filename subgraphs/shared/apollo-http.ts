@@ -23,14 +23,17 @@ export function apolloHandler<TContext extends BaseContext>(
     }
     let body: unknown = undefined;
     if (req.method === "POST") {
+      const tooLarge = () => res.writeHead(413, { "content-type": "application/json" }).end(JSON.stringify({ errors: [{ message: "Request body is too large" }] }));
+      // A declared length over the limit is refused at once, not after waiting for bytes that may never come.
+      if (Number(req.headers["content-length"]) > bodyLimit) {
+        req.resume();
+        return void tooLarge();
+      }
       const chunks: Buffer[] = [];
       let size = 0;
       for await (const chunk of req) {
         size += (chunk as Buffer).length;
-        if (size > bodyLimit) {
-          res.writeHead(413, { "content-type": "application/json" }).end(JSON.stringify({ errors: [{ message: "Request body is too large" }] }));
-          return;
-        }
+        if (size > bodyLimit) return void tooLarge();
         chunks.push(chunk as Buffer);
       }
       const text = Buffer.concat(chunks).toString("utf8");

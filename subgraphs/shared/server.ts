@@ -9,12 +9,13 @@ import { ApolloServerPluginInlineTraceDisabled } from "@apollo/server/plugin/dis
 import { buildSubgraphSchema } from "@apollo/subgraph";
 import { WebSocketServer } from "ws";
 import { useServer } from "graphql-ws/use/ws";
-import type { DocumentNode } from "graphql";
+import { subscribe, validate, type DocumentNode, type FormattedExecutionResult, type GraphQLError, type GraphQLFormattedError, type GraphQLSchema } from "graphql";
 import type { Logger } from "pino";
 import { apolloHandler } from "./apollo-http.ts";
 import { formatError } from "./errors.ts";
 import type { RequestLike } from "./auth.ts";
 import { closeWebSockets, drainHttpServer } from "../../src/net/drain.ts";
+import type { Tracing } from "../../src/observability/tracing.ts";
 
 /** graphql-ws connection params as a header map: lower-cased names, string values. */
 export function paramsAsHeaders(params: Record<string, unknown> | undefined | null): RequestLike {
@@ -23,11 +24,100 @@ export function paramsAsHeaders(params: Record<string, unknown> | undefined | nu
   return { headers };
 }
 
+/** One operation handed to a subgraph in-process (router/transport/in-process.ts). */
+export interface LocalOperation {
+  /** The operation text; parsed and validated once per distinct text (Apollo's document cache). */
+  query: string;
+  /** The parsed operation (subscriptions run it directly). */
+  document: DocumentNode;
+  variables?: Record<string, unknown>;
+  operationName?: string;
+  /** The headers the router forwards, lower-cased names (as over HTTP: auth, locale, x-switchyard-*). */
+  headers: Record<string, string>;
+}
+
+/**
+ * A subgraph's in-process entry: the schema, context builder, plugins and error format of its
+ * HTTP `/graphql` and graphql-ws, minus the socket and the JSON round trip. For a router in the
+ * same process (DESIGN §1).
+ */
+export interface LocalSubgraph {
+  /**
+   * Runs a query or mutation through Apollo Server (its plugins and formatError).
+   * @returns the formatted result (errors carry `extensions.code` and `extensions.http.status`)
+   */
+  execute(operation: LocalOperation): Promise<FormattedExecutionResult>;
+  /**
+   * Starts a subscription as graphql-ws would.
+   * @returns one error result when it cannot start, else its stream of formatted results
+   */
+  subscribe(operation: LocalOperation): Promise<FormattedExecutionResult | AsyncIterableIterator<FormattedExecutionResult>>;
+}
+
 /** A running subgraph. */
 export interface SubgraphHandle {
   /** Its `/graphql` URL. */
   url: string;
+  /** The same subgraph for a router in this process. */
+  local: LocalSubgraph;
   close(): Promise<void>;
+}
+
+/**
+ * Maps each value of a stream; `return()` reaches the source at once, so a subscription ended by
+ * its client stops listening even while no event comes (an async generator would wait for one).
+ */
+export function mapStream<T, U>(source: AsyncIterator<T>, map: (value: T) => U): AsyncIterableIterator<U> {
+  const done = { value: undefined, done: true } as const;
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    async next() {
+      const step = await source.next();
+      return step.done ? done : { value: map(step.value), done: false };
+    },
+    async return() {
+      await source.return?.();
+      return done;
+    },
+    async throw(error: unknown) {
+      if (source.throw) await source.throw(error);
+      return done;
+    },
+  };
+}
+
+/**
+ * Builds the in-process entry of a started subgraph.
+ * @param format formats one error as over HTTP (shared/errors.ts)
+ */
+function localSubgraph<TContext extends BaseContext>(
+  server: ApolloServer<TContext>,
+  schema: GraphQLSchema,
+  context: (req: RequestLike) => Promise<TContext>,
+  format: (error: GraphQLError) => GraphQLFormattedError,
+): LocalSubgraph {
+  const formatResult = (result: { data?: unknown; errors?: readonly GraphQLError[] }): FormattedExecutionResult =>
+    (result.errors?.length ? { ...result, errors: result.errors.map(format) } : result) as FormattedExecutionResult;
+  return {
+    async execute(operation) {
+      const response = await server.executeOperation(
+        { query: operation.query, variables: operation.variables, operationName: operation.operationName },
+        { contextValue: await context({ headers: operation.headers }) },
+      );
+      if (response.body.kind !== "single") throw new Error("incremental delivery is not supported in-process");
+      return response.body.singleResult as FormattedExecutionResult;
+    },
+    async subscribe(operation) {
+      // What graphql-ws does before subscribing; authentication is the resolvers' (ctx.caller()).
+      const invalid = validate(schema, operation.document);
+      if (invalid.length) return formatResult({ errors: invalid });
+      const contextValue = await context({ headers: operation.headers });
+      const result = await subscribe({ schema, document: operation.document, variableValues: operation.variables, operationName: operation.operationName, contextValue });
+      return Symbol.asyncIterator in result ? mapStream(result, formatResult) : formatResult(result);
+    },
+  };
 }
 
 /** What a subgraph is made of. */
@@ -52,6 +142,15 @@ export interface SubgraphOptions<TContext extends BaseContext> {
   bodyLimit: number;
   /** Graceful shutdown: how long requests in flight may finish before their connections are cut (default 10 s). */
   drainTimeoutMs?: number;
+  /** Tracing hooks and the `GET /metrics` handler of this process (bin/stack.ts). */
+  observability?: SubgraphObservability;
+}
+
+/** What a subgraph serves for observability (src/observability/). */
+export interface SubgraphObservability {
+  tracing?: Tracing;
+  /** Answers `GET /metrics` on the subgraph's port. */
+  metrics?: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>;
 }
 
 /**
@@ -60,13 +159,14 @@ export interface SubgraphOptions<TContext extends BaseContext> {
  * @throws Error when the port is taken
  */
 export async function startSubgraph<TContext extends BaseContext>(options: SubgraphOptions<TContext>): Promise<SubgraphHandle> {
+  const { tracing, metrics } = options.observability ?? {};
   const schema = buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as any }]);
   const server = new ApolloServer<TContext>({
     schema,
     formatError: formatError(options.logger),
     includeStacktraceInErrorResponses: false,
     // Inline tracing only feeds Apollo Studio; it costs every request.
-    plugins: [...(options.plugins ?? []), ApolloServerPluginInlineTraceDisabled()],
+    plugins: [...(options.plugins ?? []), ...(tracing ? [tracing.apolloPlugin] : []), ApolloServerPluginInlineTraceDisabled(), { async unexpectedErrorProcessingRequest({ error }: any) { console.error("DEBUGSTACK", error.stack); } } as any],
     // The router is the public face and applies CSRF prevention; subgraphs are internal.
     csrfPrevention: false,
     // The process's own shutdown drains and stops the server (bin/cli.ts); Apollo stopping itself
@@ -76,11 +176,20 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
   await server.start();
   const handle = apolloHandler(server, options.context, options.bodyLimit);
   const httpServer = http.createServer((req, res) => {
-    if ((req.url ?? "/").split("?")[0] === "/graphql") {
-      handle(req, res).catch((error) => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (path === "/graphql") {
+      (tracing ? tracing.traceHttp(req, res, () => "/graphql", () => handle(req, res)) : handle(req, res)).catch((error) => {
         options.logger.error({ err: error, subgraph: options.name }, "subgraph request failed");
         if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
         res.end(JSON.stringify({ errors: [{ message: "Internal server error" }] }));
+      });
+      return;
+    }
+    if (path === "/metrics" && req.method === "GET" && metrics) {
+      metrics(req, res).catch((error) => {
+        options.logger.error({ err: error, subgraph: options.name }, "metrics failed");
+        if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
+        res.end("Internal server error\n");
       });
       return;
     }
@@ -108,6 +217,7 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
   const { port } = httpServer.address() as AddressInfo;
   return {
     url: `http://${options.host}:${port}/graphql`,
+    local: localSubgraph(server, schema, options.context, (e) => formatError(options.logger)(e.toJSON(), e)),
     /** Stops accepting, closes subscriptions with 1001 and drains the requests in flight. */
     async close() {
       await Promise.all([drainHttpServer(httpServer, options.drainTimeoutMs), closeWebSockets(wsServer, () => wsCleanup.dispose(), options.drainTimeoutMs)]);

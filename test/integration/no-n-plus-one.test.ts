@@ -126,7 +126,8 @@ let small: { key: string; accountId: string };
 let large: { key: string; accountId: string };
 
 beforeAll(async () => {
-  t = await startTestStack();
+  // Over HTTP (not in-process), so each subgraph's statements and fetches are seen by server.
+  t = await startTestStack({ SUBGRAPH_TRANSPORT: "http" });
   ports.router = portOf(t.url);
   ports.generation = portOf(t.stack.generationUrl!);
   ports.cloud = portOf(t.stack.cloudUrl!);

@@ -59,14 +59,14 @@ export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpst
       if (name === "TimeoutError" || name === "AbortError") throw new UpstreamError("timeout", "body not received in time");
       throw new UpstreamError("failed", "body could not be read");
     }
-    if (!response.ok) throw new UpstreamError("failed", `HTTP ${response.status}`);
+    if (!response.ok) throw new UpstreamError("failed", `HTTP ${response.status}`, "http");
     let body: any;
     try {
       body = JSON.parse(text);
     } catch {
-      throw new UpstreamError("failed", "unparsable body");
+      throw new UpstreamError("failed", "unparsable body", "body");
     }
-    if (!body || typeof body !== "object" || body.code !== 200) throw new UpstreamError("failed", `business code ${body?.code}`);
+    if (!body || typeof body !== "object" || body.code !== 200) throw new UpstreamError("failed", `business code ${body?.code}`, "code");
     return body.data;
   }
 
@@ -77,14 +77,14 @@ export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpst
       const data = await call(path, { method: "POST", body: JSON.stringify(toUpstreamBody(request)) });
       const taskId = data?.task_id;
       if ((typeof taskId !== "string" && typeof taskId !== "number") || String(taskId).length === 0 || String(taskId).length > 200) {
-        throw new UpstreamError("failed", "no task_id");
+        throw new UpstreamError("failed", "no task_id", "body");
       }
       return { upstreamTaskId: String(taskId) };
     },
     async fetchStatus(upstreamTaskId) {
       const data = await call(`/api/v1/tasks/${encodeURIComponent(upstreamTaskId)}`, { method: "GET" });
       const status = Number(data?.status);
-      if (![0, 1, 2, 3, 4].includes(status)) throw new UpstreamError("failed", `unknown status ${data?.status}`);
+      if (![0, 1, 2, 3, 4].includes(status)) throw new UpstreamError("failed", `unknown status ${data?.status}`, "body");
       const state: UpstreamTaskState = { status: status as TaskStatusCode };
       // U+0000 cannot be stored in PostgreSQL text: dropped from what the provider sends.
       const text = (value: string) => value.replace(/\u0000/g, "");

@@ -15,12 +15,19 @@ export interface UpstreamTaskState {
   error?: string | null;
 }
 
+/** What went wrong in an upstream call, finer than `kind` (the `kind` label of `switchyard_upstream_errors_total`). */
+export type UpstreamFailureReason = "transport" | "timeout" | "http" | "code" | "body";
+
 /** Why an upstream call failed: maps to 502 `Upstream request failed` or 504 `... timed out`. */
 export class UpstreamError extends Error {
-  /** @param kind `failed` (transport error, non-2xx, code ≠ 200, no task_id, bad body) or `timeout` */
+  /**
+   * @param kind `failed` (transport error, non-2xx, code ≠ 200, no task_id, bad body) or `timeout`
+   * @param reason the finer cause for metrics (default: `timeout` for timeouts, else `transport`)
+   */
   constructor(
     readonly kind: "failed" | "timeout",
     detail: string,
+    readonly reason: UpstreamFailureReason = kind === "timeout" ? "timeout" : "transport",
   ) {
     super(detail);
     this.name = "UpstreamError";

@@ -1,0 +1,40 @@
+/**
+ * The join scenario's peer (bench/README.md): Apollo Gateway (a dev dependency used only here)
+ * serving the checked-in schema/supergraph.graphql, with routing URLs rewritten to the running
+ * subgraphs and the caller's Authorization forwarded to them, in a process of its own.
+ *
+ * Env: GENERATION_URL, CLOUD_URL (subgraph `/graphql` URLs), PORT (0 = any free port).
+ * Prints `Apollo Gateway: <url>` once it listens.
+ */
+import fs from "node:fs";
+import { ApolloGateway, RemoteGraphQLDataSource } from "@apollo/gateway";
+import { ApolloServer } from "@apollo/server";
+import { startStandaloneServer } from "@apollo/server/standalone";
+import { SUPERGRAPH_FILE } from "../router/compose.ts";
+import { supergraphWithUrls } from "../router/gateway.ts";
+
+const generationUrl = process.env.GENERATION_URL;
+const cloudUrl = process.env.CLOUD_URL;
+if (!generationUrl || !cloudUrl) throw new Error("GENERATION_URL and CLOUD_URL are required");
+
+/** Forwards the caller's key, as our router does (router/gateway.ts FORWARDED_HEADERS). */
+class AuthorizedDataSource extends RemoteGraphQLDataSource<{ authorization?: string }> {
+  override willSendRequest({ request, context }: Parameters<NonNullable<RemoteGraphQLDataSource<{ authorization?: string }>["willSendRequest"]>>[0]) {
+    if (context.authorization) request.http?.headers.set("authorization", context.authorization);
+  }
+}
+
+const supergraphSdl = supergraphWithUrls(fs.readFileSync(SUPERGRAPH_FILE, "utf8"), { generation: generationUrl, cloud: cloudUrl });
+const gateway = new ApolloGateway({ supergraphSdl, buildService: ({ url }) => new AuthorizedDataSource({ url }) });
+const server = new ApolloServer({ gateway, introspection: false });
+const { url } = await startStandaloneServer(server, {
+  listen: { host: "127.0.0.1", port: Number(process.env.PORT ?? 0) },
+  context: async ({ req }) => ({ authorization: req.headers.authorization }),
+});
+console.log(`Apollo Gateway: ${url.replace(/\/$/, "")}/`);
+
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  process.on(signal, () => {
+    void server.stop().finally(() => process.exit(0));
+  });
+}

@@ -1,0 +1,86 @@
+/**
+ * HTTP load with autocannon (programmatic): a warm-up pass, then a fixed-duration measured pass
+ * with a closed loop of `connections` concurrent requests. Every response body is checked, so a
+ * 200 carrying GraphQL `errors` counts as a failure, not as throughput.
+ */
+import autocannon from "autocannon";
+
+/** One HTTP load to run. */
+export interface LoadSpec {
+  url: string;
+  method: "GET" | "POST";
+  headers: Record<string, string>;
+  body?: string;
+  /** Concurrent connections (each sends its next request when the previous answer arrived). */
+  connections: number;
+  /** Seconds of the measured pass. */
+  durationSeconds: number;
+  /** Seconds of the warm-up pass before it (not reported). */
+  warmupSeconds: number;
+  /** True when a response body is a correct answer (checked on every response, so keep it cheap). */
+  verify: (body: string) => boolean;
+}
+
+/** What a measured pass gave; latencies in milliseconds. */
+export interface LoadResult {
+  /** Correct 2xx answers per second over the measured pass. */
+  rps: number;
+  p50: number;
+  p99: number;
+  max: number;
+  /** Requests answered in the measured pass. */
+  requests: number;
+  non2xx: number;
+  /** Connection errors and timeouts. */
+  errors: number;
+  /** 2xx answers whose body failed `verify` (for GraphQL: `errors` in the body). */
+  mismatches: number;
+  connections: number;
+  seconds: number;
+  /** True when anything failed: such a row is flagged, its numbers are not comparable. */
+  failed: boolean;
+}
+
+function run(spec: LoadSpec, seconds: number): Promise<autocannon.Result> {
+  return autocannon({
+    url: spec.url,
+    method: spec.method,
+    headers: spec.headers,
+    body: spec.body,
+    connections: spec.connections,
+    duration: seconds,
+    timeout: 10,
+    verifyBody: spec.verify,
+  } as autocannon.Options);
+}
+
+/**
+ * Runs the warm-up pass, then the measured pass.
+ * @returns the measured pass's throughput (correct answers only), latency percentiles and failures
+ */
+export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
+  if (spec.warmupSeconds > 0) await run(spec, spec.warmupSeconds);
+  const result = await run(spec, spec.durationSeconds);
+  const ok2xx = Number((result as { "2xx"?: number })["2xx"] ?? 0);
+  const good = Math.max(0, ok2xx - result.mismatches);
+  const failures = result.non2xx + result.errors + result.timeouts + result.mismatches;
+  return {
+    rps: round(good / result.duration, 0),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    max: result.latency.max,
+    requests: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+    mismatches: result.mismatches,
+    connections: spec.connections,
+    seconds: round(result.duration, 1),
+    failed: failures > 0 || good === 0,
+  };
+}
+
+/** Rounds to `digits` decimals. */
+export function round(value: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}

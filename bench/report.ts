@@ -1,0 +1,223 @@
+/**
+ * The bench's output (bench/README.md "Reading the results"): the results document written to
+ * bench/results/<date>.json, its ratios and targets, and the markdown table printed and kept in
+ * bench/README.md between the results markers.
+ */
+import fs from "node:fs";
+import type { LoadResult } from "./load.ts";
+import { round } from "./load.ts";
+import type { LiveResult } from "./live.ts";
+
+/** The write scenario: throughput plus the money checks after it. */
+export interface WriteResult {
+  load: LoadResult;
+  /** 2xx submissions the client saw, warm-up included. */
+  accepted: number;
+  /** Tasks the key has in the database afterwards (≥ accepted: answers cut off when the load stopped). */
+  tasksInDb: number;
+  /** Price of one submission and the key's balances, yuan strings as the API shows them. */
+  price: string;
+  initialBalance: string;
+  balance: string;
+  spent: string;
+  /** balance = initial − spent and spent = tasks × price, exactly (integer milli-yuan). */
+  ledgerExact: boolean;
+  /** `switchyard verify` exit code (0 = every balance and task invariant holds) and its output. */
+  verifyExit: number | null;
+  verifyOutput: string;
+  database: "sqlite" | "postgres";
+  failed: boolean;
+}
+
+/** One load row of the table. */
+export interface Row {
+  scenario: string;
+  variant: string;
+  scale: number;
+  result: LoadResult | null;
+  /** Why the row has no trustworthy numbers (a failed preflight, errors). */
+  note?: string;
+}
+
+/** The whole results document. */
+export interface Results {
+  date: string;
+  wallSeconds: number;
+  environment: Record<string, unknown>;
+  data: Record<string, { tasks: number; orders: number }>;
+  rows: Row[];
+  write?: WriteResult;
+  live?: LiveResult;
+  ratios: Record<string, number | null>;
+  targets: Target[];
+}
+
+/** A target of issue 7 and whether this run met it. */
+export interface Target {
+  name: string;
+  target: string;
+  measured: string;
+  /** null: not measured in this run (scenario not selected or failed). */
+  met: boolean | null;
+}
+
+const ok = (r: LoadResult | null | undefined): r is LoadResult => !!r && !r.failed;
+
+function find(rows: Row[], scenario: string, variant: string, scale?: number): LoadResult | null {
+  const matching = rows.filter((r) => r.scenario === scenario && r.variant === variant && (scale === undefined || r.scale === scale));
+  return matching[0]?.result ?? null;
+}
+
+function ratio(a: number | undefined, b: number | undefined): number | null {
+  return a !== undefined && b !== undefined && b > 0 ? round(a / b, 2) : null;
+}
+
+/**
+ * Computes the ratios and checks the targets.
+ * @param rows the load rows; `write`, `live` when run
+ * @returns ratios (null where a partner is missing or failed) and targets
+ */
+export function evaluate(rows: Row[], write: WriteResult | undefined, live: LiveResult | undefined): { ratios: Record<string, number | null>; targets: Target[] } {
+  const scales = [...new Set(rows.map((r) => r.scale))].sort((a, b) => a - b);
+  const base = scales[0];
+  const top = scales[scales.length - 1];
+  const direct = find(rows, "read", "direct subgraph", base);
+  const router = find(rows, "read", "router", base);
+  const rest = find(rows, "read", "REST shim", base);
+  const join = find(rows, "join", "router", base);
+  const apollo = find(rows, "join", "Apollo Gateway", base);
+  const readTop = find(rows, "read", "router", top);
+  const joinTop = find(rows, "join", "router", top);
+  const both = (a: LoadResult | null, b: LoadResult | null) => ok(a) && ok(b);
+  const ratios = {
+    "read router / direct subgraph (req/s)": both(router, direct) ? ratio(router!.rps, direct!.rps) : null,
+    "read REST shim / router (req/s)": both(rest, router) ? ratio(rest!.rps, router!.rps) : null,
+    "join router / Apollo Gateway (req/s)": both(join, apollo) ? ratio(join!.rps, apollo!.rps) : null,
+    "join router / Apollo Gateway (p99)": both(join, apollo) ? ratio(join!.p99, apollo!.p99) : null,
+    [`read router p99 ${top}x / ${base}x`]: top !== base && both(readTop, router) ? ratio(readTop!.p99, router!.p99) : null,
+    [`join router p99 ${top}x / ${base}x`]: top !== base && both(joinTop, join) ? ratio(joinTop!.p99, join!.p99) : null,
+  };
+  const show = (value: number | null, suffix = "x") => (value === null ? "not measured" : `${value}${suffix}`);
+  const targets: Target[] = [];
+  const r1 = ratios["read router / direct subgraph (req/s)"];
+  targets.push({ name: "read: router vs direct subgraph", target: "≥ 0.6x req/s", measured: show(r1), met: r1 === null ? null : r1 >= 0.6 });
+  const r2 = ratios["read REST shim / router (req/s)"];
+  targets.push({ name: "read: REST shim vs router", target: "≥ 0.9x req/s", measured: show(r2), met: r2 === null ? null : r2 >= 0.9 });
+  const r3 = ratios["join router / Apollo Gateway (req/s)"];
+  const r3p = ratios["join router / Apollo Gateway (p99)"];
+  targets.push({
+    name: "join: router vs Apollo Gateway",
+    target: "≥ 2.5x req/s, lower p99",
+    measured: r3 === null ? "not measured" : `${r3}x req/s, p99 ${join!.p99} vs ${apollo!.p99} ms`,
+    met: r3 === null || r3p === null ? null : r3 >= 2.5 && r3p < 1,
+  });
+  if (write) {
+    const perSecond = write.load.rps;
+    targets.push({
+      name: `write: accepted submissions (${write.database})`,
+      target: "≥ 1,000/s on SQLite, verify clean",
+      measured: `${perSecond}/s, verify exit ${write.verifyExit}, ledger ${write.ledgerExact ? "exact" : "NOT exact"}`,
+      met: write.database !== "sqlite" ? null : !write.failed && perSecond >= 1000 && write.verifyExit === 0 && write.ledgerExact,
+    });
+  } else {
+    targets.push({ name: "write: accepted submissions", target: "≥ 1,000/s on SQLite, verify clean", measured: "not measured", met: null });
+  }
+  if (live) {
+    targets.push({
+      name: `live: ${live.subscribers} subscribers, delivery p99`,
+      target: "< 100 ms",
+      measured: `${live.delivery.p99} ms${live.failed ? " (FAILED: see live row)" : ""}`,
+      met: live.failed ? false : live.delivery.p99 < 100,
+    });
+    const kb = live.rss.kbPerSubscriber;
+    targets.push({
+      name: "live: router RSS per subscriber",
+      target: "< 30 KB",
+      measured: kb === null ? "not measurable (RSS fell: a GC outweighed the subscribers)" : `${kb} KB`,
+      met: kb === null ? null : live.failed ? false : kb < 30,
+    });
+  } else {
+    targets.push({ name: "live: delivery p99 / RSS per subscriber", target: "< 100 ms / < 30 KB", measured: "not measured", met: null });
+  }
+  const growth = ratios[`read router p99 ${top}x / ${base}x`];
+  const span = base !== undefined && top !== base ? ` ${base}x → ${top}x` : "";
+  targets.push({ name: `cost growth: read p99${span}`, target: "within 1.5x", measured: show(growth ?? null), met: growth == null ? null : growth <= 1.5 });
+  return { ratios, targets };
+}
+
+/** Why a load row failed, in words. */
+function failureText(r: LoadResult): string {
+  if (r.non2xx + r.errors + r.mismatches === 0) return `no correct answer within ${r.seconds} s`;
+  return `${r.non2xx} non-2xx, ${r.errors} errors, ${r.mismatches} bad bodies`;
+}
+
+const fmt = (n: number | null | undefined) => (n === undefined || Number.isNaN(n) ? "-" : String(n));
+const mark = (met: boolean | null) => (met === null ? "–" : met ? "met" : "**missed**");
+
+/** Renders the markdown tables of a results document (what is printed and kept in the README). */
+export function renderTables(results: Results): string {
+  const env = results.environment;
+  const lines: string[] = [];
+  lines.push(
+    `Run ${results.date} · ${env.cpu} × ${env.cores} cores · node ${env.node} · ${env.database} · topology ${env.topology} · ` +
+      `${env.connections} connections, ${env.durationSeconds} s per row after ${env.warmupSeconds} s warm-up · commit ${String(env.commit).slice(0, 10)} · ` +
+      `wall ${results.wallSeconds} s · load average ${(env.loadAverage as { start: number; end: number }).start} → ${(env.loadAverage as { start: number; end: number }).end}`,
+  );
+  lines.push("");
+  lines.push("| scenario | variant | data | req/s | p50 ms | p99 ms | max ms | failures |");
+  lines.push("|---|---|---|---:|---:|---:|---:|---|");
+  for (const row of results.rows) {
+    const r = row.result;
+    const data = results.data[`${row.scale}x`];
+    const dataText = data ? `${row.scale}x (${data.tasks} tasks, ${data.orders} orders)` : `${row.scale}x`;
+    const failures = !r ? `**${row.note ?? "not run"}**` : r.failed ? `**${failureText(r)}**` : "0";
+    lines.push(`| ${row.scenario} | ${row.variant} | ${dataText} | ${fmt(r?.rps)} | ${fmt(r?.p50)} | ${fmt(r?.p99)} | ${fmt(r?.max)} | ${failures} |`);
+  }
+  const w = results.write;
+  if (w) {
+    const failures = w.failed ? `**${w.load.failed ? failureText(w.load) : "money check failed (below)"}**` : "0";
+    lines.push(
+      `| write | REST submit (${w.database}) | empty | ${fmt(w.load.rps)} | ${fmt(w.load.p50)} | ${fmt(w.load.p99)} | ${fmt(w.load.max)} | ${failures} |`,
+    );
+  }
+  lines.push("");
+  if (w) {
+    lines.push(
+      `Write check: ${w.accepted} submissions accepted (client-seen 2xx, warm-up included), ${w.tasksInDb} tasks in the database, ` +
+        `price ${w.price} each; balance ${w.balance} = ${w.initialBalance} − spent ${w.spent}: ${w.ledgerExact ? "exact" : "**NOT exact**"}; ` +
+        `\`switchyard verify\` exit ${w.verifyExit}.`,
+    );
+    lines.push("");
+  }
+  const l = results.live;
+  if (l) {
+    lines.push("| live | subscribed | tasks | deliveries | lost | delivery p50 / p99 / max ms | submit → first event p50 / p99 ms | router RSS before → subscribed → after | KB / subscriber |");
+    lines.push("|---|---:|---:|---:|---:|---|---|---|---:|");
+    const rss = (kb: number) => `${Math.round(kb / 1024)} MB`;
+    lines.push(
+      `| ${l.failed ? "**FAILED** " : ""}graphql-ws \`tasks\` | ${l.subscribed}/${l.subscribers} | ${l.tasks} (${l.submitErrors} refused) | ${l.delivered} (${l.deliveriesPerSecond}/s) | ${l.missed + l.duplicates + l.brokenSockets + l.unfinished} | ` +
+        `${l.delivery.p50} / ${l.delivery.p99} / ${l.delivery.max} | ${l.submitToFirstEvent.p50} / ${l.submitToFirstEvent.p99} | ` +
+        `${rss(l.rss.beforeKb)} → ${rss(l.rss.subscribedKb)} → ${rss(l.rss.afterKb)} | ${fmt(l.rss.kbPerSubscriber)} |`,
+    );
+    lines.push("");
+  }
+  lines.push("| target | wanted | measured | |");
+  lines.push("|---|---|---|---|");
+  for (const t of results.targets) lines.push(`| ${t.name} | ${t.target} | ${t.measured} | ${mark(t.met)} |`);
+  return lines.join("\n");
+}
+
+const START = "<!-- results:start -->";
+const END = "<!-- results:end -->";
+
+/**
+ * Replaces the text between the results markers of a README with `tables`.
+ * @throws Error when the markers are missing (the README is not rewritten blindly)
+ */
+export function replaceResults(readmePath: string, tables: string): void {
+  const text = fs.readFileSync(readmePath, "utf8");
+  const start = text.indexOf(START);
+  const end = text.indexOf(END);
+  if (start < 0 || end < start) throw new Error(`${readmePath} has no ${START} … ${END} markers`);
+  fs.writeFileSync(readmePath, `${text.slice(0, start + START.length)}\n${tables}\n${text.slice(end)}`);
+}

@@ -1,0 +1,101 @@
+/**
+ * The read and join scenarios (bench/README.md): what each variant sends, how each answer is
+ * checked, and a preflight that validates one full answer before load is put on it.
+ */
+import type { LoadSpec } from "./load.ts";
+import { BENCH_CUSTOMER, PER_ACCOUNT } from "./seed.ts";
+
+/** `task(id)`: one row by primary key, sent to the subgraph directly and through the router. */
+export const TASK_QUERY = "query Task($id: ID!) { task(id: $id) { id status statusCode statusName result price { amount currency } createdAt } }";
+
+/** The dashboard of README "GraphQL": both subgraphs joined on `Account`. */
+export const DASHBOARD_QUERY = `query Dashboard {
+  viewer {
+    id
+    balance { amount } spent { amount }
+    tasks(first: ${PER_ACCOUNT}) { totalCount nodes { id status result price { amount } model { name } } }
+    orders(first: ${PER_ACCOUNT}) { totalCount nodes { id status amount { amount } product { name vendor { name } } resource { expiresAt } } }
+    customerBalance(customerId: "${BENCH_CUSTOMER}") { available { amount } creditLine { amount } }
+  }
+}`;
+
+/** An endpoint under load: the request and its checks. */
+export interface Endpoint {
+  url: string;
+  method: "GET" | "POST";
+  headers: Record<string, string>;
+  body?: string;
+  /** Cheap check run on every answer during load. */
+  verify: (body: string) => boolean;
+  /** Full check of one answer: null when right, else what is wrong. */
+  preflight: (json: any) => string | null;
+}
+
+const graphqlHeaders = (key: string) => ({ authorization: `Bearer ${key}`, "content-type": "application/json", accept: "application/json" });
+
+/** `task(id)` over GraphQL at `url` (the router's or the subgraph's `/graphql`). */
+export function readGraphql(url: string, key: string, taskId: string): Endpoint {
+  return {
+    url,
+    method: "POST",
+    headers: graphqlHeaders(key),
+    body: JSON.stringify({ query: TASK_QUERY, variables: { id: taskId } }),
+    verify: (body) => body.includes(taskId) && !body.includes('"errors"'),
+    preflight: (json) => (json?.errors ? JSON.stringify(json.errors).slice(0, 300) : json?.data?.task?.id === taskId ? null : `unexpected answer ${JSON.stringify(json).slice(0, 300)}`),
+  };
+}
+
+/** `GET /api/v1/tasks/{id}` through the REST shim. */
+export function readRest(routerUrl: string, key: string, taskId: string): Endpoint {
+  return {
+    url: `${routerUrl}/api/v1/tasks/${taskId}`,
+    method: "GET",
+    headers: { authorization: `Bearer ${key}` },
+    verify: (body) => body.startsWith('{"code":200') && body.includes(taskId),
+    preflight: (json) => (json?.code === 200 && json?.data?.task_id === taskId ? null : `unexpected answer ${JSON.stringify(json).slice(0, 300)}`),
+  };
+}
+
+/** The dashboard over GraphQL at `url` (our router, or the Apollo Gateway peer). */
+export function dashboard(url: string, key: string): Endpoint {
+  return {
+    url,
+    method: "POST",
+    headers: graphqlHeaders(key),
+    body: JSON.stringify({ query: DASHBOARD_QUERY }),
+    verify: (body) => !body.includes('"errors"') && body.includes('"creditLine"'),
+    preflight: (json) => {
+      if (json?.errors) return JSON.stringify(json.errors).slice(0, 300);
+      const viewer = json?.data?.viewer;
+      const tasks = viewer?.tasks?.nodes ?? [];
+      const orders = viewer?.orders?.nodes ?? [];
+      if (tasks.length !== PER_ACCOUNT || orders.length !== PER_ACCOUNT) return `expected ${PER_ACCOUNT} tasks and orders, got ${tasks.length} and ${orders.length}`;
+      if (!orders.every((o: any) => o.product?.vendor?.name && o.resource?.expiresAt)) return "an order lacks its product's vendor or its resource";
+      if (!tasks.every((t: any) => t.model?.name && t.price?.amount)) return "a task lacks its model or price";
+      if (!viewer.balance?.amount || !viewer.customerBalance?.available) return "balance or customer balance missing";
+      return null;
+    },
+  };
+}
+
+/**
+ * Sends one request and runs the endpoint's full check.
+ * @returns null when the answer is right, else a description of what came back
+ */
+export async function preflight(endpoint: Endpoint): Promise<string | null> {
+  try {
+    const response = await fetch(endpoint.url, { method: endpoint.method, headers: endpoint.headers, body: endpoint.body });
+    const text = await response.text();
+    if (!response.ok) return `HTTP ${response.status}: ${text.slice(0, 300)}`;
+    const problem = endpoint.preflight(JSON.parse(text));
+    if (problem) return problem;
+    return endpoint.verify(text) ? null : `answer fails the load check: ${text.slice(0, 300)}`;
+  } catch (error) {
+    return String(error);
+  }
+}
+
+/** The load spec of an endpoint with the run's settings. */
+export function loadSpec(endpoint: Endpoint, settings: { connections: number; durationSeconds: number; warmupSeconds: number }): LoadSpec {
+  return { url: endpoint.url, method: endpoint.method, headers: endpoint.headers, body: endpoint.body, verify: endpoint.verify, ...settings };
+}

@@ -1,0 +1,153 @@
+/**
+ * Bench data (bench/README.md "Data"): keys, tasks and orders written through the real domain
+ * services of src/ while no server runs on the database, so every row that moves money has its
+ * ledger entries and `switchyard verify` stays clean.
+ *
+ * Scale 1 ("1x") = {@link ACCOUNTS} accounts, each with {@link PER_ACCOUNT} settled tasks and
+ * {@link PER_ACCOUNT} active orders; scale s has s times as many per account. The first account
+ * is the dashboard viewer. Seeding is incremental: going from 1x to 10x adds the difference.
+ */
+import pLimit from "p-limit";
+import { openDb, migrate, nowIso, type Db } from "../src/db/index.ts";
+import { authenticate, createKey, type Caller } from "../src/auth/keys.ts";
+import { parseYuan } from "../src/money.ts";
+import { createGenerationService } from "../src/generation/tasks.ts";
+import { createOrderService } from "../src/cloud/orders.ts";
+import { seedDemoCatalog } from "../src/cloud/catalog.ts";
+import { topUpCustomer } from "../src/cloud/customers.ts";
+import type { GenerationUpstream } from "../src/generation/upstream/types.ts";
+
+/** Accounts at every scale (the first is the dashboard viewer). */
+export const ACCOUNTS = 5;
+/** Tasks and orders per account at 1x: the dashboard shows 20 of each. */
+export const PER_ACCOUNT = 20;
+/** The cloud customer whose wallet pays the bench orders (and whose balance the dashboard reads). */
+export const BENCH_CUSTOMER = "cust-bench";
+/** The product of the bench orders: the demo CDN product (unlimited stock). */
+const ORDER_PRODUCT = "prd_cdn_standard";
+/** Opening balance of every bench key, milli-yuan (50 million yuan): enough for any run at any scale. */
+export const KEY_BALANCE = parseYuan("50000000");
+const CUSTOMER_TOPUP_YUAN = "10000000";
+
+/** Where the database is: what {@link openDb} takes. */
+export interface DbLocation {
+  databaseUrl?: string;
+  dataDir: string;
+}
+
+/** A key made for the bench; `key` is the bearer secret. */
+export interface BenchKey {
+  id: string;
+  key: string;
+  accountId: string;
+}
+
+/** What the read and join scenarios need to know about the seeded data. */
+export interface SeedState {
+  /** One key per account; `keys[0]` is the dashboard viewer. */
+  keys: BenchKey[];
+  /** A settled task of `keys[0]`: the read scenario's `task(id)`. */
+  taskId: string;
+  /** Current scale (tasks and orders per account = scale × {@link PER_ACCOUNT}). */
+  scale: number;
+  /** Rows in the whole `tasks` and `orders` tables after seeding. */
+  totals: { tasks: number; orders: number };
+}
+
+/** An upstream that accepts at once: seeded tasks are handed over and settled without a server. */
+const instantUpstream: GenerationUpstream = {
+  name: "bench-seed",
+  async submit(_request, taskId) {
+    return { upstreamTaskId: `seed.${taskId}` };
+  },
+  async fetchStatus() {
+    return { status: 1, result: "https://media.bench.example/seed.mp4" };
+  },
+};
+
+/** Runs `work` with the database open (migrated, demo catalog seeded), then closes it. */
+export async function withDb<T>(where: DbLocation, work: (db: Db) => Promise<T>): Promise<T> {
+  const db = openDb(where);
+  try {
+    await migrate(db);
+    await seedDemoCatalog(db);
+    return await work(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
+/**
+ * Creates keys, each with an account of its own and a generous opening balance.
+ * @param count how many
+ * @param name key name prefix
+ * @returns the keys with their bearer secrets
+ */
+export async function createBenchKeys(db: Db, count: number, name: string): Promise<BenchKey[]> {
+  const keys: BenchKey[] = [];
+  for (let i = 0; i < count; i++) {
+    const created = await createKey(db, { name: `${name}-${i}`, balance: KEY_BALANCE });
+    keys.push({ id: created.id, key: created.key, accountId: created.account_id });
+  }
+  return keys;
+}
+
+/**
+ * Grows the data to `scale` (see the module comment): settled video tasks (debit, then success)
+ * and paid, provisioned orders, through the generation and order services. The outbox rows these
+ * writes leave are marked published, so the server does not replay thousands of old events while
+ * it is measured (nobody subscribed to them; no key has a callback URL).
+ * @param where the database (no server may be running on it)
+ * @param scale 1, 10, 100...: tasks and orders per account = scale × {@link PER_ACCOUNT}
+ * @param previous the state of an earlier call on the same database (its keys are reused)
+ * @returns the new state
+ * @throws Error when a service refuses a write (then the run is not trustworthy)
+ */
+export async function seedToScale(where: DbLocation, scale: number, previous?: SeedState): Promise<SeedState> {
+  return withDb(where, async (db) => {
+    const keys = previous?.keys ?? (await createBenchKeys(db, ACCOUNTS, "bench-data"));
+    const generation = createGenerationService({ db, upstream: instantUpstream, checkUrl: async () => true, pollIntervalMs: 60_000 });
+    const orders = createOrderService({ db, provisionDelayMs: 0 });
+    const target = scale * PER_ACCOUNT;
+    // SQLite has one writer anyway; a few in flight keep PostgreSQL busy without contention.
+    const limit = pLimit(8);
+    const work: Promise<unknown>[] = [];
+    for (const key of keys) {
+      const caller: Caller = await authenticate(db, `Bearer ${key.key}`);
+      if (!previous) await topUpCustomer(db, { accountId: key.accountId, customerId: BENCH_CUSTOMER, amount: parseYuan(CUSTOMER_TOPUP_YUAN), reason: "bench" });
+      const [{ n: haveTasks }] = await db("tasks").where("key_id", key.id).count({ n: "*" });
+      const [{ n: haveOrders }] = await db("orders").where("account_id", key.accountId).count({ n: "*" });
+      for (let i = Number(haveTasks); i < target; i++) {
+        work.push(
+          limit(async () => {
+            const task = await generation.submit(caller, "video", { prompt: `bench task ${i}`, model_id: 52, seconds: 5 });
+            const settled = await generation.applyUpstreamState(task, await instantUpstream.fetchStatus(""), 60_000);
+            if (!settled) throw new Error(`seed task ${task.id} was not settled`);
+          }),
+        );
+      }
+      for (let i = Number(haveOrders); i < target; i++) {
+        work.push(
+          limit(() =>
+            orders.create(caller, {
+              client_order_no: `bench-${i}`,
+              product_id: ORDER_PRODUCT,
+              quantity: 1,
+              billing_cycle: "monthly",
+              customer: { customer_id: BENCH_CUSTOMER, contact: "bench@example.com" },
+              metadata: { domain: `site-${i}.bench.example` },
+            }),
+          ),
+        );
+      }
+    }
+    await Promise.all(work);
+    // Provision every order now (delay 0): the dashboard shows each order's resource.
+    while ((await orders.provisionDue()) > 0);
+    await db("outbox").whereNull("published_at").update({ published_at: nowIso() });
+    const viewerTask = await db("tasks").where({ key_id: keys[0]!.id, status: 1 }).orderBy("created_at", "desc").first("id");
+    const [{ n: tasks }] = await db("tasks").count({ n: "*" });
+    const [{ n: orderCount }] = await db("orders").count({ n: "*" });
+    return { keys, taskId: viewerTask.id, scale, totals: { tasks: Number(tasks), orders: Number(orderCount) } };
+  });
+}

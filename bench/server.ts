@@ -1,0 +1,197 @@
+/**
+ * The processes under test (bench/README.md): the real `bin/switchyard start` in child processes
+ * (all roles in one by default, or router and subgraphs apart), the Apollo Gateway peer, a fresh
+ * database per phase, the CLI (`verify`), and the RSS of a process from /proc.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { DbLocation } from "./seed.ts";
+
+/** The repository root. */
+export const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const CLI = path.join(ROOT, "bin", "switchyard");
+
+/** How the stack is laid out: `single` = `npm start` (every role in one process); `split` = router | subgraphs. */
+export type Topology = "single" | "split";
+
+/** Children still running, ended (by their own pid) if the bench dies. */
+const running = new Set<ChildProcess>();
+process.on("exit", () => {
+  for (const child of running) if (child.exitCode === null) child.kill("SIGKILL");
+});
+
+/** A child process that printed its ready lines. */
+export interface Started {
+  child: ChildProcess;
+  /** Capture groups of each ready pattern, in order. */
+  matches: RegExpMatchArray[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Spawns a process and waits until its stdout matched every pattern.
+ * @param command executable; `args` its arguments; `env` its whole environment
+ * @throws Error with the process's output when it exits first or after 90 s
+ */
+export function startProcess(command: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp[]): Promise<Started> {
+  const child = spawn(command, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  running.add(child);
+  let output = "";
+  // Keep draining both pipes for the life of the child: a full pipe would block it.
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-20_000);
+  };
+  child.stdout!.on("data", keep);
+  child.stderr!.on("data", keep);
+  const exited = new Promise<void>((resolve) => child.once("exit", () => (running.delete(child), resolve())));
+  async function stop() {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+    await exited;
+    clearTimeout(timer);
+  }
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      void stop();
+      reject(new Error(`${args.join(" ")} not ready after 90 s:\n${output}`));
+    }, 90_000);
+    const check = () => {
+      const matches = ready.map((pattern) => output.match(pattern));
+      if (matches.every(Boolean)) {
+        clearTimeout(timer);
+        child.stdout!.off("data", check);
+        resolve({ child, matches: matches as RegExpMatchArray[], stop });
+      }
+    };
+    child.stdout!.on("data", check);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${command} ${args.join(" ")} exited with ${code}:\n${output}`));
+    });
+  });
+}
+
+/** A running Switchyard. */
+export interface Server {
+  /** Router base URL. */
+  url: string;
+  generationUrl: string;
+  cloudUrl: string;
+  /** The process that runs the router (in `single`, the only one). */
+  routerPid: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts Switchyard with the real CLI on free ports.
+ * @param env settings on top of the bench's environment (database, timings)
+ * @returns the URLs and the router's pid; `stop()` sends SIGTERM and waits for a clean exit
+ */
+export async function startServer(topology: Topology, env: Record<string, string>): Promise<Server> {
+  const base = { ...process.env, PORT: "0", GENERATION_PORT: "0", CLOUD_PORT: "0", LOG_LEVEL: "warn", ...env };
+  const router = /Switchyard router:\s+(\S+)/;
+  const generation = /Generation subgraph:\s+(\S+)/;
+  const cloud = /Cloud subgraph:\s+(\S+)/;
+  if (topology === "single") {
+    const one = await startProcess(CLI, ["start"], base, [router, generation, cloud]);
+    return { url: one.matches[0]![1]!, generationUrl: one.matches[1]![1]!, cloudUrl: one.matches[2]![1]!, routerPid: one.child.pid!, stop: one.stop };
+  }
+  const subgraphs = await startProcess(CLI, ["start", "generation,cloud"], base, [generation, cloud]);
+  const generationUrl = subgraphs.matches[0]![1]!;
+  const cloudUrl = subgraphs.matches[1]![1]!;
+  const front = await startProcess(CLI, ["start", "router"], { ...base, GENERATION_URL: generationUrl, CLOUD_URL: cloudUrl }, [router]).catch(async (error) => {
+    await subgraphs.stop();
+    throw error;
+  });
+  return {
+    url: front.matches[0]![1]!,
+    generationUrl,
+    cloudUrl,
+    routerPid: front.child.pid!,
+    async stop() {
+      await front.stop();
+      await subgraphs.stop();
+    },
+  };
+}
+
+/**
+ * Starts the Apollo Gateway peer (bench/apollo-gateway.ts) over the running subgraphs.
+ * @returns its GraphQL URL and a stop function
+ */
+export async function startApolloGateway(server: Server): Promise<{ url: string; stop(): Promise<void> }> {
+  const env = { ...process.env, GENERATION_URL: server.generationUrl, CLOUD_URL: server.cloudUrl, PORT: "0", NODE_ENV: "production" };
+  const peer = await startProcess(process.execPath, ["--import", "tsx", path.join(ROOT, "bench", "apollo-gateway.ts")], env, [/Apollo Gateway:\s+(\S+)/]);
+  return { url: peer.matches[0]![1]!, stop: peer.stop };
+}
+
+/**
+ * Runs a CLI command to completion.
+ * @returns exit code and combined output
+ */
+export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(CLI, args, { cwd: ROOT, env: { ...process.env, LOG_LEVEL: "warn", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, output }));
+  });
+}
+
+/** Resident set size of a process in kB (VmRSS of /proc/<pid>/status). */
+export function rssKb(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+}
+
+/** A database of one bench phase. */
+export interface BenchDatabase extends DbLocation {
+  /** `DATABASE_URL` or `DATA_DIR` for the server and CLI processes. */
+  env: Record<string, string>;
+  drop(): Promise<void>;
+}
+
+/**
+ * A fresh, empty database for one phase: a SQLite folder under the temporary directory, or, when
+ * the bench runs with `DATABASE_URL=postgres://…`, a new database on that server (created through
+ * the URL's database, dropped afterwards).
+ */
+export async function createBenchDatabase(label: string): Promise<BenchDatabase> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `switchyard-bench-${label}-`));
+  const serverUrl = process.env.DATABASE_URL;
+  if (!serverUrl || !/^postgres(ql)?:/i.test(serverUrl)) {
+    return { dataDir, env: { DATA_DIR: dataDir }, drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
+  }
+  const name = `switchyard_bench_${label}_${randomBytes(4).toString("hex")}`;
+  const { default: pg } = await import("pg");
+  const admin = async (sql: string, params: unknown[] = []) => {
+    const client = new pg.Client({ connectionString: serverUrl });
+    await client.connect();
+    try {
+      await client.query(sql, params);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const databaseUrl = url.toString();
+  return {
+    dataDir,
+    databaseUrl,
+    env: { DATABASE_URL: databaseUrl, DATA_DIR: dataDir },
+    async drop() {
+      await admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]);
+      await admin(`DROP DATABASE IF EXISTS ${name}`);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

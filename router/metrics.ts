@@ -1,0 +1,135 @@
+/**
+ * The router's metrics (DESIGN §2 `/metrics`): HTTP requests by route pattern, GraphQL operations
+ * by name, type and outcome, and open subscriptions (graphql-ws and SSE alike: counted in the
+ * gateway, which runs both). Labels are bounded: routes are patterns (never raw paths), operation
+ * names are capped (src/observability/metrics.ts `LabelCap`).
+ */
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { getOperationAST, type DocumentNode } from "graphql";
+import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
+import { LabelCap, METRIC_PREFIX } from "../src/observability/metrics.ts";
+
+/** Methods reported as themselves; anything else is `other`. */
+const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]);
+
+/** The router's own metrics in a registry. */
+export interface RouterMetrics {
+  registry: Registry;
+  /**
+   * Records one finished HTTP request.
+   * @param route the route pattern (`/api/v1/tasks/:task_id`, `/graphql`) or `other`
+   * @param seconds time from the request's arrival to the response's end
+   */
+  observeHttp(route: string, method: string | undefined, status: number, seconds: number): void;
+  /** Gateway plugin counting operations and open subscriptions. */
+  gatewayPlugin: GatewayPlugin;
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return value != null && typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === "function";
+}
+
+/**
+ * Registers the router's metrics:
+ * - `switchyard_http_requests_total{route,method,status}`, `switchyard_http_request_duration_seconds{route,method}`;
+ * - `switchyard_graphql_operations_total{operation_name,operation_type,outcome}` (outcome `ok`,
+ *   `error` when the result carries errors, `invalid` when parsing or validation refused it) and
+ *   `switchyard_graphql_operation_duration_seconds{operation_name,operation_type}` (execution, from
+ *   the plan to the last subgraph answer; for a subscription, until its first result);
+ * - `switchyard_subscriptions_open`.
+ * @param registry the stack's registry
+ * @param maxOperationNames distinct operation names kept before `other` (default 100)
+ */
+export function createRouterMetrics(registry: Registry, maxOperationNames = 100): RouterMetrics {
+  const requests = new Counter({
+    name: `${METRIC_PREFIX}http_requests_total`,
+    help: "HTTP requests answered by the router, by route pattern, method and status",
+    labelNames: ["route", "method", "status"] as const,
+    registers: [registry],
+  });
+  const requestDuration = new Histogram({
+    name: `${METRIC_PREFIX}http_request_duration_seconds`,
+    help: "Time from an HTTP request's arrival to the end of its response, by route pattern and method",
+    labelNames: ["route", "method"] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const operations = new Counter({
+    name: `${METRIC_PREFIX}graphql_operations_total`,
+    help: "GraphQL operations run by the gateway, by operation name (capped), type and outcome",
+    labelNames: ["operation_name", "operation_type", "outcome"] as const,
+    registers: [registry],
+  });
+  const operationDuration = new Histogram({
+    name: `${METRIC_PREFIX}graphql_operation_duration_seconds`,
+    help: "Execution time of GraphQL operations in the gateway, by operation name (capped) and type",
+    labelNames: ["operation_name", "operation_type"] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const subscriptions = new Gauge({
+    name: `${METRIC_PREFIX}subscriptions_open`,
+    help: "GraphQL subscriptions open on the router (graphql-ws and SSE)",
+    registers: [registry],
+  });
+  const names = new LabelCap(maxOperationNames);
+
+  const describe = (document: DocumentNode, operationName: string | null | undefined) => {
+    const operation = getOperationAST(document, operationName);
+    return { operation_name: names.label(operation?.name?.value), operation_type: operation?.operation ?? "unknown" };
+  };
+  const outcomeOf = (result: unknown) => ((result as { errors?: unknown[] } | null)?.errors?.length ? "error" : "ok");
+
+  const gatewayPlugin: GatewayPlugin = {
+    onParse() {
+      return ({ result }) => {
+        if (result instanceof Error) operations.inc({ operation_name: "anonymous", operation_type: "unknown", outcome: "invalid" });
+      };
+    },
+    onValidate({ params, context }) {
+      return ({ valid }) => {
+        if (!valid) operations.inc({ ...describe(params.documentAST, (context as { params?: { operationName?: string } }).params?.operationName), outcome: "invalid" });
+      };
+    },
+    onExecute({ args }) {
+      const labels = describe(args.document, args.operationName);
+      const started = process.hrtime.bigint();
+      return {
+        onExecuteDone({ result }) {
+          operationDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+          operations.inc({ ...labels, outcome: isAsyncIterable(result) ? "ok" : outcomeOf(result) });
+        },
+      };
+    },
+    onSubscribe({ args }) {
+      const labels = describe(args.document, args.operationName);
+      const started = process.hrtime.bigint();
+      return {
+        onSubscribeResult({ result }) {
+          operationDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+          if (!isAsyncIterable(result)) {
+            operations.inc({ ...labels, outcome: outcomeOf(result) });
+            return;
+          }
+          operations.inc({ ...labels, outcome: "ok" });
+          subscriptions.inc();
+          // onEnd runs once the stream ends: completed, failed, or returned by a client that left.
+          return { onEnd: () => subscriptions.dec() };
+        },
+        onSubscribeError() {
+          operations.inc({ ...labels, outcome: "error" });
+        },
+      };
+    },
+  };
+
+  return {
+    registry,
+    observeHttp(route, method, status, seconds) {
+      const m = method && METHODS.has(method) ? method : "other";
+      requests.inc({ route, method: m, status: String(status) });
+      requestDuration.observe({ route, method: m }, seconds);
+    },
+    gatewayPlugin,
+  };
+}

@@ -1,0 +1,241 @@
+/**
+ * `/metrics` (DESIGN §2; README "Observability") on a real stack: the router counts requests by
+ * route pattern and GraphQL operations by capped name, follows open subscriptions over graphql-ws
+ * and SSE, the generation upstream's failures are counted by kind, and ledger totals and outbox
+ * backlog are read from the database when scraped. Values are compared before and after each
+ * action, so the tests do not depend on one another's order.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";
+import { collect, wsClient } from "../support/graphql-ws.ts";
+import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+
+const TOKEN = "metrics-token-for-tests-123";
+const VIDEO_BODY = { prompt: "a red fox", model_id: 69, seconds: 5, resolution: "480P" };
+
+/** One sample of the exposition: metric name, labels, value. */
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** Parses the Prometheus text format (comments skipped, label values unescaped). */
+function parseExposition(text: string): Sample[] {
+  const samples: Sample[] = [];
+  for (const line of text.split("\n")) {
+    if (!line || line.startsWith("#")) continue;
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match) throw new Error(`not an exposition line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const [, name, raw] of (match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[name!] = raw!.replace(/\\(.)/g, (_, c) => (c === "n" ? "\n" : c));
+    samples.push({ name: match[1]!, labels, value: Number(match[3]) });
+  }
+  return samples;
+}
+
+/** The value of the sample with exactly these labels (0 when absent: a counter not yet incremented). */
+function valueOf(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
+  const wanted = Object.entries(labels);
+  const found = samples.find((s) => s.name === name && Object.keys(s.labels).length === wanted.length && wanted.every(([k, v]) => s.labels[k] === v));
+  return found?.value ?? 0;
+}
+
+describe("/metrics of a running stack", () => {
+  let t: TestStack;
+  let fake: FakeUpstream;
+  let key: string;
+
+  async function scrape(base = t.url): Promise<Sample[]> {
+    const response = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+    return parseExposition(await response.text());
+  }
+
+  beforeAll(async () => {
+    fake = await startFakeUpstream();
+    t = await startTestStack({ GENERATION_UPSTREAM_URL: fake.url, METRICS_TOKEN: TOKEN });
+    key = (await t.createKey("100")).key;
+  });
+  afterAll(async () => {
+    await t?.close();
+    await fake?.close();
+  });
+
+  it("counts a REST submission exactly once under its route pattern, never under a raw path", async () => {
+    const before = await scrape();
+    const submitted = await t.rest("POST", "/api/v1/video/generations", { key, body: VIDEO_BODY });
+    expect(submitted.status).toBe(200);
+    const taskId = submitted.body.data.task_id;
+    expect((await t.rest("GET", `/api/v1/tasks/${taskId}`, { key })).status).toBe(200);
+    const after = await scrape();
+
+    const submit = { route: "/api/v1/video/generations", method: "POST", status: "200" };
+    expect(valueOf(after, "switchyard_http_requests_total", submit) - valueOf(before, "switchyard_http_requests_total", submit)).toBe(1);
+    const read = { route: "/api/v1/tasks/:task_id", method: "GET", status: "200" };
+    expect(valueOf(after, "switchyard_http_requests_total", read) - valueOf(before, "switchyard_http_requests_total", read)).toBe(1);
+    const durations = { route: "/api/v1/video/generations", method: "POST" };
+    expect(valueOf(after, "switchyard_http_request_duration_seconds_count", durations) - valueOf(before, "switchyard_http_request_duration_seconds_count", durations)).toBe(1);
+    expect(after.some((s) => Object.values(s.labels).some((v) => v.includes(taskId)))).toBe(false);
+  });
+
+  it("labels unknown paths `other` and counts their 404", async () => {
+    const before = await scrape();
+    expect((await t.rest("GET", "/no/such/path/abc123")).status).toBe(404);
+    const after = await scrape();
+    const labels = { route: "other", method: "GET", status: "404" };
+    expect(valueOf(after, "switchyard_http_requests_total", labels) - valueOf(before, "switchyard_http_requests_total", labels)).toBe(1);
+    expect(after.some((s) => s.labels.route?.includes("abc123"))).toBe(false);
+  });
+
+  it("counts GraphQL operations by name, type and outcome: ok, error and invalid", async () => {
+    const before = await scrape();
+    expect((await t.graphql("query DashboardProbe { viewer { id balance { amount } } }", {}, key)).body.errors).toBeUndefined();
+    const missing = await t.graphql('query MissingTask { task(id: "task_does_not_exist") { id } }', {}, key);
+    expect(missing.body.errors?.length).toBeGreaterThan(0);
+    const invalid = await t.graphql("query NoSuchField { noSuchField }", {}, key);
+    expect(invalid.body.errors?.[0]?.message).toMatch(/noSuchField/);
+    const after = await scrape();
+
+    const diff = (labels: Record<string, string>) => valueOf(after, "switchyard_graphql_operations_total", labels) - valueOf(before, "switchyard_graphql_operations_total", labels);
+    expect(diff({ operation_name: "DashboardProbe", operation_type: "query", outcome: "ok" })).toBe(1);
+    expect(diff({ operation_name: "MissingTask", operation_type: "query", outcome: "error" })).toBe(1);
+    expect(diff({ operation_name: "NoSuchField", operation_type: "query", outcome: "invalid" })).toBe(1);
+    // Three requests on /graphql, whatever status each answered with.
+    const graphqlRequests = (samples: Sample[]) =>
+      samples.filter((s) => s.name === "switchyard_http_requests_total" && s.labels.route === "/graphql" && s.labels.method === "POST").reduce((n, s) => n + s.value, 0);
+    expect(graphqlRequests(after) - graphqlRequests(before)).toBe(3);
+    const duration = { operation_name: "DashboardProbe", operation_type: "query" };
+    expect(valueOf(after, "switchyard_graphql_operation_duration_seconds_count", duration)).toBe(1);
+  });
+
+  it("keeps at most 100 operation names: unnamed ones are `anonymous`, names beyond the cap `other`", async () => {
+    expect((await t.graphql("{ __typename }", {}, key)).status).toBe(200);
+    for (let batch = 0; batch < 11; batch++) {
+      await Promise.all(Array.from({ length: 10 }, (_, i) => t.graphql(`query CapProbe${batch * 10 + i} { __typename }`, {}, key)));
+    }
+    const samples = (await scrape()).filter((s) => s.name === "switchyard_graphql_operations_total");
+    const names = new Set(samples.map((s) => s.labels.operation_name));
+    expect(names.has("anonymous")).toBe(true);
+    expect(names.has("other")).toBe(true);
+    names.delete("anonymous");
+    names.delete("other");
+    expect(names.size).toBe(100);
+  });
+
+  it("shows subscriptions open over graphql-ws and SSE, and back to zero once they close", async () => {
+    const open = async () => valueOf(await scrape(), "switchyard_subscriptions_open");
+    expect(await open()).toBe(0);
+    const client = wsClient(t.url, { Authorization: `Bearer ${key}` });
+    const overWs = collect(client, "subscription WatchTasks { tasks { id status } }");
+    await waitUntil(open, (n) => n === 1);
+
+    const aborter = new AbortController();
+    const sse = await fetch(`${t.url}/graphql`, {
+      method: "POST",
+      signal: aborter.signal,
+      headers: { "content-type": "application/json", accept: "text/event-stream", authorization: `Bearer ${key}` },
+      body: JSON.stringify({ query: "subscription WatchTasksSse { tasks { id status } }" }),
+    });
+    expect(sse.status).toBe(200);
+    await waitUntil(open, (n) => n === 2);
+
+    overWs.stop();
+    await client.dispose();
+    await waitUntil(open, (n) => n === 1);
+    aborter.abort();
+    await waitUntil(open, (n) => n === 0);
+  });
+
+  it("counts upstream failures by kind and operation, not accepted submissions", async () => {
+    const before = await scrape();
+    fake.onSubmit({ kind: "http_error", status: 500 });
+    expect((await t.rest("POST", "/api/v1/video/generations", { key, body: VIDEO_BODY })).status).toBe(502);
+    fake.onSubmit({ kind: "business_error", code: 500 });
+    expect((await t.rest("POST", "/api/v1/video/generations", { key, body: VIDEO_BODY })).status).toBe(502);
+    fake.onSubmit({ kind: "accept" });
+    expect((await t.rest("POST", "/api/v1/video/generations", { key, body: VIDEO_BODY })).status).toBe(200);
+    const after = await scrape();
+    const diff = (labels: Record<string, string>) => valueOf(after, "switchyard_upstream_errors_total", labels) - valueOf(before, "switchyard_upstream_errors_total", labels);
+    expect(diff({ kind: "http", operation: "submit" })).toBe(1);
+    expect(diff({ kind: "code", operation: "submit" })).toBe(1);
+    const submitErrors = after.filter((s) => s.name === "switchyard_upstream_errors_total" && s.labels.operation === "submit").reduce((n, s) => n + s.value, 0);
+    const submitErrorsBefore = before.filter((s) => s.name === "switchyard_upstream_errors_total" && s.labels.operation === "submit").reduce((n, s) => n + s.value, 0);
+    expect(submitErrors - submitErrorsBefore).toBe(2);
+  });
+
+  it("reads ledger totals in milli-yuan from the database when scraped", async () => {
+    const before = await scrape();
+    await t.createKey("2.5");
+    const after = await scrape();
+    expect(valueOf(after, "switchyard_ledger_entries_total", { kind: "topup" }) - valueOf(before, "switchyard_ledger_entries_total", { kind: "topup" })).toBe(1);
+    const credit = { kind: "topup", direction: "credit" };
+    expect(valueOf(after, "switchyard_ledger_milliyuan_total", credit) - valueOf(before, "switchyard_ledger_milliyuan_total", credit)).toBe(2500);
+    // Each figure equals the books: entries and amounts by kind, straight from the ledger.
+    const rows: { kind: string; n: number; total: number }[] = await t.stack.db!("ledger_entries").select("kind").count({ n: "*" }).sum({ total: "amount" }).groupBy("kind");
+    for (const row of rows) {
+      expect(valueOf(after, "switchyard_ledger_entries_total", { kind: row.kind })).toBe(Number(row.n));
+      const credited = valueOf(after, "switchyard_ledger_milliyuan_total", { kind: row.kind, direction: "credit" });
+      const debited = valueOf(after, "switchyard_ledger_milliyuan_total", { kind: row.kind, direction: "debit" });
+      expect(credited - debited).toBe(Number(row.total));
+    }
+  });
+
+  it("reports the outbox backlog and the age of its oldest row, and zero once it is published", async () => {
+    const db = t.stack.db!;
+    const hourAgo = new Date(Date.now() - 3600_000).toISOString();
+    // A row the dispatcher holds a lease on (as if another instance had claimed it and stalled).
+    const [inserted] = await db("outbox")
+      .insert({ topic: "metrics.test", account_id: "acc_metrics", aggregate_id: "agg_metrics", payload: "{}", created_at: hourAgo, lease_until: new Date(Date.now() + 3600_000).toISOString() })
+      .returning("id");
+    const id = typeof inserted === "object" ? inserted.id : inserted;
+    const stalled = await scrape();
+    expect(valueOf(stalled, "switchyard_outbox_pending")).toBeGreaterThanOrEqual(1);
+    expect(valueOf(stalled, "switchyard_outbox_lag_seconds")).toBeGreaterThanOrEqual(3599);
+    expect(valueOf(stalled, "switchyard_outbox_lag_seconds")).toBeLessThan(3700);
+
+    await db("outbox").where({ id }).update({ lease_until: null });
+    const published = await waitUntil(scrape, (s) => valueOf(s, "switchyard_outbox_lag_seconds") < 60);
+    expect(valueOf(published, "switchyard_outbox_lag_seconds")).toBeLessThan(60);
+  });
+
+  it("serves the database figures on a subgraph's own port too", async () => {
+    const subgraphBase = new URL(t.stack.generationUrl!).origin;
+    const samples = await scrape(subgraphBase);
+    expect(samples.some((s) => s.name === "switchyard_ledger_entries_total")).toBe(true);
+    expect(samples.some((s) => s.name === "switchyard_outbox_lag_seconds")).toBe(true);
+    expect((await fetch(`${subgraphBase}/metrics`)).status).toBe(401);
+  });
+
+  it("answers 401 without the METRICS_TOKEN bearer token, and to a wrong one", async () => {
+    const bare = await fetch(`${t.url}/metrics`);
+    expect(bare.status).toBe(401);
+    expect(bare.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    expect(await bare.text()).not.toMatch(/switchyard_/);
+    expect((await fetch(`${t.url}/metrics`, { headers: { authorization: "Bearer wrong-token" } })).status).toBe(401);
+    expect((await fetch(`${t.url}/metrics`, { headers: { authorization: `Basic ${TOKEN}` } })).status).toBe(401);
+  });
+});
+
+describe("/metrics without METRICS_TOKEN", () => {
+  let t: TestStack;
+  beforeAll(async () => {
+    t = await startTestStack({ TRUST_PROXY: "loopback" });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it("answers a loopback client", async () => {
+    const response = await fetch(`${t.url}/metrics`);
+    expect(response.status).toBe(200);
+    expect(await response.text()).toMatch(/^# HELP switchyard_/m);
+  });
+
+  it("answers 403 to a client on another host, as named by a trusted proxy", async () => {
+    const response = await fetch(`${t.url}/metrics`, { headers: { "x-forwarded-for": "203.0.113.9" } });
+    expect(response.status).toBe(403);
+    expect(await response.text()).toMatch(/METRICS_TOKEN/);
+  });
+});
