@@ -74,6 +74,23 @@ function taskEvents(ctx: GenerationContext, caller: { accountId: string; keyId: 
   );
 }
 
+/**
+ * The task row behind one event, read once for every `tasks` subscription of the key that
+ * receives the event (they all see the same row): with thousands of subscribers on one key an
+ * event would otherwise cost a database read per subscriber. Kept a second, then forgotten.
+ */
+const eventReads = new Map<string, Promise<TaskRecord | null>>();
+function taskForEvent(ctx: GenerationContext, caller: Awaited<ReturnType<GenerationContext["caller"]>>, event: OutboxMessage): Promise<TaskRecord | null> {
+  const key = `${event.id}:${caller.keyId}`;
+  let read = eventReads.get(key);
+  if (!read) {
+    read = ctx.service.getTask(caller, event.aggregateId).catch(() => null);
+    eventReads.set(key, read);
+    setTimeout(() => eventReads.delete(key), 1000).unref();
+  }
+  return read;
+}
+
 export const resolvers = {
   Query: {
     models: () => MODELS,
@@ -138,7 +155,7 @@ export const resolvers = {
         return (async function* () {
           try {
             for await (const event of stream) {
-              const row = await ctx.service.getTask(caller, event.aggregateId).catch(() => null);
+              const row = await taskForEvent(ctx, caller, event);
               if (row) yield { tasks: taskAtEvent(row, event) };
             }
           } finally {

@@ -183,3 +183,49 @@ describe("orderEvents over graphql-ws through the router", () => {
     await strangerClient.dispose();
   });
 });
+
+describe("the `tasks` subscription at scale", () => {
+  it("reads a task once per event for all of one key's subscriptions, not once per subscription", async () => {
+    const { key } = await t.createKey("100");
+    const SUBSCRIBERS = 20;
+    const clients = Array.from({ length: SUBSCRIBERS }, () => wsClient(t.url, { Authorization: `Bearer ${key}` }));
+    const seen: Map<string, number[]>[] = clients.map(() => new Map());
+    const waiters = new Set<() => void>();
+    const subs = clients.map((client, i) =>
+      collect(client, `subscription { tasks { id statusCode } }`, {}, (event) => {
+        const { id, statusCode } = event.data.tasks;
+        seen[i]!.set(id, [...(seen[i]!.get(id) ?? []), statusCode]);
+        for (const check of waiters) check();
+      }),
+    );
+    const allSee = (id: string, code: number) =>
+      new Promise<void>((resolve) => {
+        const check = () => {
+          if (seen.every((m) => m.get(id)?.includes(code))) {
+            waiters.delete(check);
+            resolve();
+          }
+        };
+        waiters.add(check);
+        check();
+      });
+    // Every subscription is live once each saw a warm-up task finish.
+    const warmUp = await submit(key, "warm-up");
+    await allSee(warmUp, 1);
+
+    const statements: { sql: string; bindings: unknown[] }[] = [];
+    const record = (q: { sql: string; bindings?: unknown[] }) => statements.push({ sql: q.sql, bindings: q.bindings ?? [] });
+    t.stack.db!.on("query", record);
+    const id = await submit(key, "watched by twenty");
+    await allSee(id, 1);
+    t.stack.db!.off("query", record);
+    for (const s of subs) s.stop();
+    await Promise.all(clients.map((c) => c.dispose()));
+
+    const events = seen[0]!.get(id)!.length;
+    expect(seen.every((m) => m.get(id)!.length === events)).toBe(true);
+    const reads = statements.filter((s) => /^select/i.test(s.sql) && /key_id/.test(s.sql) && s.bindings.includes(id)).length;
+    expect(reads).toBeGreaterThan(0);
+    expect(reads).toBeLessThanOrEqual(events);
+  });
+});
