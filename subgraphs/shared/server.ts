@@ -5,7 +5,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { ApolloServer, type ApolloServerPlugin, type BaseContext } from "@apollo/server";
-import { ApolloServerPluginInlineTraceDisabled } from "@apollo/server/plugin/disabled";
+import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginInlineTraceDisabled } from "@apollo/server/plugin/disabled";
 import { buildSubgraphSchema } from "@apollo/subgraph";
 import { WebSocketServer } from "ws";
 import { useServer } from "graphql-ws/use/ws";
@@ -166,7 +166,8 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
     formatError: formatError(options.logger),
     includeStacktraceInErrorResponses: false,
     // Inline tracing only feeds Apollo Studio; it costs every request.
-    plugins: [...(options.plugins ?? []), ...(tracing ? [tracing.apolloPlugin] : []), ApolloServerPluginInlineTraceDisabled(), { async unexpectedErrorProcessingRequest({ error }: any) { console.error("DEBUGSTACK", error.stack); } } as any],
+    // Cache hints feed HTTP caches we do not use; computing them wraps every resolver.
+    plugins: [...(options.plugins ?? []), ...(tracing ? [tracing.apolloPlugin] : []), ApolloServerPluginInlineTraceDisabled(), ApolloServerPluginCacheControlDisabled()],
     // The router is the public face and applies CSRF prevention; subgraphs are internal.
     csrfPrevention: false,
     // The process's own shutdown drains and stops the server (bin/cli.ts); Apollo stopping itself

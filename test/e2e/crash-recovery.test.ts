@@ -206,7 +206,7 @@ describe("crash recovery with real processes", () => {
           expect(await service.applyUpstreamState(toTaskRecord(row), { status: 1, result: "https://cdn.example.com/b.mp4" }, 1000)).toBe(true);
           break;
         } catch (error) {
-          if (attempt >= 3 || !/SQLITE_BUSY/.test(String(error))) throw error;
+          if (attempt >= 3 || !/SQLITE_BUSY|database is locked/.test(String(error))) throw error;
         }
       }
       stack.proc.child.kill("SIGCONT");

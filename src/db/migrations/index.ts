@@ -8,6 +8,7 @@ import * as cloud from "./002_cloud.ts";
 import * as webhookEvents from "./003_webhook_events.ts";
 import * as taskRecovery from "./004_task_recovery.ts";
 import * as outboxLease from "./005_outbox_lease.ts";
+import * as hotQueryIndexes from "./006_hot_query_indexes.ts";
 
 const MIGRATIONS: Record<string, Knex.Migration> = {
   "001_core": core,
@@ -15,6 +16,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   "003_webhook_events": webhookEvents,
   "004_task_recovery": taskRecovery,
   "005_outbox_lease": outboxLease,
+  "006_hot_query_indexes": hotQueryIndexes,
 };
 
 /** knex MigrationSource over {@link MIGRATIONS}. */
