@@ -11,12 +11,11 @@ import http from "node:http";
 import net from "node:net";
 import fc from "fast-check";
 import { expect } from "vitest";
-import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
-import formatsPlugin from "ajv-formats";
 import { generationOpenApi } from "../../router/openapi/generation.ts";
 import { cloudOpenApi } from "../../router/openapi/cloud.ts";
-import type { JsonSchema, OpenApiDocument, Operation, Reference, Response } from "../../router/openapi/types.ts";
+import type { OpenApiDocument, Operation, Reference, Response } from "../../router/openapi/types.ts";
 import { verifyLedger } from "../../src/ledger/index.ts";
+import { schemaCompiler } from "../support/openapi.ts";
 import type { Db } from "../../src/db/index.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -359,31 +358,7 @@ export function expectNoLeak(text: string, where: string): void {
   expect(LEAK.test(text), `${where} leaks internals: ${text.slice(0, 600)}`).toBe(false);
 }
 
-const addFormats = ((formatsPlugin as any).default ?? formatsPlugin) as (ajv: Ajv2020) => Ajv2020;
 
-/** Compiles the schemas of one document (ajv, draft 2020-12, formats), cached per key. */
-function schemaCompiler(doc: OpenApiDocument, urn: string) {
-  const ajv = new Ajv2020({ strict: false, allErrors: true, allowUnionTypes: true });
-  addFormats(ajv);
-  const rewrite = (node: unknown): unknown => {
-    if (Array.isArray(node)) return node.map(rewrite);
-    if (!node || typeof node !== "object") return node;
-    return Object.fromEntries(
-      Object.entries(node).map(([key, value]) =>
-        key === "$ref" && typeof value === "string" && value.startsWith("#/components/schemas/")
-          ? [key, `${urn}#/$defs/${value.slice("#/components/schemas/".length)}`]
-          : [key, rewrite(value)],
-      ),
-    );
-  };
-  ajv.addSchema({ $id: urn, $defs: rewrite(doc.components.schemas) as Record<string, object> });
-  const cache = new Map<string, ValidateFunction>();
-  return (key: string, schema: JsonSchema): ValidateFunction => {
-    let validate = cache.get(key);
-    if (!validate) cache.set(key, (validate = ajv.compile(rewrite(schema) as object)));
-    return validate;
-  };
-}
 
 /** The two REST surfaces and their documents. */
 export type Surface = "generation" | "cloud";

@@ -6,11 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Validator } from "@seriousme/openapi-schema-validator";
-import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
-import formatsPlugin from "ajv-formats";
 import { generationOpenApi } from "../../router/openapi/generation.ts";
 import { CLOUD_ERROR_CODES, cloudOpenApi } from "../../router/openapi/cloud.ts";
-import type { Header, JsonSchema, OpenApiDocument, Operation, Parameter, Reference, RequestBody, Response } from "../../router/openapi/types.ts";
+import type { Header, OpenApiDocument, Operation, Parameter, Reference, RequestBody, Response } from "../../router/openapi/types.ts";
 import { MODELS } from "../../src/generation/catalog.ts";
 import { ERROR_CODES } from "../../src/errors.ts";
 import { setKeyStatus } from "../../src/auth/keys.ts";
@@ -18,6 +16,7 @@ import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { parseYuan } from "../../src/money.ts";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { schemaCompiler } from "../support/openapi.ts";
 
 // Every route the router registers, seen through find-my-way's `on` — the router's own list,
 // so a route added to router/server.ts without documentation fails the coverage test.
@@ -37,7 +36,6 @@ vi.mock("find-my-way", async (importOriginal) => {
   return { ...actual, default: recording };
 });
 
-const addFormats = ((formatsPlugin as any).default ?? formatsPlugin) as (ajv: Ajv2020) => Ajv2020;
 const METHODS = ["get", "post", "put", "patch", "delete"] as const;
 type Method = (typeof METHODS)[number];
 
@@ -66,33 +64,10 @@ function operationOf(doc: OpenApiDocument, method: string, path: string): Operat
   return operation;
 }
 
-/** A compiler of the document's schemas: ajv draft 2020-12, strict, with formats. */
-function schemaCompiler(doc: OpenApiDocument, urn: string) {
-  const ajv = new Ajv2020({ strict: true, allErrors: true, allowUnionTypes: true });
-  addFormats(ajv);
-  const rewrite = (node: unknown): unknown => {
-    if (Array.isArray(node)) return node.map(rewrite);
-    if (!node || typeof node !== "object") return node;
-    return Object.fromEntries(
-      Object.entries(node).map(([key, value]) =>
-        key === "$ref" && typeof value === "string" && value.startsWith("#/components/schemas/")
-          ? [key, `${urn}#/$defs/${value.slice("#/components/schemas/".length)}`]
-          : [key, rewrite(value)],
-      ),
-    );
-  };
-  ajv.addSchema({ $id: urn, $defs: rewrite(doc.components.schemas) as Record<string, object> });
-  const cache = new Map<string, ValidateFunction>();
-  return (key: string, schema: JsonSchema): ValidateFunction => {
-    let validate = cache.get(key);
-    if (!validate) cache.set(key, (validate = ajv.compile(rewrite(schema) as object)));
-    return validate;
-  };
-}
-
+/** Schema compilers of the two documents, strict: unknown keywords are errors. */
 const compilers = {
-  generation: schemaCompiler(generationOpenApi, "urn:switchyard:openapi:generation"),
-  cloud: schemaCompiler(cloudOpenApi, "urn:switchyard:openapi:cloud"),
+  generation: schemaCompiler(generationOpenApi, "urn:switchyard:openapi:generation", { strict: true }),
+  cloud: schemaCompiler(cloudOpenApi, "urn:switchyard:openapi:cloud", { strict: true }),
 };
 type Surface = keyof typeof compilers;
 const documents: Record<Surface, OpenApiDocument> = { generation: generationOpenApi, cloud: cloudOpenApi };
