@@ -34,6 +34,8 @@
  * would reach at 72%); two nested pages of 100 (100 x 100 rows) still cost far more than 50000.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { readBodyBytes } from "./rest/body.ts";
+import { AppError } from "../src/errors.ts";
 import {
   GraphQLError,
   Kind,
@@ -400,39 +402,15 @@ export function limitGraphqlBody(req: IncomingMessage, res: ServerResponse, limi
     // Discard (not keep) what the client still sends, so it reads the answer; the socket closes after it.
     req.resume();
   };
-  const declared = Number(req.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > limit) {
-    tooLarge();
-    return Promise.resolve(false);
-  }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const cleanup = () => {
-      req.off("data", onData);
-      req.off("end", onEnd);
-      req.off("error", onError);
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        cleanup();
-        chunks.length = 0;
-        tooLarge();
-        resolve(false);
-      } else chunks.push(chunk);
-    };
-    const onEnd = () => {
-      cleanup();
-      (req as IncomingMessage & { body?: Buffer }).body = Buffer.concat(chunks);
-      resolve(true);
-    };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(error);
-    };
-    req.on("data", onData);
-    req.on("end", onEnd);
-    req.on("error", onError);
-  });
+  return readBodyBytes(req, limit).then(
+    (body) => {
+      (req as IncomingMessage & { body?: Buffer }).body = body;
+      return true;
+    },
+    (error: unknown) => {
+      if (!(error instanceof AppError && error.code === "payload_too_large")) throw error;
+      tooLarge();
+      return false;
+    },
+  );
 }

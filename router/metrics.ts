@@ -29,6 +29,9 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
   return value != null && typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === "function";
 }
 
+/** Latency buckets in seconds, shared by the request and operation histograms (5 ms to 30 s, the request timeout). */
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
 /**
  * Registers the router's metrics:
  * - `switchyard_http_requests_total{route,method,status}`, `switchyard_http_request_duration_seconds{route,method}`;
@@ -51,7 +54,7 @@ export function createRouterMetrics(registry: Registry, maxOperationNames = 100)
     name: `${METRIC_PREFIX}http_request_duration_seconds`,
     help: "Time from an HTTP request's arrival to the end of its response, by route pattern and method",
     labelNames: ["route", "method"] as const,
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    buckets: DURATION_BUCKETS,
     registers: [registry],
   });
   const operations = new Counter({
@@ -64,7 +67,7 @@ export function createRouterMetrics(registry: Registry, maxOperationNames = 100)
     name: `${METRIC_PREFIX}graphql_operation_duration_seconds`,
     help: "Execution time of GraphQL operations in the gateway, by operation name (capped) and type",
     labelNames: ["operation_name", "operation_type"] as const,
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    buckets: DURATION_BUCKETS,
     registers: [registry],
   });
   const subscriptions = new Gauge({

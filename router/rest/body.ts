@@ -6,12 +6,23 @@ import type { IncomingMessage } from "node:http";
 import { AppError } from "../../src/errors.ts";
 
 /**
- * Reads a request body.
+ * Reads a request body as text (UTF-8).
  * @param limit maximum size in bytes
  * @returns the raw text
  * @throws AppError `payload_too_large` (413) as soon as the declared or received size passes the limit
  */
-export function readBody(req: IncomingMessage, limit: number): Promise<string> {
+export async function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  return (await readBodyBytes(req, limit)).toString("utf8");
+}
+
+/**
+ * Reads a request body's bytes, for the REST shims and `/graphql` alike: the rest of an oversized
+ * body is discarded (not kept), so the client reads the answer.
+ * @param limit maximum size in bytes
+ * @returns the raw bytes
+ * @throws AppError `payload_too_large` (413) as soon as the declared or received size passes the limit
+ */
+export function readBodyBytes(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers["content-length"] ?? 0);
   if (declared > limit) {
     req.resume();
@@ -36,7 +47,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<string> {
     };
     const onEnd = () => {
       stop();
-      resolve(Buffer.concat(chunks).toString("utf8"));
+      resolve(Buffer.concat(chunks));
     };
     const onError = (error: Error) => {
       stop();
