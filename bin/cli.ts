@@ -9,7 +9,7 @@ import { createKey, setKeyStatus, topUpKey } from "../src/auth/keys.ts";
 import { verifyLedger } from "../src/ledger/index.ts";
 import { formatYuan, parseYuan } from "../src/money.ts";
 import { isAppError } from "../src/errors.ts";
-import type { Role } from "./stack.ts";
+import type { Role, Stack } from "./stack.ts";
 import type { ProductRecord, VendorRecord } from "../src/cloud/catalog.ts";
 import type { Page } from "../src/pagination.ts";
 
@@ -293,37 +293,24 @@ async function start(config: Config, roleArg: string | undefined): Promise<void>
   const roles = roleArg ? (roleArg.split(",").map((r) => r.trim()) as Role[]) : undefined;
   const unknown = roles?.filter((r) => !["router", "generation", "cloud"].includes(r));
   if (unknown?.length) throw new UsageError(`unknown role: ${unknown.join(", ")}`);
-  // Loaded on demand: the gateway and servers are heavy, and key commands need none of them.
-  const { startStack } = await import("./stack.ts");
-  const stack = await startStack(config, roles);
-  // A real process also reports its CPU, memory, event-loop lag and GC on /metrics.
-  if (stack.metrics) (await import("../src/observability/metrics.ts")).collectProcessMetrics(stack.metrics);
-  let demoKey: string | undefined;
-  if (stack.db) {
-    const [{ n }] = await stack.db("api_keys").count({ n: "*" });
-    if (Number(n) === 0) demoKey = (await createKey(stack.db, { name: "demo", balance: parseYuan("100") })).key;
-  }
-  const lines = [""];
-  if (stack.url) lines.push(`Switchyard router:   ${stack.url}  (GraphQL ${stack.url}/graphql, REST ${stack.url}/api/v1, health ${stack.url}/health)`);
-  if (stack.url) lines.push(`Web pages:           ${stack.url}/test (try every model)  ${stack.url}/client (balance and tasks)`);
-  if (stack.generationUrl) lines.push(`Generation subgraph: ${stack.generationUrl}`);
-  if (stack.cloudUrl) lines.push(`Cloud subgraph:      ${stack.cloudUrl}`);
-  if (demoKey) lines.push(`Demo API key (100.00 CNY, shown once): ${demoKey}`);
-  process.stdout.write(`${lines.join("\n")}\n\n`);
-  stack.logger.info({ event: "ready", url: stack.url, generation_url: stack.generationUrl, cloud_url: stack.cloudUrl }, "ready");
   // Graceful shutdown: stop accepting, drain requests in flight (SHUTDOWN_TIMEOUT_MS), close
   // WebSockets with 1001, stop the loops, then close the database; exit 0. Should closing hang,
   // the process exits 1 a little after the drain deadline; a second signal exits at once.
+  // The signals are ours before anything starts: a SIGTERM arriving while the stack starts, or
+  // just after the ready line is printed, shuts down once the start has finished (a library's
+  // own listener, added meanwhile, would otherwise take it and leave the process running).
+  let stack: Stack | undefined;
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) {
-      stack.logger.warn({ signal }, "second signal: exiting without waiting");
+      stack?.logger.warn({ signal }, "second signal: exiting without waiting");
       process.exit(1);
     }
     closing = true;
+    if (!stack) return; // the start finishes, then shuts down (below)
     stack.logger.info({ signal }, "shutting down");
     setTimeout(() => {
-      stack.logger.error("shutdown did not finish in time; exiting");
+      stack?.logger.error("shutdown did not finish in time; exiting");
       process.exit(1);
     }, config.shutdownTimeoutMs + 15_000).unref();
     await stack.close();
@@ -331,6 +318,30 @@ async function start(config: Config, roleArg: string | undefined): Promise<void>
     process.exit(0);
   };
   ownTerminationSignals((signal) => void shutdown(signal));
+  // Loaded on demand: the gateway and servers are heavy, and key commands need none of them.
+  const { startStack } = await import("./stack.ts");
+  const started = await startStack(config, roles);
+  stack = started;
+  if (closing) {
+    closing = false;
+    return shutdown("SIGTERM");
+  }
+  // A real process also reports its CPU, memory, event-loop lag and GC on /metrics.
+  if (started.metrics) (await import("../src/observability/metrics.ts")).collectProcessMetrics(started.metrics);
+  let demoKey: string | undefined;
+  if (started.db) {
+    const [{ n }] = await started.db("api_keys").count({ n: "*" });
+    if (Number(n) === 0) demoKey = (await createKey(started.db, { name: "demo", balance: parseYuan("100") })).key;
+  }
+  const lines = [""];
+  if (started.url) lines.push(`Switchyard router:   ${started.url}  (GraphQL ${started.url}/graphql, REST ${started.url}/api/v1, health ${started.url}/health)`);
+  if (started.url) lines.push(`Web pages:           ${started.url}/test (try every model)  ${started.url}/client (balance and tasks)`);
+  if (started.generationUrl) lines.push(`Generation subgraph: ${started.generationUrl}`);
+  if (started.cloudUrl) lines.push(`Cloud subgraph:      ${started.cloudUrl}`);
+  if (demoKey) lines.push(`Demo API key (100.00 CNY, shown once): ${demoKey}`);
+  if (closing) return; // a signal came while counting keys: shutdown() is already under way
+  process.stdout.write(`${lines.join("\n")}\n\n`);
+  started.logger.info({ event: "ready", url: started.url, generation_url: started.generationUrl, cloud_url: started.cloudUrl }, "ready");
 }
 
 /**

@@ -15,7 +15,7 @@ export type Db = Knex;
 
 /** True when the database is SQLite (affects only connection set-up, never business rules). */
 export function isSqlite(db: Db | Knex.Transaction): boolean {
-  return db.client.config.client === "sqlite3";
+  return db.client.dialect === "sqlite3"; // the sqlite3 and better-sqlite3 clients alike
 }
 
 /** True when `url` names a PostgreSQL database (`postgres://` or `postgresql://`). */
@@ -43,11 +43,43 @@ function pgTypes() {
   };
 }
 
+/** What we use of a better-sqlite3 connection (the package ships no types). */
+interface SqliteConnection {
+  exec(sql: string): unknown;
+  prepare(sql: string): unknown;
+}
+
+/** How many distinct SQL texts keep their prepared statement per connection. */
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * knex's better-sqlite3 client prepares (parses and plans) every query anew; this makes one
+ * connection reuse the prepared statement of each distinct SQL text (least recently used first
+ * out), so a hot query is planned once. SQLite re-prepares a statement itself after a schema change.
+ */
+function reusePreparedStatements(conn: SqliteConnection): void {
+  const prepare = conn.prepare.bind(conn);
+  const cache = new Map<string, unknown>();
+  conn.prepare = (sql: string) => {
+    let statement = cache.get(sql);
+    if (statement) cache.delete(sql);
+    else statement = prepare(sql);
+    cache.set(sql, statement);
+    if (cache.size > STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+    return statement;
+  };
+}
+
 /**
  * Opens the database.
  * PostgreSQL: a pool of up to 10 connections (none kept while idle), bigint and numeric as numbers.
  * SQLite: WAL journal, 5 s busy timeout (several processes may share the file), foreign keys on,
- * one connection (SQLite has one writer; one connection serialises our transactions in-process).
+ * one connection (SQLite has one writer; one connection serialises our transactions in-process),
+ * through better-sqlite3 with its prepared statements reused. better-sqlite3 runs each statement
+ * on the calling thread (tens of microseconds, no thread-pool round trip): measured on REST
+ * submissions, twice the throughput of sqlite3 at half the CPU. The price: waiting for a lock
+ * held by another process blocks this one's event loop, so processes sharing one file is for
+ * tools and tests; instances that scale out share PostgreSQL.
  * @param config settings (`databaseUrl`, `dataDir`)
  * @returns a knex instance; the caller destroys it
  */
@@ -60,22 +92,78 @@ export function openDb(config: Pick<Config, "databaseUrl" | "dataDir">): Db {
     });
   }
   fs.mkdirSync(config.dataDir, { recursive: true });
-  const filename = path.join(config.dataDir, "switchyard.db");
-  return knexFactory({
-    client: "sqlite3",
+  const filename = path.resolve(config.dataDir, "switchyard.db");
+  const db = knexFactory({
+    client: "better-sqlite3",
     connection: { filename },
     useNullAsDefault: true,
     pool: {
       min: 1,
       max: 1,
-      afterCreate(conn: any, done: (err: Error | null, conn: unknown) => void) {
-        conn.exec(
-          "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;",
-          (err: Error | null) => done(err, conn),
-        );
+      afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: unknown) => void) {
+        try {
+          conn.exec("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;");
+          reusePreparedStatements(conn);
+          done(null, conn);
+        } catch (error) {
+          done(error as Error, conn);
+        }
       },
     },
   });
+  takeTurnsInProcess(db, filename);
+  return db;
+}
+
+/** A FIFO lock: one holder, the others wait their turn without blocking the thread. */
+class TurnLock {
+  private held = false;
+  private readonly waiting: (() => void)[] = [];
+  async acquire(): Promise<void> {
+    if (!this.held) {
+      this.held = true;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.held = false;
+  }
+}
+
+/** One lock per SQLite file in this process. */
+const fileLocks = new Map<string, TurnLock>();
+
+/**
+ * Several Db instances of one process on the same SQLite file (a tool or test opening a second
+ * one, as another process would) take turns holding their connection, each for one query or one
+ * transaction. better-sqlite3 waits for SQLite's lock on the calling thread: a second connection
+ * waiting for the first's open transaction would stop the very event loop that transaction needs
+ * to finish (and fail after the busy timeout); taking turns makes that wait asynchronous.
+ */
+function takeTurnsInProcess(db: Db, filename: string): void {
+  let lock = fileLocks.get(filename);
+  if (!lock) fileLocks.set(filename, (lock = new TurnLock()));
+  const turn = lock;
+  const client = db.client as { acquireConnection(): Promise<unknown>; releaseConnection(connection: unknown): Promise<void> };
+  const acquire = client.acquireConnection.bind(client);
+  const release = client.releaseConnection.bind(client);
+  client.acquireConnection = async () => {
+    await turn.acquire();
+    try {
+      return await acquire();
+    } catch (error) {
+      turn.release();
+      throw error;
+    }
+  };
+  client.releaseConnection = (connection) => {
+    const released = release(connection);
+    turn.release();
+    return released;
+  };
 }
 
 /**

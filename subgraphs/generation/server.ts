@@ -2,8 +2,7 @@
  * The generation subgraph (DESIGN §1, §7): schema/generation.graphql served on GENERATION_PORT.
  */
 import fs from "node:fs";
-import { parse } from "graphql";
-import type { ApolloServerPlugin } from "@apollo/server";
+import { parse, type GraphQLFormattedError } from "graphql";
 import type { Logger } from "pino";
 import { nowIso, type Db } from "../../src/db/index.ts";
 import type { RateLimiter } from "../../src/auth/policy.ts";
@@ -22,26 +21,19 @@ export const generationTypeDefs = parse(fs.readFileSync(new URL("../../schema/ge
  * Records each request the router reports (header `x-switchyard-route`) in the request log of
  * the calling key, with the HTTP status its first error stands for.
  */
-const requestLogPlugin: ApolloServerPlugin<GenerationContext> = {
-  async requestDidStart() {
-    return {
-      async willSendResponse({ contextValue, response }) {
-        if (!contextValue.route) return;
-        const caller = await contextValue.callerOrNull();
-        if (!caller) return;
-        const errors = response.body.kind === "single" ? response.body.singleResult.errors : undefined;
-        await recordRequest(contextValue.db, {
-          keyId: caller.keyId,
-          method: contextValue.route.method,
-          path: contextValue.route.path,
-          status: contextValue.route.status ?? statusOfErrors(errors),
-          at: nowIso(),
-          requestId: contextValue.requestId,
-        });
-      },
-    };
-  },
-};
+async function recordRoute(context: GenerationContext, errors: readonly GraphQLFormattedError[] | undefined): Promise<void> {
+  if (!context.route) return;
+  const caller = await context.callerOrNull();
+  if (!caller) return;
+  await recordRequest(context.db, {
+    keyId: caller.keyId,
+    method: context.route.method,
+    path: context.route.path,
+    status: context.route.status ?? statusOfErrors(errors),
+    at: nowIso(),
+    requestId: context.requestId,
+  });
+}
 
 /**
  * Starts the generation subgraph.
@@ -67,7 +59,7 @@ export function startGenerationSubgraph(options: {
     resolvers: resolvers as any,
     context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req),
     onConnect: async (req) => Boolean(await createContext(options.db, options.service, options.rateLimiter, options.pubsub, req).callerOrNull()),
-    plugins: [requestLogPlugin],
+    onResponse: recordRoute,
     logger: options.logger,
     host: options.host,
     port: options.port,

@@ -9,7 +9,7 @@ import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginInlineTraceDi
 import { buildSubgraphSchema } from "@apollo/subgraph";
 import { WebSocketServer } from "ws";
 import { useServer } from "graphql-ws/use/ws";
-import { subscribe, validate, type DocumentNode, type FormattedExecutionResult, type GraphQLError, type GraphQLFormattedError, type GraphQLSchema } from "graphql";
+import { execute, subscribe, validate, type DocumentNode, type ExecutionResult, type FormattedExecutionResult, type GraphQLError, type GraphQLFormattedError, type GraphQLSchema } from "graphql";
 import type { Logger } from "pino";
 import { apolloHandler } from "./apollo-http.ts";
 import { formatError } from "./errors.ts";
@@ -43,7 +43,9 @@ export interface LocalOperation {
  */
 export interface LocalSubgraph {
   /**
-   * Runs a query or mutation through Apollo Server (its plugins and formatError).
+   * Runs a query or mutation: validated once per document object (the gateway reuses one per
+   * planned fetch), executed by graphql-js with the subgraph's context, errors formatted and the
+   * response hook run as over HTTP. With tracing on, through Apollo Server (its spans).
    * @returns the formatted result (errors carry `extensions.code` and `extensions.http.status`)
    */
   execute(operation: LocalOperation): Promise<FormattedExecutionResult>;
@@ -89,33 +91,75 @@ export function mapStream<T, U>(source: AsyncIterator<T>, map: (value: T) => U):
 }
 
 /**
+ * Gives a GraphQL error raised before any resolver ran the code Apollo Server gives it (so the
+ * shared formatError answers 400, not `internal`): validation failures and variable coercion.
+ */
+function asRequestError(error: GraphQLError, code: "GRAPHQL_VALIDATION_FAILED" | "BAD_USER_INPUT"): GraphQLError {
+  if (error.path || error.extensions?.code) return error;
+  return Object.defineProperty(error, "extensions", { value: { ...error.extensions, code } });
+}
+
+/**
  * Builds the in-process entry of a started subgraph.
  * @param format formats one error as over HTTP (shared/errors.ts)
+ * @param onResponse the subgraph's response hook (see {@link SubgraphOptions.onResponse})
+ * @param viaApollo when set, queries and mutations run through Apollo Server (tracing is on)
  */
 function localSubgraph<TContext extends BaseContext>(
-  server: ApolloServer<TContext>,
   schema: GraphQLSchema,
   context: (req: RequestLike) => Promise<TContext>,
   format: (error: GraphQLError) => GraphQLFormattedError,
+  onResponse: SubgraphOptions<TContext>["onResponse"],
+  viaApollo: ApolloServer<TContext> | null,
 ): LocalSubgraph {
-  const formatResult = (result: { data?: unknown; errors?: readonly GraphQLError[] }): FormattedExecutionResult =>
-    (result.errors?.length ? { ...result, errors: result.errors.map(format) } : result) as FormattedExecutionResult;
+  const formatResult = (result: ExecutionResult, code: "GRAPHQL_VALIDATION_FAILED" | "BAD_USER_INPUT" = "BAD_USER_INPUT"): FormattedExecutionResult =>
+    (result.errors?.length ? { ...result, errors: result.errors.map((e) => format(asRequestError(e, code))) } : result) as FormattedExecutionResult;
+  // Validation depends only on the document: once per DocumentNode the gateway hands us.
+  const validated = new WeakMap<DocumentNode, readonly GraphQLError[]>();
+  const validationErrors = (document: DocumentNode) => {
+    let errors = validated.get(document);
+    if (!errors) validated.set(document, (errors = validate(schema, document)));
+    return errors;
+  };
   return {
     async execute(operation) {
-      const response = await server.executeOperation(
-        { query: operation.query, variables: operation.variables, operationName: operation.operationName },
-        { contextValue: await context({ headers: operation.headers }) },
+      if (viaApollo) {
+        const response = await viaApollo.executeOperation(
+          { query: operation.query, variables: operation.variables, operationName: operation.operationName },
+          { contextValue: await context({ headers: operation.headers }) },
+        );
+        if (response.body.kind !== "single") throw new Error("incremental delivery is not supported in-process");
+        return response.body.singleResult as FormattedExecutionResult;
+      }
+      const invalid = validationErrors(operation.document);
+      if (invalid.length) return formatResult({ errors: invalid }, "GRAPHQL_VALIDATION_FAILED");
+      const contextValue = await context({ headers: operation.headers });
+      const result = formatResult(
+        await execute({ schema, document: operation.document, variableValues: operation.variables, operationName: operation.operationName, contextValue }),
       );
-      if (response.body.kind !== "single") throw new Error("incremental delivery is not supported in-process");
-      return response.body.singleResult as FormattedExecutionResult;
+      await onResponse?.(contextValue, result.errors);
+      return result;
     },
     async subscribe(operation) {
       // What graphql-ws does before subscribing; authentication is the resolvers' (ctx.caller()).
-      const invalid = validate(schema, operation.document);
-      if (invalid.length) return formatResult({ errors: invalid });
+      const invalid = validationErrors(operation.document);
+      if (invalid.length) return formatResult({ errors: invalid }, "GRAPHQL_VALIDATION_FAILED");
       const contextValue = await context({ headers: operation.headers });
       const result = await subscribe({ schema, document: operation.document, variableValues: operation.variables, operationName: operation.operationName, contextValue });
-      return Symbol.asyncIterator in result ? mapStream(result, formatResult) : formatResult(result);
+      return Symbol.asyncIterator in result ? mapStream(result, (r) => formatResult(r)) : formatResult(result);
+    },
+  };
+}
+
+/** The response hook as an Apollo Server plugin (requests over HTTP, and in-process with tracing on). */
+function responseHookPlugin<TContext extends BaseContext>(onResponse: NonNullable<SubgraphOptions<TContext>["onResponse"]>): ApolloServerPlugin<TContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async willSendResponse({ contextValue, response }) {
+          await onResponse(contextValue, response.body.kind === "single" ? response.body.singleResult.errors : undefined);
+        },
+      };
     },
   };
 }
@@ -133,7 +177,12 @@ export interface SubgraphOptions<TContext extends BaseContext> {
    * it with 4403 Forbidden.
    */
   onConnect?: (req: RequestLike) => Promise<boolean>;
-  plugins?: ApolloServerPlugin<TContext>[];
+  /**
+   * Runs after each query or mutation, before its answer leaves (over HTTP and in-process
+   * alike): for example the generation subgraph's request log.
+   * @param errors the formatted errors of the result, if any
+   */
+  onResponse?: (context: TContext, errors: readonly GraphQLFormattedError[] | undefined) => Promise<void>;
   logger: Logger;
   host: string;
   /** 0 = any free port. */
@@ -167,7 +216,12 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
     includeStacktraceInErrorResponses: false,
     // Inline tracing only feeds Apollo Studio; it costs every request.
     // Cache hints feed HTTP caches we do not use; computing them wraps every resolver.
-    plugins: [...(options.plugins ?? []), ...(tracing ? [tracing.apolloPlugin] : []), ApolloServerPluginInlineTraceDisabled(), ApolloServerPluginCacheControlDisabled()],
+    plugins: [
+      ...(options.onResponse ? [responseHookPlugin(options.onResponse)] : []),
+      ...(tracing ? [tracing.apolloPlugin] : []),
+      ApolloServerPluginInlineTraceDisabled(),
+      ApolloServerPluginCacheControlDisabled(),
+    ],
     // The router is the public face and applies CSRF prevention; subgraphs are internal.
     csrfPrevention: false,
     // The process's own shutdown drains and stops the server (bin/cli.ts); Apollo stopping itself
@@ -218,7 +272,7 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
   const { port } = httpServer.address() as AddressInfo;
   return {
     url: `http://${options.host}:${port}/graphql`,
-    local: localSubgraph(server, schema, options.context, (e) => formatError(options.logger)(e.toJSON(), e)),
+    local: localSubgraph(schema, options.context, (e) => formatError(options.logger)(e.toJSON(), e), options.onResponse, tracing ? server : null),
     /** Stops accepting, closes subscriptions with 1001 and drains the requests in flight. */
     async close() {
       await Promise.all([drainHttpServer(httpServer, options.drainTimeoutMs), closeWebSockets(wsServer, () => wsCleanup.dispose(), options.drainTimeoutMs)]);

@@ -33,6 +33,20 @@ describe("the switchyard CLI and `start` as a newcomer runs them", () => {
     expect(await second.stop("SIGTERM")).toBe(0);
   });
 
+  it("exits 0 on a SIGTERM that arrives while it is still starting, without announcing itself", { timeout: 60_000 }, async () => {
+    const ownDir = fs.mkdtempSync(path.join(os.tmpdir(), "switchyard-cli-early-"));
+    try {
+      const proc = startCli(["start"], { ...env, DATA_DIR: ownDir });
+      // The database file appears when the start opens it: the stack is half built.
+      const dbFile = path.join(ownDir, "switchyard.db");
+      while (!fs.existsSync(dbFile)) await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(await proc.stop("SIGTERM")).toBe(0);
+      expect(proc.output()).not.toMatch(/Switchyard router:/);
+    } finally {
+      fs.rmSync(ownDir, { recursive: true, force: true });
+    }
+  });
+
   it("creates a key with --json, tops it up, disables it, and verify reports clean books", async () => {
     const created = await runCli(["keys", "create", "--name", "acme", "--balance", "12.5", "--json"], env);
     expect(created.code).toBe(0);

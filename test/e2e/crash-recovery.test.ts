@@ -195,28 +195,24 @@ describe("crash recovery with real processes", () => {
     const acceptedResponse = await submitVideo(stack.url, key.key, "task B");
     expect(acceptedResponse.status).toBe(200);
     const taskB = ((await acceptedResponse.json()) as any).data.task_id as string;
-    const service = createGenerationService({ db, upstream: null as never, checkUrl: async () => true, pollIntervalMs: 1000 });
-    // The frozen process may hold SQLite's write lock (its loops write every few tens of ms, and
-    // longer on a loaded machine): give up on a lock at once and freeze it again at another moment.
+    // SQLite has one write lock: a process frozen while it holds it would block every writer. So
+    // this process takes the lock first (a no-op write opens its transaction) and only then
+    // freezes the server, which therefore holds nothing; B's success is written in that same
+    // transaction. Not while a callback attempt is leased: its lease would outlive the test.
     const sqlite = isSqlite(db);
-    if (sqlite) await db.raw("PRAGMA busy_timeout = 100");
-    for (let attempt = 1; ; attempt++) {
-      stack.proc.child.kill("SIGSTOP");
-      // Not while a callback attempt is leased: its lease would outlive the test.
-      const leased = await db("webhook_deliveries").whereNotNull("lease_until").first();
-      if (!leased) {
-        try {
-          const row = await taskRow(db, taskB);
-          expect(await service.applyUpstreamState(toTaskRecord(row), { status: 1, result: "https://cdn.example.com/b.mp4" }, 1000)).toBe(true);
-          break;
-        } catch (error) {
-          if (attempt >= 50 || !/SQLITE_BUSY|database is locked/.test(String(error))) throw error;
-        }
-      }
+    for (;;) {
+      const applied = await db.transaction(async (trx) => {
+        if (sqlite) await trx("accounts").where("id", key.account_id).update({ balance: trx.ref("balance") });
+        stack.proc.child.kill("SIGSTOP");
+        if (await trx("webhook_deliveries").whereNotNull("lease_until").first()) return false;
+        const service = createGenerationService({ db: trx, upstream: null as never, checkUrl: async () => true, pollIntervalMs: 1000 });
+        expect(await service.applyUpstreamState(toTaskRecord(await taskRow(trx, taskB)), { status: 1, result: "https://cdn.example.com/b.mp4" }, 1000)).toBe(true);
+        return true;
+      });
+      if (applied) break;
       stack.proc.child.kill("SIGCONT");
       await waitUntil(() => db("webhook_deliveries").whereNotNull("lease_until").first(), (row) => !row);
     }
-    if (sqlite) await db.raw("PRAGMA busy_timeout = 5000");
     const unpublished = await db("outbox").where("aggregate_id", taskB).whereNull("published_at");
     expect(unpublished.map((row: any) => JSON.parse(row.payload).status)).toContain(1);
     const pendingDeliveries = await db("webhook_deliveries").where({ aggregate_id: taskA, status: "pending" });
