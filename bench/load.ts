@@ -3,6 +3,7 @@
  * with a closed loop of `connections` concurrent requests. Every response body is checked, so a
  * 200 carrying GraphQL `errors` counts as a failure, not as throughput.
  */
+import fs from "node:fs";
 import autocannon from "autocannon";
 
 /** One HTTP load to run. */
@@ -19,6 +20,8 @@ export interface LoadSpec {
   warmupSeconds: number;
   /** True when a response body is a correct answer (checked on every response, so keep it cheap). */
   verify: (body: string) => boolean;
+  /** The server processes whose CPU time the measured pass is charged with (all of them: a gateway and its subgraphs). */
+  serverPids?: number[];
 }
 
 /** What a measured pass gave; latencies in milliseconds. */
@@ -37,6 +40,12 @@ export interface LoadResult {
   mismatches: number;
   connections: number;
   seconds: number;
+  /**
+   * CPU milliseconds the server processes spent per answered request during the measured pass
+   * (user + system, all threads, from /proc): steadier than req/s on a shared machine, and the
+   * same unit for one process or a gateway plus its subgraphs. Null without `serverPids`.
+   */
+  cpuMsPerRequest: number | null;
   /** True when anything failed: such a row is flagged, its numbers are not comparable. */
   failed: boolean;
 }
@@ -60,7 +69,9 @@ function run(spec: LoadSpec, seconds: number): Promise<autocannon.Result> {
  */
 export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   if (spec.warmupSeconds > 0) await run(spec, spec.warmupSeconds);
+  const cpuBefore = spec.serverPids ? cpuMs(spec.serverPids) : 0;
   const result = await run(spec, spec.durationSeconds);
+  const cpuSpent = spec.serverPids ? cpuMs(spec.serverPids) - cpuBefore : null;
   const ok2xx = Number((result as { "2xx"?: number })["2xx"] ?? 0);
   const good = Math.max(0, ok2xx - result.mismatches);
   const failures = result.non2xx + result.errors + result.timeouts + result.mismatches;
@@ -75,8 +86,24 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
     mismatches: result.mismatches,
     connections: spec.connections,
     seconds: round(result.duration, 1),
+    cpuMsPerRequest: cpuSpent !== null && result.requests.total > 0 ? round(cpuSpent / result.requests.total, 2) : null,
     failed: failures > 0 || good === 0,
   };
+}
+
+/** Clock ticks per second of /proc/<pid>/stat's CPU times (USER_HZ: 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+/** CPU time (user + system, every thread) the processes have used so far, in milliseconds. */
+export function cpuMs(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return (ticks * 1000) / TICKS_PER_SECOND;
 }
 
 /** Rounds to `digits` decimals. */

@@ -164,20 +164,20 @@ export function renderTables(results: Results): string {
       `wall ${results.wallSeconds} s · load average ${(env.loadAverage as { start: number; end: number }).start} → ${(env.loadAverage as { start: number; end: number }).end}`,
   );
   lines.push("");
-  lines.push("| scenario | variant | data | req/s | p50 ms | p99 ms | max ms | failures |");
-  lines.push("|---|---|---|---:|---:|---:|---:|---|");
+  lines.push("| scenario | variant | data | req/s | p50 ms | p99 ms | max ms | server CPU ms / request | failures |");
+  lines.push("|---|---|---|---:|---:|---:|---:|---:|---|");
   for (const row of results.rows) {
     const r = row.result;
     const data = results.data[`${row.scale}x`];
     const dataText = data ? `${row.scale}x (${data.tasks} tasks, ${data.orders} orders)` : `${row.scale}x`;
     const failures = !r ? `**${row.note ?? "not run"}**` : r.failed ? `**${failureText(r)}**` : "0";
-    lines.push(`| ${row.scenario} | ${row.variant} | ${dataText} | ${fmt(r?.rps)} | ${fmt(r?.p50)} | ${fmt(r?.p99)} | ${fmt(r?.max)} | ${failures} |`);
+    lines.push(`| ${row.scenario} | ${row.variant} | ${dataText} | ${fmt(r?.rps)} | ${fmt(r?.p50)} | ${fmt(r?.p99)} | ${fmt(r?.max)} | ${r?.cpuMsPerRequest ?? "–"} | ${failures} |`);
   }
   const w = results.write;
   if (w) {
     const failures = w.failed ? `**${w.load.failed ? failureText(w.load) : "money check failed (below)"}**` : "0";
     lines.push(
-      `| write | REST submit (${w.database}) | empty | ${fmt(w.load.rps)} | ${fmt(w.load.p50)} | ${fmt(w.load.p99)} | ${fmt(w.load.max)} | ${failures} |`,
+      `| write | REST submit (${w.database}) | empty | ${fmt(w.load.rps)} | ${fmt(w.load.p50)} | ${fmt(w.load.p99)} | ${fmt(w.load.max)} | ${w.load.cpuMsPerRequest ?? "–"} | ${failures} |`,
     );
   }
   lines.push("");

@@ -61,7 +61,7 @@ function log(message: string) {
 }
 
 /** Checks one answer, then loads the endpoint; a wrong answer makes a failed row, not a crash. */
-async function measure(scenario: string, variant: string, scale: number, endpoint: Endpoint): Promise<LoadResult | null> {
+async function measure(scenario: string, variant: string, scale: number, endpoint: Endpoint, serverPids: number[]): Promise<LoadResult | null> {
   log(`${scenario} · ${variant} · ${scale}x`);
   const problem = await preflight(endpoint);
   if (problem) {
@@ -69,9 +69,9 @@ async function measure(scenario: string, variant: string, scale: number, endpoin
     log(`  preflight failed: ${problem}`);
     return null;
   }
-  const result = await runLoad(loadSpec(endpoint, load));
+  const result = await runLoad({ ...loadSpec(endpoint, load), serverPids });
   rows.push({ scenario, variant, scale, result });
-  log(`  ${result.rps} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms${result.failed ? " — FAILED" : ""}`);
+  log(`  ${result.rps} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, ${result.cpuMsPerRequest} CPU ms/request${result.failed ? " — FAILED" : ""}`);
   return result;
 }
 
@@ -90,14 +90,14 @@ async function readAndJoin() {
         const viewer = state.keys[0]!.key;
         const baseline = index === 0;
         // The full set at the first scale; the router's own rows at every scale (growth).
-        if (baseline && only.has("read")) await measure("read", "direct subgraph", scale, readGraphql(server.generationUrl, viewer, state.taskId));
-        if (only.has("read") || only.has("growth")) await measure("read", "router", scale, readGraphql(`${server.url}/graphql`, viewer, state.taskId));
-        if (baseline && only.has("read")) await measure("read", "REST shim", scale, readRest(server.url, viewer, state.taskId));
-        if (only.has("join") || only.has("growth")) await measure("join", "router", scale, dashboard(`${server.url}/graphql`, viewer));
+        if (baseline && only.has("read")) await measure("read", "direct subgraph", scale, readGraphql(server.generationUrl, viewer, state.taskId), server.pids);
+        if (only.has("read") || only.has("growth")) await measure("read", "router", scale, readGraphql(`${server.url}/graphql`, viewer, state.taskId), server.pids);
+        if (baseline && only.has("read")) await measure("read", "REST shim", scale, readRest(server.url, viewer, state.taskId), server.pids);
+        if (only.has("join") || only.has("growth")) await measure("join", "router", scale, dashboard(`${server.url}/graphql`, viewer), server.pids);
         if (baseline && only.has("join")) {
           const apollo = await startApolloGateway(server);
           try {
-            await measure("join", "Apollo Gateway", scale, dashboard(apollo.url, viewer));
+            await measure("join", "Apollo Gateway", scale, dashboard(apollo.url, viewer), [...server.pids, apollo.pid]);
           } finally {
             await apollo.stop();
           }

@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import type { DbLocation } from "./seed.ts";
 
 /** The repository root. */
@@ -84,7 +84,21 @@ export interface Server {
   cloudUrl: string;
   /** The process that runs the router (in `single`, the only one). */
   routerPid: number;
+  /** Every process of the stack (router and subgraphs). */
+  pids: number[];
   stop(): Promise<void>;
+}
+
+/**
+ * The command that runs `switchyard <args>`: the CLI script, or, with BENCH_PROFILE=<dir>, the
+ * same entry under `node --cpu-prof` (Node refuses --cpu-prof in NODE_OPTIONS), so each server
+ * process writes a V8 CPU profile into <dir> when it stops (bench/profile.mjs summarises it).
+ */
+function cli(args: string[]): [string, string[]] {
+  const dir = process.env.BENCH_PROFILE;
+  if (!dir) return [CLI, args];
+  const loader = pathToFileURL(path.join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
+  return [process.execPath, ["--cpu-prof", `--cpu-prof-dir=${path.resolve(dir)}`, "--import", loader, path.join(ROOT, "bin", "cli.ts"), ...args]];
 }
 
 /**
@@ -93,20 +107,18 @@ export interface Server {
  * @returns the URLs and the router's pid; `stop()` sends SIGTERM and waits for a clean exit
  */
 export async function startServer(topology: Topology, env: Record<string, string>): Promise<Server> {
-  const base: NodeJS.ProcessEnv = { ...process.env, PORT: "0", GENERATION_PORT: "0", CLOUD_PORT: "0", LOG_LEVEL: "warn", ...env };
-  // BENCH_PROFILE=<dir>: each server process writes a V8 CPU profile there when it stops (open in Chrome DevTools).
-  if (process.env.BENCH_PROFILE) base.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ""} --cpu-prof --cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE)}`.trim();
+  const base = { ...process.env, PORT: "0", GENERATION_PORT: "0", CLOUD_PORT: "0", LOG_LEVEL: "warn", ...env };
   const router = /Switchyard router:\s+(\S+)/;
   const generation = /Generation subgraph:\s+(\S+)/;
   const cloud = /Cloud subgraph:\s+(\S+)/;
   if (topology === "single") {
-    const one = await startProcess(CLI, ["start"], base, [router, generation, cloud]);
-    return { url: one.matches[0]![1]!, generationUrl: one.matches[1]![1]!, cloudUrl: one.matches[2]![1]!, routerPid: one.child.pid!, stop: one.stop };
+    const one = await startProcess(...cli(["start"]), base, [router, generation, cloud]);
+    return { url: one.matches[0]![1]!, generationUrl: one.matches[1]![1]!, cloudUrl: one.matches[2]![1]!, routerPid: one.child.pid!, pids: [one.child.pid!], stop: one.stop };
   }
-  const subgraphs = await startProcess(CLI, ["start", "generation,cloud"], base, [generation, cloud]);
+  const subgraphs = await startProcess(...cli(["start", "generation,cloud"]), base, [generation, cloud]);
   const generationUrl = subgraphs.matches[0]![1]!;
   const cloudUrl = subgraphs.matches[1]![1]!;
-  const front = await startProcess(CLI, ["start", "router"], { ...base, GENERATION_URL: generationUrl, CLOUD_URL: cloudUrl }, [router]).catch(async (error) => {
+  const front = await startProcess(...cli(["start", "router"]), { ...base, GENERATION_URL: generationUrl, CLOUD_URL: cloudUrl }, [router]).catch(async (error) => {
     await subgraphs.stop();
     throw error;
   });
@@ -115,6 +127,7 @@ export async function startServer(topology: Topology, env: Record<string, string
     generationUrl,
     cloudUrl,
     routerPid: front.child.pid!,
+    pids: [front.child.pid!, subgraphs.child.pid!],
     async stop() {
       await front.stop();
       await subgraphs.stop();
@@ -126,10 +139,10 @@ export async function startServer(topology: Topology, env: Record<string, string
  * Starts the Apollo Gateway peer (bench/apollo-gateway.ts) over the running subgraphs.
  * @returns its GraphQL URL and a stop function
  */
-export async function startApolloGateway(server: Server): Promise<{ url: string; stop(): Promise<void> }> {
+export async function startApolloGateway(server: Server): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const env = { ...process.env, GENERATION_URL: server.generationUrl, CLOUD_URL: server.cloudUrl, PORT: "0", NODE_ENV: "production" };
   const peer = await startProcess(process.execPath, ["--import", "tsx", path.join(ROOT, "bench", "apollo-gateway.ts")], env, [/Apollo Gateway:\s+(\S+)/]);
-  return { url: peer.matches[0]![1]!, stop: peer.stop };
+  return { url: peer.matches[0]![1]!, pid: peer.child.pid!, stop: peer.stop };
 }
 
 /**

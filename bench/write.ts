@@ -36,6 +36,7 @@ export async function runWrite(settings: { topology: Topology; connections: numb
       connections: settings.connections,
       durationSeconds: settings.durationSeconds,
       warmupSeconds: settings.warmupSeconds,
+      serverPids: server.pids,
       verify: (body) => {
         const amount = body.startsWith('{"code":200') && body.includes('"task_id"') ? amountPattern.exec(body)?.[1] : undefined;
         if (amount === undefined) return false;

@@ -3,6 +3,7 @@
  * with each subgraph's routing URL taken from config at start-up.
  */
 import fs from "node:fs";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { GraphQLError } from "graphql";
 import { unifiedGraphHandler } from "@graphql-hive/router-runtime";
 import { createGatewayRuntime, type GatewayPlugin, type GatewayRuntime } from "@graphql-hive/gateway-runtime";
@@ -179,7 +180,7 @@ export function createGateway(options: {
     logging: false,
     maskedErrors: false,
     disableIntrospection: limits.disableIntrospection,
-    plugins: () => [keepHttpStatusInErrors, variableErrorsAsResult, subscriptionKeyCheck(() => gateway), ...limits.plugins, ...(options.plugins ?? [])],
+    plugins: () => [preparsedParams, keepHttpStatusInErrors, variableErrorsAsResult, subscriptionKeyCheck(() => gateway), ...limits.plugins, ...(options.plugins ?? [])],
     // Subscriptions reach the subgraphs over graphql-ws, with the caller's key in the connection
     // params; `context.headers` holds the HTTP headers merged with graphql-ws connection params.
     transports: { http: httpTransport, ws: wsTransport, [IN_PROCESS_KIND]: inProcessTransport(local, inProcessHeaders) },
@@ -208,4 +209,72 @@ export function createGateway(options: {
     },
   });
   return gateway;
+}
+
+/** Request headers that describe the client's connection or body framing, not the request itself. */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "expect", "upgrade", "te", "trailer"]);
+
+/** Where {@link answerThroughFetch} leaves the parsed body of a request for {@link preparsedParams}. */
+const PARSED_BODY = Symbol("switchyard.parsedBody");
+
+/**
+ * Lets the gateway take a JSON body the router has already read, limited and parsed: the request
+ * reaches it without a body, so GraphQL Yoga neither re-streams it through its own size guard
+ * (a TransformStream per request; ours ran first, router/limits.ts) nor parses it again. Yoga's
+ * checks of the parameters themselves (onParams) still run.
+ */
+export const preparsedParams = {
+  onRequestParse({ serverContext, setRequestParser }: { serverContext?: Record<PropertyKey, unknown>; setRequestParser(parser: () => unknown): void }) {
+    const params = serverContext?.[PARSED_BODY];
+    if (params) setRequestParser(() => params);
+  },
+};
+
+/**
+ * POSTs GraphQL parameters the caller already holds to the gateway, in-process and without a
+ * body ({@link preparsedParams}): the router's `/graphql` after reading a JSON body, and the REST
+ * shims' mutations.
+ * @param target an absolute URL whose path is the gateway's `/graphql`
+ * @returns the gateway's response
+ */
+export function postParsed(gateway: Gateway, target: string, headers: Record<string, string>, params: Record<string, unknown>): Promise<Response> {
+  return Promise.resolve(gateway.fetch(target, { method: "POST", headers }, { [PARSED_BODY]: params }));
+}
+
+/** A JSON request body as GraphQL parameters: a JSON object, else null (the gateway answers anything else itself). */
+function jsonParams(contentType: string | undefined, body: Buffer | undefined): Record<string, unknown> | null {
+  if (!body?.length || !/^application\/(graphql-response\+)?json\b/i.test(contentType ?? "")) return null;
+  try {
+    const parsed: unknown = JSON.parse(body.toString("utf8"));
+    return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Answers one `/graphql` request through the gateway's fetch handler. The body was already read
+ * and limited (router/limits.ts): a JSON object goes in parsed ({@link preparsedParams}), any other
+ * body as it came; the answer is written back whole. The gateway's node:http adapter would stream
+ * the body a second time and tie an AbortSignal to the socket (measured in bench/README.md).
+ * Event streams (SSE) keep the adapter.
+ * @param url the request URL (path and query string are passed on)
+ * @param body the raw body (POST), or undefined
+ */
+export async function answerThroughFetch(gateway: Gateway, req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer | undefined): Promise<void> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  const method = req.method ?? "GET";
+  const target = `http://router.internal${url.pathname}${url.search}`;
+  const params = method === "POST" ? jsonParams(headers["content-type"], body) : null;
+  const response = params
+    ? await postParsed(gateway, target, headers, params)
+    : await gateway.fetch(target, { method, headers, body: method === "GET" || method === "HEAD" ? undefined : (body ?? "") });
+  res.statusCode = response.status;
+  response.headers.forEach((value, name) => {
+    if (name !== "content-length") res.setHeader(name, value);
+  });
+  res.end(Buffer.from(await response.arrayBuffer()));
 }

@@ -10,7 +10,7 @@ import FindMyWay from "find-my-way";
 import proxyaddr from "proxy-addr";
 import type { Logger } from "pino";
 import type { GraphQLSchema } from "graphql";
-import { createGateway } from "./gateway.ts";
+import { answerThroughFetch, createGateway } from "./gateway.ts";
 import { limitGraphqlBody } from "./limits.ts";
 import { attachWebSockets } from "./websocket.ts";
 import { createGenerationShim, sendGenerationError, type RestCall } from "./rest/generation.ts";
@@ -57,6 +57,12 @@ export interface RouterHandle {
   url: string;
   server: http.Server;
   close(): Promise<void>;
+}
+
+/** What one request was served as: its route pattern (a bounded metrics label) and whether it is an event stream. */
+interface Served {
+  route: string;
+  eventStream?: boolean;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,80}$/;
@@ -140,7 +146,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     req.headers["x-switchyard-client-ip"] = clientIp(req);
     res.setHeader("x-request-id", requestId);
     // The route pattern served (a bounded label: never the raw path), set by handle().
-    const served = { route: "other" };
+    const served: Served = { route: "other" };
     res.once("close", () => metrics.observeHttp(served.route, req.method, res.headersSent ? res.statusCode : 499, Number(process.hrtime.bigint() - started) / 1e9));
     res.on("finish", () => {
       options.logger.info(
@@ -167,11 +173,12 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     });
   });
 
-  async function handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL, requestId: string, served: { route: string }): Promise<void> {
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL, requestId: string, served: Served): Promise<void> {
     const path = url.pathname;
     if (path === "/graphql") {
       served.route = "/graphql";
       if (String(req.headers.accept ?? "").includes("text/event-stream")) {
+        served.eventStream = true;
         eventStreams.add(res);
         res.on("close", () => eventStreams.delete(res));
       }
@@ -181,7 +188,8 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       // client sent, exactly as for the REST shims.
       const raw = (req as http.IncomingMessage & { body?: Buffer }).body;
       Object.assign(req.headers, policyHeaders(req, sha256Hex(raw ?? "")));
-      await gateway(req, res);
+      if (served.eventStream) return void (await gateway(req, res));
+      await answerThroughFetch(gateway, req, res, url, raw);
       return;
     }
     if (path.startsWith("/media/sim/") && req.method === "GET") {

@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { getOperationAST, parse, type GraphQLFormattedError } from "graphql";
 import { ERROR_CODES, type ErrorCode } from "../../src/errors.ts";
-import type { Gateway } from "../gateway.ts";
+import { postParsed, type Gateway } from "../gateway.ts";
 
 /** The result of one operation. */
 export interface GraphResult<T = any> {
@@ -53,9 +53,9 @@ function isQuery(query: string): boolean {
 }
 
 /**
- * Runs a GraphQL operation through the gateway: a query as a GET (no body, so the gateway skips
- * its streaming body-size guard and body parsing: measured 10-20% less CPU per REST read), a
- * mutation as a POST.
+ * Runs a GraphQL operation through the gateway: a query as a GET (measured 10-20% less CPU per
+ * REST read than a POST with a body), a mutation as a POST whose parameters go in parsed
+ * (router/gateway.ts postParsed: no body to stream and parse again).
  * @returns the GraphQL result (errors included, never thrown for GraphQL errors)
  */
 export async function runOperation<T = any>(gateway: Gateway, query: string, variables: Record<string, unknown>, call: CallContext): Promise<GraphResult<T>> {
@@ -71,7 +71,7 @@ export async function runOperation<T = any>(gateway: Gateway, query: string, var
   const url = "http://router.internal/graphql";
   const response = isQuery(query)
     ? await gateway.fetch(`${url}?query=${encodeURIComponent(query)}&variables=${encodeURIComponent(JSON.stringify(variables))}`, { method: "GET", headers })
-    : await gateway.fetch(url, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify({ query, variables }) });
+    : await postParsed(gateway, url, { ...headers, "content-type": "application/json" }, { query, variables });
   return (await response.json()) as GraphResult<T>;
 }
 
