@@ -50,23 +50,92 @@ export async function usageTotals(db: Db, caller: Caller): Promise<UsageTotals> 
 }
 
 /**
- * The most recent requests of the calling key, newest first.
+ * The most recent requests of the calling key, newest first. Rows still waiting in this
+ * process's request-log batch are written first, so a key sees its own requests at once.
  * @param limit 1-100
  */
 export async function recentRequests(db: Db, caller: Caller, limit: number): Promise<RequestRecord[]> {
+  await writerOf(db).flush();
   const rows = await db("request_log").where("key_id", caller.keyId).orderBy("id", "desc").limit(limit);
   return rows.map((r: any) => ({ method: r.method, path: r.path, status: Number(r.status), at: r.at }));
 }
 
-/** Records one request of a key in the request log. */
-export async function recordRequest(db: Db, entry: RequestRecord & { keyId: string; requestId?: string | null }): Promise<void> {
-  // Fitted to the columns (varchar: PostgreSQL rejects longer values, SQLite would keep them).
-  await db("request_log").insert({
-    key_id: entry.keyId,
-    method: fitText(entry.method, 10),
-    path: fitText(entry.path, 300),
-    status: entry.status,
-    request_id: fitText(entry.requestId, 80),
-    at: entry.at,
-  });
+/** One request of a key, as {@link recordRequest} takes it. */
+export type RequestEntry = RequestRecord & { keyId: string; requestId?: string | null };
+
+/** How long a request-log row may wait for others to share its INSERT, in milliseconds. */
+const REQUEST_LOG_BATCH_MS = 10;
+/** The most rows one INSERT writes (well under SQLite's 32,766 bound parameters: 6 per row). */
+const REQUEST_LOG_BATCH_ROWS = 500;
+
+/**
+ * Batches request-log rows: every router request of a key adds one, and one INSERT per 10 ms
+ * instead of one transaction per request took a write (and, on SQLite, a commit) off every read.
+ * A row is not money: one that waited in a process killed within those 10 ms is lost with it
+ * (ADR 0005). Readers in this process flush first; other processes see a row within 10 ms.
+ */
+class RequestLogWriter {
+  private pending: { row: Record<string, unknown>; done: { resolve(): void; reject(error: unknown): void } }[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly db: Db) {}
+
+  add(entry: RequestEntry): Promise<void> {
+    // Fitted to the columns (varchar: PostgreSQL rejects longer values, SQLite would keep them).
+    const row = {
+      key_id: entry.keyId,
+      method: fitText(entry.method, 10),
+      path: fitText(entry.path, 300),
+      status: entry.status,
+      request_id: fitText(entry.requestId, 80),
+      at: entry.at,
+    };
+    return new Promise<void>((resolve, reject) => {
+      this.pending.push({ row, done: { resolve, reject } });
+      if (this.pending.length >= REQUEST_LOG_BATCH_ROWS) void this.flush();
+      else this.timer ??= setTimeout(() => void this.flush(), REQUEST_LOG_BATCH_MS);
+    });
+  }
+
+  /** Writes every row added so far (in order, one INSERT per batch); resolves when they are in. */
+  flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const batch = this.pending.splice(0);
+    if (batch.length) {
+      this.writing = this.writing.then(async () => {
+        try {
+          for (let i = 0; i < batch.length; i += REQUEST_LOG_BATCH_ROWS) {
+            await this.db("request_log").insert(batch.slice(i, i + REQUEST_LOG_BATCH_ROWS).map((p) => p.row));
+          }
+          for (const p of batch) p.done.resolve();
+        } catch (error) {
+          for (const p of batch) p.done.reject(error);
+        }
+      });
+    }
+    return this.writing;
+  }
+}
+
+const writers = new WeakMap<Db, RequestLogWriter>();
+function writerOf(db: Db): RequestLogWriter {
+  let writer = writers.get(db);
+  if (!writer) writers.set(db, (writer = new RequestLogWriter(db)));
+  return writer;
+}
+
+/**
+ * Records one request of a key in the request log, batched with the requests of the next 10 ms.
+ * @returns a promise settled when the row is written (a caller answering a request need not wait for it)
+ * @throws (the promise) the database error that lost the row's batch
+ */
+export function recordRequest(db: Db, entry: RequestEntry): Promise<void> {
+  return writerOf(db).add(entry);
+}
+
+/** Writes the request-log rows still waiting in this process (before the database closes). */
+export function flushRequestLog(db: Db): Promise<void> {
+  return writers.get(db)?.flush() ?? Promise.resolve();
 }

@@ -8,7 +8,7 @@ import { nowIso, type Db } from "../../src/db/index.ts";
 import type { RateLimiter } from "../../src/auth/policy.ts";
 import type { PubSub } from "../../src/events/pubsub.ts";
 import type { GenerationService } from "../../src/generation/tasks.ts";
-import { recordRequest } from "../../src/generation/usage.ts";
+import { flushRequestLog, recordRequest } from "../../src/generation/usage.ts";
 import { statusOfErrors } from "../shared/errors.ts";
 import { startSubgraph, type SubgraphHandle, type SubgraphObservability } from "../shared/server.ts";
 import { createContext, type GenerationContext } from "./context.ts";
@@ -19,20 +19,24 @@ export const generationTypeDefs = parse(fs.readFileSync(new URL("../../schema/ge
 
 /**
  * Records each request the router reports (header `x-switchyard-route`) in the request log of
- * the calling key, with the HTTP status its first error stands for.
+ * the calling key, with the HTTP status its first error stands for. The row is batched
+ * (src/generation/usage.ts): the answer does not wait for it.
  */
-async function recordRoute(context: GenerationContext, errors: readonly GraphQLFormattedError[] | undefined): Promise<void> {
-  if (!context.route) return;
-  const caller = await context.callerOrNull();
-  if (!caller) return;
-  await recordRequest(context.db, {
-    keyId: caller.keyId,
-    method: context.route.method,
-    path: context.route.path,
-    status: context.route.status ?? statusOfErrors(errors),
-    at: nowIso(),
-    requestId: context.requestId,
-  });
+function recordRoute(logger: Logger) {
+  return async (context: GenerationContext, errors: readonly GraphQLFormattedError[] | undefined): Promise<void> => {
+    if (!context.route) return;
+    const caller = await context.callerOrNull();
+    if (!caller) return;
+    const entry = {
+      keyId: caller.keyId,
+      method: context.route.method,
+      path: context.route.path,
+      status: context.route.status ?? statusOfErrors(errors),
+      at: nowIso(),
+      requestId: context.requestId,
+    };
+    recordRequest(context.db, entry).catch((error) => logger.error({ err: error, request_id: entry.requestId }, "request log row not written"));
+  };
 }
 
 /**
@@ -40,7 +44,7 @@ async function recordRoute(context: GenerationContext, errors: readonly GraphQLF
  * @param options database, service, rate limiter, logger, host and port (0 = any), body limit in bytes
  * @returns its `/graphql` URL and a close function
  */
-export function startGenerationSubgraph(options: {
+export async function startGenerationSubgraph(options: {
   db: Db;
   service: GenerationService;
   rateLimiter: RateLimiter;
@@ -53,13 +57,13 @@ export function startGenerationSubgraph(options: {
   /** Tracing hooks and `/metrics` (bin/stack.ts). */
   observability?: SubgraphObservability;
 }): Promise<SubgraphHandle> {
-  return startSubgraph<GenerationContext>({
+  const handle = await startSubgraph<GenerationContext>({
     name: "generation",
     typeDefs: generationTypeDefs,
     resolvers: resolvers as any,
     context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req),
     onConnect: async (req) => Boolean(await createContext(options.db, options.service, options.rateLimiter, options.pubsub, req).callerOrNull()),
-    onResponse: recordRoute,
+    onResponse: recordRoute(options.logger),
     logger: options.logger,
     host: options.host,
     port: options.port,
@@ -67,4 +71,6 @@ export function startGenerationSubgraph(options: {
     drainTimeoutMs: options.drainTimeoutMs,
     observability: options.observability,
   });
+  // Rows of requests answered while draining are written before the database closes.
+  return { ...handle, close: () => handle.close().then(() => flushRequestLog(options.db)) };
 }
