@@ -29,24 +29,46 @@ export interface RequestRecord {
   at: string;
 }
 
+/** The totals of a key, each read only when asked for (one query each). */
+export type UsageReader = { [K in keyof UsageTotals]: () => Promise<UsageTotals[K]> };
+
 /**
- * Computes the totals of the calling key.
+ * Reads the totals of the calling key, each on first use and once: a dashboard asking for the
+ * balance and spent runs two queries, not the two sums over the key's tasks as well.
+ * @param caller the authenticated caller (asked for on the first read)
+ * @returns one memoised reader per total (balance and spent in milli-yuan)
+ */
+export function usageReader(db: Db, caller: () => Promise<Caller>): UsageReader {
+  const once = <T>(read: (c: Caller) => Promise<T>) => {
+    let value: Promise<T> | undefined;
+    return () => (value ??= caller().then(read));
+  };
+  const perImage = priceOf(getModel(IMAGE_MODEL_ID)!, { seconds: null, resolution: "1k", count: 1 });
+  return {
+    balance: once((c) => balanceOf(db, c.accountId)),
+    spent: once(async (c) => {
+      const row = await db("ledger_entries").where("key_id", c.keyId).whereIn("kind", ["debit", "refund"]).sum({ total: "amount" }).first();
+      return 0 - Number(row?.total ?? 0);
+    }),
+    billedSeconds: once(async (c) => {
+      const row = await db("tasks").where({ key_id: c.keyId, kind: "video", refunded: 0 }).whereNot("status", 2).sum({ total: db.raw("seconds * count") }).first();
+      return Number(row?.total ?? 0);
+    }),
+    billedImages: once(async (c) => {
+      const row = await db("tasks").where({ key_id: c.keyId, kind: "image" }).sum({ total: db.raw("price - refunded") }).first();
+      return Number(row?.total ?? 0) / perImage;
+    }),
+  };
+}
+
+/**
+ * Computes every total of the calling key.
  * @returns balance and spent in milli-yuan, billed seconds and images
  */
 export async function usageTotals(db: Db, caller: Caller): Promise<UsageTotals> {
-  const [balance, spentRow, videoRow, imageRow] = await Promise.all([
-    balanceOf(db, caller.accountId),
-    db("ledger_entries").where("key_id", caller.keyId).whereIn("kind", ["debit", "refund"]).sum({ total: "amount" }).first(),
-    db("tasks").where({ key_id: caller.keyId, kind: "video", refunded: 0 }).whereNot("status", 2).sum({ total: db.raw("seconds * count") }).first(),
-    db("tasks").where({ key_id: caller.keyId, kind: "image" }).sum({ total: db.raw("price - refunded") }).first(),
-  ]);
-  const perImage = priceOf(getModel(IMAGE_MODEL_ID)!, { seconds: null, resolution: "1k", count: 1 });
-  return {
-    balance,
-    spent: 0 - Number(spentRow?.total ?? 0),
-    billedSeconds: Number(videoRow?.total ?? 0),
-    billedImages: Number(imageRow?.total ?? 0) / perImage,
-  };
+  const reader = usageReader(db, async () => caller);
+  const [balance, spent, billedSeconds, billedImages] = await Promise.all([reader.balance(), reader.spent(), reader.billedSeconds(), reader.billedImages()]);
+  return { balance, spent, billedSeconds, billedImages };
 }
 
 /**

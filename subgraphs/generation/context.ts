@@ -8,7 +8,7 @@ import type { RateLimiter } from "../../src/auth/policy.ts";
 import type { PubSub } from "../../src/events/pubsub.ts";
 import type { Db } from "../../src/db/index.ts";
 import type { GenerationService, TaskRecord } from "../../src/generation/tasks.ts";
-import { usageTotals, type UsageTotals } from "../../src/generation/usage.ts";
+import { usageReader, type UsageReader } from "../../src/generation/usage.ts";
 import { negotiateLocale, type Locale } from "../shared/locale.ts";
 import { callerAccess, headerOf, type RequestLike } from "../shared/auth.ts";
 
@@ -25,8 +25,8 @@ export interface GenerationContext {
   callerOrNull(): Promise<Caller | null>;
   /** Tasks of the caller by id, batched per request. */
   taskLoader: DataLoader<string, TaskRecord | null>;
-  /** The caller's usage totals, computed once per request however many fields ask. */
-  usage(): Promise<UsageTotals>;
+  /** The caller's usage totals, each read once per request and only when a field asks for it. */
+  usage: UsageReader;
   /** `METHOD path` the router reports for this request (request log), if any. */
   route: { method: string; path: string; status: number | null } | null;
   requestId: string | null;
@@ -37,7 +37,6 @@ export function createContext(db: Db, service: GenerationService, rateLimiter: R
   const header = (name: string) => headerOf(req, name);
   const access = callerAccess(db, rateLimiter, req);
   const caller = () => access.caller("generation");
-  let usagePromise: Promise<UsageTotals> | undefined;
   const routeHeader = header("x-switchyard-route");
   const match = routeHeader ? /^([A-Z]+) (\/\S*)$/.exec(routeHeader) : null;
   return {
@@ -47,7 +46,7 @@ export function createContext(db: Db, service: GenerationService, rateLimiter: R
     locale: negotiateLocale(header("accept-language")),
     caller,
     callerOrNull: () => caller().catch(() => null),
-    usage: () => (usagePromise ??= caller().then((c) => usageTotals(db, c))),
+    usage: usageReader(db, caller),
     taskLoader: new DataLoader(async (ids) => service.getTasks(await caller(), ids)),
     route: match ? { method: match[1]!, path: match[2]!, status: Number(header("x-switchyard-route-status")) || null } : null,
     requestId: header("x-request-id") ?? null,

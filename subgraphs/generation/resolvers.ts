@@ -168,13 +168,13 @@ export const resolvers = {
   Account: {
     __resolveReference: (ref: { id: string }) => ({ id: ref.id }),
     balance: async (account: { id: string }, _: unknown, ctx: GenerationContext) =>
-      (await ownAccount(ctx, account.id)) ? toMoney((await ctx.usage()).balance) : null,
+      (await ownAccount(ctx, account.id)) ? toMoney(await ctx.usage.balance()) : null,
     spent: async (account: { id: string }, _: unknown, ctx: GenerationContext) =>
-      (await ownAccount(ctx, account.id)) ? toMoney((await ctx.usage()).spent) : null,
+      (await ownAccount(ctx, account.id)) ? toMoney(await ctx.usage.spent()) : null,
     billedSeconds: async (account: { id: string }, _: unknown, ctx: GenerationContext) =>
-      (await ownAccount(ctx, account.id)) ? (await ctx.usage()).billedSeconds : null,
+      (await ownAccount(ctx, account.id)) ? await ctx.usage.billedSeconds() : null,
     billedImages: async (account: { id: string }, _: unknown, ctx: GenerationContext) =>
-      (await ownAccount(ctx, account.id)) ? (await ctx.usage()).billedImages : null,
+      (await ownAccount(ctx, account.id)) ? await ctx.usage.billedImages() : null,
     tasks: async (account: { id: string }, args: any, ctx: GenerationContext) =>
       (await ownAccount(ctx, account.id)) ? taskConnection(ctx, args) : null,
     recentRequests: async (account: { id: string }, args: { first?: number }, ctx: GenerationContext) => {
