@@ -187,7 +187,8 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       // A signed request: the subgraphs check the signature over the method, path and body the
       // client sent, exactly as for the REST shims.
       const raw = (req as http.IncomingMessage & { body?: Buffer }).body;
-      Object.assign(req.headers, policyHeaders(req, sha256Hex(raw ?? "")));
+      // (The digest only matters to a signed request: unsigned ones skip hashing the body.)
+      Object.assign(req.headers, policyHeaders(req, req.headers["x-service-signature"] ? sha256Hex(raw ?? "") : ""));
       if (served.eventStream) return void (await gateway(req, res));
       await answerThroughFetch(gateway, req, res, url, raw);
       return;
