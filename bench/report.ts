@@ -94,13 +94,18 @@ export function evaluate(rows: Row[], write: WriteResult | undefined, live: Live
     "read REST shim / router (req/s)": both(rest, router) ? ratio(rest!.rps, router!.rps) : null,
     "join router / Apollo Gateway (req/s)": both(join, apollo) ? ratio(join!.rps, apollo!.rps) : null,
     "join router / Apollo Gateway (p99)": both(join, apollo) ? ratio(join!.p99, apollo!.p99) : null,
+    // CPU per request of partners (Apollo's row counts its gateway process and our subgraphs):
+    // steadier than req/s on a shared machine, and blind to how many cores each setup can use.
+    "read router / direct subgraph (CPU ms per request)": both(router, direct) ? cpuRatio(router!, direct!) : null,
+    "join router / Apollo Gateway (CPU ms per request)": both(join, apollo) ? cpuRatio(join!, apollo!) : null,
     [`read router p99 ${top}x / ${base}x`]: top !== base && both(readTop, router) ? ratio(readTop!.p99, router!.p99) : null,
     [`join router p99 ${top}x / ${base}x`]: top !== base && both(joinTop, join) ? ratio(joinTop!.p99, join!.p99) : null,
   };
   const show = (value: number | null, suffix = "x") => (value === null ? "not measured" : `${value}${suffix}`);
   const targets: Target[] = [];
   const r1 = ratios["read router / direct subgraph (req/s)"];
-  targets.push({ name: "read: router vs direct subgraph", target: "≥ 0.6x req/s", measured: show(r1), met: r1 === null ? null : r1 >= 0.6 });
+  const c1 = ratios["read router / direct subgraph (CPU ms per request)"];
+  targets.push({ name: "read: router vs direct subgraph", target: "≥ 0.6x req/s", measured: `${show(r1)}${c1 ? ` (CPU per request ${c1}x the direct one's)` : ""}`, met: r1 === null ? null : r1 >= 0.6 });
   const r2 = ratios["read REST shim / router (req/s)"];
   targets.push({ name: "read: REST shim vs router", target: "≥ 0.9x req/s", measured: show(r2), met: r2 === null ? null : r2 >= 0.9 });
   const r3 = ratios["join router / Apollo Gateway (req/s)"];
@@ -108,7 +113,10 @@ export function evaluate(rows: Row[], write: WriteResult | undefined, live: Live
   targets.push({
     name: "join: router vs Apollo Gateway",
     target: "≥ 2.5x req/s, lower p99",
-    measured: r3 === null ? "not measured" : `${r3}x req/s, p99 ${join!.p99} vs ${apollo!.p99} ms`,
+    measured:
+      r3 === null
+        ? "not measured"
+        : `${r3}x req/s, p99 ${join!.p99} vs ${apollo!.p99} ms${ratios["join router / Apollo Gateway (CPU ms per request)"] ? ` (CPU per join ${ratios["join router / Apollo Gateway (CPU ms per request)"]}x Apollo's)` : ""}`,
     met: r3 === null || r3p === null ? null : r3 >= 2.5 && r3p < 1,
   });
   if (write) {
@@ -143,6 +151,11 @@ export function evaluate(rows: Row[], write: WriteResult | undefined, live: Live
   const span = base !== undefined && top !== base ? ` ${base}x → ${top}x` : "";
   targets.push({ name: `cost growth: read p99${span}`, target: "within 1.5x", measured: show(growth ?? null), met: growth == null ? null : growth <= 1.5 });
   return { ratios, targets };
+}
+
+/** Ratio of two rows' server CPU per request, or null when either was not measured. */
+function cpuRatio(a: LoadResult, b: LoadResult): number | null {
+  return a.cpuMsPerRequest && b.cpuMsPerRequest ? ratio(a.cpuMsPerRequest, b.cpuMsPerRequest) : null;
 }
 
 /** Why a load row failed, in words. */

@@ -3,6 +3,7 @@
  * the admin mutations, DataLoaders and the facts the router forwards (request id, idempotency key).
  */
 import DataLoader from "dataloader";
+import { withLazy } from "../shared/lazy.ts";
 import type { Caller } from "../../src/auth/keys.ts";
 import type { RateLimiter } from "../../src/auth/policy.ts";
 import type { Db } from "../../src/db/index.ts";
@@ -42,16 +43,18 @@ export interface CloudContext {
 export function createCloudContext(db: Db, services: CloudServices, rateLimiter: RateLimiter, req: RequestLike, adminToken?: string): CloudContext {
   const access = callerAccess(db, rateLimiter, req);
   const anyCaller = async () => (await access.caller())!;
-  return {
+  const eager = {
     db,
     services,
     caller: (scope?: string) => access.caller(scope),
     callerOrNull: access.callerOrNull,
     requireAdmin: () => checkAdminToken(adminToken, headerOf(req, "authorization")),
     requestId: headerOf(req, "x-request-id") ?? null,
-    products: new DataLoader((ids) => getProductsByIds(db, ids as string[])),
-    vendors: new DataLoader((ids) => getVendorsByIds(db, ids as string[])),
-    orders: new DataLoader(async (ids) => services.orders.getByIds(await anyCaller(), ids as string[])),
-    resources: new DataLoader(async (ids) => services.orders.getResourcesByIds(await anyCaller(), ids as string[])),
   };
+  return withLazy<typeof eager, Pick<CloudContext, "products" | "vendors" | "orders" | "resources">>(eager, {
+    products: () => new DataLoader((ids) => getProductsByIds(db, ids as string[])),
+    vendors: () => new DataLoader((ids) => getVendorsByIds(db, ids as string[])),
+    orders: () => new DataLoader(async (ids) => services.orders.getByIds(await anyCaller(), ids as string[])),
+    resources: () => new DataLoader(async (ids) => services.orders.getResourcesByIds(await anyCaller(), ids as string[])),
+  });
 }

@@ -11,6 +11,7 @@ import type { GenerationService, TaskRecord } from "../../src/generation/tasks.t
 import { usageReader, type UsageReader } from "../../src/generation/usage.ts";
 import { negotiateLocale, type Locale } from "../shared/locale.ts";
 import { callerAccess, headerOf, type RequestLike } from "../shared/auth.ts";
+import { withLazy } from "../shared/lazy.ts";
 
 /** What every resolver receives. */
 export interface GenerationContext {
@@ -39,16 +40,18 @@ export function createContext(db: Db, service: GenerationService, rateLimiter: R
   const caller = () => access.caller("generation");
   const routeHeader = header("x-switchyard-route");
   const match = routeHeader ? /^([A-Z]+) (\/\S*)$/.exec(routeHeader) : null;
-  return {
+  const eager = {
     db,
     pubsub,
     service,
     locale: negotiateLocale(header("accept-language")),
     caller,
     callerOrNull: () => caller().catch(() => null),
-    usage: usageReader(db, caller),
-    taskLoader: new DataLoader(async (ids) => service.getTasks(await caller(), ids)),
     route: match ? { method: match[1]!, path: match[2]!, status: Number(header("x-switchyard-route-status")) || null } : null,
     requestId: header("x-request-id") ?? null,
   };
+  return withLazy<typeof eager, Pick<GenerationContext, "usage" | "taskLoader">>(eager, {
+    usage: () => usageReader(db, caller),
+    taskLoader: () => new DataLoader(async (ids) => service.getTasks(await caller(), ids)),
+  });
 }
