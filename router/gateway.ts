@@ -247,8 +247,8 @@ export const preparsedParams = {
 
 /**
  * POSTs GraphQL parameters the caller already holds to the gateway, in-process and without a
- * body ({@link preparsedParams}): the router's `/graphql` after reading a JSON body, and the REST
- * shims' mutations.
+ * body ({@link preparsedParams}): the router's `/graphql` after reading a JSON body, and every
+ * operation of the REST shims.
  * @param target an absolute URL whose path is the gateway's `/graphql`
  * @returns the gateway's response
  */

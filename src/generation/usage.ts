@@ -87,8 +87,11 @@ export type RequestEntry = RequestRecord & { keyId: string; requestId?: string |
 
 /** How long a request-log row may wait for others to share its INSERT, in milliseconds. */
 const REQUEST_LOG_BATCH_MS = 10;
-/** The most rows one INSERT writes (well under SQLite's 32,766 bound parameters: 6 per row). */
-const REQUEST_LOG_BATCH_ROWS = 500;
+/**
+ * The most rows one INSERT writes: knex writes a multi-row insert on SQLite as one SELECT per row
+ * joined by UNION ALL, and SQLite allows 500 terms in a compound SELECT.
+ */
+const REQUEST_LOG_BATCH_ROWS = 200;
 
 /**
  * Batches request-log rows: every router request of a key adds one, and one INSERT per 10 ms
