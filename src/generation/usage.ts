@@ -2,6 +2,7 @@
  * Usage of a key (generation spec part 4 `GET /api/v1/usage`; DESIGN §8): balance, spent,
  * billed seconds and images, and the recent requests of the calling key.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { fitText, type Db } from "../db/index.ts";
 import { balanceOf } from "../ledger/index.ts";
 import type { Caller } from "../auth/keys.ts";
@@ -85,6 +86,13 @@ export async function recentRequests(db: Db, caller: Caller, limit: number): Pro
 /** One request of a key, as {@link recordRequest} takes it. */
 export type RequestEntry = RequestRecord & { keyId: string; requestId?: string | null };
 
+/**
+ * Runs a function in the async context this module was loaded in, outside every request: a
+ * batch belongs to no request, so its INSERT must not be counted against (or traced inside)
+ * whichever request happened to start the batch's timer.
+ */
+const outsideRequests = AsyncLocalStorage.snapshot();
+
 /** How long a request-log row may wait for others to share its INSERT, in milliseconds. */
 const REQUEST_LOG_BATCH_MS = 10;
 /**
@@ -118,8 +126,8 @@ class RequestLogWriter {
     };
     return new Promise<void>((resolve, reject) => {
       this.pending.push({ row, done: { resolve, reject } });
-      if (this.pending.length >= REQUEST_LOG_BATCH_ROWS) void this.flush();
-      else this.timer ??= setTimeout(() => void this.flush(), REQUEST_LOG_BATCH_MS);
+      if (this.pending.length >= REQUEST_LOG_BATCH_ROWS) outsideRequests(() => void this.flush());
+      else this.timer ??= outsideRequests(() => setTimeout(() => void this.flush(), REQUEST_LOG_BATCH_MS));
     });
   }
 

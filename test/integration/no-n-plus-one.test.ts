@@ -169,10 +169,11 @@ describe("the dashboard query", () => {
 
     const fewCount = few.statements.length;
     const manyCount = many.statements.length;
-    // Measured: 14 statements for 10 tasks + 10 orders and 14 for 100 + 100. Generation subgraph
-    // (8): key lookup, 4 usage totals (balance, spent, billed seconds, billed images), task page
-    // and count, the request-log insert. Cloud subgraph (6): key lookup, order page and count, one
-    // `whereIn` each for products, vendors and resources.
+    // Measured: 11 statements for 10 tasks + 10 orders and 11 for 100 + 100. Generation subgraph
+    // (5): key lookup, the two usage totals the query asks for (balance, spent), task page and
+    // count. Cloud subgraph (6): key lookup, order page and count, one `whereIn` each for
+    // products, vendors and resources. The request-log row is written by the request log's own
+    // batch, outside every request (src/generation/usage.ts).
     expect(manyCount, many.statements.map((s) => s.sql).join("\n")).toBe(fewCount);
     expect(perServer(many.statements)).toEqual(perServer(few.statements));
     expect(manyCount).toBeLessThanOrEqual(20);
