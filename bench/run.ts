@@ -95,7 +95,7 @@ async function readAndJoin() {
         if (baseline && load.warmupSeconds > 0) {
           log("warming the server up");
           const endpoints = [readGraphql(server.generationUrl, viewer, state.taskId), readGraphql(`${server.url}/graphql`, viewer, state.taskId), readRest(server.url, viewer, state.taskId), dashboard(`${server.url}/graphql`, viewer)];
-          for (const endpoint of endpoints) await runLoad({ ...loadSpec(endpoint, { ...load, durationSeconds: load.warmupSeconds, warmupSeconds: 0 }) });
+          for (const endpoint of endpoints) await runLoad(loadSpec(endpoint, { ...load, durationSeconds: load.warmupSeconds, warmupSeconds: 0 }));
         }
         // The full set at the first scale; the router's own rows at every scale (growth).
         if (baseline && only.has("read")) await measure("read", "direct subgraph", scale, readGraphql(server.generationUrl, viewer, state.taskId), server.pids);

@@ -300,14 +300,15 @@ async function start(config: Config, roleArg: string | undefined): Promise<void>
   // just after the ready line is printed, shuts down once the start has finished (a library's
   // own listener, added meanwhile, would otherwise take it and leave the process running).
   let stack: Stack | undefined;
+  let signalledWhileStarting: string | undefined;
   let closing = false;
   const shutdown = async (signal: string) => {
-    if (closing) {
+    if (closing || signalledWhileStarting) {
       stack?.logger.warn({ signal }, "second signal: exiting without waiting");
       process.exit(1);
     }
+    if (!stack) return void (signalledWhileStarting = signal); // shut down once the start finishes (below)
     closing = true;
-    if (!stack) return; // the start finishes, then shuts down (below)
     stack.logger.info({ signal }, "shutting down");
     setTimeout(() => {
       stack?.logger.error("shutdown did not finish in time; exiting");
@@ -322,9 +323,10 @@ async function start(config: Config, roleArg: string | undefined): Promise<void>
   const { startStack } = await import("./stack.ts");
   const started = await startStack(config, roles);
   stack = started;
-  if (closing) {
-    closing = false;
-    return shutdown("SIGTERM");
+  if (signalledWhileStarting) {
+    const signal = signalledWhileStarting;
+    signalledWhileStarting = undefined;
+    return shutdown(signal);
   }
   // A real process also reports its CPU, memory, event-loop lag and GC on /metrics.
   if (started.metrics) (await import("../src/observability/metrics.ts")).collectProcessMetrics(started.metrics);

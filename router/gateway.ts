@@ -258,7 +258,8 @@ export function postParsed(gateway: Gateway, target: string, headers: Record<str
 
 /** A JSON request body as GraphQL parameters: a JSON object, else null (the gateway answers anything else itself). */
 function jsonParams(contentType: string | undefined, body: Buffer | undefined): Record<string, unknown> | null {
-  if (!body?.length || !/^application\/(graphql-response\+)?json\b/i.test(contentType ?? "")) return null;
+  // The content types of GraphQL Yoga's own JSON body parser; any other body goes in as it came.
+  if (!body?.length || !/^application\/(graphql\+)?json\b/i.test(contentType ?? "")) return null;
   try {
     const parsed: unknown = JSON.parse(body.toString("utf8"));
     return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;

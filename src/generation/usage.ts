@@ -78,7 +78,7 @@ export async function usageTotals(db: Db, caller: Caller): Promise<UsageTotals> 
  * @param limit 1-100
  */
 export async function recentRequests(db: Db, caller: Caller, limit: number): Promise<RequestRecord[]> {
-  await writerOf(db).flush();
+  await flushRequestLog(db);
   const rows = await db("request_log").where("key_id", caller.keyId).orderBy("id", "desc").limit(limit);
   return rows.map((r: any) => ({ method: r.method, path: r.path, status: Number(r.status), at: r.at }));
 }
