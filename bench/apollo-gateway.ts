@@ -3,24 +3,33 @@
  * serving the checked-in schema/supergraph.graphql, with routing URLs rewritten to the running
  * subgraphs and the caller's Authorization forwarded to them, in a process of its own.
  *
- * Env: GENERATION_URL, CLOUD_URL (subgraph `/graphql` URLs), PORT (0 = any free port).
+ * Env: GENERATION_URL, CLOUD_URL (subgraph `/graphql` URLs), SUBGRAPH_SECRET, PORT (0 = any free port).
  * Prints `Apollo Gateway: <url>` once it listens.
  */
 import fs from "node:fs";
+import { randomUUID } from "node:crypto";
 import { ApolloGateway, RemoteGraphQLDataSource } from "@apollo/gateway";
 import { ApolloServer } from "@apollo/server";
 import { startStandaloneServer } from "@apollo/server/standalone";
 import { SUPERGRAPH_FILE } from "../router/compose.ts";
 import { supergraphWithUrls } from "../router/gateway.ts";
+import { signSubgraphRequest } from "../subgraphs/shared/internal-context.ts";
 
 const generationUrl = process.env.GENERATION_URL;
 const cloudUrl = process.env.CLOUD_URL;
 if (!generationUrl || !cloudUrl) throw new Error("GENERATION_URL and CLOUD_URL are required");
 
-/** Forwards the caller's key, as our router does (router/gateway.ts FORWARDED_HEADERS). */
+const secret = process.env.SUBGRAPH_SECRET;
+if (!secret) throw new Error("SUBGRAPH_SECRET is required: the subgraphs serve only signed requests");
+
+/** Forwards the caller's key, signed as our router signs it (subgraphs/shared/internal-context.ts). */
 class AuthorizedDataSource extends RemoteGraphQLDataSource<{ authorization?: string }> {
-  override willSendRequest({ request, context }: Parameters<NonNullable<RemoteGraphQLDataSource<{ authorization?: string }>["willSendRequest"]>>[0]) {
-    if (context.authorization) request.http?.headers.set("authorization", context.authorization);
+  override async willSendRequest({ request, context }: Parameters<NonNullable<RemoteGraphQLDataSource<{ authorization?: string }>["willSendRequest"]>>[0]) {
+    const headers: Record<string, string> = { "x-switchyard-client-ip": "127.0.0.1", "x-switchyard-count-id": randomUUID() };
+    if (context.authorization) headers.authorization = context.authorization;
+    const signed = await signSubgraphRequest(secret!, { query: request.query!, variables: request.variables, operationName: request.operationName, headers });
+    request.query = signed.query;
+    request.extensions = signed.extensions ?? undefined;
   }
 }
 

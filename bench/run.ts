@@ -19,7 +19,7 @@ import { z } from "zod";
 import { ROOT, createBenchDatabase, startApolloGateway, startServer, type Server } from "./server.ts";
 import { seedToScale, type SeedState } from "./seed.ts";
 import { runLoad, round, type LoadResult } from "./load.ts";
-import { dashboard, loadSpec, preflight, readGraphql, readRest, type Endpoint } from "./scenarios.ts";
+import { dashboard, loadSpec, preflight, readGraphql, readRest, readSubgraph, type Endpoint } from "./scenarios.ts";
 import { runWrite } from "./write.ts";
 import { runLive } from "./live.ts";
 import { evaluate, renderTables, replaceResults, type Results, type Row } from "./report.ts";
@@ -94,11 +94,11 @@ async function readAndJoin() {
         // paths the others share, and looked slower than it is.
         if (baseline && load.warmupSeconds > 0) {
           log("warming the server up");
-          const endpoints = [readGraphql(server.generationUrl, viewer, state.taskId), readGraphql(`${server.url}/graphql`, viewer, state.taskId), readRest(server.url, viewer, state.taskId), dashboard(`${server.url}/graphql`, viewer)];
+          const endpoints = [await readSubgraph(server.generationUrl, viewer, state.taskId, server.subgraphSecret), readGraphql(`${server.url}/graphql`, viewer, state.taskId), readRest(server.url, viewer, state.taskId), dashboard(`${server.url}/graphql`, viewer)];
           for (const endpoint of endpoints) await runLoad(loadSpec(endpoint, { ...load, durationSeconds: load.warmupSeconds, warmupSeconds: 0 }));
         }
         // The full set at the first scale; the router's own rows at every scale (growth).
-        if (baseline && only.has("read")) await measure("read", "direct subgraph", scale, readGraphql(server.generationUrl, viewer, state.taskId), server.pids);
+        if (baseline && only.has("read")) await measure("read", "direct subgraph", scale, await readSubgraph(server.generationUrl, viewer, state.taskId, server.subgraphSecret), server.pids);
         if (only.has("read") || only.has("growth")) await measure("read", "router", scale, readGraphql(`${server.url}/graphql`, viewer, state.taskId), server.pids);
         if (baseline && only.has("read")) await measure("read", "REST shim", scale, readRest(server.url, viewer, state.taskId), server.pids);
         if (only.has("join") || only.has("growth")) await measure("join", "router", scale, dashboard(`${server.url}/graphql`, viewer), server.pids);

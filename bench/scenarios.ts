@@ -2,6 +2,8 @@
  * The read and join scenarios (bench/README.md): what each variant sends, how each answer is
  * checked, and a preflight that validates one full answer before load is put on it.
  */
+import { randomUUID } from "node:crypto";
+import { signSubgraphRequest } from "../subgraphs/shared/internal-context.ts";
 import type { LoadSpec } from "./load.ts";
 import { BENCH_CUSTOMER, PER_ACCOUNT } from "./seed.ts";
 
@@ -43,6 +45,19 @@ export function readGraphql(url: string, key: string, taskId: string): Endpoint 
     verify: (body) => body.includes(taskId) && !body.includes('"errors"'),
     preflight: (json) => (json?.errors ? JSON.stringify(json.errors).slice(0, 300) : json?.data?.task?.id === taskId ? null : `unexpected answer ${JSON.stringify(json).slice(0, 300)}`),
   };
+}
+
+/**
+ * `task(id)` straight at the generation subgraph's `/graphql`, signed as the router signs (the
+ * subgraph serves nothing else); the signature holds for five minutes, so build one per row.
+ */
+export async function readSubgraph(url: string, key: string, taskId: string, secret: string): Promise<Endpoint> {
+  const signed = await signSubgraphRequest(secret, {
+    query: TASK_QUERY,
+    variables: { id: taskId },
+    headers: { authorization: `Bearer ${key}`, "x-switchyard-client-ip": "127.0.0.1", "x-switchyard-count-id": randomUUID() },
+  });
+  return { ...readGraphql(url, key, taskId), body: JSON.stringify(signed) };
 }
 
 /** `GET /api/v1/tasks/{id}` through the REST shim. */

@@ -86,6 +86,8 @@ export interface Server {
   routerPid: number;
   /** Every process of the stack (router and subgraphs). */
   pids: number[];
+  /** SUBGRAPH_SECRET of the stack: requests straight to a subgraph must be signed with it. */
+  subgraphSecret: string;
   stop(): Promise<void>;
 }
 
@@ -107,13 +109,14 @@ function cli(args: string[]): [string, string[]] {
  * @returns the URLs and the router's pid; `stop()` sends SIGTERM and waits for a clean exit
  */
 export async function startServer(topology: Topology, env: Record<string, string>): Promise<Server> {
-  const base = { ...process.env, PORT: "0", GENERATION_PORT: "0", CLOUD_PORT: "0", LOG_LEVEL: "warn", ...env };
+  const subgraphSecret = process.env.SUBGRAPH_SECRET ?? randomBytes(32).toString("hex");
+  const base = { ...process.env, PORT: "0", GENERATION_PORT: "0", CLOUD_PORT: "0", LOG_LEVEL: "warn", SUBGRAPH_SECRET: subgraphSecret, ...env };
   const router = /Switchyard router:\s+(\S+)/;
   const generation = /Generation subgraph:\s+(\S+)/;
   const cloud = /Cloud subgraph:\s+(\S+)/;
   if (topology === "single") {
     const one = await startProcess(...cli(["start"]), base, [router, generation, cloud]);
-    return { url: one.matches[0]![1]!, generationUrl: one.matches[1]![1]!, cloudUrl: one.matches[2]![1]!, routerPid: one.child.pid!, pids: [one.child.pid!], stop: one.stop };
+    return { url: one.matches[0]![1]!, generationUrl: one.matches[1]![1]!, cloudUrl: one.matches[2]![1]!, routerPid: one.child.pid!, pids: [one.child.pid!], subgraphSecret, stop: one.stop };
   }
   const subgraphs = await startProcess(...cli(["start", "generation,cloud"]), base, [generation, cloud]);
   const generationUrl = subgraphs.matches[0]![1]!;
@@ -128,6 +131,7 @@ export async function startServer(topology: Topology, env: Record<string, string
     cloudUrl,
     routerPid: front.child.pid!,
     pids: [front.child.pid!, subgraphs.child.pid!],
+    subgraphSecret,
     async stop() {
       await front.stop();
       await subgraphs.stop();
@@ -140,7 +144,7 @@ export async function startServer(topology: Topology, env: Record<string, string
  * @returns its GraphQL URL and a stop function
  */
 export async function startApolloGateway(server: Server): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
-  const env = { ...process.env, GENERATION_URL: server.generationUrl, CLOUD_URL: server.cloudUrl, PORT: "0", NODE_ENV: "production" };
+  const env = { ...process.env, GENERATION_URL: server.generationUrl, CLOUD_URL: server.cloudUrl, SUBGRAPH_SECRET: server.subgraphSecret, PORT: "0", NODE_ENV: "production" };
   const peer = await startProcess(process.execPath, ["--import", "tsx", path.join(ROOT, "bench", "apollo-gateway.ts")], env, [/Apollo Gateway:\s+(\S+)/]);
   return { url: peer.matches[0]![1]!, pid: peer.child.pid!, stop: peer.stop };
 }

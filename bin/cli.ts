@@ -3,7 +3,7 @@
  * Exit codes: 0 success, 1 failure (for `verify`: a discrepancy), 2 bad usage.
  */
 import { parseArgs } from "node:util";
-import { loadConfig, type Config } from "../src/config.ts";
+import { ConfigError, loadConfig, type Config } from "../src/config.ts";
 import { migrate, openDb, type Db } from "../src/db/index.ts";
 import { createKey, setKeyStatus, topUpKey } from "../src/auth/keys.ts";
 import { verifyLedger } from "../src/ledger/index.ts";
@@ -420,7 +420,7 @@ main(process.argv.slice(2)).then(
       console.error(`switchyard: ${error.message}\n\n${USAGE}`);
       process.exit(2);
     }
-    console.error(`switchyard: ${isAppError(error) ? error.message : (error as Error).stack ?? error}`);
+    console.error(`switchyard: ${isAppError(error) || error instanceof ConfigError ? error.message : (error as Error).stack ?? error}`);
     process.exit(1);
   },
 );

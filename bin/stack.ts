@@ -4,7 +4,7 @@
  * <role>` runs one.
  */
 import pino, { type Logger } from "pino";
-import type { Config } from "../src/config.ts";
+import { subgraphSecretFor, type Config } from "../src/config.ts";
 import { migrate, openDb, type Db } from "../src/db/index.ts";
 import { createUrlGuard } from "../src/net/url-guard.ts";
 import { createGenerationService, type GenerationService } from "../src/generation/tasks.ts";
@@ -50,6 +50,8 @@ export interface Stack {
   db?: Db;
   service?: GenerationService;
   poller?: Poller;
+  /** SUBGRAPH_SECRET in force (made for this start when unset in a single process). */
+  subgraphSecret?: string;
   /** The metrics registry served at `/metrics` (router and subgraph ports). */
   metrics?: Registry;
   logger: Logger;
@@ -85,6 +87,11 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
     },
   };
   try {
+    // One process with every role reaching its own subgraphs (`npm start`) may make its secret;
+    // separate processes must share one (README "Security model").
+    const sharedProcess = ALL_ROLES.every((role) => roles.includes(role)) && !config.generationUrl && !config.cloudUrl;
+    const subgraphSecret = subgraphSecretFor(config, sharedProcess);
+    stack.subgraphSecret = subgraphSecret;
     let routerUrl: string | undefined;
     const mediaBaseUrl = () => config.publicUrl ?? routerUrl ?? `http://${config.host}:${config.port}`;
     // Metrics and, with OTEL_EXPORTER_OTLP_ENDPOINT, tracing (src/observability/); closed last.
@@ -128,7 +135,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       const upstream = countUpstreamErrors(createUpstream(config, mediaBaseUrl), observability.registry);
       const guard = createUrlGuard({ dnsServers: config.dnsServers });
       const service = createGenerationService({ db, upstream, checkUrl: (url) => guard.isPublicHttpsUrl(url), pollIntervalMs: config.taskPollIntervalMs, deadlineSeconds: config.taskDeadlineSeconds });
-      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, pubsub: stack.pubsub!, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes, drainTimeoutMs: config.shutdownTimeoutMs, observability });
+      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, pubsub: stack.pubsub!, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes, drainTimeoutMs: config.shutdownTimeoutMs, secret: subgraphSecret, observability });
       closers.push(() => subgraph.close());
       const poller = startPoller({
         db,
@@ -175,6 +182,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         bodyLimit: config.bodyLimitBytes,
         adminToken: config.adminToken,
         drainTimeoutMs: config.shutdownTimeoutMs,
+        secret: subgraphSecret,
         observability,
       });
       closers.push(() => subgraph.close());
@@ -208,6 +216,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         metrics: observability.registry,
         metricsToken: config.metricsToken,
         tracing: observability.tracing,
+        subgraphSecret,
       });
       closers.push(() => router.close());
       routerUrl = router.url;

@@ -18,35 +18,70 @@ import httpTransport from "@graphql-mesh/transport-http";
 import wsTransport from "@graphql-mesh/transport-ws";
 import { IN_PROCESS_KIND, inProcessTransport, type SubgraphRequest } from "./transport/in-process.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/server.ts";
-
-/** Headers the router forwards to subgraphs: auth, locale, request id and the route being served. */
-export const FORWARDED_HEADERS = [
-  "authorization",
-  "accept-language",
-  "x-request-id",
-  "x-service-signature",
-  "x-switchyard-route",
-  "x-switchyard-route-status",
-  "x-switchyard-client-ip",
-  "x-switchyard-method",
-  "x-switchyard-path",
-  "x-switchyard-body-sha256",
-] as const;
-
-/** Headers a graphql-ws subscription forwards (from the connection params; x-switchyard-* are the router's own). */
-const SUBSCRIPTION_HEADERS = ["authorization", "accept-language"] as const;
+import {
+  INTERNAL_EXTENSION,
+  internalSigningPlugin,
+  pickInternalHeaders,
+  type InternalContext,
+  type InternalHeaders,
+} from "../subgraphs/shared/internal-context.ts";
 
 /**
- * The headers of one in-process subgraph request: what `propagateHeaders` picked (HTTP
- * requests), else, for a graphql-ws operation, the connection params the ws transport sends.
+ * Puts the internal context of a subgraph request (subgraphs/shared/internal-context.ts) in its
+ * `switchyard` extension, from facts the router alone has set: for HTTP requests the request's
+ * headers, rewritten at the router's edge (router/server.ts strips every `x-switchyard-*` a client
+ * sends and sets its own); for graphql-ws operations the `internalHeaders` the router built when
+ * the operation started (router/websocket.ts). Nothing else a client sends reaches a subgraph.
  */
+export const internalContextPlugin: GatewayPlugin = {
+  onSubgraphExecute({ executionRequest }) {
+    const context = (executionRequest.context ?? {}) as { internalHeaders?: InternalHeaders; request?: Request };
+    const headers = context.internalHeaders ?? (context.request ? pickInternalHeaders(Object.fromEntries(context.request.headers)) : {});
+    const internal: InternalContext = { issuedAt: Math.floor(Date.now() / 1000), headers };
+    executionRequest.extensions = { ...executionRequest.extensions, [INTERNAL_EXTENSION]: internal };
+  },
+};
+
+/** The same errors without `extensions.serviceName` (which subgraph answered: internal topology). */
+function withoutServiceNames(result: any): any {
+  if (!result?.errors?.some((error: any) => error?.extensions?.serviceName !== undefined)) return result;
+  return {
+    ...result,
+    errors: result.errors.map((error: any) => {
+      if (!(error instanceof GraphQLError) || error.extensions?.serviceName === undefined) return error;
+      const { serviceName: _hidden, ...extensions } = error.extensions;
+      return new GraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, originalError: error.originalError, extensions });
+    }),
+  };
+}
+
+/**
+ * In production, answers do not say which subgraph an error came from (the gateway adds
+ * `extensions.serviceName`): queries, mutations and every event of a subscription.
+ */
+export const hideServiceNames: GatewayPlugin = {
+  onExecute() {
+    return {
+      onExecuteDone({ result, setResult }: { result: any; setResult(result: any): void }) {
+        if (typeof result?.[Symbol.asyncIterator] === "function") {
+          return { onNext: ({ result: next, setResult: setNext }: { result: any; setResult(result: any): void }) => setNext(withoutServiceNames(next)) };
+        }
+        setResult(withoutServiceNames(result));
+      },
+    };
+  },
+  onSubscribe() {
+    return {
+      onSubscribeResult() {
+        return { onNext: ({ result, setResult }: { result: any; setResult(result: any): void }) => setResult(withoutServiceNames(result)) };
+      },
+    };
+  },
+} as GatewayPlugin;
+
+/** The internal headers of one in-process subgraph request (no signature needed: same process). */
 function inProcessHeaders(request: SubgraphRequest): Record<string, string> {
-  const propagated = request.extensions?.headers as Record<string, string> | undefined;
-  if (propagated) return propagated;
-  const fromContext = ((request.context as { headers?: Record<string, string> } | undefined)?.headers ?? {}) as Record<string, string>;
-  const headers: Record<string, string> = {};
-  for (const name of SUBSCRIPTION_HEADERS) if (fromContext[name]) headers[name] = fromContext[name];
-  return headers;
+  return (request.extensions?.[INTERNAL_EXTENSION] as InternalContext | undefined)?.headers ?? {};
 }
 
 /** The HTTP status a GraphQL error carries in `extensions.http.status`, if any. */
@@ -177,6 +212,8 @@ export function createGateway(options: {
   localSubgraphs?: Record<string, LocalSubgraph>;
   production: boolean;
   requestTimeoutMs?: number;
+  /** SUBGRAPH_SECRET: the key of the HMAC signature on every request to a subgraph reached over the network. */
+  subgraphSecret: string;
   /** Further plugins: metrics and tracing (router/metrics.ts, src/observability/tracing.ts). */
   plugins?: GatewayPlugin[];
 }) {
@@ -195,9 +232,20 @@ export function createGateway(options: {
     logging: new QuietGatewayLogger(),
     maskedErrors: false,
     disableIntrospection: limits.disableIntrospection,
-    plugins: () => [preparsedParams, keepHttpStatusInErrors, variableErrorsAsResult, subscriptionKeyCheck(() => gateway), ...limits.plugins, ...(options.plugins ?? [])],
-    // Subscriptions reach the subgraphs over graphql-ws, with the caller's key in the connection
-    // params; `context.headers` holds the HTTP headers merged with graphql-ws connection params.
+    plugins: () => [
+      preparsedParams,
+      keepHttpStatusInErrors,
+      variableErrorsAsResult,
+      subscriptionKeyCheck(() => gateway),
+      ...(options.production ? [hideServiceNames] : []),
+      ...limits.plugins,
+      ...(options.plugins ?? []),
+      // Last, so the facts are complete when they are signed; in-process subgraphs need no signature.
+      internalContextPlugin,
+      internalSigningPlugin(options.subgraphSecret, (name) => !(name in local)),
+    ],
+    // Subscriptions reach remote subgraphs over graphql-ws; each operation carries its signed
+    // internal context (the caller's key included) like a query does.
     transports: { http: httpTransport, ws: wsTransport, [IN_PROCESS_KIND]: inProcessTransport(local, inProcessHeaders) },
     transportEntries: {
       ...Object.fromEntries(Object.keys(local).map((name) => [name, { kind: IN_PROCESS_KIND }])),
@@ -206,20 +254,8 @@ export function createGateway(options: {
           subscriptions: {
             kind: "ws",
             location: "/graphql",
-            options: { connectionParams: Object.fromEntries(SUBSCRIPTION_HEADERS.map((name) => [name, `{context.headers.${name}}`])) },
           },
         },
-      },
-    },
-    propagateHeaders: {
-      fromClientToSubgraphs({ request, context }) {
-        const fromContext = ((context as { headers?: Record<string, string> } | undefined)?.headers ?? {}) as Record<string, string>;
-        const headers: Record<string, string> = {};
-        for (const name of FORWARDED_HEADERS) {
-          const value = request?.headers?.get(name) ?? fromContext[name];
-          if (value) headers[name] = value;
-        }
-        return headers;
       },
     },
   });

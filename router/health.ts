@@ -30,15 +30,14 @@ function restModel(m: any) {
   };
 }
 
-/** Whether a subgraph answers a trivial query within two seconds. */
+/**
+ * Whether a subgraph answers its `GET /health` within two seconds (its `/graphql` serves only
+ * requests the router signs; the models query below goes through it).
+ * @param url the subgraph's `/graphql` URL
+ */
 async function subgraphReady(url: string): Promise<boolean> {
   try {
-    const response = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: '{"query":"{ __typename }"}',
-      signal: AbortSignal.timeout(2000),
-    });
+    const response = await fetch(new URL("health", new URL(".", url)), { signal: AbortSignal.timeout(2000) });
     return response.ok;
   } catch {
     return false;

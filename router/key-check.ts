@@ -8,12 +8,25 @@ import type { Gateway } from "./gateway.ts";
 import { runOperation } from "./rest/graph-client.ts";
 
 /**
- * Checks an Authorization value (with or without `Bearer `).
+ * Checks an Authorization value (with or without `Bearer `) for a client at `clientIp`, with
+ * every policy of the key (disabled, source-IP allow-list, rate limit: the check counts as one
+ * request).
+ * @param client `clientIp`, the client's address as the router sees it (TRUST_PROXY applied);
+ *   `countId`, the id the rate limiter counts this request under (default: a new one)
  * @returns null when the key is valid, else the GraphQL error the subgraph gave (401/403/429)
  */
-export async function checkKey(gateway: Gateway, authorization: string | undefined | null): Promise<GraphQLError | null> {
+export async function checkKey(
+  gateway: Gateway,
+  authorization: string | undefined | null,
+  client: { clientIp: string; countId?: string },
+): Promise<GraphQLError | null> {
   if (!authorization) return new GraphQLError("Invalid or missing API key", { extensions: { code: "unauthorized", http: { status: 401 } } });
-  const result = await runOperation(gateway, "query KeyCheck { apiKey { id } }", {}, { authorization, requestId: randomUUID(), route: "POST /graphql" });
+  const result = await runOperation(gateway, "query KeyCheck { apiKey { id } }", {}, {
+    authorization,
+    requestId: randomUUID(),
+    route: "POST /graphql",
+    headers: { "x-switchyard-client-ip": client.clientIp, "x-switchyard-count-id": client.countId ?? randomUUID() },
+  });
   const error = result.errors?.[0];
   return error ? new GraphQLError(error.message, { extensions: error.extensions }) : null;
 }
@@ -29,8 +42,10 @@ export function subscriptionKeyCheck(gateway: () => Gateway) {
       // graphql-ws connections were checked when they connected.
       if (context.connectionParams) return;
       const headers = context.headers ?? {};
-      const authorization = typeof headers.get === "function" ? headers.get("authorization") : headers.authorization;
-      const error = await checkKey(gateway(), authorization);
+      const header = (name: string): string | undefined => (typeof headers.get === "function" ? headers.get(name) : headers[name]) ?? undefined;
+      // The client IP was set by the router's edge (router/server.ts), never by the client.
+      // The SSE request and its key check count as one request.
+      const error = await checkKey(gateway(), header("authorization"), { clientIp: header("x-switchyard-client-ip") ?? "", countId: header("x-switchyard-count-id") });
       if (error) setResultAndStopExecution({ errors: [error] });
     },
   };

@@ -35,7 +35,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { readBodyBytes } from "./rest/body.ts";
-import { AppError } from "../src/errors.ts";
+import { AppError, ERROR_CODES } from "../src/errors.ts";
 import {
   GraphQLError,
   Kind,
@@ -389,15 +389,20 @@ const measuringSchema: GraphQLSchema = buildSchema("type Query { ok: Boolean }")
  * `content-length` or the bytes received pass `limit`, before the body is read whole. Within the
  * limit the body is handed to the gateway already read (as `req.body`, which its Node adapter
  * takes as the request body).
- * @returns true when the request may go on to the gateway; false when the 413 was sent
+ * @param hasCredentials whether the request carries an `Authorization` header: without one an
+ *   oversized body is refused 401 `unauthorized` (authentication first), with one 413
+ * @returns true when the request may go on to the gateway; false when the 413 (or 401) was sent
  */
-export function limitGraphqlBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<boolean> {
+export function limitGraphqlBody(req: IncomingMessage, res: ServerResponse, limit: number, hasCredentials = true): Promise<boolean> {
   if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") return Promise.resolve(true);
   const tooLarge = () => {
-    const body = JSON.stringify({
-      errors: [{ message: `Request body is too large: the limit is ${limit} bytes`, extensions: { code: LIMIT_CODES.bodySize, http: { status: 413 } } }],
-    });
-    res.writeHead(413, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close" });
+    // Authentication comes first: no operation without a key needs a body this large, so a
+    // request without credentials learns that, not the size limit.
+    const error = hasCredentials
+      ? { message: `Request body is too large: the limit is ${limit} bytes`, extensions: { code: LIMIT_CODES.bodySize, http: { status: 413 } } }
+      : { message: ERROR_CODES.unauthorized.message, extensions: { code: "unauthorized", http: { status: 401 } } };
+    const body = JSON.stringify({ errors: [error] });
+    res.writeHead(error.extensions.http.status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close" });
     res.end(body);
     // Discard (not keep) what the client still sends, so it reads the answer; the socket closes after it.
     req.resume();

@@ -26,6 +26,7 @@ import { createRegistry, serveMetrics } from "../src/observability/metrics.ts";
 import type { Tracing } from "../src/observability/tracing.ts";
 import { createRouterMetrics } from "./metrics.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/server.ts";
+import { ERROR_CODES } from "../src/errors.ts";
 
 /** Settings of the router. */
 export interface RouterOptions {
@@ -50,6 +51,8 @@ export interface RouterOptions {
   metricsToken?: string;
   /** Tracing hooks when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/observability/tracing.ts). */
   tracing?: Tracing;
+  /** SUBGRAPH_SECRET: signs the internal context of every request to a subgraph (README "Security model"). */
+  subgraphSecret: string;
 }
 
 /** A running router. */
@@ -81,6 +84,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     localSubgraphs: options.localSubgraphs,
     production: options.production,
     requestTimeoutMs: options.requestTimeoutMs,
+    subgraphSecret: options.subgraphSecret,
     plugins: options.tracing ? [metrics.gatewayPlugin, options.tracing.gatewayPlugin] : [metrics.gatewayPlugin],
   });
   let schema: Promise<GraphQLSchema> | undefined;
@@ -138,12 +142,15 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   const eventStreams = new Set<http.ServerResponse>();
   const server = http.createServer((req, res) => {
     const started = process.hrtime.bigint();
+    // A client's X-Request-Id is echoed for correlation only; nothing counts or trusts it.
     const incoming = req.headers["x-request-id"];
     const requestId = typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     req.headers["x-request-id"] = requestId;
-    // Only the router speaks for itself to the subgraphs.
+    // Only the router speaks for itself to the subgraphs: every x-switchyard-* is its own.
     for (const name of Object.keys(req.headers)) if (name.startsWith("x-switchyard-")) delete req.headers[name];
     req.headers["x-switchyard-client-ip"] = clientIp(req);
+    // The id the rate limiter counts this request under (once, however many subgraphs it reaches).
+    req.headers["x-switchyard-count-id"] = randomUUID();
     res.setHeader("x-request-id", requestId);
     // The route pattern served (a bounded label: never the raw path), set by handle().
     const served: Served = { route: "other" };
@@ -183,7 +190,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
         res.on("close", () => eventStreams.delete(res));
       }
       req.headers["x-switchyard-route"] = `${req.method} /graphql`;
-      if (!(await limitGraphqlBody(req, res, options.bodyLimit))) return;
+      if (!(await limitGraphqlBody(req, res, options.bodyLimit, Boolean(req.headers.authorization)))) return;
       // A signed request: the subgraphs check the signature over the method, path and body the
       // client sent, exactly as for the REST shims.
       const raw = (req as http.IncomingMessage & { body?: Buffer }).body;
@@ -202,17 +209,17 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       const anyMethod = ["GET", "POST"].some((m) => routes.find(m as "GET", path));
       if (path.startsWith("/openapi/")) {
         return sendCloudError(res, requestId, anyMethod
-          ? { code: "invalid_request", status: 405, message: "Method not allowed", details: { method: req.method } }
+          ? { code: "method_not_allowed", status: ERROR_CODES.method_not_allowed.status, message: ERROR_CODES.method_not_allowed.message, details: { method: req.method } }
           : { code: "not_found", status: 404, message: "Path not found", details: { path } });
       }
-      return sendGenerationError(res, anyMethod ? { status: 405, message: "Method not allowed" } : { status: 404, message: "Not found" });
+      return sendGenerationError(res, anyMethod ? { status: ERROR_CODES.method_not_allowed.status, message: ERROR_CODES.method_not_allowed.message } : { status: 404, message: "Not found" });
     }
     served.route = (found.store as { route?: string } | null)?.route ?? "other";
     await (found.handler as any)(req, res, found.params, { requestId, query: url.searchParams });
   }
 
   server.keepAliveTimeout = 65_000;
-  const websockets = attachWebSockets(server, gateway, options.logger);
+  const websockets = attachWebSockets(server, gateway, options.logger, clientIp);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, resolve);

@@ -5,6 +5,7 @@
  * 4403 Forbidden.
  */
 import type http from "node:http";
+import { randomUUID } from "node:crypto";
 import { WebSocketServer, type WebSocket } from "ws";
 import { useServer } from "graphql-ws/use/ws";
 import { getGraphQLWSOptions } from "@graphql-hive/gateway-runtime";
@@ -13,6 +14,7 @@ import type { Gateway } from "./gateway.ts";
 import { checkKey } from "./key-check.ts";
 import { GRAPHQL_WS_INIT_TIMEOUT_MS, GRAPHQL_WS_MAX_PAYLOAD_BYTES } from "./limits.ts";
 import { closeWebSockets } from "../src/net/drain.ts";
+import type { InternalHeaders } from "../subgraphs/shared/internal-context.ts";
 
 /** Connection params with lower-cased names and string values only (the gateway reads them as headers). */
 export function normalizeConnectionParams(params: unknown): Record<string, string> {
@@ -71,24 +73,43 @@ function refusingServerOnlyMessages(wss: WebSocketServer): WebSocketServer {
 }
 
 /**
+ * The internal headers of one graphql-ws operation (subgraphs/shared/internal-context.ts): the
+ * key and locale from the connection params, the client's address as the router saw the upgrade
+ * request, and ids minted here — nothing else the client sent.
+ */
+function operationHeaders(params: Record<string, string>, clientIp: string): InternalHeaders {
+  const headers: InternalHeaders = { "x-request-id": randomUUID(), "x-switchyard-count-id": randomUUID(), "x-switchyard-client-ip": clientIp };
+  if (params.authorization) headers.authorization = params.authorization;
+  if (params["accept-language"]) headers["accept-language"] = params["accept-language"];
+  return headers;
+}
+
+/**
  * Serves graphql-ws on `/graphql` of the router's HTTP server.
+ * @param clientIpOf the client's address of an upgrade request (TRUST_PROXY applied, router/server.ts)
  * @returns a close function that ends every connection (close code 1001, going away); a client
  *   that does not answer the close within `timeoutMs` is terminated
  */
-export function attachWebSockets(server: http.Server, gateway: Gateway, logger: Logger) {
+export function attachWebSockets(server: http.Server, gateway: Gateway, logger: Logger, clientIpOf: (req: http.IncomingMessage) => string) {
   const wss = new WebSocketServer({ server, path: "/graphql", maxPayload: GRAPHQL_WS_MAX_PAYLOAD_BYTES });
-  const options = getGraphQLWSOptions<Record<string, any>, any>(gateway as any, (ctx) => ({
-    req: ctx.extra?.request,
-    socket: ctx.extra?.socket,
-    connectionParams: normalizeConnectionParams(ctx.connectionParams),
-  }));
+  const options = getGraphQLWSOptions<Record<string, any>, any>(gateway as any, (ctx) => {
+    const connectionParams = normalizeConnectionParams(ctx.connectionParams);
+    return {
+      req: ctx.extra?.request,
+      socket: ctx.extra?.socket,
+      connectionParams,
+      // Read by router/gateway.ts internalContextPlugin: the only facts the subgraphs get.
+      internalHeaders: operationHeaders(connectionParams, clientIpOf(ctx.extra.request)),
+    };
+  });
   const cleanup = useServer(
     {
       ...options,
       connectionInitWaitTimeout: GRAPHQL_WS_INIT_TIMEOUT_MS,
       onConnect: async (ctx) => {
         try {
-          return (await checkKey(gateway, normalizeConnectionParams(ctx.connectionParams).authorization)) === null;
+          const authorization = normalizeConnectionParams(ctx.connectionParams).authorization;
+          return (await checkKey(gateway, authorization, { clientIp: clientIpOf(ctx.extra.request) })) === null;
         } catch (error) {
           logger.warn({ err: error }, "graphql-ws authorization failed");
           return false;

@@ -3,7 +3,40 @@
  * and the CLI can pass their own.
  */
 import path from "node:path";
+import { randomBytes } from "node:crypto";
 import { z } from "zod";
+
+/** A setting that stops the process from starting: the CLI prints its message as one line, with no stack. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+/** Shortest SUBGRAPH_SECRET accepted (characters): 32 random hex digits are 128 bits. */
+export const SUBGRAPH_SECRET_MIN_LENGTH = 32;
+
+/**
+ * The SUBGRAPH_SECRET this process signs or verifies subgraph requests with.
+ * @param config the settings
+ * @param sharedProcess whether the router and both subgraphs run in this process and reach each
+ *   other only here (`npm start`): then an unset secret is made for this start
+ * @returns the secret
+ * @throws ConfigError when it is unset and another process must share it, or shorter than
+ *   {@link SUBGRAPH_SECRET_MIN_LENGTH}
+ */
+export function subgraphSecretFor(config: Pick<Config, "subgraphSecret">, sharedProcess: boolean): string {
+  const secret = config.subgraphSecret;
+  if (secret !== undefined && secret.length < SUBGRAPH_SECRET_MIN_LENGTH) {
+    throw new ConfigError(`SUBGRAPH_SECRET must be at least ${SUBGRAPH_SECRET_MIN_LENGTH} characters (for example: openssl rand -hex 32)`);
+  }
+  if (secret) return secret;
+  if (sharedProcess) return randomBytes(32).toString("hex");
+  throw new ConfigError(
+    "SUBGRAPH_SECRET is required when the router and the subgraphs run as separate processes: set the same random value in every process (for example: openssl rand -hex 32)",
+  );
+}
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 const millis = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
@@ -40,6 +73,7 @@ const schema = z.object({
   SIMULATOR_STEP_MS: millis(1_000),
   DNS_SERVERS: z.string().optional(),
   ADMIN_TOKEN: z.string().optional(),
+  SUBGRAPH_SECRET: z.string().optional(),
   LOG_LEVEL: z.string().default("info"),
   PROVISION_DELAY_MS: millis(2_000),
   WEBHOOK_RETRY_BASE_MS: millis(30_000),
@@ -99,6 +133,11 @@ export interface Config {
   /** Resolver addresses such as `127.0.0.1:5353`; unset: the system resolver. */
   dnsServers?: string[];
   adminToken?: string;
+  /**
+   * The key of the router's HMAC signature on every subgraph request (README "Security model");
+   * unset: made per start when every role runs in this process ({@link subgraphSecretFor}).
+   */
+  subgraphSecret?: string;
   logLevel: string;
   provisionDelayMs: number;
   webhookRetryBaseMs: number;
@@ -127,13 +166,13 @@ export interface Config {
  * Reads and validates the settings.
  * @param env an environment object (defaults to `process.env`)
  * @returns the typed settings
- * @throws Error naming every invalid variable
+ * @throws ConfigError naming every invalid variable
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const parsed = schema.safeParse(env);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
-    throw new Error(`Invalid configuration: ${problems}`);
+    throw new ConfigError(`Invalid configuration: ${problems}`);
   }
   const e = parsed.data;
   return {
@@ -163,6 +202,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     simulatorStepMs: e.SIMULATOR_STEP_MS,
     dnsServers: e.DNS_SERVERS ? e.DNS_SERVERS.split(",").map((s) => s.trim()).filter(Boolean) : undefined,
     adminToken: e.ADMIN_TOKEN || undefined,
+    subgraphSecret: e.SUBGRAPH_SECRET || undefined,
     logLevel: e.LOG_LEVEL,
     provisionDelayMs: e.PROVISION_DELAY_MS,
     webhookRetryBaseMs: e.WEBHOOK_RETRY_BASE_MS,

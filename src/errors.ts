@@ -19,6 +19,7 @@ export const ERROR_CODES = {
   forbidden: { status: 403, message: "Forbidden" },
   insufficient_balance: { status: 402, message: "Insufficient balance" },
   not_found: { status: 404, message: "Not found" },
+  method_not_allowed: { status: 405, message: "Method not allowed" },
   task_not_found: { status: 404, message: "Task not found" },
   conflict: { status: 409, message: "Conflict" },
   payload_too_large: { status: 413, message: "Request body is too large" },

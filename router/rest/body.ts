@@ -60,6 +60,19 @@ export function readBodyBytes(req: IncomingMessage, limit: number): Promise<Buff
 }
 
 /**
+ * The error to answer for a body that could not be read. Authentication comes first (generation
+ * spec part 7, cloud spec part 7): a request without an `Authorization` header gets 401, not the
+ * size limit — the header is checked before a byte of the body is read.
+ * @param error what {@link readBody} threw
+ * @returns AppError `unauthorized` (401) for an oversized body without credentials, else `error`
+ */
+export function bodyReadError(req: IncomingMessage, error: unknown): AppError {
+  if (error instanceof AppError && error.code === "payload_too_large" && !req.headers.authorization) return new AppError("unauthorized");
+  if (error instanceof AppError) return error;
+  throw error;
+}
+
+/**
  * Deepest nesting of objects and arrays a REST body may have: far above any documented body, far
  * below the depth at which JSON.stringify (the shims pass bodies on as JSON) overflows the stack.
  */

@@ -7,7 +7,7 @@ import type { ServerResponse } from "node:http";
 import type { GraphQLInputObjectType, GraphQLSchema } from "graphql";
 import { AppError } from "../../src/errors.ts";
 import type { Gateway } from "../gateway.ts";
-import { jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "./body.ts";
+import { bodyReadError, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "./body.ts";
 import { policyHeaders, runOperation, sha256Hex, toShimError, type ShimError } from "./graph-client.ts";
 import { restBodyToInput, type TypeErrorFactory } from "./input.ts";
 import type { RestCall } from "./generation.ts";
@@ -241,7 +241,7 @@ export function createCloudShim(deps: CloudShimDeps) {
     try {
       text = await readBody(call.req, deps.bodyLimit);
     } catch (error) {
-      return sendCloudError(call.res, call.requestId, fromAppError(error as AppError));
+      return sendCloudError(call.res, call.requestId, fromAppError(bodyReadError(call.req, error)));
     }
     const digest = sha256Hex(text);
     if (jsonTooDeep(text)) return rejectAfterAuth(call, tooDeepError(), digest);

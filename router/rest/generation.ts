@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { GraphQLInputObjectType, type GraphQLSchema } from "graphql";
 import { AppError, invalidFieldError, validationMessages } from "../../src/errors.ts";
 import type { Gateway } from "../gateway.ts";
-import { jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "./body.ts";
+import { bodyReadError, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "./body.ts";
 import { policyHeaders, runOperation, sha256Hex, toShimError, type CallContext, type ShimError } from "./graph-client.ts";
 import { restBodyToInput, type TypeErrorFactory } from "./input.ts";
 
@@ -120,7 +120,7 @@ export function createGenerationShim(deps: GenerationShimDeps) {
     try {
       text = await readBody(call.req, deps.bodyLimit);
     } catch (error) {
-      return sendGenerationError(call.res, error as AppError);
+      return sendGenerationError(call.res, bodyReadError(call.req, error));
     }
     const digest = sha256Hex(text);
     if (jsonTooDeep(text)) return rejectAfterAuth(call, route, tooDeepError(), digest);

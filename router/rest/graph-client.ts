@@ -58,14 +58,17 @@ export async function runOperation<T = any>(gateway: Gateway, query: string, var
 }
 
 /**
- * The facts about a REST request the subgraphs need for key policy: client IP (set by the router),
+ * The facts about a REST request the subgraphs need for key policy: client IP and count id (set by the router),
  * and, when the client signed the request, the signature with method, path and body digest.
  * @param bodySha256 hex SHA-256 of the raw body (of "" for bodiless requests)
  */
 export function policyHeaders(req: IncomingMessage, bodySha256: string): Record<string, string> {
   const headers: Record<string, string> = {};
-  const ip = req.headers["x-switchyard-client-ip"];
-  if (typeof ip === "string") headers["x-switchyard-client-ip"] = ip;
+  // Both set by the router's edge (router/server.ts), never taken from the client.
+  for (const name of ["x-switchyard-client-ip", "x-switchyard-count-id"]) {
+    const value = req.headers[name];
+    if (typeof value === "string") headers[name] = value;
+  }
   const signature = req.headers["x-service-signature"];
   if (typeof signature === "string") {
     headers["x-service-signature"] = signature;

@@ -172,6 +172,17 @@ export interface RateLimiter {
    * @throws AppError `rate_limited` (429) with details `{ retry_after_seconds }` (an integer ≥ 1)
    */
   consume(caller: Pick<Caller, "keyId" | "rateLimit">, requestId?: string | null): Promise<void>;
+  /**
+   * Refuses a replayed request signature: the first request (count id) to present a signature
+   * claims it for twice the tolerance (the whole time it could verify); the same request reaching
+   * another subgraph may present it again, any other request may not. In Redis when configured,
+   * so a replay through another router is refused too.
+   * @param keyId the signing key
+   * @param signature what {@link verifyRequestSignature} returned
+   * @param countId the router-minted id of the client request (its count id)
+   * @throws AppError `unauthorized` (401) `Request signature already used`
+   */
+  claimSignature(keyId: string, signature: VerifiedSignature, countId: string): Promise<void>;
 }
 
 /** Options of {@link createRateLimiter}. */
@@ -298,8 +309,32 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
   }
 
   const inflight = new Map<string, Promise<void>>();
+  // Signatures seen: key → count id of the request that presented it first, until it expires.
+  const signaturesSeen = new Map<string, { countId: string; expiresAt: number }>();
+  const signatureTtlMs = 2 * SIGNATURE_TOLERANCE_SECONDS * 1000;
+  const replayed = () => new AppError("unauthorized", "Request signature already used");
 
   return {
+    async claimSignature(keyId, signature, countId) {
+      const id = `${keyId}:${signature.timestamp}:${signature.hmac}`;
+      if (redis) {
+        const key = `${prefix}sig:${id}`;
+        if ((await redis.set(key, countId, "PX", signatureTtlMs, "NX")) === "OK") return;
+        if ((await redis.get(key)) !== countId) throw replayed();
+        return;
+      }
+      const now = Date.now();
+      for (const [k, v] of signaturesSeen) {
+        if (v.expiresAt > now && signaturesSeen.size < maxMemo * 10) break;
+        signaturesSeen.delete(k);
+      }
+      const seen = signaturesSeen.get(id);
+      if (seen && seen.expiresAt > now) {
+        if (seen.countId !== countId) throw replayed();
+        return;
+      }
+      signaturesSeen.set(id, { countId, expiresAt: now + signatureTtlMs });
+    },
     consume(caller, requestId) {
       const points = caller.rateLimit;
       if (points === null || points === undefined || !(points > 0)) return Promise.resolve();
@@ -389,6 +424,8 @@ export function parseSignatureHeader(header: string): ParsedSignatureHeader | nu
  * @param expectedFor computes the expected hex HMAC for the header's timestamp
  * @param toleranceSeconds allowed clock difference, both directions
  * @param nowSeconds the current unix time in seconds
+ * @returns the signature that matched: its timestamp and hex HMAC (the same for every header that
+ *   signs the same content at the same second, however its `v1` values are arranged)
  * @throws AppError `unauthorized` (401): `Missing request signature`, `Invalid request signature`,
  *   `Request signature timestamp outside the tolerance`
  */
@@ -397,7 +434,7 @@ export function verifySignatureHeader(
   expectedFor: (timestamp: number) => string,
   toleranceSeconds: number,
   nowSeconds: number,
-): void {
+): VerifiedSignature {
   if (!header || !header.trim()) throw new AppError("unauthorized", "Missing request signature");
   const parsed = parseSignatureHeader(header);
   if (!parsed) throw new AppError("unauthorized", "Invalid request signature");
@@ -411,6 +448,15 @@ export function verifySignatureHeader(
   if (Math.abs(nowSeconds - parsed.timestamp) > toleranceSeconds) {
     throw new AppError("unauthorized", "Request signature timestamp outside the tolerance");
   }
+  return { timestamp: parsed.timestamp, hmac: expected.toString("hex") };
+}
+
+/** A signature that verified: its `t` and the HMAC it matched. */
+export interface VerifiedSignature {
+  /** Unix seconds. */
+  timestamp: number;
+  /** The matching hex HMAC. */
+  hmac: string;
 }
 
 /** What a request signature covers (see the module docstring). */
@@ -446,7 +492,7 @@ export function signRequest(secret: string, request: SignedRequest): string {
  * @param secret the key's `webhook_secret`
  * @param header the `X-Service-Signature` value, null when absent
  * @param request method, path with query, hex SHA-256 of the raw body ({@link sha256Hex}), now in unix seconds
- * @returns nothing when valid
+ * @returns the signature that matched (for the replay check, {@link RateLimiter.claimSignature})
  * @throws AppError `unauthorized` (401): `Missing request signature`, `Invalid request signature`,
  *   `Request signature timestamp outside the tolerance`
  */
@@ -454,8 +500,8 @@ export function verifyRequestSignature(
   secret: string,
   header: string | null,
   request: { method: string; path: string; bodySha256: string; nowSeconds: number },
-): void {
-  verifySignatureHeader(
+): VerifiedSignature {
+  return verifySignatureHeader(
     header,
     (t) => hmacSha256Hex(secret, requestPayload(t, request.method, request.path, request.bodySha256)),
     SIGNATURE_TOLERANCE_SECONDS,

@@ -30,6 +30,8 @@ export function startCloudSubgraph(options: {
   adminToken?: string;
   /** Graceful shutdown: how long requests in flight may finish (default 10 s). */
   drainTimeoutMs?: number;
+  /** SUBGRAPH_SECRET: only requests signed with it by the router are served (subgraphs/shared/internal-context.ts). */
+  secret: string;
   /** Tracing hooks and `/metrics` (bin/stack.ts). */
   observability?: SubgraphObservability;
 }): Promise<SubgraphHandle> {
@@ -38,7 +40,7 @@ export function startCloudSubgraph(options: {
     typeDefs: cloudTypeDefs,
     resolvers,
     context: async (req) => createCloudContext(options.db, options.services, options.rateLimiter, req, options.adminToken),
-    onConnect: async (req) => Boolean(await createCloudContext(options.db, options.services, options.rateLimiter, req, options.adminToken).callerOrNull()),
+    secret: options.secret,
     logger: options.logger,
     host: options.host,
     port: options.port,

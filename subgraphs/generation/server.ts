@@ -54,6 +54,8 @@ export async function startGenerationSubgraph(options: {
   port: number;
   bodyLimit: number;
   drainTimeoutMs?: number;
+  /** SUBGRAPH_SECRET: only requests signed with it by the router are served (subgraphs/shared/internal-context.ts). */
+  secret: string;
   /** Tracing hooks and `/metrics` (bin/stack.ts). */
   observability?: SubgraphObservability;
 }): Promise<SubgraphHandle> {
@@ -62,7 +64,7 @@ export async function startGenerationSubgraph(options: {
     typeDefs: generationTypeDefs,
     resolvers: resolvers as any,
     context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req),
-    onConnect: async (req) => Boolean(await createContext(options.db, options.service, options.rateLimiter, options.pubsub, req).callerOrNull()),
+    secret: options.secret,
     onResponse: recordRoute(options.logger),
     logger: options.logger,
     host: options.host,

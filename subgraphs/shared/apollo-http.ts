@@ -4,17 +4,38 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { HeaderMap, type ApolloServer, type BaseContext } from "@apollo/server";
+import type { RequestLike } from "./auth.ts";
+import { InternalContextError, type InternalContext, type SignedParams, type createInternalVerifier } from "./internal-context.ts";
+
+/** A JSON GraphQL error answer with our error contract (`extensions.code`, `extensions.http.status`). */
+function sendError(res: ServerResponse, status: number, code: string, message: string): void {
+  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ errors: [{ message, extensions: { code, http: { status } } }] }));
+}
+
+/** GraphQL parameters of a GET request's query string; null when `variables` or `extensions` is not JSON. */
+function paramsOfSearch(search: URLSearchParams): SignedParams | null {
+  try {
+    const json = (name: string) => (search.has(name) ? JSON.parse(search.get(name)!) : undefined);
+    return { query: search.get("query") ?? undefined, operationName: search.get("operationName"), variables: json("variables"), extensions: json("extensions") };
+  } catch {
+    return null;
+  }
+}
 
 /**
- * Creates a request handler for `/graphql`.
+ * Creates a request handler for `/graphql`. Only requests signed by the router are served
+ * (subgraphs/shared/internal-context.ts); anything else is 403 `forbidden` before Apollo Server
+ * sees it, so `_service`, `_entities` and every field answer the router alone.
  * @param server a started Apollo Server
- * @param context builds the per-request context from the request
+ * @param context builds the per-request context from the verified internal headers (never the HTTP headers)
  * @param bodyLimit maximum body size in bytes (413 beyond)
+ * @param verifier checks the router's signature and returns the internal context
  */
 export function apolloHandler<TContext extends BaseContext>(
   server: ApolloServer<TContext>,
-  context: (req: IncomingMessage) => Promise<TContext>,
+  context: (req: RequestLike) => Promise<TContext>,
   bodyLimit: number,
+  verifier: ReturnType<typeof createInternalVerifier>,
 ) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const headers = new HeaderMap();
@@ -45,9 +66,18 @@ export function apolloHandler<TContext extends BaseContext>(
       }
     }
     const url = new URL(req.url ?? "/", "http://subgraph");
+    const params = req.method === "POST" ? (body && typeof body === "object" ? (body as SignedParams) : {}) : paramsOfSearch(url.searchParams);
+    if (!params) return sendError(res, 400, "invalid_request", "variables and extensions must be JSON");
+    let internal: InternalContext;
+    try {
+      internal = await verifier.verify(params);
+    } catch (error) {
+      if (!(error instanceof InternalContextError)) throw error;
+      return sendError(res, 403, "forbidden", error.message);
+    }
     const response = await server.executeHTTPGraphQLRequest({
       httpGraphQLRequest: { method: req.method ?? "GET", headers, search: url.search, body },
-      context: () => context(req),
+      context: () => context({ headers: internal.headers }),
     });
     for (const [name, value] of response.headers) res.setHeader(name, value);
     res.statusCode = response.status ?? 200;

@@ -1,10 +1,13 @@
 /**
  * Authentication and key policy for every subgraph (generation spec part 5, cloud spec part 5):
  * the key (401/403 disabled), its source-IP allow-list (403), its request signature when present
- * or required (401), its rate limit (429) and, per field, its scopes (403). The router forwards
- * the facts it alone knows in `x-switchyard-*` headers it sets itself (clients cannot).
+ * or required (401), its rate limit (429) and, per field, its scopes (403). The facts only the
+ * router knows (client IP, count id, signed method/path/body digest) come in the router's signed
+ * internal context (internal-context.ts): `req.headers` here are those verified headers, never
+ * the HTTP headers of the subgraph request.
  */
 import type { IncomingMessage } from "node:http";
+import { randomUUID } from "node:crypto";
 import { authenticate, type Caller } from "../../src/auth/keys.ts";
 import { checkSourceIp, requireScope, verifyRequestSignature, type RateLimiter } from "../../src/auth/policy.ts";
 import type { Db } from "../../src/db/index.ts";
@@ -40,15 +43,19 @@ export function callerAccess(db: Db, rateLimiter: RateLimiter, req: RequestLike)
       const caller = await authenticate(db, headerOf(req, "authorization"));
       checkSourceIp(caller, headerOf(req, "x-switchyard-client-ip") ?? null);
       const signature = headerOf(req, "x-service-signature") ?? null;
+      // The id the router minted for the client request (never the client's X-Request-Id): one
+      // client request reaching both subgraphs counts once, and may show its signature twice.
+      const countId = headerOf(req, "x-switchyard-count-id") ?? null;
       if (caller.requireSignature || signature) {
-        verifyRequestSignature(caller.signingSecret ?? "", signature, {
+        const verified = verifyRequestSignature(caller.signingSecret ?? "", signature, {
           method: headerOf(req, "x-switchyard-method") ?? "",
           path: headerOf(req, "x-switchyard-path") ?? "",
           bodySha256: headerOf(req, "x-switchyard-body-sha256") ?? "",
           nowSeconds: Math.floor(Date.now() / 1000),
         });
+        await rateLimiter.claimSignature(caller.keyId, verified, countId ?? randomUUID());
       }
-      await rateLimiter.consume(caller, headerOf(req, "x-request-id"));
+      await rateLimiter.consume(caller, countId);
       return caller;
     })());
   return {

@@ -9,20 +9,26 @@ import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginInlineTraceDi
 import { buildSubgraphSchema } from "@apollo/subgraph";
 import { WebSocketServer } from "ws";
 import { useServer } from "graphql-ws/use/ws";
-import { execute, subscribe, validate, type DocumentNode, type ExecutionResult, type FormattedExecutionResult, type GraphQLError, type GraphQLFormattedError, type GraphQLSchema } from "graphql";
+import {
+  execute,
+  GraphQLError,
+  isUnionType,
+  subscribe,
+  validate,
+  type DocumentNode,
+  type ExecutionResult,
+  type FormattedExecutionResult,
+  type GraphQLFormattedError,
+  type GraphQLSchema,
+} from "graphql";
 import type { Logger } from "pino";
 import { apolloHandler } from "./apollo-http.ts";
 import { formatError } from "./errors.ts";
 import type { RequestLike } from "./auth.ts";
 import { closeWebSockets, drainHttpServer } from "../../src/net/drain.ts";
 import type { Tracing } from "../../src/observability/tracing.ts";
-
-/** graphql-ws connection params as a header map: lower-cased names, string values. */
-export function paramsAsHeaders(params: Record<string, unknown> | undefined | null): RequestLike {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(params ?? {})) if (typeof value === "string") headers[name.toLowerCase()] = value;
-  return { headers };
-}
+import { AppError } from "../../src/errors.ts";
+import { createInternalVerifier, InternalContextError, type InternalContext, type SignedParams } from "./internal-context.ts";
 
 /** One operation handed to a subgraph in-process (router/transport/in-process.ts). */
 export interface LocalOperation {
@@ -151,6 +157,29 @@ function localSubgraph<TContext extends BaseContext>(
   };
 }
 
+/**
+ * Makes `_entities` refuse a representation whose `__typename` is not an entity of this subgraph
+ * with 400 `invalid_request` (@apollo/subgraph throws a plain Error, which would be a 500).
+ * @returns the same schema, its `_entities` resolver wrapped
+ */
+function refusingUnknownEntityTypes(schema: GraphQLSchema): GraphQLSchema {
+  const field = schema.getQueryType()?.getFields()._entities;
+  if (!field?.resolve) return schema;
+  const resolve = field.resolve;
+  // @apollo/subgraph lists this subgraph's entities in the union `_Entity`.
+  const union = schema.getType("_Entity");
+  const entities = new Set(isUnionType(union) ? union.getTypes().map((type) => type.name) : []);
+  field.resolve = (source, args, context, info) => {
+    for (const representation of (args.representations ?? []) as { __typename?: unknown }[]) {
+      if (typeof representation?.__typename !== "string" || !entities.has(representation.__typename)) {
+        throw new AppError("invalid_request", `Unknown entity type: ${String(representation?.__typename).slice(0, 100)}`);
+      }
+    }
+    return resolve(source, args, context, info);
+  };
+  return schema;
+}
+
 /** The response hook as an Apollo Server plugin (requests over HTTP, and in-process with tracing on). */
 function responseHookPlugin<TContext extends BaseContext>(onResponse: NonNullable<SubgraphOptions<TContext>["onResponse"]>): ApolloServerPlugin<TContext> {
   return {
@@ -172,11 +201,8 @@ export interface SubgraphOptions<TContext extends BaseContext> {
   resolvers: Record<string, unknown>;
   /** Builds the context of an HTTP request or of a graphql-ws operation (connection params as lower-cased headers). */
   context: (req: RequestLike) => Promise<TContext>;
-  /**
-   * Accepts or refuses a graphql-ws connection from its params (lower-cased); refusing closes
-   * it with 4403 Forbidden.
-   */
-  onConnect?: (req: RequestLike) => Promise<boolean>;
+  /** SUBGRAPH_SECRET: the key of the router's signature, required on every request (internal-context.ts). */
+  secret: string;
   /**
    * Runs after each query or mutation, before its answer leaves (over HTTP and in-process
    * alike): for example the generation subgraph's request log.
@@ -209,7 +235,8 @@ export interface SubgraphObservability {
  */
 export async function startSubgraph<TContext extends BaseContext>(options: SubgraphOptions<TContext>): Promise<SubgraphHandle> {
   const { tracing, metrics } = options.observability ?? {};
-  const schema = buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as any }]);
+  const schema = refusingUnknownEntityTypes(buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as any }]));
+  const verifier = createInternalVerifier(options.secret);
   const server = new ApolloServer<TContext>({
     schema,
     formatError: formatError(options.logger),
@@ -229,7 +256,7 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
     stopOnTerminationSignals: false,
   });
   await server.start();
-  const handle = apolloHandler(server, options.context, options.bodyLimit);
+  const handle = apolloHandler(server, options.context, options.bodyLimit, verifier);
   const httpServer = http.createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (path === "/graphql") {
@@ -238,6 +265,11 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
         if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
         res.end(JSON.stringify({ errors: [{ message: "Internal server error" }] }));
       });
+      return;
+    }
+    if (path === "/health" && req.method === "GET") {
+      // Readiness for the router's /health and load balancers: says nothing but that it answers.
+      res.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}');
       return;
     }
     if (path === "/metrics" && req.method === "GET" && metrics) {
@@ -251,13 +283,27 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
     res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ errors: [{ message: "Not found" }] }));
   });
   httpServer.keepAliveTimeout = 65_000;
-  // Subscriptions (DESIGN §6): graphql-ws on the same path, authorized at connection time.
+  // Subscriptions (DESIGN §6): graphql-ws on the same path. Each operation is authorized on its
+  // own, by the router's signature and the key in its internal context: a connection by itself
+  // can do nothing.
   const wsServer = new WebSocketServer({ server: httpServer, path: "/graphql" });
+  const verified = new WeakMap<object, Map<string, InternalContext>>();
   const wsCleanup = useServer<Record<string, unknown>>(
     {
       schema,
-      onConnect: async (ctx) => (options.onConnect ? options.onConnect(paramsAsHeaders(ctx.connectionParams)) : true),
-      context: (ctx) => options.context(paramsAsHeaders(ctx.connectionParams)),
+      onSubscribe: async (ctx, id, payload) => {
+        try {
+          const internal = await verifier.verify(payload as SignedParams);
+          let byId = verified.get(ctx);
+          if (!byId) verified.set(ctx, (byId = new Map()));
+          byId.set(id, internal);
+        } catch (error) {
+          if (!(error instanceof InternalContextError)) throw error;
+          return [new GraphQLError(error.message, { extensions: { code: "forbidden", http: { status: 403 } } })];
+        }
+      },
+      onComplete: (ctx, id) => void verified.get(ctx)?.delete(id),
+      context: (ctx, id) => options.context({ headers: verified.get(ctx)?.get(id)?.headers ?? {} }),
       // The same error contract as over HTTP: extensions.code and extensions.http.status.
       onNext: (_ctx, _id, _payload, _args, result) =>
         result.errors?.length ? { ...result, errors: result.errors.map((e) => formatError(options.logger)(e.toJSON(), e) as any) } : result,

@@ -4,6 +4,7 @@
  * `viewer` joins both subgraphs for the caller's own account while another account's fields stay
  * null.
  */
+import { signSubgraphRequest } from "../../subgraphs/shared/internal-context.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApolloClient, HttpLink, InMemoryCache, gql } from "@apollo/client";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
@@ -197,16 +198,14 @@ describe("viewer across both subgraphs", () => {
     expect(viewer.customerBalance.available.amount).not.toBe(aliceView.body.data.viewer.customerBalance.available.amount);
     expect(Number(viewer.customerBalance.available.amount)).toBe(77 - 30);
 
-    // Asking each subgraph directly for Alice's Account entity with Bob's key yields nulls.
+    // Asking each subgraph (as the router would, signed) for Alice's Account entity with Bob's key yields nulls.
     const entities = async (url: string, fields: string) => {
-      const response = await fetch(url, {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${bob.key}` },
-        body: JSON.stringify({
-          query: `query($r: [_Any!]!) { _entities(representations: $r) { ... on Account { id ${fields} } } }`,
-          variables: { r: [{ __typename: "Account", id: alice.accountId }] },
-        }),
+      const params = await signSubgraphRequest(t.stack.subgraphSecret!, {
+        query: `query($r: [_Any!]!) { _entities(representations: $r) { ... on Account { id ${fields} } } }`,
+        variables: { r: [{ __typename: "Account", id: alice.accountId }] },
+        headers: { authorization: `Bearer ${bob.key}`, "x-switchyard-client-ip": "127.0.0.1" },
       });
+      const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(params) });
       return response.json() as Promise<any>;
     };
     const generation = await entities(t.stack.generationUrl!, "balance { amount } spent { amount } billedSeconds billedImages tasks(first: 10) { totalCount } recentRequests(first: 5) { path }");

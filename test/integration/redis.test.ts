@@ -261,6 +261,7 @@ describe("two routers on one Redis", () => {
         REDIS_KEY_PREFIX: PREFIX,
         GENERATION_URL: first.stack.generationUrl!,
         CLOUD_URL: first.stack.cloudUrl!,
+        SUBGRAPH_SECRET: first.stack.subgraphSecret!,
       }),
       ["router"],
     );

@@ -120,7 +120,8 @@ describe("limits at the router", () => {
   it("answers 413 with a JSON GraphQL error for a body over the limit, by content-length and by streamed bytes", async () => {
     const limit = loadConfig({}).bodyLimitBytes; // BODY_LIMIT_BYTES's default: the test stack keeps it
     const body = JSON.stringify({ query: "{ __typename }", extensions: { pad: "x".repeat(limit) } });
-    const declared = await fetch(`${t.url}/graphql`, { method: "POST", headers: { "content-type": "application/json" }, body });
+    // With credentials (authentication comes first: without them this is 401, trust-edges.test.ts).
+    const declared = await fetch(`${t.url}/graphql`, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer sy_unchecked" }, body });
     expect(declared.status).toBe(413);
     expect(declared.headers.get("content-type")).toMatch(/application\/json/);
     expect(await declared.json()).toEqual({
@@ -130,7 +131,7 @@ describe("limits at the router", () => {
     // Chunked, no content-length: refused once the bytes received pass the limit.
     const streamed = await new Promise<{ status: number; text: string; sent: number }>((resolve, reject) => {
       const url = new URL(`${t.url}/graphql`);
-      const req = http.request({ host: url.hostname, port: url.port, path: "/graphql", method: "POST", headers: { "content-type": "application/json" } });
+      const req = http.request({ host: url.hostname, port: url.port, path: "/graphql", method: "POST", headers: { "content-type": "application/json", authorization: "Bearer sy_unchecked" } });
       let sent = 0;
       let stop = false;
       req.on("response", (res) => {
@@ -266,6 +267,7 @@ describe("the request timeout", () => {
       bodyLimit: 1_048_576,
       requestTimeoutMs: 300,
       logger: pino({ level: "silent" }),
+      subgraphSecret: "x".repeat(32),
     });
   });
   afterAll(async () => {

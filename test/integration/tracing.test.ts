@@ -74,7 +74,7 @@ describe("tracing across the router and subgraph processes", () => {
   beforeAll(async () => {
     receiver = await startReceiver();
     database = await createTestDatabase();
-    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: "50" };
+    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: "50", SUBGRAPH_SECRET: randomBytes(32).toString("hex") };
     subgraphs = await startStack(
       loadConfig({ ...database.env, ...otel, GENERATION_PORT: "0", CLOUD_PORT: "0", LOG_LEVEL: "silent", SIMULATOR_STEP_MS: "50", TASK_POLL_INTERVAL_MS: "50" }),
       ["generation", "cloud"],

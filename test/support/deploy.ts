@@ -4,6 +4,7 @@
  * two cloud processes, each a real `switchyard start <role>` on one PostgreSQL database and Redis.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -110,6 +111,8 @@ export async function startDeployment(env: Record<string, string>): Promise<Depl
     CLOUD_URL: `http://127.0.0.1:${ports.cloudBalancer}/graphql`,
     PUBLIC_URL: `http://127.0.0.1:${ports.public}`,
     TRUST_PROXY: "loopback",
+    // Every process of the deployment shares one (README "Running at scale").
+    SUBGRAPH_SECRET: randomBytes(32).toString("hex"),
     ...env,
   };
   const roleOf = (name: ProcessName) => name.replace(/\d$/, "");
