@@ -14,6 +14,7 @@ export type Gateway = GatewayRuntime<Record<string, any>>;
 import { SUPERGRAPH_FILE } from "./compose.ts";
 import { gatewayLimitOptions } from "./limits.ts";
 import { subscriptionKeyCheck } from "./key-check.ts";
+import { statusFollowsData } from "./graphql-status.ts";
 import httpTransport from "@graphql-mesh/transport-http";
 import wsTransport from "@graphql-mesh/transport-ws";
 import { IN_PROCESS_KIND, inProcessTransport, type SubgraphRequest } from "./transport/in-process.ts";
@@ -195,7 +196,7 @@ export function createGateway(options: {
     logging: new QuietGatewayLogger(),
     maskedErrors: false,
     disableIntrospection: limits.disableIntrospection,
-    plugins: () => [preparsedParams, keepHttpStatusInErrors, variableErrorsAsResult, subscriptionKeyCheck(() => gateway), ...limits.plugins, ...(options.plugins ?? [])],
+    plugins: () => [preparsedParams, keepHttpStatusInErrors, statusFollowsData, variableErrorsAsResult, subscriptionKeyCheck(() => gateway), ...limits.plugins, ...(options.plugins ?? [])],
     // Subscriptions reach the subgraphs over graphql-ws, with the caller's key in the connection
     // params; `context.headers` holds the HTTP headers merged with graphql-ws connection params.
     transports: { http: httpTransport, ws: wsTransport, [IN_PROCESS_KIND]: inProcessTransport(local, inProcessHeaders) },
