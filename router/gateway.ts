@@ -14,6 +14,7 @@ export type Gateway = GatewayRuntime<Record<string, any>>;
 import { SUPERGRAPH_FILE } from "./compose.ts";
 import { gatewayLimitOptions } from "./limits.ts";
 import { subscriptionKeyCheck } from "./key-check.ts";
+import { statusFollowsData } from "./graphql-status.ts";
 import httpTransport from "@graphql-mesh/transport-http";
 import wsTransport from "@graphql-mesh/transport-ws";
 import { IN_PROCESS_KIND, inProcessTransport, type SubgraphRequest } from "./transport/in-process.ts";
@@ -235,6 +236,7 @@ export function createGateway(options: {
     plugins: () => [
       preparsedParams,
       keepHttpStatusInErrors,
+      statusFollowsData,
       variableErrorsAsResult,
       subscriptionKeyCheck(() => gateway),
       ...(options.production ? [hideServiceNames] : []),

@@ -120,16 +120,20 @@ describe("admin catalog management", () => {
       ["0", "billingCycles[0].price"],
     ] as const) {
       const r = await asAdmin(UPSERT_PRODUCT, { ...base, billingCycles: [{ cycle: "monthly", price }] });
-      expect(r.status).toBe(422);
+      // The payload is null next to the error; `data` is not null, so HTTP 200 (docs/adr/0006).
+      expect(r.status).toBe(200);
+      expect(r.body.data).toEqual({ adminUpsertProduct: null });
       expect(r.body.errors[0].extensions).toMatchObject({ code: "validation_failed", field, http: { status: 422 } });
     }
     const unknownVendor = await asAdmin(UPSERT_PRODUCT, { ...base, vendorId: "vnd_nope", billingCycles: [{ cycle: "monthly", price: "1" }] });
-    expect(unknownVendor.status).toBe(422);
+    expect(unknownVendor.status).toBe(200);
+    expect(unknownVendor.body.errors[0].extensions.http).toEqual({ status: 422 });
     expect(unknownVendor.body.errors[0].extensions).toMatchObject({ code: "validation_failed", field: "vendorId" });
     const noMonths = await asAdmin(UPSERT_PRODUCT, { ...base, billingCycles: [{ cycle: "weekly", price: "1" }] });
     expect(noMonths.body.errors[0].extensions).toMatchObject({ code: "validation_failed", field: "billingCycles[0].months" });
     const badAmount = await asAdmin(TOP_UP_CUSTOMER, { accountId: "acc_any", customerId: "c1", amount: "1,5" });
-    expect(badAmount.status).toBe(422);
+    expect(badAmount.status).toBe(200);
+    expect(badAmount.body.errors[0].extensions.http).toEqual({ status: 422 });
     expect(badAmount.body.errors[0].extensions).toMatchObject({ code: "validation_failed", field: "amount" });
   });
 });
@@ -173,32 +177,36 @@ describe("admin keys and money", () => {
     await asAdmin(SET_KEY_STATUS, { keyId: created.id, status: "ACTIVE" });
     expect((await t.rest("GET", "/openapi/v1/vendors", { key: created.key })).status).toBe(200);
     const missing = await asAdmin(SET_KEY_STATUS, { keyId: "key_nope", status: "ACTIVE" });
-    expect(missing.status).toBe(404);
+    expect(missing.status).toBe(200);
+    expect(missing.body.data).toEqual({ adminSetApiKeyStatus: null });
+    expect(missing.body.errors[0].extensions.http).toEqual({ status: 404 });
   });
 });
 
 describe("admin authentication", () => {
-  it("is 401 for a wrong or absent token and writes nothing", async () => {
+  it("is unauthorized (401 in the error) for a wrong or absent token and writes nothing", async () => {
     const attempts: Record<string, string>[] = [{ authorization: "Bearer not-the-token" }, { authorization: `Basic ${ADMIN_TOKEN}` }, {}];
     for (const headers of attempts) {
       const r = await t.graphql(UPSERT_VENDOR, { input: { id: "vnd_intruder", name: "Intruder" } }, undefined, headers);
-      expect(r.status).toBe(401);
-      expect(r.body.errors[0]).toMatchObject({ message: "Invalid or missing admin token", extensions: { code: "unauthorized" } });
+      expect(r.status).toBe(200);
+      expect(r.body.data).toEqual({ adminUpsertVendor: null });
+      expect(r.body.errors[0]).toMatchObject({ message: "Invalid or missing admin token", extensions: { code: "unauthorized", http: { status: 401 } } });
     }
     expect(await t.stack.db!("vendors").where("id", "vnd_intruder").first()).toBeUndefined();
   });
 
-  it("is 401 for a valid API key used as the bearer token", async () => {
+  it("is unauthorized (401 in the error) for a valid API key used as the bearer token", async () => {
     const { key, id } = await t.createKey("1");
     const r = await t.graphql(TOP_UP_ACCOUNT, { input: { keyId: id, amount: "1000" } }, key);
-    expect(r.status).toBe(401);
-    expect(r.body.errors[0]).toMatchObject({ message: "Invalid or missing admin token", extensions: { code: "unauthorized" } });
+    expect(r.status).toBe(200);
+    expect(r.body.data).toEqual({ adminTopUpAccount: null });
+    expect(r.body.errors[0]).toMatchObject({ message: "Invalid or missing admin token", extensions: { code: "unauthorized", http: { status: 401 } } });
     expect((await t.rest("GET", "/api/v1/usage", { key })).body.data.balance).toBe(1);
   });
 });
 
 describe("admin API without ADMIN_TOKEN", () => {
-  it("answers 403 Admin API is disabled to every admin mutation, whatever the token", async () => {
+  it("answers forbidden (403 in the error) Admin API is disabled to every admin mutation, whatever the token", async () => {
     const off = await startTestStack();
     try {
       const { key, id } = await off.createKey("1");
@@ -214,8 +222,9 @@ describe("admin API without ADMIN_TOKEN", () => {
       for (const [query, input] of attempts) {
         for (const headers of [admin, { authorization: `Bearer ${key}` }]) {
           const r = await off.graphql(query, { input }, undefined, headers);
-          expect(r.status).toBe(403);
-          expect(r.body.errors[0]).toMatchObject({ message: "Admin API is disabled", extensions: { code: "forbidden" } });
+          expect(r.status).toBe(200);
+          expect(Object.values(r.body.data)).toEqual([null]);
+          expect(r.body.errors[0]).toMatchObject({ message: "Admin API is disabled", extensions: { code: "forbidden", http: { status: 403 } } });
         }
       }
     } finally {

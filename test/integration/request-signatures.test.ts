@@ -35,7 +35,7 @@ describe("request signatures through the router", () => {
     expect(answer.body.data.viewer.balance.amount).toBe("10.00");
   });
 
-  it("answers 401 on /graphql when the signature is missing, covers another body, or is stale", async () => {
+  it("refuses /graphql fields with unauthorized (401 in the error) when the signature is missing, covers another body, or is stale", async () => {
     const body = JSON.stringify({ query: "{ viewer { balance { amount } } }" });
     const missing = await send("POST", "/graphql", body, { unsigned: true });
     const tampered = await send("POST", "/graphql", body, { signedBody: JSON.stringify({ query: "{ models { id } }" }) });
@@ -47,9 +47,10 @@ describe("request signatures through the router", () => {
       [stale, "Request signature timestamp outside the tolerance"],
       [wrongSecret, "Invalid request signature"],
     ] as const) {
-      expect(answer.status).toBe(401);
-      expect(answer.body.errors[0]).toMatchObject({ message, extensions: { code: "unauthorized" } });
-      expect(answer.body.data?.viewer ?? null).toBeNull();
+      // `viewer` is nullable: data is {viewer: null}, not null, so HTTP 200 (docs/adr/0006).
+      expect(answer.status).toBe(200);
+      expect(answer.body.errors[0]).toMatchObject({ message, extensions: { code: "unauthorized", http: { status: 401 } } });
+      expect(answer.body.data).toEqual({ viewer: null });
     }
   });
 
@@ -57,7 +58,9 @@ describe("request signatures through the router", () => {
     const mutation = (prompt: string) =>
       JSON.stringify({ query: `mutation($input: SubmitVideoGenerationInput!) { submitVideoGeneration(input: $input) { task { id price { amount } } } }`, variables: { input: { modelId: 52, prompt, seconds: 5 } } });
     const refused = await send("POST", "/graphql", mutation("unsigned"), { unsigned: true });
-    expect(refused.status).toBe(401);
+    expect(refused.status).toBe(200);
+    expect(refused.body.data).toEqual({ submitVideoGeneration: null });
+    expect(refused.body.errors[0].extensions).toMatchObject({ code: "unauthorized", http: { status: 401 } });
     const signed = await send("POST", "/graphql", mutation("signed"));
     expect(signed.body.errors).toBeUndefined();
     expect(signed.body.data.submitVideoGeneration.task.price.amount).toBe("5.00");
@@ -74,7 +77,10 @@ describe("request signatures through the router", () => {
     const otherPath = await fetch(`${stack.url}/graphql?query=${encodeURIComponent("{ viewer { id balance { amount } } }")}`, {
       headers: { authorization: `Bearer ${key.key}`, "x-service-signature": signRequest(key.webhook_secret, { method: "GET", path, body: "", timestamp: now() }) },
     });
-    expect(otherPath.status).toBe(401);
+    expect(otherPath.status).toBe(200);
+    const refused = await otherPath.json();
+    expect(refused.data).toEqual({ viewer: null });
+    expect(refused.errors[0].extensions).toMatchObject({ code: "unauthorized", http: { status: 401 } });
   });
 
   it("checks signatures on both REST shims with the same algorithm", async () => {
