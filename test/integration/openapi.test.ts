@@ -10,6 +10,7 @@ import { generationOpenApi } from "../../router/openapi/generation.ts";
 import { CLOUD_ERROR_CODES, cloudOpenApi } from "../../router/openapi/cloud.ts";
 import type { Header, OpenApiDocument, Operation, Parameter, Reference, RequestBody, Response } from "../../router/openapi/types.ts";
 import { MODELS } from "../../src/generation/catalog.ts";
+import { MAX_PROMPT_CODE_POINTS } from "../../src/generation/validation.ts";
 import { ERROR_CODES } from "../../src/errors.ts";
 import { setKeyStatus } from "../../src/auth/keys.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
@@ -186,6 +187,16 @@ describe("the OpenAPI documents", () => {
     expect(imageRequest.size!.enum).toEqual(image.sizes);
     expect(imageRequest.reference_images!.maxItems).toBe(image.references.maxImages);
     expect([...schemas.Task!.properties!.model_id!.enum!].sort()).toEqual(MODELS.map((m) => m.id).sort());
+  });
+
+  it("documents the validator's prompt limit, counted in code points as the validator counts", () => {
+    const schemas = generationOpenApi.components.schemas;
+    for (const name of ["VideoGenerationRequest", "ImageGenerationRequest"]) {
+      expect(schemas[name]!.properties!.prompt!.maxLength).toBe(MAX_PROMPT_CODE_POINTS);
+    }
+    const emoji = "\u{1F98A}";
+    expect(requestConforms("generation", "post", "/api/v1/video/generations", { prompt: emoji.repeat(MAX_PROMPT_CODE_POINTS) })).toBe(true);
+    expect(requestConforms("generation", "post", "/api/v1/video/generations", { prompt: emoji.repeat(MAX_PROMPT_CODE_POINTS + 1) })).toBe(false);
   });
 
   it("the cloud document's error codes are registry codes", () => {
