@@ -16,6 +16,7 @@ import { setKeyStatus } from "../../src/auth/keys.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { parseYuan } from "../../src/money.ts";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";
+import { startDnsServer, type TestDnsServer } from "../support/dns-server.ts";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 import { schemaCompiler } from "../support/openapi.ts";
 
@@ -122,12 +123,16 @@ function requestConforms(surface: Surface, method: string, template: string, bod
 
 let t: TestStack;
 let fake: FakeUpstream;
+/** Answers the CDN origin host name the domain test uses (origins are resolved by the URL guard). */
+let dns: TestDnsServer;
 let upstreamSeq = 0;
 const BODY_LIMIT = 8192;
 
 beforeAll(async () => {
   fake = await startFakeUpstream();
+  dns = await startDnsServer({ "origin.example.net": { A: ["93.184.216.34"] } });
   t = await startTestStack({
+    DNS_SERVERS: dns.address,
     GENERATION_UPSTREAM_URL: fake.url,
     GENERATION_UPSTREAM_KEY: "upstream-key",
     UPSTREAM_TIMEOUT_MS: "300",
@@ -137,6 +142,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
   await fake?.close();
+  await dns?.close();
 });
 
 describe("the OpenAPI documents", () => {
