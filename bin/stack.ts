@@ -131,9 +131,10 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
     // A subgraph running here (and not pointed elsewhere) is reached in-process by the router;
     // its HTTP /graphql stays up for other routers and for /health.
     const localSubgraphs: Record<string, LocalSubgraph> = {};
+    // The SSRF guard (DNS_SERVERS): reference URLs of generation requests, CDN origin hosts.
+    const guard = createUrlGuard({ dnsServers: config.dnsServers });
     if (roles.includes("generation") && db) {
       const upstream = countUpstreamErrors(createUpstream(config, mediaBaseUrl), observability.registry);
-      const guard = createUrlGuard({ dnsServers: config.dnsServers });
       const service = createGenerationService({ db, upstream, checkUrl: (url) => guard.isPublicHttpsUrl(url), pollIntervalMs: config.taskPollIntervalMs, deadlineSeconds: config.taskDeadlineSeconds });
       const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, pubsub: stack.pubsub!, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes, drainTimeoutMs: config.shutdownTimeoutMs, secret: subgraphSecret, observability });
       closers.push(() => subgraph.close());
@@ -174,7 +175,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       const orders = createOrderService({ db: cloudDb, provisionDelayMs: config.provisionDelayMs });
       const subgraph = await startCloudSubgraph({
         db: cloudDb,
-        services: { orders, stepMs: config.provisionDelayMs, pubsub: stack.pubsub! },
+        services: { orders, stepMs: config.provisionDelayMs, pubsub: stack.pubsub!, checkOriginHost: (host) => guard.checkHost(host) },
         rateLimiter,
         logger,
         host: config.host,

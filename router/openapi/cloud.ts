@@ -725,7 +725,13 @@ export const cloudOpenApi: OpenApiDocument = {
             required: ["type", "address"],
             properties: {
               type: { type: "string", enum: ["ip", "domain"] },
-              address: { type: "string", minLength: 1, description: "A public IPv4 or IPv6 address (`ip`), or a host name other than the domain (`domain`)." },
+              address: {
+                type: "string",
+                minLength: 1,
+                maxLength: 253,
+                description:
+                  "A public IPv4 or IPv6 address (`ip`), or a host name other than the domain (`domain`) whose DNS answers (A, AAAA) are all public: a name that resolves to a private or local address, or does not resolve, is 422 on `origin.address`, as a private IP is.",
+              },
               port: { type: "integer", minimum: 1, maximum: 65535, description: "Omitted: the protocol's default." },
             },
           },

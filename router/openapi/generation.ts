@@ -23,6 +23,17 @@ const VIDEO_SIZES = ["9:16", "16:9", "1:1", "4:3", "3:4", "3:2", "2:3", "21:9"] 
 /** The image model's aspect ratios (spec part 2). */
 const IMAGE_SIZES = ["auto", "1:1", "3:2", "2:3", "4:3", "3:4", "5:4", "4:5", "16:9", "9:16", "2:1", "1:2", "21:9", "9:21"] as const;
 
+/** Longest prompt in Unicode code points (src/generation/validation.ts MAX_PROMPT_CODE_POINTS). */
+const MAX_PROMPT_CODE_POINTS = 4000;
+/** A prompt: JSON Schema's maxLength counts code points too, not UTF-16 units. */
+const prompt = (what: string): JsonSchema => ({
+  type: "string",
+  minLength: 1,
+  maxLength: MAX_PROMPT_CODE_POINTS,
+  pattern: "\\S",
+  description: `Non-empty description of the ${what}: at most ${MAX_PROMPT_CODE_POINTS} Unicode code points (an emoji counts once), no U+0000. Otherwise 400 \`prompt must be a non-empty string\`.`,
+});
+
 const url = (description: string): JsonSchema => ({ ...ref("PublicHttpsUrl"), description });
 const urls = (description: string, maxItems: number): JsonSchema => ({ type: "array", description, maxItems, items: ref("PublicHttpsUrl") });
 
@@ -233,7 +244,7 @@ export const generationOpenApi: OpenApiDocument = {
           "a value the model does not support is 400 `{field} has an unsupported value`. Unknown fields are ignored.",
         required: ["prompt"],
         properties: {
-          prompt: { type: "string", minLength: 1, pattern: "\\S", description: "Non-empty description of the video." },
+          prompt: prompt("video"),
           model_id: { type: "integer", enum: [...VIDEO_MODEL_IDS], default: 52, description: "52, 67, 69, 51 or 39." },
           size: { type: "string", enum: [...VIDEO_SIZES], description: "Aspect ratio allowed by the model; omitted: not sent upstream." },
           seconds: { type: "integer", minimum: 4, maximum: 30, description: "Duration allowed by the model at the resolution; default the model's (52, 67, 39: 5; 69, 51: 4)." },
@@ -254,7 +265,7 @@ export const generationOpenApi: OpenApiDocument = {
         description: "Body of `POST /api/v1/images/generations` (spec part 2). Unknown fields are ignored.",
         required: ["prompt", "model_id"],
         properties: {
-          prompt: { type: "string", minLength: 1, pattern: "\\S", description: "Non-empty description of the image." },
+          prompt: prompt("image"),
           model_id: { type: "integer", const: 45, description: "Always 45." },
           size: { type: "string", enum: [...IMAGE_SIZES], description: "Aspect ratio, or auto." },
           resolution: { type: "string", pattern: "^1[Kk]$", description: "Only 1k (any case)." },

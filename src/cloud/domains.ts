@@ -29,12 +29,19 @@
  * - Origin `ip`: a dotted-quad IPv4 (no legacy forms, no leading zeros) or an IPv6 address
  *   without brackets or zone id, that is publicly routable (the URL guard's classification);
  *   stored in ipaddr.js's canonical form. Origin `domain`: the same hostname rules as the
- *   domain, lower-cased, and not the accelerated domain itself nor inside the CNAME zone.
+ *   domain, lower-cased, and not the accelerated domain itself nor inside the CNAME zone; then
+ *   resolved by the URL guard (DNS_SERVERS), which must find A or AAAA answers that are all
+ *   public: a name resolving to a private or local address, or not resolving (or DNS failing),
+ *   is refused like a private IP literal (422, field `origin.address`). Checked when the domain
+ *   is created (every request, idempotent replays included, before the replay is looked up),
+ *   not again later: we never connect to the origin ourselves, and the vendor's edge resolves
+ *   it afresh whenever it fetches, so a later check here would vouch for nothing.
  *   `port` is an optional JSON integer 1-65535; absent or null is stored as null (the
  *   protocol's default port).
  * - `protocol` and `origin.type` are matched exactly (lower case). Unknown body fields are
  *   ignored. A body that is not a JSON object is 400 `invalid_request`.
- * - Check order (DESIGN §4): body shape 400 → fields 422 → order exists in the caller's account
+ * - Check order (DESIGN §4): body shape 400 → fields 422 → origin host's DNS answers 422 (field
+ *   `origin.address`) → order exists in the caller's account
  *   404 → order's customer matches 422 (field `customer_id`) → product category `cdn` 409 →
  *   order `active` 409 → domain not taken by any account 409.
  * - The order's `metadata.domain` is not required to equal the domain: one CDN order may
@@ -95,8 +102,16 @@ export interface DomainRecord {
   updatedAt: string;
 }
 
+/**
+ * Checks a CDN origin host name (the URL guard's `checkHost`, src/net/url-guard.ts): resolves
+ * `{ ok: true }` only when the name resolves, to public addresses only. Never rejects.
+ */
+export type OriginHostCheck = (host: string) => Promise<{ ok: boolean }>;
+
 /** Options of {@link createDomain}. */
 export interface CreateDomainOptions {
+  /** The origin host check: every `domain` origin goes through it before anything is stored. */
+  checkOriginHost: OriginHostCheck;
   /** The Idempotency-Key header, if any. */
   idempotencyKey?: string | null;
   /** The request id (kept for symmetry with other creates; domains emit no event). */
@@ -158,6 +173,16 @@ function normalizeOriginIp(value: string): string | null {
   return isPublicAddress(value) ? ipaddr.IPv6.parse(value).toString() : null;
 }
 
+/** The 422 of an origin address that is not public (or not an address at all), by origin type. */
+function invalidOriginAddress(type: "ip" | "domain"): AppError {
+  return invalid(
+    "origin.address",
+    type === "ip"
+      ? "origin.address must be a public IPv4 or IPv6 address"
+      : "origin.address must be a hostname other than the domain itself that resolves only to public addresses",
+  );
+}
+
 interface ValidDomainBody {
   domain: string;
   origin: DomainOrigin;
@@ -189,14 +214,7 @@ function validateDomainBody(body: unknown): ValidDomainBody {
       if (address && (address === domain || inCnameZone(address))) address = null;
     }
   }
-  if (!address) {
-    throw invalid(
-      "origin.address",
-      origin.type === "ip"
-        ? "origin.address must be a public IPv4 or IPv6 address"
-        : "origin.address must be a hostname other than the domain itself",
-    );
-  }
+  if (!address) throw invalidOriginAddress(origin.type);
   let port: number | null = null;
   if (origin.port !== undefined && origin.port !== null) {
     if (typeof origin.port !== "number" || !Number.isInteger(origin.port) || origin.port < 1 || origin.port > 65535) {
@@ -271,11 +289,13 @@ function toRecord(row: any, stepMs: number, now = Date.now()): DomainRecord {
  * (cloud spec part 4 `POST /domains`; DESIGN §8 domain body; issue 3 item 5).
  * @param body `{domain, origin: {type: "ip"|"domain", address, port?}, protocol: "http"|"https",
  *   order_id, customer_id}` as parsed from JSON
- * @param opts `idempotencyKey` (Idempotency-Key, Stripe semantics), `stepMs` (simulator step)
+ * @param opts `idempotencyKey` (Idempotency-Key, Stripe semantics), `stepMs` (simulator step),
+ *   `checkOriginHost` (the URL guard's host check, run on a `domain` origin)
  * @returns the domain with its statuses, and whether this is a replay of an earlier request
  * @throws AppError `invalid_request` (400) when the body is not an object or the key is too long;
  *   `validation_failed` (422) with `details.field` (`domain`, `origin`, `origin.type`,
- *   `origin.address`, `origin.port`, `protocol`, `order_id`, `customer_id` — the latter also when
+ *   `origin.address` — also for a hostname that does not resolve or resolves to a private or
+ *   local address —, `origin.port`, `protocol`, `order_id`, `customer_id` — the latter also when
  *   the order belongs to another customer); `not_found` (404) "Order not found" for an order
  *   outside the caller's account; `conflict` (409) for an order that is not `active` or not of a
  *   `cdn` product, for a domain that already exists in any account, and for idempotency
@@ -288,6 +308,11 @@ export async function createDomain(
   opts: CreateDomainOptions,
 ): Promise<{ domain: DomainRecord; replayed: boolean }> {
   const valid = validateDomainBody(body);
+  // DNS before the transaction: a lookup (up to two tries of 2 s) never holds a write lock.
+  if (valid.origin.type === "domain") {
+    const verdict = await opts.checkOriginHost(valid.origin.address).catch(() => ({ ok: false }));
+    if (verdict.ok !== true) throw invalidOriginAddress("domain");
+  }
   const { result, replayed } = await withIdempotency(
     db,
     { accountId: caller.accountId, key: opts.idempotencyKey, operation: "domains.create", request: body },

@@ -9,9 +9,13 @@
  *    `upstreamTimeoutMs + marginMs` was debited but its process died before the upstream
  *    answered (a live submission resolves within the upstream timeout). The sweep claims it
  *    (`pending` → `resending`, `next_poll_at` holding the lease until which the claim is
- *    exclusive) and hands it to the upstream once more: accepted → `sent` (status 0, polled as
- *    usual); refused → status 2 with the full refund, through the same code path as a live
- *    refusal. A `resending` task whose lease ran out (its sweeper died too) is claimed again.
+ *    exclusive), then first asks the upstream whether the submission reached it
+ *    (`findSubmission`, by our task id, the reference every submission carries): found → the
+ *    provider's task is adopted (`sent`, polled as usual; nothing is sent again). Not found, or
+ *    the upstream cannot be asked (an error, or an adapter without lookups), → it is handed to
+ *    the upstream once more: accepted → `sent` (status 0, polled as usual); refused → status 2
+ *    with the full refund, through the same code path as a live refusal. A `resending` task
+ *    whose lease ran out (its sweeper died too) is claimed again. The lease covers both calls.
  * 2. **Deadlines.** An open task (status 0, 3 or 4) past its `deadline_at` (the model's
  *    `deadlineSeconds`, or TASK_DEADLINE_SECONDS, after submission) is failed with
  *    `Generation timed out` and fully refunded (compare-and-swap on an open status, so it never
@@ -63,6 +67,8 @@ export interface RecoveryOptions {
 
 /** What one sweep did. */
 export interface SweepResult {
+  /** Interrupted submissions the upstream already had: its task adopted, nothing sent again. */
+  adopted: number;
   /** Interrupted submissions the upstream accepted on the second try. */
   resent: number;
   /** Interrupted submissions the upstream refused: failed and refunded. */
@@ -91,13 +97,29 @@ export function startRecovery(options: RecoveryOptions): Recovery {
   const batchSize = options.batchSize ?? 100;
   const limit = pLimit(options.concurrency ?? 8);
   const staleMs = options.upstreamTimeoutMs + options.marginMs;
-  // The claim on a resent task outlives the upstream call it covers (and is never so short that
-  // a second sweeper could take it over while the first is still at work).
-  const leaseMs = Math.max(MIN_LEASE_MS, options.upstreamTimeoutMs + options.marginMs);
+  // The claim on a resent task outlives the upstream calls it covers, a lookup and a resend (and
+  // is never so short that a second sweeper could take it over while the first is still at work).
+  const calls = upstream.findSubmission ? 2 : 1;
+  const leaseMs = Math.max(MIN_LEASE_MS, calls * options.upstreamTimeoutMs + options.marginMs);
   const iso = (ms: number) => new Date(ms).toISOString();
 
-  /** Step 1: resend or refund interrupted submissions. */
-  async function recoverInterrupted(): Promise<{ resent: number; refunded: number; full: boolean }> {
+  /**
+   * Asks the upstream whether an interrupted submission reached it.
+   * @returns the provider's task id; null when it does not show the task or cannot be asked
+   */
+  async function lookUp(taskId: string): Promise<string | null> {
+    if (!upstream.findSubmission) return null;
+    try {
+      return await upstream.findSubmission(taskId);
+    } catch (error) {
+      // Cannot tell: resend, as without lookups (README "Running at scale" says when that duplicates).
+      logger.warn({ task_id: taskId, err: (error as Error).message }, "could not ask the upstream whether it has the interrupted submission; resending it");
+      return null;
+    }
+  }
+
+  /** Step 1: adopt, resend or refund interrupted submissions. */
+  async function recoverInterrupted(): Promise<{ adopted: number; resent: number; refunded: number; full: boolean }> {
     const now = Date.now();
     const nowText = iso(now);
     const rows = await db("tasks")
@@ -108,6 +130,7 @@ export function startRecovery(options: RecoveryOptions): Recovery {
       )
       .orderBy("created_at")
       .limit(batchSize);
+    let adopted = 0;
     let resent = 0;
     let refunded = 0;
     await Promise.all(
@@ -122,8 +145,17 @@ export function startRecovery(options: RecoveryOptions): Recovery {
             .update({ submit_state: "resending", next_poll_at: iso(Date.now() + leaseMs), updated_at: claimedAt });
           if (claimed !== 1) return; // another process has it, or it moved on
           try {
+            const task = toTaskRecord(row);
+            const found = await lookUp(row.id);
+            if (found !== null) {
+              if (await service.adoptSubmission(task, found)) {
+                adopted += 1;
+                logger.warn({ task_id: row.id, upstream_task_id: found }, "interrupted submission found at the upstream; its task adopted, not resent");
+              }
+              return;
+            }
             const request = JSON.parse(row.request) as GenerationRequest;
-            const outcome = await service.resend(toTaskRecord(row), request);
+            const outcome = await service.resend(task, request);
             if (outcome === "sent") resent += 1;
             else refunded += 1;
             logger.warn({ task_id: row.id, outcome }, outcome === "sent" ? "interrupted submission resent to the upstream" : "interrupted submission refused by the upstream; refunded");
@@ -134,7 +166,7 @@ export function startRecovery(options: RecoveryOptions): Recovery {
         }),
       ),
     );
-    return { resent, refunded, full: rows.length === batchSize };
+    return { adopted, resent, refunded, full: rows.length === batchSize };
   }
 
   /** Step 2: fail and refund open tasks past their deadline. */
@@ -230,6 +262,7 @@ export function startRecovery(options: RecoveryOptions): Recovery {
     const overdue = await expireOverdue();
     const lateResults = await checkLateResults();
     return {
+      adopted: interrupted.adopted,
       resent: interrupted.resent,
       refunded: interrupted.refunded,
       expired: overdue.expired,

@@ -151,11 +151,17 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       await failSubmission(task, message, from);
       throw new AppError(failure.kind === "timeout" ? "upstream_timeout" : "upstream_failed", undefined, { reason: failure.message });
     }
+    await markSent(task, upstreamTaskId, from);
+    return task;
+  }
+
+  /** Records the provider's task id: `sent`, polled as usual (compare-and-swap on `from`). @returns true when this call recorded it */
+  async function markSent(task: TaskRecord, upstreamTaskId: string, from: "pending" | "resending"): Promise<boolean> {
     const nextPoll = new Date(Date.now() + deps.pollIntervalMs).toISOString();
-    await db("tasks")
+    const updated = await db("tasks")
       .where({ id: task.id, submit_state: from })
       .update({ upstream_task_id: upstreamTaskId, submit_state: "sent", next_poll_at: nextPoll, updated_at: nowIso() });
-    return task;
+    return updated === 1;
   }
 
   /**
@@ -190,6 +196,19 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       if (error instanceof AppError && (error.code === "upstream_failed" || error.code === "upstream_timeout")) return "failed";
       throw error;
     }
+  }
+
+  /**
+   * Adopts the provider's task for an interrupted submission the provider already has (the
+   * recovery sweep found it by its reference, instead of resending it): `resending` → `sent`
+   * with the provider's task id, polled as usual. No money moves: the debit stands, as for any
+   * accepted submission.
+   * @param task the task the sweep holds in `resending`
+   * @param upstreamTaskId the provider's task id
+   * @returns true when this call adopted it (false: another sweeper already settled the task)
+   */
+  async function adoptSubmission(task: TaskRecord, upstreamTaskId: string): Promise<boolean> {
+    return markSent(task, upstreamTaskId, "resending");
   }
 
   /**
@@ -311,7 +330,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     });
   }
 
-  return { submit, getTask, getTasks, listTasks, applyUpstreamState, resend, expireTask };
+  return { submit, getTask, getTasks, listTasks, applyUpstreamState, resend, adoptSubmission, expireTask };
 }
 
 /** The service type returned by {@link createGenerationService}. */

@@ -21,7 +21,7 @@ export interface GenerationRequest {
   kind: ModelKind;
   modelId: number;
   modelName: string;
-  /** The prompt as given (known to be non-empty after trimming). */
+  /** The prompt as given (non-empty after trimming, at most {@link MAX_PROMPT_CODE_POINTS} code points). */
   prompt: string;
   /** An aspect ratio of the model, or null when omitted (then not sent upstream). */
   size: string | null;
@@ -45,6 +45,24 @@ export type UrlCheck = (url: string) => Promise<boolean>;
 
 /** Longest reference URL accepted, in characters. */
 const MAX_URL_LENGTH = 2048;
+
+/**
+ * Longest prompt accepted, in Unicode code points (not UTF-16 units: an emoji counts once).
+ * The spec sets no limit; 4,000 is what common image providers allow (DALL·E 3: 4,000
+ * characters) and far above what video models read, while keeping a stored and forwarded
+ * prompt under 16 KB of UTF-8. Longer is 400 `prompt must be a non-empty string`.
+ */
+export const MAX_PROMPT_CODE_POINTS = 4000;
+
+/** Whether `text` has at most `max` code points; stops counting as soon as it is over. */
+function withinCodePoints(text: string, max: number): boolean {
+  // A code point is one or two UTF-16 units: decided without counting in most cases.
+  if (text.length <= max) return true;
+  if (text.length > 2 * max) return false;
+  let count = 0;
+  for (const _ of text) if (++count > max) return false;
+  return true;
+}
 
 /** The REST fields of each reference kind, singular then plural. */
 const REFERENCE_FIELDS: Record<ReferenceKind, { single: string; plural: string }> = {
@@ -216,7 +234,8 @@ async function checkReferenceUrls(fields: ReferenceField[], checkUrl: UrlCheck):
  * Validates a video or image generation request body (generation spec part 2 fields, part 4 rules
  * 1-4, part 7 messages, part 8 limits).
  *
- * Checks in order: body is an object, prompt, model_id, resolution, seconds (video), size, count,
+ * Checks in order: body is an object, prompt (a string with a non-blank character, no U+0000,
+ * at most {@link MAX_PROMPT_CODE_POINTS} code points), model_id, resolution, seconds (video), size, count,
  * references (types, kinds, limits, audio needs an image or video), then the reference URLs.
  *
  * @param kind the endpoint: "video" (POST /api/v1/video/generations) or "image"
@@ -238,6 +257,10 @@ export async function validateGenerationRequest(
   const prompt = body.prompt;
   // U+0000 cannot be stored in PostgreSQL text: invalid on every database.
   if (typeof prompt !== "string" || prompt.trim() === "" || prompt.includes("\u0000")) throw invalidFieldError("prompt");
+  // Spec part 7 has one message for a bad prompt; details carry the limit for GraphQL clients.
+  if (!withinCodePoints(prompt, MAX_PROMPT_CODE_POINTS)) {
+    throw new AppError("invalid_request", validationMessages.prompt, { field: "prompt", max_code_points: MAX_PROMPT_CODE_POINTS });
+  }
 
   const model = selectModel(kind, body.model_id);
 

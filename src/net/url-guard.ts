@@ -1,5 +1,6 @@
 /**
- * Public-HTTPS URL guard (SSRF protection) for reference URLs.
+ * Public-HTTPS URL guard (SSRF protection) for reference URLs, and its host check for CDN origin
+ * host names (`checkHost`; cloud spec part 4 `POST /domains`).
  *
  * Implements generation spec part 4 rule 3 ("Every reference URL ... must be a public HTTPS URL,
  * else 400. Rejected: HTTP, localhost, private or local IP addresses, URLs with embedded
@@ -130,6 +131,16 @@ export interface UrlGuard {
    * never rejects.
    */
   isPublicHttpsUrl(url: string): Promise<boolean>;
+  /**
+   * Checks a bare host, as a URL's host is checked by {@link UrlGuard.check}: an IP literal
+   * (IPv6 with or without brackets) must be public; a name must not be `localhost`,
+   * `*.localhost` or single-label, and its A and AAAA answers (at least one family answering)
+   * must all be public. A trailing root dot is ignored and case is folded. Takes the host text;
+   * returns the verdict, whose reason never names an address learnt from DNS. Never throws and
+   * never rejects. Resolves afresh on every call. Used for CDN origins (cloud spec part 4
+   * `POST /domains`), which we never fetch ourselves but must not point at our network.
+   */
+  checkHost(host: string): Promise<UrlCheckResult>;
 }
 
 function reject(reason: string): UrlCheckResult {
@@ -159,7 +170,7 @@ export function createUrlGuard(options: UrlGuardOptions = {}): UrlGuard {
     resolver.setServers(options.dnsServers);
   }
 
-  async function checkHost(hostname: string): Promise<UrlCheckResult> {
+  async function resolveHost(hostname: string): Promise<UrlCheckResult> {
     const [v4, v6] = await Promise.allSettled([
       resolver.resolve4(hostname),
       resolver.resolve6(hostname),
@@ -197,31 +208,38 @@ export function createUrlGuard(options: UrlGuardOptions = {}): UrlGuard {
       }
       const hostname = parsed.hostname;
       if (hostname === "") return reject("URL has no host");
-
-      // IPv6 literal: WHATWG keeps the brackets in `hostname`.
-      if (hostname.startsWith("[")) {
-        return isPublicAddress(hostname)
-          ? { ok: true }
-          : reject(`address ${hostname} is not public`);
-      }
-      // IPv4 literal: WHATWG normalises every IPv4 form (2130706433, 0x7f.1, 0177.0.0.1, ...)
-      // to a dotted quad, and rejects hosts that end in a number but are not valid IPv4.
-      if (ipaddr.IPv4.isValidFourPartDecimal(hostname)) {
-        return isPublicAddress(hostname)
-          ? { ok: true }
-          : reject(`address ${hostname} is not public`);
-      }
-
-      const name = hostname.endsWith(".") ? hostname.slice(0, -1) : hostname;
-      if (name === "localhost" || name.endsWith(".localhost")) {
-        return reject("URL must not point to localhost");
-      }
-      if (name === "" || !name.includes(".")) {
-        return reject("URL host must be a fully qualified domain name");
-      }
-      return await checkHost(name);
+      // WHATWG has already normalised every IPv4 form (2130706433, 0x7f.1, 0177.0.0.1, ...) to
+      // a dotted quad, kept IPv6 in brackets, and refused hosts ending in a non-IPv4 number.
+      return await hostVerdict(hostname);
     } catch (error) {
       return reject(`URL check failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  /** The host rules shared by URLs and bare hosts. */
+  async function hostVerdict(host: string): Promise<UrlCheckResult> {
+    // An IP literal: IPv6 with or without brackets, IPv4 in any form ipaddr.js parses.
+    const literal = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+    if (ipaddr.isValid(literal)) {
+      return isPublicAddress(literal) ? { ok: true } : reject(`address ${host} is not public`);
+    }
+    const lowered = host.toLowerCase();
+    const name = lowered.endsWith(".") ? lowered.slice(0, -1) : lowered;
+    if (name === "localhost" || name.endsWith(".localhost")) {
+      return reject("URL must not point to localhost");
+    }
+    if (name === "" || !name.includes(".")) {
+      return reject("URL host must be a fully qualified domain name");
+    }
+    return resolveHost(name);
+  }
+
+  async function checkHost(host: string): Promise<UrlCheckResult> {
+    try {
+      if (typeof host !== "string" || host.trim() === "") return reject("host is empty");
+      return await hostVerdict(host);
+    } catch (error) {
+      return reject(`host check failed: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
 
@@ -230,5 +248,6 @@ export function createUrlGuard(options: UrlGuardOptions = {}): UrlGuard {
     async isPublicHttpsUrl(url: string): Promise<boolean> {
       return (await check(url)).ok;
     },
+    checkHost,
   };
 }

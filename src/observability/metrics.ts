@@ -63,7 +63,8 @@ export function upstreamErrorKind(error: unknown): string {
 
 /**
  * Counts the failures of a generation upstream adapter in `switchyard_upstream_errors_total{kind,operation}`
- * (kind: transport, timeout, http, code, body, unexpected; operation: submit, status).
+ * (kind: transport, timeout, http, code, body, unexpected; operation: submit, status, lookup — the
+ * recovery sweep asking whether a lost submission reached the provider).
  * @returns an upstream that behaves exactly like `upstream` (errors are rethrown unchanged)
  */
 export function countUpstreamErrors(upstream: GenerationUpstream, registry: Registry): GenerationUpstream {
@@ -87,6 +88,7 @@ export function countUpstreamErrors(upstream: GenerationUpstream, registry: Regi
     name: upstream.name,
     submit: counted("submit", upstream.submit.bind(upstream)),
     fetchStatus: counted("status", upstream.fetchStatus.bind(upstream)),
+    ...(upstream.findSubmission ? { findSubmission: counted("lookup", upstream.findSubmission.bind(upstream)) } : {}),
   };
 }
 

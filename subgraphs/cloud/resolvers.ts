@@ -143,7 +143,7 @@ export const resolvers = {
     }),
     createDomain: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: CloudContext) => {
       const caller = await ctx.caller("domains:write");
-      const { domain, replayed } = await createDomain(ctx.db, caller, toRestBody(input), { idempotencyKey: (input.idempotencyKey as string) ?? null, requestId: ctx.requestId, stepMs: ctx.services.stepMs });
+      const { domain, replayed } = await createDomain(ctx.db, caller, toRestBody(input), { idempotencyKey: (input.idempotencyKey as string) ?? null, requestId: ctx.requestId, stepMs: ctx.services.stepMs, checkOriginHost: ctx.services.checkOriginHost });
       return { domain, replayed };
     },
     purgeDomain: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: CloudContext) => {

@@ -1,5 +1,6 @@
 /** The cloud domain services a cloud subgraph runs with. */
 import type { createOrderService } from "../../src/cloud/orders.ts";
+import type { OriginHostCheck } from "../../src/cloud/domains.ts";
 import type { PubSub } from "../../src/events/pubsub.ts";
 
 export interface CloudServices {
@@ -8,4 +9,6 @@ export interface CloudServices {
   stepMs: number;
   /** Where the dispatcher publishes committed outbox events (subscriptions listen here). */
   pubsub: PubSub;
+  /** The URL guard's host check (DNS_SERVERS): a CDN origin given as a hostname must resolve to public addresses only. */
+  checkOriginHost: OriginHostCheck;
 }

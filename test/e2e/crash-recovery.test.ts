@@ -160,6 +160,39 @@ describe("crash recovery with real processes", () => {
     await expectVerifyPasses(dbEnv); // both cases: the resent task and the refunded one
   });
 
+  it("(a2) a submission the provider accepted but whose answer a SIGKILL lost is found at restart and not sent again", { timeout: 120_000 }, async () => {
+    const { dbEnv, db, key } = await prepare();
+
+    // The provider creates the task, then the answer never arrives: SIGKILL while it is in flight.
+    fake.onSubmit({ kind: "accept_silently", taskId: "up-lost-answer" });
+    let stack = await start(env(dbEnv));
+    const before = submissions();
+    const cut = submitVideo(stack.url, key.key, "a lantern on a pier").catch((error) => error);
+    await fake.waitForRequests(isSubmit, before + 1);
+    const [pending] = await db("tasks").where("key_id", key.id);
+    expect(pending).toMatchObject({ submit_state: "pending", status: 0, upstream_task_id: null });
+    expect(fake.accepted.find((a) => a.taskId === "up-lost-answer")?.clientReference).toBe(pending.id);
+    expect(await stack.proc.stop("SIGKILL")).toBeNull();
+    expect(await cut).toBeInstanceOf(Error);
+
+    // Restart: the sweep asks the provider, adopts its task and sends nothing; a resend would get another id.
+    fake.onSubmit({ kind: "accept", taskId: "up-duplicate" });
+    stack = await start(env(dbEnv));
+    const adopted = await waitUntil(() => taskRow(db, pending.id), (t) => t.submit_state === "sent");
+    expect(adopted.upstream_task_id).toBe("up-lost-answer");
+    fake.setTask("up-lost-answer", { status: 1, result: "https://cdn.example.com/lantern.mp4" });
+    const done = await waitUntil(() => taskRow(db, pending.id), (t) => Number(t.status) === 1);
+    expect(done).toMatchObject({ upstream_task_id: "up-lost-answer", result: "https://cdn.example.com/lantern.mp4", refunded: 0 });
+    expect(submissions()).toBe(before + 1);
+    expect(fake.accepted.filter((a) => a.clientReference === pending.id)).toHaveLength(1);
+    expect((await entries(db, pending.id)).map((e: any) => [e.kind, Number(e.amount)])).toEqual([["debit", -PRICE]]);
+    const account = await db("accounts").where("id", key.account_id).first();
+    expect(Number(account.balance)).toBe(100_000 - PRICE); // charged once
+    expect(await stack.proc.stop("SIGTERM")).toBe(0);
+    expect(submissions()).toBe(before + 1);
+    await expectVerifyPasses(dbEnv);
+  });
+
   it("(b) callbacks not yet delivered and outbox rows not yet published at a SIGKILL are delivered after restart, once", { timeout: 120_000 }, async () => {
     // A receiver that fails (503) until told otherwise, and records every request.
     let failing = true;

@@ -11,6 +11,8 @@ import { openTestDb, type TestDb } from "../support/db.ts";
 import { AppError } from "../../src/errors.ts";
 import { createDomain, getDomain, getDomainsByNames } from "../../src/cloud/domains.ts";
 import { getPurgeTask, listPurgeTasks, purgeDomain } from "../../src/cloud/purge.ts";
+import { createUrlGuard, type UrlGuard } from "../../src/net/url-guard.ts";
+import { startDnsServer, type TestDnsServer } from "../support/dns-server.ts";
 
 const STEP = 60_000;
 const T0 = "2025-01-01T00:00:00.000Z";
@@ -18,6 +20,10 @@ const T0 = "2025-01-01T00:00:00.000Z";
 let db: Db;
 let testDb: TestDb;
 let seq = 0;
+/** A real DNS server on loopback and the URL guard asking it, as DNS_SERVERS sets up in production. */
+let dns: TestDnsServer;
+let guard: UrlGuard;
+const checkOriginHost = (host: string) => guard.checkHost(host);
 
 interface Tenant {
   accountId: string;
@@ -112,6 +118,14 @@ function body(overrides: Record<string, unknown> = {}): Record<string, unknown> 
 }
 
 beforeAll(async () => {
+  dns = await startDnsServer({
+    "origin.example.net": { A: ["93.184.216.34"] },
+    "origin6.example.net": { AAAA: ["2606:2800:220:1:248:1893:25c8:1946"] },
+    "loopback-origin.example.net": { A: ["127.0.0.1"] },
+    "intranet-origin.example.net": { A: ["93.184.216.34", "10.0.0.7"] },
+    "mapped-origin.example.net": { AAAA: ["::ffff:192.168.0.1"] },
+  });
+  guard = createUrlGuard({ dnsServers: [dns.address], timeoutMs: 1_000 });
   testDb = await openTestDb("switchyard-domains-");
   db = testDb.db;
   await migrate(db);
@@ -123,11 +137,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await testDb?.close();
+  await dns?.close();
 });
 
 describe("creating a domain", () => {
   it("creates a domain with a normalized name, a CNAME and every status pending", async () => {
-    const { domain, replayed } = await createDomain(db, alice.caller, body({ domain: "WWW.Shop-One.Example.COM." }), { stepMs: STEP });
+    const { domain, replayed } = await createDomain(db, alice.caller, body({ domain: "WWW.Shop-One.Example.COM." }), { stepMs: STEP, checkOriginHost });
     expect(replayed).toBe(false);
     expect(domain).toMatchObject({
       domain: "www.shop-one.example.com",
@@ -149,15 +164,43 @@ describe("creating a domain", () => {
   });
 
   it("accepts a hostname origin without a port and an IPv6 origin in canonical form", async () => {
-    const byName = await createDomain(db, alice.caller, body({ origin: { type: "domain", address: "Origin.Example.NET" }, protocol: "http" }), { stepMs: STEP });
+    const byName = await createDomain(db, alice.caller, body({ origin: { type: "domain", address: "Origin.Example.NET" }, protocol: "http" }), { stepMs: STEP, checkOriginHost });
     expect(byName.domain.origin).toEqual({ type: "domain", address: "origin.example.net", port: null });
-    const byV6 = await createDomain(db, alice.caller, body({ origin: { type: "ip", address: "2606:4700:0:0:0:0:0:1111", port: null } }), { stepMs: STEP });
+    const byV6 = await createDomain(db, alice.caller, body({ origin: { type: "ip", address: "2606:4700:0:0:0:0:0:1111", port: null } }), { stepMs: STEP, checkOriginHost });
     expect(byV6.domain.origin).toEqual({ type: "ip", address: "2606:4700::1111", port: null });
+  });
+
+  it("accepts a hostname origin whose DNS answers are public, A or AAAA only", async () => {
+    const v6 = await createDomain(db, alice.caller, body({ origin: { type: "domain", address: "origin6.example.net", port: 443 } }), { stepMs: STEP, checkOriginHost });
+    expect(v6.domain.origin).toEqual({ type: "domain", address: "origin6.example.net", port: 443 });
+  });
+
+  it.each([
+    ["resolves to 127.0.0.1", "loopback-origin.example.net"],
+    ["resolves to a public and a private address", "intranet-origin.example.net"],
+    ["resolves to an IPv4-mapped private address", "mapped-origin.example.net"],
+    ["does not resolve", "nowhere.example.net"],
+  ])("refuses a hostname origin that %s like a private IP literal: 422 origin.address, nothing stored", async (_what, host) => {
+    const request = body({ origin: { type: "domain", address: host } });
+    const error = await failure(createDomain(db, alice.caller, request, { stepMs: STEP, checkOriginHost }));
+    expect([error.status, error.code, error.details]).toEqual([422, "validation_failed", { field: "origin.address" }]);
+    expect(error.message).toBe("origin.address must be a hostname other than the domain itself that resolves only to public addresses");
+    expect(JSON.stringify(error)).not.toMatch(/127\.0\.0\.1|10\.0\.0\.7|192\.168/);
+    expect(await db("domains").where("domain", request.domain as string).first()).toBeUndefined();
+    // The same 422 as an IP literal origin that is not public.
+    const literal = await failure(createDomain(db, alice.caller, body({ origin: { type: "ip", address: "127.0.0.1" } }), { stepMs: STEP, checkOriginHost }));
+    expect([literal.status, literal.code, literal.details]).toEqual([422, "validation_failed", { field: "origin.address" }]);
+  });
+
+  it("refuses a hostname origin when DNS cannot be asked (fails closed)", async () => {
+    const unreachable = createUrlGuard({ dnsServers: ["127.0.0.1:9"], timeoutMs: 100 });
+    const error = await failure(createDomain(db, alice.caller, body({ origin: { type: "domain", address: "origin.example.net" } }), { stepMs: STEP, checkOriginHost: (host) => unreachable.checkHost(host) }));
+    expect(error.details).toEqual({ field: "origin.address" });
   });
 
   it("is 400 invalid_request when the body is not an object", async () => {
     for (const bad of [null, "x", [1], 3]) {
-      const error = await failure(createDomain(db, alice.caller, bad, { stepMs: STEP }));
+      const error = await failure(createDomain(db, alice.caller, bad, { stepMs: STEP, checkOriginHost }));
       expect(error.code).toBe("invalid_request");
       expect(error.status).toBe(400);
     }
@@ -198,14 +241,14 @@ describe("creating a domain", () => {
     ["a numeric customer_id", { customer_id: 7 }, "customer_id"],
   ];
   it.each(invalidCases)("is 422 validation_failed for %s", async (_name, overrides, field) => {
-    const error = await failure(createDomain(db, alice.caller, body(overrides), { stepMs: STEP }));
+    const error = await failure(createDomain(db, alice.caller, body(overrides), { stepMs: STEP, checkOriginHost }));
     expect(error.code).toBe("validation_failed");
     expect(error.status).toBe(422);
     expect(error.details).toEqual({ field });
   });
 
   it("is 422 on customer_id when the order belongs to another customer", async () => {
-    const error = await failure(createDomain(db, alice.caller, body({ customer_id: "cust_other" }), { stepMs: STEP }));
+    const error = await failure(createDomain(db, alice.caller, body({ customer_id: "cust_other" }), { stepMs: STEP, checkOriginHost }));
     expect(error.status).toBe(422);
     expect(error.details).toEqual({ field: "customer_id" });
   });
@@ -213,7 +256,7 @@ describe("creating a domain", () => {
   it("is 404 Order not found for an unknown order and for another account's order", async () => {
     const bobOrder = await insertOrder(bob);
     for (const orderId of ["ord_missing", bobOrder]) {
-      const error = await failure(createDomain(db, alice.caller, body({ order_id: orderId }), { stepMs: STEP }));
+      const error = await failure(createDomain(db, alice.caller, body({ order_id: orderId }), { stepMs: STEP, checkOriginHost }));
       expect(error.code).toBe("not_found");
       expect(error.status).toBe(404);
       expect(error.message).toBe("Order not found");
@@ -223,7 +266,7 @@ describe("creating a domain", () => {
   it("is 409 conflict for an order that is not active", async () => {
     for (const status of ["unpaid", "provisioning", "failed"]) {
       const orderId = await insertOrder(alice, { status });
-      const error = await failure(createDomain(db, alice.caller, body({ order_id: orderId }), { stepMs: STEP }));
+      const error = await failure(createDomain(db, alice.caller, body({ order_id: orderId }), { stepMs: STEP, checkOriginHost }));
       expect(error.code).toBe("conflict");
       expect(error.status).toBe(409);
     }
@@ -231,42 +274,42 @@ describe("creating a domain", () => {
 
   it("is 409 conflict for an active order of a product that is not CDN", async () => {
     const orderId = await insertOrder(alice, { productId: "prod_vm" });
-    const error = await failure(createDomain(db, alice.caller, body({ order_id: orderId }), { stepMs: STEP }));
+    const error = await failure(createDomain(db, alice.caller, body({ order_id: orderId }), { stepMs: STEP, checkOriginHost }));
     expect(error.code).toBe("conflict");
     expect(error.message).toMatch(/CDN/);
   });
 
   it("is 409 Domain already exists for a duplicate, in the same account or another, in any case", async () => {
     const name = freshName("dup");
-    await createDomain(db, alice.caller, body({ domain: name }), { stepMs: STEP });
-    const again = await failure(createDomain(db, alice.caller, body({ domain: name.toUpperCase() }), { stepMs: STEP }));
+    await createDomain(db, alice.caller, body({ domain: name }), { stepMs: STEP, checkOriginHost });
+    const again = await failure(createDomain(db, alice.caller, body({ domain: name.toUpperCase() }), { stepMs: STEP, checkOriginHost }));
     expect(again.code).toBe("conflict");
     expect(again.message).toBe("Domain already exists");
     const bobOrder = await insertOrder(bob);
-    const other = await failure(createDomain(db, bob.caller, body({ domain: name, order_id: bobOrder }), { stepMs: STEP }));
+    const other = await failure(createDomain(db, bob.caller, body({ domain: name, order_id: bobOrder }), { stepMs: STEP, checkOriginHost }));
     expect(other.code).toBe("conflict");
     expect(other.message).toBe("Domain already exists");
   });
 
   it("replays the first result for the same Idempotency-Key and body, and rejects another body", async () => {
     const request = body();
-    const first = await createDomain(db, alice.caller, request, { idempotencyKey: "idem-domain-1", stepMs: STEP });
-    const second = await createDomain(db, alice.caller, { ...request }, { idempotencyKey: "idem-domain-1", stepMs: STEP });
+    const first = await createDomain(db, alice.caller, request, { idempotencyKey: "idem-domain-1", stepMs: STEP, checkOriginHost });
+    const second = await createDomain(db, alice.caller, { ...request }, { idempotencyKey: "idem-domain-1", stepMs: STEP, checkOriginHost });
     expect(first.replayed).toBe(false);
     expect(second.replayed).toBe(true);
     expect(second.domain).toEqual(first.domain);
     expect(await db("domains").where("domain", request.domain as string).count({ n: "*" })).toEqual([{ n: 1 }]);
-    const conflict = await failure(createDomain(db, alice.caller, body(), { idempotencyKey: "idem-domain-1", stepMs: STEP }));
+    const conflict = await failure(createDomain(db, alice.caller, body(), { idempotencyKey: "idem-domain-1", stepMs: STEP, checkOriginHost }));
     expect(conflict.code).toBe("conflict");
     // Without a key the same body is a duplicate domain, not a replay.
-    const duplicate = await failure(createDomain(db, alice.caller, request, { stepMs: STEP }));
+    const duplicate = await failure(createDomain(db, alice.caller, request, { stepMs: STEP, checkOriginHost }));
     expect(duplicate.message).toBe("Domain already exists");
   });
 });
 
 describe("reading a domain", () => {
   it("is 404 Domain not found for an unknown domain and for another account's domain", async () => {
-    const { domain } = await createDomain(db, alice.caller, body(), { stepMs: STEP });
+    const { domain } = await createDomain(db, alice.caller, body(), { stepMs: STEP, checkOriginHost });
     for (const [caller, name] of [
       [bob.caller, domain.domain],
       [alice.caller, "unknown.example.com"],
@@ -279,8 +322,8 @@ describe("reading a domain", () => {
   });
 
   it("reads several domains at once in the order asked, null for unknown or foreign ones", async () => {
-    const a = (await createDomain(db, alice.caller, body(), { stepMs: STEP })).domain.domain;
-    const b = (await createDomain(db, alice.caller, body(), { stepMs: STEP })).domain.domain;
+    const a = (await createDomain(db, alice.caller, body(), { stepMs: STEP, checkOriginHost })).domain.domain;
+    const b = (await createDomain(db, alice.caller, body(), { stepMs: STEP, checkOriginHost })).domain.domain;
     const records = await getDomainsByNames(db, alice.caller, [b, "nope.example.com", a.toUpperCase(), b], STEP);
     expect(records.map((r) => r?.domain ?? null)).toEqual([b, null, a, b]);
     expect(await getDomainsByNames(db, bob.caller, [a, b], STEP)).toEqual([null, null]);
@@ -288,7 +331,7 @@ describe("reading a domain", () => {
   });
 
   it("advances an https domain through review, resolution, certificate and acceleration step by step", async () => {
-    const { domain } = await createDomain(db, alice.caller, body({ protocol: "https" }), { stepMs: STEP });
+    const { domain } = await createDomain(db, alice.caller, body({ protocol: "https" }), { stepMs: STEP, checkOriginHost });
     const expected = [
       ["pending", "pending", "none", "pending"],
       ["approved", "pending", "issuing", "pending"],
@@ -306,7 +349,7 @@ describe("reading a domain", () => {
   });
 
   it("never issues a certificate for an http domain", async () => {
-    const { domain } = await createDomain(db, alice.caller, body({ protocol: "http" }), { stepMs: STEP });
+    const { domain } = await createDomain(db, alice.caller, body({ protocol: "http" }), { stepMs: STEP, checkOriginHost });
     for (const step of [0, 1, 2, 3, 10]) {
       await ageDomain(domain.domain, step);
       expect((await getDomain(db, alice.caller, domain.domain, STEP)).certificateStatus).toBe("none");
@@ -315,7 +358,7 @@ describe("reading a domain", () => {
   });
 
   it("rejects a domain whose first label is reject (the sandbox hook)", async () => {
-    const { domain } = await createDomain(db, alice.caller, body({ domain: "reject.example.org" }), { stepMs: STEP });
+    const { domain } = await createDomain(db, alice.caller, body({ domain: "reject.example.org" }), { stepMs: STEP, checkOriginHost });
     expect(domain.reviewStatus).toBe("pending");
     for (const step of [1, 2, 5]) {
       await ageDomain(domain.domain, step);
@@ -331,7 +374,7 @@ describe("reading a domain", () => {
   });
 
   it("derives statuses from the step length given at read time (state survives restarts)", async () => {
-    const { domain } = await createDomain(db, alice.caller, body(), { stepMs: STEP });
+    const { domain } = await createDomain(db, alice.caller, body(), { stepMs: STEP, checkOriginHost });
     await ageDomain(domain.domain, 1);
     expect((await getDomain(db, alice.caller, domain.domain, STEP)).reviewStatus).toBe("approved");
     expect((await getDomain(db, alice.caller, domain.domain, 100 * STEP)).reviewStatus).toBe("pending");
@@ -344,8 +387,8 @@ describe("purging a domain", () => {
   let httpSite: string;
 
   beforeAll(async () => {
-    site = (await createDomain(db, alice.caller, body({ protocol: "https" }), { stepMs: STEP })).domain.domain;
-    httpSite = (await createDomain(db, alice.caller, body({ protocol: "http" }), { stepMs: STEP })).domain.domain;
+    site = (await createDomain(db, alice.caller, body({ protocol: "https" }), { stepMs: STEP, checkOriginHost })).domain.domain;
+    httpSite = (await createDomain(db, alice.caller, body({ protocol: "http" }), { stepMs: STEP, checkOriginHost })).domain.domain;
   });
 
   it("creates a url purge task with normalized, de-duplicated targets", async () => {
@@ -417,7 +460,7 @@ describe("purging a domain", () => {
   });
 
   it("is 409 conflict for a domain whose review was rejected, but allowed while review is pending", async () => {
-    const rejected = (await createDomain(db, alice.caller, body({ domain: "reject.example.net" }), { stepMs: STEP })).domain.domain;
+    const rejected = (await createDomain(db, alice.caller, body({ domain: "reject.example.net" }), { stepMs: STEP, checkOriginHost })).domain.domain;
     const purge = { type: "url", targets: [`https://${rejected}/a`] };
     const pending = await purgeDomain(db, alice.caller, rejected, purge, { stepMs: STEP });
     expect(pending.task.status).toBe("pending");
@@ -441,7 +484,7 @@ describe("purging a domain", () => {
   });
 
   it("lists a domain's tasks newest first, limited to first", async () => {
-    const domainName = (await createDomain(db, alice.caller, body(), { stepMs: STEP })).domain.domain;
+    const domainName = (await createDomain(db, alice.caller, body(), { stepMs: STEP, checkOriginHost })).domain.domain;
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       const { task } = await purgeDomain(db, alice.caller, domainName, { type: "url", targets: [`https://${domainName}/${i}`] }, { stepMs: STEP });

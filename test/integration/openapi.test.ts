@@ -10,11 +10,13 @@ import { generationOpenApi } from "../../router/openapi/generation.ts";
 import { CLOUD_ERROR_CODES, cloudOpenApi } from "../../router/openapi/cloud.ts";
 import type { Header, OpenApiDocument, Operation, Parameter, Reference, RequestBody, Response } from "../../router/openapi/types.ts";
 import { MODELS } from "../../src/generation/catalog.ts";
+import { MAX_PROMPT_CODE_POINTS } from "../../src/generation/validation.ts";
 import { ERROR_CODES } from "../../src/errors.ts";
 import { setKeyStatus } from "../../src/auth/keys.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { parseYuan } from "../../src/money.ts";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";
+import { startDnsServer, type TestDnsServer } from "../support/dns-server.ts";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 import { schemaCompiler } from "../support/openapi.ts";
 
@@ -121,12 +123,16 @@ function requestConforms(surface: Surface, method: string, template: string, bod
 
 let t: TestStack;
 let fake: FakeUpstream;
+/** Answers the CDN origin host name the domain test uses (origins are resolved by the URL guard). */
+let dns: TestDnsServer;
 let upstreamSeq = 0;
 const BODY_LIMIT = 8192;
 
 beforeAll(async () => {
   fake = await startFakeUpstream();
+  dns = await startDnsServer({ "origin.example.net": { A: ["93.184.216.34"] } });
   t = await startTestStack({
+    DNS_SERVERS: dns.address,
     GENERATION_UPSTREAM_URL: fake.url,
     GENERATION_UPSTREAM_KEY: "upstream-key",
     UPSTREAM_TIMEOUT_MS: "300",
@@ -136,6 +142,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
   await fake?.close();
+  await dns?.close();
 });
 
 describe("the OpenAPI documents", () => {
@@ -186,6 +193,16 @@ describe("the OpenAPI documents", () => {
     expect(imageRequest.size!.enum).toEqual(image.sizes);
     expect(imageRequest.reference_images!.maxItems).toBe(image.references.maxImages);
     expect([...schemas.Task!.properties!.model_id!.enum!].sort()).toEqual(MODELS.map((m) => m.id).sort());
+  });
+
+  it("documents the validator's prompt limit, counted in code points as the validator counts", () => {
+    const schemas = generationOpenApi.components.schemas;
+    for (const name of ["VideoGenerationRequest", "ImageGenerationRequest"]) {
+      expect(schemas[name]!.properties!.prompt!.maxLength).toBe(MAX_PROMPT_CODE_POINTS);
+    }
+    const emoji = "\u{1F98A}";
+    expect(requestConforms("generation", "post", "/api/v1/video/generations", { prompt: emoji.repeat(MAX_PROMPT_CODE_POINTS) })).toBe(true);
+    expect(requestConforms("generation", "post", "/api/v1/video/generations", { prompt: emoji.repeat(MAX_PROMPT_CODE_POINTS + 1) })).toBe(false);
   });
 
   it("the cloud document's error codes are registry codes", () => {

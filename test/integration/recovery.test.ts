@@ -2,7 +2,8 @@
  * The recovery sweep (src/generation/recovery.ts) and the books check of orders (verifyLedger)
  * against a real database (SQLite, or PostgreSQL with TEST_DATABASE=postgres), driven step by
  * step with sweepOnce(). A "crashed" submission is made the way a crash leaves it: the debit and
- * the pending task row are committed, and the upstream call never returns.
+ * the pending task row are committed, and the upstream call never returns. Lookups of lost
+ * submissions run through the real HTTP adapter against the fake provider (a real HTTP server).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
@@ -14,6 +15,8 @@ import { parseYuan } from "../../src/money.ts";
 import { createGenerationService, toTaskRecord, type GenerationService } from "../../src/generation/tasks.ts";
 import { startRecovery, type RecoveryOptions } from "../../src/generation/recovery.ts";
 import { UpstreamError, type GenerationUpstream, type UpstreamTaskState } from "../../src/generation/upstream/types.ts";
+import { createHttpUpstream } from "../../src/generation/upstream/http.ts";
+import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";
 import { DEMO_CATALOG, seedDemoCatalog } from "../../src/cloud/catalog.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { createOrderService } from "../../src/cloud/orders.ts";
@@ -114,7 +117,7 @@ describe("interrupted submissions", () => {
       expect(await entriesOf(id)).toEqual([["debit", -PRICE]]);
     }
     // Nothing left to do.
-    expect(await a.sweepOnce()).toEqual({ resent: 0, refunded: 0, expired: 0, late: 0 });
+    expect(await a.sweepOnce()).toEqual({ adopted: 0, resent: 0, refunded: 0, expired: 0, late: 0 });
     expect(calls.submit).toBe(4);
     expect(await verifyLedger(db)).toEqual([]);
   });
@@ -225,7 +228,7 @@ describe("deadlines and late results", () => {
       ["debit", -PRICE],
       ["refund", PRICE],
     ]);
-    expect(await sweeper.sweepOnce()).toEqual({ resent: 0, refunded: 0, expired: 0, late: 0 });
+    expect(await sweeper.sweepOnce()).toEqual({ adopted: 0, resent: 0, refunded: 0, expired: 0, late: 0 });
     expect(await verifyLedger(db)).toEqual([]);
   });
 
@@ -239,6 +242,118 @@ describe("deadlines and late results", () => {
     await db("tasks").where({ id }).update({ next_poll_at: new Date(Date.now() - 1).toISOString() });
     expect(await sweeper.sweepOnce()).toMatchObject({ late: 0 });
     expect(await task(id)).toMatchObject({ status: 2, next_poll_at: null, late_result: null, error: "Generation timed out" });
+  });
+});
+
+describe("interrupted submissions the provider may already have (HTTP adapter, fake provider)", () => {
+  let fake: FakeUpstream;
+  let http: GenerationUpstream;
+  let lost = 0;
+  beforeAll(async () => {
+    fake = await startFakeUpstream();
+    http = createHttpUpstream({ baseUrl: fake.url, apiKey: "upstream-key", timeoutMs: 2_000 });
+  });
+  afterAll(() => fake?.close());
+
+  const isSubmit = (r: { method: string; path: string }) => r.method === "POST" && r.path.endsWith("/generations");
+  /** Submissions the fake received carrying our task id as their reference. */
+  const submissionsOf = (taskId: string) => fake.requests.filter((r) => isSubmit(r) && r.body?.client_reference === taskId);
+  const lookups = () => fake.requests.filter((r) => r.method === "GET" && r.path === "/api/v1/usage").length;
+
+  /**
+   * A submission that reached the provider through the real adapter, which accepted it, and
+   * whose answer was never recorded: the process is "cut off" in the call (its promise never
+   * settles here, whatever the provider does).
+   * @returns our task id and the provider's
+   */
+  async function lostAnswerSubmission(caller: Caller): Promise<{ id: string; upstreamId: string }> {
+    const upstreamId = `up-lost-${++lost}`;
+    fake.onSubmit({ kind: "accept_silently", taskId: upstreamId });
+    const before = fake.requests.filter(isSubmit).length;
+    const cutOff: GenerationUpstream = {
+      name: "cut-off",
+      submit: (request, taskId) => {
+        http.submit(request, taskId).catch(() => undefined);
+        return new Promise(() => undefined);
+      },
+      fetchStatus: () => new Promise(() => undefined),
+    };
+    void serviceWith(cutOff).submit(caller, "video", { ...VIDEO, prompt: `${VIDEO.prompt} ${++seq}` });
+    await fake.waitForRequests(isSubmit, before + 1);
+    const row = await db("tasks").where("key_id", caller.keyId).orderBy("created_at", "desc").first();
+    expect(row).toMatchObject({ submit_state: "pending", status: 0, upstream_task_id: null });
+    expect(fake.accepted.at(-1)).toEqual({ taskId: upstreamId, clientReference: row.id });
+    return { id: row.id, upstreamId };
+  }
+
+  it("adopts the provider's task for a submission whose answer was lost, sending nothing a second time and charging once", async () => {
+    const caller = await newCaller();
+    const { id, upstreamId } = await lostAnswerSubmission(caller);
+    fake.onSubmit({ kind: "accept", taskId: "up-would-be-duplicate" });
+    const sweeper = recovery(http);
+    expect(await sweeper.sweepOnce()).toMatchObject({ adopted: 1, resent: 0, refunded: 0 });
+    expect(await task(id)).toMatchObject({ submit_state: "sent", status: 0, upstream_task_id: upstreamId });
+    expect(submissionsOf(id)).toHaveLength(1);
+    expect(fake.accepted.filter((a) => a.clientReference === id)).toHaveLength(1);
+    expect(await entriesOf(id)).toEqual([["debit", -PRICE]]);
+
+    // The adopted task is polled as usual and settles once, for the one price.
+    fake.setTask(upstreamId, { status: 1, result: "https://cdn.example.com/adopted.mp4" });
+    const service = serviceWith(http);
+    expect(await service.applyUpstreamState(toTaskRecord(await task(id)), await http.fetchStatus(upstreamId), 0)).toBe(true);
+    expect(await task(id)).toMatchObject({ status: 1, result: "https://cdn.example.com/adopted.mp4" });
+    expect(Number((await task(id)).refunded)).toBe(0);
+    expect(await entriesOf(id)).toEqual([["debit", -PRICE]]);
+    expect(await sweeper.sweepOnce()).toMatchObject({ adopted: 0, resent: 0 });
+    expect(submissionsOf(id)).toHaveLength(1);
+    expect(await verifyLedger(db)).toEqual([]);
+  });
+
+  it("adopts it once when two processes sweep at the same time", async () => {
+    const caller = await newCaller();
+    const { id, upstreamId } = await lostAnswerSubmission(caller);
+    fake.onSubmit({ kind: "accept" });
+    const results = await Promise.all([recovery(http).sweepOnce(), recovery(http, { db: testDb.openAnother() }).sweepOnce()]);
+    expect(results[0].adopted + results[1].adopted).toBe(1);
+    expect(results[0].resent + results[1].resent).toBe(0);
+    expect(await task(id)).toMatchObject({ submit_state: "sent", upstream_task_id: upstreamId });
+    expect(submissionsOf(id)).toHaveLength(1);
+    expect(await verifyLedger(db)).toEqual([]);
+  });
+
+  it("resends once, with the same reference and Idempotency-Key, a submission the provider never got", async () => {
+    const caller = await newCaller();
+    const id = await crashedSubmission(caller); // died before anything reached the provider
+    fake.onSubmit({ kind: "accept", taskId: "up-first-arrival" });
+    const asked = lookups();
+    expect(await recovery(http).sweepOnce()).toMatchObject({ adopted: 0, resent: 1 });
+    expect(lookups()).toBe(asked + 1);
+    const sent = submissionsOf(id);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatchObject({ idempotencyKey: id, authorization: "Bearer upstream-key", body: { client_reference: id, prompt: expect.any(String), model_id: 52 } });
+    expect(await task(id)).toMatchObject({ submit_state: "sent", upstream_task_id: "up-first-arrival" });
+    expect(await entriesOf(id)).toEqual([["debit", -PRICE]]);
+    expect(await verifyLedger(db)).toEqual([]);
+  });
+
+  it.each([
+    ["leaves client_reference out of its task history (a provider that follows only the spec)", "omit_reference" as const],
+    ["cannot list its task history (HTTP 500)", "fail" as const],
+  ])("resends a lost submission when the provider %s: the case the README names as a possible second send", async (_what, mode) => {
+    const caller = await newCaller();
+    const { id } = await lostAnswerSubmission(caller);
+    fake.onSubmit({ kind: "accept", taskId: `up-second-${mode}` });
+    fake.setHistoryMode(mode);
+    try {
+      expect(await recovery(http).sweepOnce()).toMatchObject({ adopted: 0, resent: 1 });
+    } finally {
+      fake.setHistoryMode("echo");
+    }
+    // Sent twice under one reference and one Idempotency-Key: a provider honouring the key would dedupe.
+    expect(submissionsOf(id).map((r) => r.idempotencyKey)).toEqual([id, id]);
+    expect(await task(id)).toMatchObject({ submit_state: "sent", upstream_task_id: `up-second-${mode}` });
+    expect(await entriesOf(id)).toEqual([["debit", -PRICE]]); // the customer still pays once
+    expect(await verifyLedger(db)).toEqual([]);
   });
 });
 

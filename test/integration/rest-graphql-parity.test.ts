@@ -79,6 +79,7 @@ describe("REST and GraphQL parity", () => {
     { name: "count 5", body: { prompt: "x", model_id: 52, count: 5 }, message: "count has an unsupported value" },
     { name: "an HTTP reference image", body: { prompt: "x", model_id: 52, reference_image: "http://93.184.216.34/a.png" }, message: "reference_image must be a public HTTPS URL" },
     { name: "frames on model 52", body: { prompt: "x", model_id: 52, frame_start: "https://93.184.216.34/a.png" }, message: "frame_start has an unsupported value" },
+    { name: "a prompt of 4001 code points", body: { prompt: "\u{1F98A}".repeat(4001), model_id: 52 }, message: "prompt must be a non-empty string" },
   ];
 
   it.each(invalid)("rejects $name with the same 400 message through REST and GraphQL", async ({ body, message }) => {
@@ -94,6 +95,27 @@ describe("REST and GraphQL parity", () => {
     expect(gql.body.errors[0].extensions.code).toBe("invalid_request");
     expect(gql.body.errors[0].extensions.http.status).toBe(400);
     expect(await balance(key)).toBe(100);
+  });
+
+  it("refuses a 900 KB prompt on both endpoints through REST and GraphQL, storing and charging nothing", async () => {
+    const { key } = await t.createKey("100");
+    const prompt = "a fox ".repeat(150 * 1024); // 900 KiB, under the 1 MiB body limit
+    const SUBMIT_IMAGE = `mutation ($input: SubmitImageGenerationInput!) { submitImageGeneration(input: $input) { task { id } } }`;
+    for (const [path, body, query] of [
+      ["/api/v1/video/generations", { prompt, model_id: 52 }, SUBMIT_VIDEO],
+      ["/api/v1/images/generations", { prompt, model_id: 45 }, SUBMIT_IMAGE],
+    ] as const) {
+      const rest = await t.rest("POST", path, { key, body });
+      expect([rest.status, rest.body]).toEqual([400, { code: 400, message: "prompt must be a non-empty string" }]);
+      const gql = await t.graphql(query, { input: toInput(body) }, key);
+      expect(gql.body.errors).toHaveLength(1);
+      expect(gql.body.errors[0]).toMatchObject({
+        message: "prompt must be a non-empty string",
+        extensions: { code: "invalid_request", http: { status: 400 }, field: "prompt", max_code_points: 4000 },
+      });
+    }
+    const usage = await t.rest("GET", "/api/v1/usage", { key });
+    expect(usage.body.data).toMatchObject({ balance: 100, spent: 0, tasks: [] });
   });
 
   it("answers 402 Insufficient balance the same way through REST and GraphQL, charging nothing", async () => {

@@ -156,7 +156,7 @@ describe("generation tasks against a failing HTTP upstream", () => {
     expect(data.billed_images).toBe(2);
   });
 
-  it("completes a task with the provider's result, calling it with our upstream key and the snake_case body", async () => {
+  it("completes a task with the provider's result, calling it with our upstream key, the snake_case body and our task id as its reference", async () => {
     const key = await t.createKey("10");
     fake.onSubmit({ kind: "accept", taskId: "up-success" });
     const before = fake.requests.length;
@@ -182,7 +182,10 @@ describe("generation tasks against a failing HTTP upstream", () => {
     expect(submission.authorization).toBe(`Bearer ${UPSTREAM_KEY}`);
     // The caller's own key never leaves our side.
     expect(JSON.stringify(fake.requests)).not.toContain(key.key);
+    // Our task id rides along as the reference a lost answer is found by (and as Idempotency-Key).
+    expect(submission.idempotencyKey).toBe(response.body.data.task_id);
     expect(submission.body).toEqual({
+      client_reference: response.body.data.task_id,
       prompt: "a paper boat",
       model_id: 39,
       count: 1,

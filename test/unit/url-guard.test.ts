@@ -23,6 +23,7 @@ beforeAll(async () => {
     "mapped-aaaa.example.test": { A: [PUBLIC_V4], AAAA: ["::ffff:10.0.0.1"] },
     "mixed-a.example.test": { A: [PUBLIC_V4, "192.168.1.1"] },
     "norecords.example.test": {},
+    "loopback.example.test": { A: ["127.0.0.1"] },
   });
   guard = createUrlGuard({ dnsServers: [dns.address], timeoutMs: 1_000 });
 });
@@ -207,6 +208,48 @@ describe("createUrlGuard", () => {
       const result = await slowGuard.check("https://public.example.test/ref.png");
       expect(result).toEqual({ ok: false, reason: expect.stringMatching(/DNS lookup .* failed/) });
       expect(Date.now() - started).toBeLessThan(10_000);
+    });
+  });
+
+  describe("checkHost (a bare host, as CDN origins are given)", () => {
+    it("accepts a name whose A and AAAA answers are public, in any case and with a root dot", async () => {
+      expect(await guard.checkHost("public.example.test")).toEqual({ ok: true });
+      expect(await guard.checkHost("V4ONLY.Example.Test.")).toEqual({ ok: true });
+    });
+
+    it("refuses a name that resolves to 127.0.0.1 without naming the address", async () => {
+      const result = await guard.checkHost("loopback.example.test");
+      expect(result).toEqual({ ok: false, reason: expect.stringMatching(/private or local/) });
+      expect(JSON.stringify(result)).not.toContain("127.0.0.1");
+    });
+
+    it.each(["private-a.example.test", "loopback-aaaa.example.test", "mapped-aaaa.example.test", "mixed-a.example.test"])(
+      "refuses %s, which has a non-public answer in one family",
+      async (host) => {
+        expect(await guard.checkHost(host)).toEqual({ ok: false, reason: expect.stringMatching(/private or local/) });
+      },
+    );
+
+    it("refuses a name that does not resolve, or has no records", async () => {
+      expect(await guard.checkHost("missing.example.test")).toEqual({ ok: false, reason: expect.stringMatching(/does not resolve/) });
+      expect(await guard.checkHost("norecords.example.test")).toEqual({ ok: false, reason: expect.stringMatching(/does not resolve/) });
+    });
+
+    it("judges IP literals without DNS, bracketed or not, legacy IPv4 forms included", async () => {
+      expect(await guard.checkHost(PUBLIC_V4)).toEqual({ ok: true });
+      expect(await guard.checkHost(PUBLIC_V6)).toEqual({ ok: true });
+      expect(await guard.checkHost(`[${PUBLIC_V6}]`)).toEqual({ ok: true });
+      for (const host of ["127.0.0.1", "10.1.2.3", "::1", "[::1]", "2130706433", "::ffff:127.0.0.1"]) {
+        expect(await guard.checkHost(host)).toEqual({ ok: false, reason: expect.stringMatching(/not public/) });
+      }
+    });
+
+    it("refuses localhost, single-label names and non-strings without asking DNS", async () => {
+      expect(await guard.checkHost("localhost")).toEqual({ ok: false, reason: expect.stringMatching(/localhost/) });
+      expect(await guard.checkHost("api.localhost.")).toEqual({ ok: false, reason: expect.stringMatching(/localhost/) });
+      expect(await guard.checkHost("intranet")).toEqual({ ok: false, reason: expect.stringMatching(/fully qualified/) });
+      expect((await guard.checkHost("")).ok).toBe(false);
+      expect((await guard.checkHost(null as unknown as string)).ok).toBe(false);
     });
   });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { AppError } from "../../src/errors.ts";
 import { MODELS, getModel, type ModelKind } from "../../src/generation/catalog.ts";
-import { validateGenerationRequest, type UrlCheck } from "../../src/generation/validation.ts";
+import { MAX_PROMPT_CODE_POINTS, validateGenerationRequest, type UrlCheck } from "../../src/generation/validation.ts";
 
 // The real URL guard is tested elsewhere; this stub rejects any URL containing "private".
 const checkUrl: UrlCheck = async (url) => !url.includes("private");
@@ -84,6 +84,44 @@ describe("prompt", () => {
 
   it("keeps the prompt as given", async () => {
     expect((await validate("video", { prompt: "  a cat  " })).prompt).toBe("  a cat  ");
+  });
+});
+
+describe("prompt length", () => {
+  /** Asserts the 400 of an over-long prompt: the spec's prompt message, the field and the limit. */
+  async function expectTooLong(promise: Promise<unknown>): Promise<void> {
+    const error = await rejection(promise);
+    expect([error.status, error.code, error.message]).toEqual([400, "invalid_request", "prompt must be a non-empty string"]);
+    expect(error.details).toEqual({ field: "prompt", max_code_points: 4000 });
+  }
+
+  it("documents a limit of 4000 code points", () => {
+    expect(MAX_PROMPT_CODE_POINTS).toBe(4000);
+  });
+
+  it("accepts a prompt of exactly 4000 code points on both endpoints", async () => {
+    const prompt = "a".repeat(4000);
+    expect((await video({ prompt })).prompt).toBe(prompt);
+    expect((await image({ prompt })).prompt).toBe(prompt);
+  });
+
+  it("rejects a prompt of 4001 code points with the spec's prompt message on both endpoints", async () => {
+    await expectTooLong(video({ prompt: "a".repeat(4001) }));
+    await expectTooLong(image({ prompt: "a".repeat(4001) }));
+  });
+
+  it("rejects a 900 KB prompt before any other field is looked at", async () => {
+    await expectTooLong(validate("video", { prompt: "x".repeat(900 * 1024), model_id: 999 }));
+  });
+
+  it("counts code points, not UTF-16 units: 4000 emoji (8000 units) pass, 4001 do not", async () => {
+    const emoji = "\u{1F98A}";
+    expect(emoji.length).toBe(2);
+    expect((await video({ prompt: emoji.repeat(4000) })).prompt).toHaveLength(8000);
+    await expectTooLong(video({ prompt: emoji.repeat(4001) }));
+    // Mixed: 3999 one-unit characters and one two-unit emoji are 4000 code points.
+    expect((await video({ prompt: "a".repeat(3999) + emoji })).prompt).toHaveLength(4001);
+    await expectTooLong(video({ prompt: "a".repeat(4000) + emoji }));
   });
 });
 

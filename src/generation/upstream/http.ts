@@ -3,6 +3,17 @@
  * `POST {base}/api/v1/video/generations` (or `/images/generations`) with
  * `Authorization: Bearer {key}`; success is HTTP 200 with `{"code":200,"data":{"task_id":...}}`;
  * status from `GET {base}/api/v1/tasks/{id}`.
+ *
+ * Finding a lost submission (the recovery sweep). The spec's API has no field to name a
+ * submission by the caller's reference, and reads a task only by the provider's id, so this is
+ * as far as the protocol lets us go:
+ * - every submission carries our task id twice: as `client_reference` in the body (an extra
+ *   field; the spec's API ignores unknown fields, as Switchyard does) and as the
+ *   `Idempotency-Key` header (a provider that honours it answers a resend with the first task);
+ * - {@link GenerationUpstream.findSubmission} reads the key's task history, the one listing the
+ *   spec offers (`GET /api/v1/usage?limit=100`, `data.tasks`, newest first), and takes the task
+ *   whose `client_reference` is ours. A provider that does not echo the field, or a task behind
+ *   100 newer ones, is not found: the sweep then resends (README "Running at scale").
  */
 import type { GenerationRequest } from "../validation.ts";
 import { UpstreamError, type GenerationUpstream, type TaskStatusCode, type UpstreamTaskState } from "./types.ts";
@@ -17,9 +28,16 @@ export interface HttpUpstreamOptions {
   timeoutMs: number;
 }
 
-/** The request body sent upstream: the spec's own field names, omitted fields left out. */
-export function toUpstreamBody(request: GenerationRequest): Record<string, unknown> {
+/** How many tasks of the key's history a lookup reads: the most `GET /api/v1/usage` lists. */
+export const LOOKUP_HISTORY_LIMIT = 100;
+
+/**
+ * The request body sent upstream: the spec's own field names, omitted fields left out, and our
+ * task id as `client_reference` when given (the reference a lost submission is found by).
+ */
+export function toUpstreamBody(request: GenerationRequest, clientReference?: string): Record<string, unknown> {
   const body: Record<string, unknown> = { prompt: request.prompt, model_id: request.modelId, count: request.count, resolution: request.resolution };
+  if (clientReference) body.client_reference = clientReference;
   if (request.size) body.size = request.size;
   if (request.seconds !== null) body.seconds = request.seconds;
   const r = request.references;
@@ -31,6 +49,13 @@ export function toUpstreamBody(request: GenerationRequest): Record<string, unkno
   return body;
 }
 
+/** A provider task id as text: a non-empty string or number of at most 200 characters, else null. */
+function providerTaskId(value: unknown): string | null {
+  if (typeof value !== "string" && typeof value !== "number") return null;
+  const text = String(value);
+  return text.length > 0 && text.length <= 200 ? text : null;
+}
+
 /**
  * Creates the HTTP adapter.
  * @returns a {@link GenerationUpstream} whose calls throw {@link UpstreamError}
@@ -38,12 +63,12 @@ export function toUpstreamBody(request: GenerationRequest): Record<string, unkno
 export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpstream {
   const base = options.baseUrl.replace(/\/+$/, "");
 
-  async function call(path: string, init: RequestInit): Promise<any> {
+  async function call(path: string, init: RequestInit, headers: Record<string, string> = {}): Promise<any> {
     let response: Response;
     try {
       response = await fetch(`${base}${path}`, {
         ...init,
-        headers: { authorization: `Bearer ${options.apiKey}`, "content-type": "application/json", accept: "application/json" },
+        headers: { authorization: `Bearer ${options.apiKey}`, "content-type": "application/json", accept: "application/json", ...headers },
         signal: AbortSignal.timeout(options.timeoutMs),
       });
     } catch (error) {
@@ -70,16 +95,34 @@ export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpst
     return body.data;
   }
 
+  // One history read shared by the lookups running at the same time (a sweep asks about many
+  // tasks at once, all submitted before the crash, so one listing answers them all).
+  let history: Promise<unknown[]> | null = null;
+  function readHistory(): Promise<unknown[]> {
+    history ??= call(`/api/v1/usage?limit=${LOOKUP_HISTORY_LIMIT}`, { method: "GET" })
+      .then((data) => {
+        if (!Array.isArray(data?.tasks)) throw new UpstreamError("failed", "no task history in the usage answer", "body");
+        return data.tasks as unknown[];
+      })
+      .finally(() => {
+        history = null;
+      });
+    return history;
+  }
+
   return {
     name: "http",
-    async submit(request) {
+    async submit(request, reference) {
       const path = request.kind === "image" ? "/api/v1/images/generations" : "/api/v1/video/generations";
-      const data = await call(path, { method: "POST", body: JSON.stringify(toUpstreamBody(request)) });
-      const taskId = data?.task_id;
-      if ((typeof taskId !== "string" && typeof taskId !== "number") || String(taskId).length === 0 || String(taskId).length > 200) {
-        throw new UpstreamError("failed", "no task_id", "body");
-      }
-      return { upstreamTaskId: String(taskId) };
+      const data = await call(path, { method: "POST", body: JSON.stringify(toUpstreamBody(request, reference)) }, { "idempotency-key": reference });
+      const taskId = providerTaskId(data?.task_id);
+      if (taskId === null) throw new UpstreamError("failed", "no task_id", "body");
+      return { upstreamTaskId: taskId };
+    },
+    async findSubmission(reference) {
+      const tasks = await readHistory();
+      const match = tasks.find((task: any) => typeof task === "object" && task !== null && task.client_reference === reference) as any;
+      return match ? providerTaskId(match.task_id) : null;
     },
     async fetchStatus(upstreamTaskId) {
       const data = await call(`/api/v1/tasks/${encodeURIComponent(upstreamTaskId)}`, { method: "GET" });

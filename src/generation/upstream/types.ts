@@ -41,11 +41,21 @@ export interface GenerationUpstream {
   /**
    * Hands a validated request to the provider.
    * @param request the validated request
-   * @param taskId our task id (the simulator derives its media from it)
+   * @param taskId our task id: the reference the submission carries (the HTTP adapter sends it as
+   *   `client_reference` and `Idempotency-Key`; the simulator derives its media from it)
    * @returns the provider's task id
    * @throws UpstreamError on any failure (generation spec part 4 rule 6)
    */
   submit(request: GenerationRequest, taskId: string): Promise<{ upstreamTaskId: string }>;
+  /**
+   * Asks the provider whether it already has the task we submitted under `taskId` (the
+   * recovery sweep, before resending a submission whose answer a crash lost). Absent when the
+   * provider cannot be asked at all, or need not be (the simulator: a resend costs nothing).
+   * @param taskId our task id, the reference {@link GenerationUpstream.submit} sent
+   * @returns the provider's task id, or null when the provider does not show such a task
+   * @throws UpstreamError when the provider could not be asked now
+   */
+  findSubmission?(taskId: string): Promise<string | null>;
   /**
    * Reads the provider's view of a task.
    * @throws UpstreamError when the provider cannot be asked now (the poller retries later)
