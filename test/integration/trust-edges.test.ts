@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
-import { wsClient, collect } from "../support/graphql-ws.ts";
+import { wsClient, collect, collectSse } from "../support/graphql-ws.ts";
 import { runCli } from "../support/process.ts";
 import { signRequest } from "../../src/auth/policy.ts";
 import { signSubgraphRequest } from "../../subgraphs/shared/internal-context.ts";
@@ -248,6 +248,19 @@ describe("graphql-ws sees the client's address", () => {
     expect(await connect(localOnly, { "x-forwarded-for": "203.0.113.9" })).toBe(4403);
     // A client cannot name its own address in the connection params or headers.
     expect(await connect(remoteOnly, { "x-switchyard-client-ip": "203.0.113.9" })).toBe(4403);
+  });
+
+  it("applies the same address to subscriptions over SSE", async () => {
+    const { key } = await t.createKey("10", { allowIps: ["203.0.113.9/32"] });
+    const submitted = await t.rest("POST", "/api/v1/video/generations", { key, headers: { "x-forwarded-for": "203.0.113.9" }, body: { model_id: 52, prompt: "sse", seconds: 5 } });
+    expect(submitted.status).toBe(200);
+    const query = "subscription($id: ID!) { taskStatusChanged(taskId: $id) { status } }";
+    const variables = { id: submitted.body.data.task_id };
+    const allowed = await collectSse(t.url, query, variables, { authorization: `Bearer ${key}`, "x-forwarded-for": "203.0.113.9" });
+    expect(allowed.events.at(-1)?.data?.taskStatusChanged?.status).toBe("SUCCEEDED");
+    const refused = await collectSse(t.url, query, variables, { authorization: `Bearer ${key}`, "x-switchyard-client-ip": "203.0.113.9" });
+    expect(refused.events.flatMap((e) => e.errors ?? []).map((e: any) => e.extensions?.code)).toContain("forbidden");
+    expect(refused.events.some((e) => e.data?.taskStatusChanged)).toBe(false);
   });
 });
 
