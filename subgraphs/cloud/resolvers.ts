@@ -219,7 +219,11 @@ export const resolvers = {
     },
   },
   Account: {
-    __resolveReference: (ref: { id: string }) => ({ id: ref.id }),
+    // Any valid key (its fields check ownership and their own scope); none: 401.
+    __resolveReference: async (ref: { id: string }, ctx: CloudContext) => {
+      await ctx.caller();
+      return { id: ref.id };
+    },
     orders: async (account: { id: string }, args: any, ctx: CloudContext) => {
       const caller = await ctx.callerOrNull();
       if (!caller || caller.accountId !== account.id) return null;

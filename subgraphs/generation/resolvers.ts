@@ -181,7 +181,11 @@ export const resolvers = {
     },
   },
   Account: {
-    __resolveReference: (ref: { id: string }) => ({ id: ref.id }),
+    // Any valid key (its fields check ownership and their own scope); none: 401.
+    __resolveReference: async (ref: { id: string }, ctx: GenerationContext) => {
+      await ctx.anyCaller();
+      return { id: ref.id };
+    },
     balance: async (account: { id: string }, _: unknown, ctx: GenerationContext) =>
       (await ownAccount(ctx, account.id)) ? toMoney(await ctx.usage.balance()) : null,
     spent: async (account: { id: string }, _: unknown, ctx: GenerationContext) =>
