@@ -509,6 +509,18 @@ describe("the README scope table", () => {
   }
 });
 
+describe("order of checks with scopes", () => {
+  // The generation shim's pre-check reads `viewer { balance }` now that `viewer` needs any key.
+  it("answers 403 for the missing generation scope before a bad body's 400, on both submission paths", async () => {
+    const key = await keyWith(ALL_SCOPES.filter((s) => s !== "generation"));
+    for (const path of ["/api/v1/video/generations", "/api/v1/images/generations"]) {
+      const answer = await t.rest("POST", path, { key, rawBody: "{not json", headers: { "content-type": "application/json" } });
+      expect(answer.status, path).toBe(403);
+      expect(answer.body, path).toEqual({ code: 403, message: "API key lacks the generation scope" });
+    }
+  });
+});
+
 describe("migration 007 (resources:write)", () => {
   it("gives resources:write to every key that held resources:read, and to no other key", async () => {
     const database = await createTestDatabase();
