@@ -15,6 +15,7 @@
  *   link fields are nullable, so the link becomes null and its siblings survive.
  */
 import { defaultFieldResolver, Kind, type DocumentNode, type FieldDefinitionNode, type GraphQLFieldResolver } from "graphql";
+import { ALL_SCOPES } from "../../src/auth/keys.ts";
 
 /** The scope a type's data needs, and the fields any key that reached it may read. */
 export interface TypeScope {
@@ -98,7 +99,8 @@ function typeOf(typeDefs: DocumentNode, typeName: string): { fields: string[]; e
  * @param resolvers the subgraph's resolver map; not modified
  * @param rules type name → {@link TypeScope}
  * @returns a new resolver map
- * @throws Error at start-up when a rule names a type the SDL lacks, or a field resolver is not a function
+ * @throws Error at start-up when a rule names a type the SDL lacks or an unknown scope, or a field
+ *   resolver is not a function
  */
 export function scopeTypes<R extends Record<string, any>, C extends ScopedContext>(
   typeDefs: DocumentNode,
@@ -111,6 +113,7 @@ export function scopeTypes<R extends Record<string, any>, C extends ScopedContex
   for (const [typeName, rule] of Object.entries(rules)) {
     const { fields, entity } = typeOf(typeDefs, typeName);
     if (fields.length === 0) throw new Error(`scopeTypes: type ${typeName} is not in the SDL`);
+    if (!(ALL_SCOPES as readonly string[]).includes(rule.scope)) throw new Error(`scopeTypes: ${typeName} names an unknown scope ${rule.scope}`);
     const own: Record<string, any> = { ...(resolvers[typeName] ?? {}) };
     const open = new Set(rule.open ?? []);
     for (const field of fields) {

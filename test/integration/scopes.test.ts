@@ -26,6 +26,10 @@ import { parseYuan } from "../../src/money.ts";
 import { migrate, openDb } from "../../src/db/index.ts";
 import { migrationSource } from "../../src/db/migrations/index.ts";
 import { cloudOpenApi, generationOpenApi } from "../../router/openapi/index.ts";
+import { cloudTypeDefs } from "../../subgraphs/cloud/server.ts";
+import { generationTypeDefs } from "../../subgraphs/generation/server.ts";
+import { TYPE_SCOPES as CLOUD_TYPE_SCOPES } from "../../subgraphs/cloud/resolvers.ts";
+import { TYPE_SCOPES as GENERATION_TYPE_SCOPES } from "../../subgraphs/generation/resolvers.ts";
 
 // ---------------------------------------------------------------------------------------------
 // The README table
@@ -447,6 +451,19 @@ describe("the README scope table", () => {
     }
     expect(roots.length).toBeGreaterThan(30);
     expect(roots.filter((root) => !names.has(root))).toEqual([]);
+  });
+
+  it("names a scope for every entity type of both subgraphs (Account: each field its own)", () => {
+    for (const [typeDefs, rules] of [[cloudTypeDefs, CLOUD_TYPE_SCOPES], [generationTypeDefs, GENERATION_TYPE_SCOPES]] as const) {
+      const entities = typeDefs.definitions.filter(
+        (d: any) => (d.kind === Kind.OBJECT_TYPE_DEFINITION || d.kind === Kind.OBJECT_TYPE_EXTENSION) && d.directives?.some((x: any) => x.name.value === "key"),
+      );
+      expect(entities.length).toBeGreaterThan(0);
+      for (const entity of entities as any[]) {
+        if (entity.name.value === "Account") continue;
+        expect(rules[entity.name.value]?.scope, entity.name.value).toBeDefined();
+      }
+    }
   });
 
   it("has a row for every REST path of both OpenAPI documents, with the scope the document states", () => {
