@@ -5,13 +5,26 @@
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, type Config } from "../src/config.ts";
 import { migrate, openDb, type Db } from "../src/db/index.ts";
-import { createKey, setKeyStatus, topUpKey } from "../src/auth/keys.ts";
+import { ALL_SCOPES, createKey, setKeyStatus, topUpKey } from "../src/auth/keys.ts";
 import { verifyLedger } from "../src/ledger/index.ts";
 import { formatYuan, parseYuan } from "../src/money.ts";
 import { isAppError } from "../src/errors.ts";
 import type { Role, Stack } from "./stack.ts";
 import type { ProductRecord, VendorRecord } from "../src/cloud/catalog.ts";
 import type { Page } from "../src/pagination.ts";
+
+/** Wraps `text` into lines of at most `width` characters, each starting with `indent`. */
+function wrap(text: string, indent: string, width: number): string {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line && indent.length + line.length + 1 + word.length > width) {
+      lines.push(indent + line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  return [...lines, indent + line].join("\n");
+}
 
 const USAGE = `Usage: switchyard <command>
   start [ROLES]                     every role in one process, or some: router, generation, cloud
@@ -21,6 +34,7 @@ const USAGE = `Usage: switchyard <command>
   keys create --name N [--account ACCOUNT_ID] [--balance YUAN] [--scopes a,b]
               [--allow-ip CIDR,...] [--rate-limit N] [--callback-url URL]
               [--require-signature] [--json]
+${wrap(`--scopes (default all): ${ALL_SCOPES.join(", ")}; README "Scopes" says what each operation needs`, "              ", 96)}
   keys disable ID | keys enable ID | keys topup ID --amount YUAN
   customers topup CUSTOMER_ID --account ACCOUNT_ID --amount YUAN
   customers credit CUSTOMER_ID --account ACCOUNT_ID --limit YUAN

@@ -32,7 +32,8 @@ export const OPERATIONS = {
   task: `query RestTask($id: ID!) { task(id: $id) { ${TASK_FIELDS} } }`,
   usage: `query RestUsage($first: Int!) { viewer { balance { amount } spent { amount } billedSeconds billedImages
     tasks(first: $first) { nodes { ${TASK_FIELDS} } } recentRequests(first: $first) { method path status at } } }`,
-  auth: `query RestAuth { viewer { id } }`,
+  // `viewer` needs any valid key; `balance` needs the `generation` scope, which every call here needs.
+  auth: `query RestAuth { viewer { balance { amount } } }`,
   models: `query RestModels { models { id name kind sizes resolutions durations { resolution seconds } defaultSeconds maxCount
     references { kinds frames maxImages maxAudios maxVideos maxTotal audioNeedsVisual } available } }`,
 } as const;

@@ -11,7 +11,11 @@ import { nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
 import type { MilliYuan } from "../money.ts";
 
-/** Every scope a key can hold (DESIGN §8); a key created without scopes holds them all. */
+/**
+ * Every scope a key can hold (DESIGN §8; README "Scopes" says what each operation needs); a key
+ * created without scopes holds them all. `resources:write` came later (ADR 0007): migration 007
+ * gave it to every key that held `resources:read`.
+ */
 export const ALL_SCOPES = [
   "generation",
   "catalog:read",
@@ -21,6 +25,7 @@ export const ALL_SCOPES = [
   "domains:write",
   "usage:read",
   "resources:read",
+  "resources:write",
   "billing:read",
 ] as const;
 export type Scope = (typeof ALL_SCOPES)[number];

@@ -27,6 +27,8 @@ export interface CloudContext {
    * @throws AppError 403 `Admin API is disabled` when no ADMIN_TOKEN is set, 401 otherwise
    */
   requireAdmin(): void;
+  /** Whether the request carries the admin token: what an admin mutation answers is read without key scopes. */
+  isAdmin(): boolean;
   requestId: string | null;
   products: DataLoader<string, ProductRecord | null>;
   vendors: DataLoader<string, VendorRecord | null>;
@@ -43,12 +45,23 @@ export interface CloudContext {
 export function createCloudContext(db: Db, services: CloudServices, rateLimiter: RateLimiter, req: RequestLike, adminToken?: string): CloudContext {
   const access = callerAccess(db, rateLimiter, req);
   const anyCaller = async () => (await access.caller())!;
+  const requireAdmin = () => checkAdminToken(adminToken, headerOf(req, "authorization"));
+  let admin: boolean | undefined;
   const eager = {
     db,
     services,
     caller: (scope?: string) => access.caller(scope),
     callerOrNull: access.callerOrNull,
-    requireAdmin: () => checkAdminToken(adminToken, headerOf(req, "authorization")),
+    requireAdmin,
+    isAdmin: () =>
+      (admin ??= (() => {
+        try {
+          requireAdmin();
+          return true;
+        } catch {
+          return false;
+        }
+      })()),
     requestId: headerOf(req, "x-request-id") ?? null,
   };
   return withLazy<typeof eager, Pick<CloudContext, "products" | "vendors" | "orders" | "resources">>(eager, {

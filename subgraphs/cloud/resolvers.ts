@@ -16,6 +16,7 @@ import { listDeliveries, resendDelivery } from "../../src/events/webhooks.ts";
 import { pageSize, toConnection } from "../shared/connection.ts";
 import type { CloudContext } from "./context.ts";
 import { accountTopic, eventStream, type OutboxMessage } from "../../src/events/pubsub.ts";
+import { grantRead, type TypeScope } from "../shared/scopes.ts";
 
 /** An order as one event left it: the fresh row, with the state the event recorded. */
 function orderAtEvent(order: OrderRecord, event: OutboxMessage): OrderRecord {
@@ -79,6 +80,28 @@ const JSONObject = new GraphQLScalarType({
   },
 });
 
+/**
+ * The scope each type's data needs, wherever it is reached from (README "Scopes", ADR 0007;
+ * applied by `scopeTypes` in server.ts). `open` fields are the type's key: whoever links to it
+ * already holds it. `Account` and `ApiKey` are not here: each `Account` field checks its own
+ * scope, and `ApiKey` is the calling key itself.
+ */
+export const TYPE_SCOPES: Record<string, TypeScope> = {
+  Vendor: { scope: "catalog:read", open: ["id"] },
+  Product: { scope: "catalog:read", open: ["id"] },
+  Order: { scope: "orders:read", open: ["id"] },
+  OrderEvent: { scope: "orders:read" },
+  WebhookDelivery: { scope: "orders:read" },
+  Resource: { scope: "resources:read", open: ["id"] },
+  Domain: { scope: "domains:read", open: ["domain"] },
+  PurgeTask: { scope: "domains:read", open: ["id"] },
+  BandwidthUsage: { scope: "usage:read" },
+  TrafficUsage: { scope: "usage:read" },
+  CustomerBalance: { scope: "billing:read" },
+  Transaction: { scope: "billing:read", open: ["id"] },
+  Statement: { scope: "billing:read", open: ["id"] },
+};
+
 export const resolvers = {
   JSONObject,
   Query: {
@@ -130,36 +153,36 @@ export const resolvers = {
     createOrder: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: CloudContext) => {
       const caller = await ctx.caller("orders:write");
       const { order, replayed } = await ctx.services.orders.create(caller, toRestBody(input), { idempotencyKey: (input.idempotencyKey as string) ?? null, requestId: ctx.requestId });
-      return { order, replayed };
+      return { order: grantRead(ctx, order), replayed };
     },
     renewOrder: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: CloudContext) => {
       const caller = await ctx.caller("orders:write");
       const { orderId, ...rest } = input;
       const { order, replayed } = await ctx.services.orders.renew(caller, orderId as string, toRestBody(rest), { idempotencyKey: (input.idempotencyKey as string) ?? null, requestId: ctx.requestId });
-      return { order, replayed };
+      return { order: grantRead(ctx, order), replayed };
     },
     payOrder: async (_: unknown, { input }: { input: { orderId: string } }, ctx: CloudContext) => ({
-      order: await ctx.services.orders.pay(await ctx.caller("orders:write"), input.orderId),
+      order: grantRead(ctx, await ctx.services.orders.pay(await ctx.caller("orders:write"), input.orderId)),
     }),
     createDomain: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: CloudContext) => {
       const caller = await ctx.caller("domains:write");
       const { domain, replayed } = await createDomain(ctx.db, caller, toRestBody(input), { idempotencyKey: (input.idempotencyKey as string) ?? null, requestId: ctx.requestId, stepMs: ctx.services.stepMs, checkOriginHost: ctx.services.checkOriginHost });
-      return { domain, replayed };
+      return { domain: grantRead(ctx, domain), replayed };
     },
     purgeDomain: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: CloudContext) => {
       const caller = await ctx.caller("domains:write");
       const { domain, ...rest } = input;
       const { task, replayed } = await purgeDomain(ctx.db, caller, domain as string, toRestBody(rest), { idempotencyKey: (input.idempotencyKey as string) ?? null, requestId: ctx.requestId, stepMs: ctx.services.stepMs });
-      return { purgeTask: task, replayed };
+      return { purgeTask: grantRead(ctx, task), replayed };
     },
     setUsageThreshold: async (_: unknown, { input }: { input: { resourceId: string; thresholdBytes: number | null } }, ctx: CloudContext) => {
-      const caller = await ctx.caller("resources:read");
+      const caller = await ctx.caller("resources:write");
       await setUsageThreshold(ctx.db, caller, input.resourceId, input.thresholdBytes ?? null);
-      return { resource: await ctx.services.orders.getResource(caller, input.resourceId) };
+      return { resource: grantRead(ctx, await ctx.services.orders.getResource(caller, input.resourceId)) };
     },
     resendDelivery: async (_: unknown, { input }: { input: { deliveryId: string } }, ctx: CloudContext) => {
       const caller = await ctx.caller("orders:write");
-      return { delivery: await resendDelivery(ctx.db, Number(input.deliveryId), caller.accountId) };
+      return { delivery: grantRead(ctx, await resendDelivery(ctx.db, Number(input.deliveryId), caller.accountId)) };
     },
     ...adminMutations,
   },
@@ -196,7 +219,11 @@ export const resolvers = {
     },
   },
   Account: {
-    __resolveReference: (ref: { id: string }) => ({ id: ref.id }),
+    // Any valid key (its fields check ownership and their own scope); none: 401.
+    __resolveReference: async (ref: { id: string }, ctx: CloudContext) => {
+      await ctx.caller();
+      return { id: ref.id };
+    },
     orders: async (account: { id: string }, args: any, ctx: CloudContext) => {
       const caller = await ctx.callerOrNull();
       if (!caller || caller.accountId !== account.id) return null;
@@ -249,7 +276,7 @@ export const resolvers = {
     },
     order: (domain: DomainRecord, _: unknown, ctx: CloudContext) => ctx.orders.load(domain.orderId),
     purgeTasks: async (domain: DomainRecord, args: { first?: number }, ctx: CloudContext) =>
-      listPurgeTasks(ctx.db, await ctx.caller("domains:read"), domain.domain, pageSize(args.first), ctx.services.stepMs),
+      listPurgeTasks(ctx.db, await ctx.caller(), domain.domain, pageSize(args.first), ctx.services.stepMs),
   },
   PurgeTask: {
     __resolveReference: async (ref: { id: string }, ctx: CloudContext) => {

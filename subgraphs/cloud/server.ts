@@ -8,7 +8,8 @@ import type { Db } from "../../src/db/index.ts";
 import type { RateLimiter } from "../../src/auth/policy.ts";
 import { startSubgraph, type SubgraphHandle, type SubgraphObservability } from "../shared/server.ts";
 import { createCloudContext, type CloudContext } from "./context.ts";
-import { resolvers } from "./resolvers.ts";
+import { resolvers, TYPE_SCOPES } from "./resolvers.ts";
+import { scopeTypes } from "../shared/scopes.ts";
 import type { CloudServices } from "./services.ts";
 
 /** The SDL of this subgraph. */
@@ -38,7 +39,8 @@ export function startCloudSubgraph(options: {
   return startSubgraph<CloudContext>({
     name: "cloud",
     typeDefs: cloudTypeDefs,
-    resolvers,
+    // Every field of a scoped type checks its scope, wherever it was reached from (ADR 0007).
+    resolvers: scopeTypes(cloudTypeDefs, resolvers, TYPE_SCOPES, { bypass: (ctx: CloudContext) => ctx.isAdmin() }),
     context: async (req) => createCloudContext(options.db, options.services, options.rateLimiter, req, options.adminToken),
     secret: options.secret,
     logger: options.logger,

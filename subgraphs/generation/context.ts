@@ -24,6 +24,11 @@ export interface GenerationContext {
   caller(): Promise<Caller>;
   /** The caller when the key is valid, else null (never throws). */
   callerOrNull(): Promise<Caller | null>;
+  /**
+   * The authenticated caller whatever its scopes: for `viewer` (only the account id) and the
+   * `Account` fields, which then check their own scope. @throws AppError 401/403/429
+   */
+  anyCaller(): Promise<Caller>;
   /** Tasks of the caller by id, batched per request. */
   taskLoader: DataLoader<string, TaskRecord | null>;
   /** The caller's usage totals, each read once per request and only when a field asks for it. */
@@ -47,6 +52,7 @@ export function createContext(db: Db, service: GenerationService, rateLimiter: R
     locale: negotiateLocale(header("accept-language")),
     caller,
     callerOrNull: () => caller().catch(() => null),
+    anyCaller: () => access.caller(),
     route: match ? { method: match[1]!, path: match[2]!, status: Number(header("x-switchyard-route-status")) || null } : null,
     requestId: header("x-request-id") ?? null,
   };

@@ -12,6 +12,7 @@ import { AppError, isAppError } from "../../src/errors.ts";
 import { formatYuan, toMoney } from "../../src/money.ts";
 import { pageSize, toConnection } from "../shared/connection.ts";
 import type { GenerationContext } from "./context.ts";
+import type { TypeScope } from "../shared/scopes.ts";
 
 /** Enum names of the status codes 0-4 (generation spec part 3). */
 export const TASK_STATUS_ENUM = ["QUEUED", "SUCCEEDED", "FAILED", "PROCESSING", "SUBMITTED"] as const;
@@ -41,10 +42,14 @@ async function taskConnection(ctx: GenerationContext, args: { first?: number | n
   return toConnection(page);
 }
 
-/** The caller's account id when `id` is the caller's account, else null: accounts never leak. */
+/**
+ * The caller when `id` is the caller's account (else null: accounts never leak) and its key
+ * holds the `generation` scope.
+ * @throws AppError 403 `forbidden` for the caller's own account without the `generation` scope
+ */
 async function ownAccount(ctx: GenerationContext, id: string) {
-  const caller = await ctx.callerOrNull();
-  return caller && caller.accountId === id ? caller : null;
+  const caller = await ctx.anyCaller().catch(() => null);
+  return caller && caller.accountId === id ? ctx.caller() : null;
 }
 
 /**
@@ -91,6 +96,16 @@ function taskForEvent(ctx: GenerationContext, caller: Awaited<ReturnType<Generat
   return read;
 }
 
+/**
+ * The scope each type's data needs, wherever it is reached from (README "Scopes", ADR 0007;
+ * applied by `scopeTypes` in server.ts). `Account` is not here: each of its fields checks its
+ * own scope (`viewer` needs any valid key); `Model` is public.
+ */
+export const TYPE_SCOPES: Record<string, TypeScope> = {
+  Task: { scope: "generation", open: ["id"] },
+  RequestRecord: { scope: "generation" },
+};
+
 export const resolvers = {
   Query: {
     models: () => MODELS,
@@ -102,7 +117,7 @@ export const resolvers = {
       return task;
     },
     tasks: (_: unknown, args: any, ctx: GenerationContext) => taskConnection(ctx, args),
-    viewer: async (_: unknown, __: unknown, ctx: GenerationContext) => ({ id: (await ctx.caller()).accountId }),
+    viewer: async (_: unknown, __: unknown, ctx: GenerationContext) => ({ id: (await ctx.anyCaller()).accountId }),
   },
   Mutation: {
     submitVideoGeneration: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: GenerationContext) => ({
@@ -166,7 +181,11 @@ export const resolvers = {
     },
   },
   Account: {
-    __resolveReference: (ref: { id: string }) => ({ id: ref.id }),
+    // Any valid key (its fields check ownership and their own scope); none: 401.
+    __resolveReference: async (ref: { id: string }, ctx: GenerationContext) => {
+      await ctx.anyCaller();
+      return { id: ref.id };
+    },
     balance: async (account: { id: string }, _: unknown, ctx: GenerationContext) =>
       (await ownAccount(ctx, account.id)) ? toMoney(await ctx.usage.balance()) : null,
     spent: async (account: { id: string }, _: unknown, ctx: GenerationContext) =>

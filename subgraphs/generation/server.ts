@@ -12,7 +12,8 @@ import { flushRequestLog, recordRequest } from "../../src/generation/usage.ts";
 import { statusOfErrors } from "../shared/errors.ts";
 import { startSubgraph, type SubgraphHandle, type SubgraphObservability } from "../shared/server.ts";
 import { createContext, type GenerationContext } from "./context.ts";
-import { resolvers } from "./resolvers.ts";
+import { resolvers, TYPE_SCOPES } from "./resolvers.ts";
+import { scopeTypes } from "../shared/scopes.ts";
 
 /** The SDL of this subgraph. */
 export const generationTypeDefs = parse(fs.readFileSync(new URL("../../schema/generation.graphql", import.meta.url), "utf8"));
@@ -62,7 +63,8 @@ export async function startGenerationSubgraph(options: {
   const handle = await startSubgraph<GenerationContext>({
     name: "generation",
     typeDefs: generationTypeDefs,
-    resolvers: resolvers as any,
+    // Every field of a scoped type checks its scope, wherever it was reached from (ADR 0007).
+    resolvers: scopeTypes(generationTypeDefs, resolvers as any, TYPE_SCOPES),
     context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req),
     secret: options.secret,
     onResponse: recordRoute(options.logger),
