@@ -24,6 +24,7 @@ import { GRAPHQL_WS_MAX_OPERATIONS } from "../../router/websocket.ts";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
 import { runCli } from "../support/process.ts";
+import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";
 
 const ORDER_EVENTS = `subscription { orderEvents { event order { id status customer { customerId contact } } } }`;
 const TASKS = `subscription { tasks { id statusCode } }`;
@@ -142,6 +143,9 @@ function orderBody(customerId: string) {
   return { client_order_no: no, product_id: "prd_cdn_standard", quantity: 1, billing_cycle: "monthly", customer: { customer_id: customerId, contact: "ops@example.com" }, metadata: { domain: `${no}.example.com` } };
 }
 
+/** Every order the tests placed, in order. */
+const placedOrders = new Set<string>();
+
 /** Places an order through a router's REST API. @returns the order id */
 async function placeOrder(routerUrl: string, key: string, customerId = "c1"): Promise<string> {
   const response = await fetch(`${routerUrl}/openapi/v1/orders`, {
@@ -151,6 +155,7 @@ async function placeOrder(routerUrl: string, key: string, customerId = "c1"): Pr
   });
   const body: any = await response.json();
   expect(response.status, JSON.stringify(body)).toBe(201);
+  placedOrders.add(body.data.order_id);
   return body.data.order_id;
 }
 
@@ -161,6 +166,33 @@ function databaseEnvOf(db: Db): Record<string, string> {
 }
 
 const orderIdOf = (event: any) => event?.data?.orderEvents?.order?.id;
+
+/** What the subscriptions had received, and which orders existed, when a key was disabled. */
+interface Cut {
+  counts: number[];
+  placedBefore: Set<string>;
+}
+
+/** Notes the moment of a disable (call it as soon as the disable returned). */
+function cutAt(subscriptions: Recorded[]): Cut {
+  return { counts: subscriptions.map((s) => s.events.length), placedBefore: new Set(placedOrders) };
+}
+
+/**
+ * What a subscription of a disabled key got after the disable: at most events already on their
+ * way (published before the disable committed: those of orders placed before it), then at most
+ * the `key_disabled` error as its last result. Nothing of an order placed after the disable.
+ */
+function expectNothingNewAfter(events: any[], placedBefore: Set<string>) {
+  events.forEach((event, i) => {
+    if (event.errors) {
+      expect(event.errors).toEqual([KEY_DISABLED_ERROR]);
+      expect(i, "the key_disabled error is the last result").toBe(events.length - 1);
+    } else {
+      expect(placedBefore.has(orderIdOf(event)), `an event caused after the disable: ${JSON.stringify(event)}`).toBe(true);
+    }
+  });
+}
 
 /**
  * Places orders (through `routerUrl` with `key`) until every subscription saw one of them: a
@@ -181,10 +213,16 @@ async function untilLive(routerUrl: string, key: string, subscriptions: Recorded
 
 describe("disabling a key ends its subscriptions on the router (one process)", () => {
   let t: TestStack;
+  let upstream: FakeUpstream;
   beforeAll(async () => {
-    t = await startTestStack({ ADMIN_TOKEN, SIMULATOR_STEP_MS: "300" });
+    // A provider whose tasks move only when a test says so: a task can change after the disable.
+    upstream = await startFakeUpstream();
+    t = await startTestStack({ ADMIN_TOKEN, GENERATION_UPSTREAM_URL: upstream.url });
   });
-  afterAll(() => t.close());
+  afterAll(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
 
   /**
    * A key to disable with a second (control) key on the same account: orders the control key places
@@ -199,12 +237,12 @@ describe("disabling a key ends its subscriptions on the router (one process)", (
 
   /**
    * After the key is disabled: an order placed by the control key reaches the control subscriber
-   * (so it went through the whole pipeline), never the disabled key's.
+   * (so it went through the whole pipeline), and nothing new reaches the disabled key's.
    */
-  async function expectNoEventAfterDisable(control: { key: string }, controlSub: Recorded, revoked: Recorded[]) {
+  async function expectNoEventAfterDisable(control: { key: string }, controlSub: Recorded, revoked: Recorded[], cut: Cut) {
     const after = await placeOrder(t.url, control.key);
     await controlSub.waitFor((e) => orderIdOf(e) === after && e.data.orderEvents.event === "order.provisioned");
-    for (const sub of revoked) expect(sub.events.filter((e) => orderIdOf(e) === after)).toEqual([]);
+    revoked.forEach((sub, i) => expectNothingNewAfter(sub.events.slice(cut.counts[i]), cut.placedBefore));
   }
 
   it("closes the key's graphql-ws socket with 4403 when `switchyard keys disable` runs in another process, and no later order or task event reaches it", { timeout: 60_000 }, async () => {
@@ -218,6 +256,8 @@ describe("disabling a key ends its subscriptions on the router (one process)", (
       await untilLive(t.url, control.key, [orderSub, controlSub]);
       // The leak of the issue: another key's order, with its customer's contact, reaches this key.
       expect(orderSub.events.at(-1).data.orderEvents.order.customer).toEqual({ customerId: "c1", contact: "ops@example.com" });
+      const upstreamId = `up-${randomUUID()}`;
+      upstream.onSubmit({ kind: "accept", taskId: upstreamId });
       const submitted = await t.rest("POST", "/api/v1/video/generations", { key: doomed.key, body: { prompt: "a heron", model_id: 52 } });
       expect(submitted.status).toBe(200);
       const taskId = submitted.body.data.task_id;
@@ -225,14 +265,16 @@ describe("disabling a key ends its subscriptions on the router (one process)", (
 
       const cli = await runCli(["keys", "disable", doomed.id], databaseEnvOf(t.stack.db!));
       expect(cli.code, cli.stderr).toBe(0);
-      const eventsAtDisable = { orders: orderSub.events.length, tasks: taskSub.events.length };
+      const cut = cutAt([orderSub]);
+      const tasksAtDisable = taskSub.events.length;
+      // The task finishes after the disable: an event of the key, never delivered to it.
+      upstream.setTask(upstreamId, { status: 1, result: "https://cdn.example.com/heron.mp4" });
 
       expect(await within(closed, "the socket to close")).toMatchObject({ code: 4403 });
-      await expectNoEventAfterDisable(control, controlSub, [orderSub]);
-      // The task runs on to its end, its events unseen by the disabled key.
-      await waitUntil(() => t.stack.db!("tasks").where("id", taskId).first("status"), (row) => row.status === 1 || row.status === 2);
-      expect(orderSub.events.length).toBe(eventsAtDisable.orders);
-      expect(taskSub.events.length).toBe(eventsAtDisable.tasks);
+      await expectNoEventAfterDisable(control, controlSub, [orderSub], cut);
+      await waitUntil(() => t.stack.db!("tasks").where("id", taskId).first("status"), (row) => row.status === 1);
+      await waitUntil(() => t.stack.db!("outbox").where({ aggregate_id: taskId }).whereNull("published_at").count({ n: "*" }).first(), (row: any) => Number(row.n) === 0);
+      expect(taskSub.events.slice(tasksAtDisable).filter((e) => e.data?.tasks)).toEqual([]);
     } finally {
       await client.dispose();
       await watcher.client.dispose();
@@ -254,10 +296,9 @@ describe("disabling a key ends its subscriptions on the router (one process)", (
         { authorization: `Bearer ${ADMIN_TOKEN}` },
       );
       expect(disabled.body.data.adminSetApiKeyStatus.apiKey).toEqual({ id: doomed.id, status: "DISABLED" });
-      const eventsAtDisable = orderSub.events.length;
+      const cut = cutAt([orderSub]);
       expect(await within(closed, "the socket to close")).toMatchObject({ code: 4403 });
-      await expectNoEventAfterDisable(control, controlSub, [orderSub]);
-      expect(orderSub.events.length).toBe(eventsAtDisable);
+      await expectNoEventAfterDisable(control, controlSub, [orderSub], cut);
     } finally {
       await client.dispose();
       await watcher.client.dispose();
@@ -272,11 +313,11 @@ describe("disabling a key ends its subscriptions on the router (one process)", (
     try {
       await untilLive(t.url, control.key, [sse, controlSub]);
       await setKeyStatus(t.stack.db!, doomed.id, "disabled"); // what `keys disable` calls
-      const eventsAtDisable = sse.events.length;
+      const cut = cutAt([sse]);
       expect(await within(sse.ended, "the SSE stream to end")).toEqual({});
-      await expectNoEventAfterDisable(control, controlSub, [sse]);
+      await expectNoEventAfterDisable(control, controlSub, [sse], cut);
       // The error comes from the router or from the subgraph, whichever heard first.
-      expect(sse.events.slice(eventsAtDisable)).toEqual([expect.objectContaining({ errors: [KEY_DISABLED_ERROR] })]);
+      expect(sse.events.at(-1)).toEqual(expect.objectContaining({ errors: [KEY_DISABLED_ERROR] }));
     } finally {
       sse.stop();
       await watcher.client.dispose();
@@ -320,12 +361,13 @@ describe("disabling a key ends its subscriptions on the router (one process)", (
       await untilLive(t.url, control.key, [sub, controlSub]);
       // Behind the back of everything: no outbox row, so no pub/sub message.
       await t.stack.db!("api_keys").where("id", doomed.id).update({ status: "disabled" });
-      const eventsAtDisable = sub.events.length;
+      const cut = cutAt([sub]);
       const after = await placeOrder(t.url, control.key);
       // Its last result is the error, then it completes.
       expect(await within(sub.ended, "the subscription to end")).toEqual({});
       await controlSub.waitFor((e) => orderIdOf(e) === after && e.data.orderEvents.event === "order.provisioned");
-      expect(sub.events.slice(eventsAtDisable)).toEqual([{ data: null, errors: [KEY_DISABLED_ERROR] }]);
+      expectNothingNewAfter(sub.events.slice(cut.counts[0]), cut.placedBefore);
+      expect(sub.events.at(-1)).toEqual({ data: null, errors: [KEY_DISABLED_ERROR] });
     } finally {
       await client.dispose();
       await watcher.client.dispose();
@@ -400,13 +442,13 @@ describe("disabling a key ends its subscriptions on every router (PostgreSQL and
       // Only the database: the word reaches the routers through the outbox and Redis.
       const cli = await runCli(["keys", "disable", doomed.id], { DATABASE_URL: database.databaseUrl! });
       expect(cli.code, cli.stderr).toBe(0);
-      const eventsAtDisable = subs.map((s) => s.events.length);
+      const cut = cutAt(subs);
       const [a, b] = await within(Promise.all([onFirst.closed, onSecond.closed]), "both sockets to close");
       expect(a).toMatchObject({ code: 4403 });
       expect(b).toMatchObject({ code: 4403 });
       const after = await placeOrder(second.url!, control.key);
       await controlSub.waitFor((e) => orderIdOf(e) === after && e.data.orderEvents.event === "order.provisioned");
-      expect(subs.map((s) => s.events.length)).toEqual(eventsAtDisable);
+      subs.forEach((sub, i) => expectNothingNewAfter(sub.events.slice(cut.counts[i]), cut.placedBefore));
     } finally {
       await Promise.all([onFirst.client.dispose(), onSecond.client.dispose(), watcher.client.dispose()]);
     }
