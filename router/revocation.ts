@@ -23,8 +23,6 @@ export interface Revocations {
    * @returns how many were ended
    */
   revoke(keyId: string): number;
-  /** Connections registered now (for tests and metrics). */
-  size(): number;
   /** Stops listening for revocations (the router is closing). */
   close(): void;
 }
@@ -66,7 +64,6 @@ export function createRevocations(pubsub: PubSub | undefined, logger: Pick<Logge
       logger.info({ key_id: keyId, connections: ends.size }, "key disabled: its connections ended");
       return ends.size;
     },
-    size: () => [...byKey.values()].reduce((sum, ends) => sum + ends.size, 0),
     close: () => unsubscribe(),
   };
   const unsubscribe = pubsub?.subscribe(KEYS_TOPIC, (message) => {
