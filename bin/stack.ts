@@ -99,7 +99,8 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
     closers.push(() => observability.close());
     stack.metrics = observability.registry;
     // REDIS_URL: pub/sub and rate-limit counters in Redis, shared by every instance (connections open
-    // on first use, so a router-only process opens none); closed after everything that uses them.
+    // on first use: a router-only process opens only the subscriber one, for key revocations);
+    // closed after everything that uses them.
     const pubsub = createPubSub(config, logger);
     closers.push(() => pubsub.close());
     const rateLimiter = createRateLimiter({ redisUrl: config.redisUrl, redis: pubsub.redis, keyPrefix: config.redisKeyPrefix });
@@ -117,7 +118,9 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         retryBaseMs: config.webhookRetryBaseMs,
         maxAttempts: config.webhookMaxAttempts,
         requestTimeoutMs: config.webhookTimeoutMs,
-        intervalMs: Math.min(config.taskPollIntervalMs, 1000),
+        // At least twice a second: a row another process wrote (`keys disable` from the CLI: the
+        // key's subscriptions must end within a second) is published without a wake-up signal.
+        intervalMs: Math.min(config.taskPollIntervalMs, 500),
       });
       const wake = () => dispatcher.wake();
       outboxSignal.on("committed", wake);
@@ -218,6 +221,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         metricsToken: config.metricsToken,
         tracing: observability.tracing,
         subgraphSecret,
+        pubsub,
       });
       closers.push(() => router.close());
       routerUrl = router.url;

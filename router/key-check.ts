@@ -1,11 +1,16 @@
 /**
  * The router's key check for long-lived operations (subscriptions): asks the graph who the key
- * is (`apiKey`, no scope needed), so the refusal happens before anything is forwarded.
+ * is (`apiKey`, no scope needed), so the refusal happens before anything is forwarded. The key id
+ * it learns tells router/revocation.ts which connections to end when the key is disabled.
  */
 import { randomUUID } from "node:crypto";
 import { GraphQLError } from "graphql";
 import type { Gateway } from "./gateway.ts";
 import { runOperation } from "./rest/graph-client.ts";
+import { requestKeyIdentified } from "./revocation.ts";
+
+/** The outcome of {@link checkKey}: the key's id, or the error refusing it. */
+export type KeyCheck = { keyId: string; error: null } | { keyId: null; error: GraphQLError };
 
 /**
  * Checks an Authorization value (with or without `Bearer `) for a client at `clientIp`, with
@@ -13,27 +18,30 @@ import { runOperation } from "./rest/graph-client.ts";
  * request).
  * @param client `clientIp`, the client's address as the router sees it (TRUST_PROXY applied);
  *   `countId`, the id the rate limiter counts this request under (default: a new one)
- * @returns null when the key is valid, else the GraphQL error the subgraph gave (401/403/429)
+ * @returns the key id when the key is valid, else the GraphQL error the subgraph gave (401/403/429)
  */
 export async function checkKey(
   gateway: Gateway,
   authorization: string | undefined | null,
   client: { clientIp: string; countId?: string },
-): Promise<GraphQLError | null> {
-  if (!authorization) return new GraphQLError("Invalid or missing API key", { extensions: { code: "unauthorized", http: { status: 401 } } });
-  const result = await runOperation(gateway, "query KeyCheck { apiKey { id } }", {}, {
+): Promise<KeyCheck> {
+  if (!authorization) return { keyId: null, error: new GraphQLError("Invalid or missing API key", { extensions: { code: "unauthorized", http: { status: 401 } } }) };
+  const result = await runOperation<{ apiKey: { id: string } }>(gateway, "query KeyCheck { apiKey { id } }", {}, {
     authorization,
     requestId: randomUUID(),
     route: "POST /graphql",
     headers: { "x-switchyard-client-ip": client.clientIp, "x-switchyard-count-id": client.countId ?? randomUUID() },
   });
   const error = result.errors?.[0];
-  return error ? new GraphQLError(error.message, { extensions: error.extensions }) : null;
+  if (error) return { keyId: null, error: new GraphQLError(error.message, { extensions: error.extensions }) };
+  const keyId = result.data?.apiKey?.id;
+  return keyId ? { keyId, error: null } : { keyId: null, error: new GraphQLError("Internal server error", { extensions: { code: "internal", http: { status: 500 } } }) };
 }
 
 /**
  * An envelop plugin refusing subscriptions over HTTP (SSE) whose key is bad: the answer is one
- * error result instead of a stream that never starts.
+ * error result instead of a stream that never starts. A good key's id is handed to the router's
+ * revocation registry (the stream ends when the key is disabled).
  */
 export function subscriptionKeyCheck(gateway: () => Gateway) {
   return {
@@ -45,8 +53,9 @@ export function subscriptionKeyCheck(gateway: () => Gateway) {
       const header = (name: string): string | undefined => (typeof headers.get === "function" ? headers.get(name) : headers[name]) ?? undefined;
       // The client IP was set by the router's edge (router/server.ts), never by the client.
       // The SSE request and its key check count as one request.
-      const error = await checkKey(gateway(), header("authorization"), { clientIp: header("x-switchyard-client-ip") ?? "", countId: header("x-switchyard-count-id") });
-      if (error) setResultAndStopExecution({ errors: [error] });
+      const check = await checkKey(gateway(), header("authorization"), { clientIp: header("x-switchyard-client-ip") ?? "", countId: header("x-switchyard-count-id") });
+      if (check.error) setResultAndStopExecution({ errors: [check.error] });
+      else requestKeyIdentified(context.req, check.keyId);
     },
   };
 }

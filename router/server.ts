@@ -13,6 +13,8 @@ import type { GraphQLSchema } from "graphql";
 import { answerThroughFetch, createGateway } from "./gateway.ts";
 import { limitGraphqlBody } from "./limits.ts";
 import { attachWebSockets } from "./websocket.ts";
+import { createRevocations, endEventStream, onRequestKey } from "./revocation.ts";
+import type { PubSub } from "../src/events/pubsub.ts";
 import { createGenerationShim, sendGenerationError, type RestCall } from "./rest/generation.ts";
 import { createCloudShim, sendCloudError } from "./rest/cloud.ts";
 import { policyHeaders, sha256Hex } from "./rest/graph-client.ts";
@@ -53,6 +55,11 @@ export interface RouterOptions {
   tracing?: Tracing;
   /** SUBGRAPH_SECRET: signs the internal context of every request to a subgraph (README "Security model"). */
   subgraphSecret: string;
+  /**
+   * The process's pub/sub: the router listens on its `keys` topic and ends a disabled key's
+   * graphql-ws connections and SSE streams (router/revocation.ts). Unset: it never hears of one.
+   */
+  pubsub?: PubSub;
 }
 
 /** A running router. */
@@ -140,6 +147,8 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   // Subscriptions over SSE never finish on their own: a graceful shutdown ends them at once
   // (like WebSockets) instead of waiting the whole drain deadline for them.
   const eventStreams = new Set<http.ServerResponse>();
+  // A disabled key's connections end at once, on every router (router/revocation.ts).
+  const revocations = createRevocations(options.pubsub, options.logger);
   const server = http.createServer((req, res) => {
     const started = process.hrtime.bigint();
     // A client's X-Request-Id is echoed for correlation only; nothing counts or trusts it.
@@ -188,6 +197,10 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
         served.eventStream = true;
         eventStreams.add(res);
         res.on("close", () => eventStreams.delete(res));
+        onRequestKey(req, (keyId) => {
+          const untrack = revocations.track(keyId, () => endEventStream(res));
+          res.once("close", untrack);
+        });
       }
       req.headers["x-switchyard-route"] = `${req.method} /graphql`;
       if (!(await limitGraphqlBody(req, res, options.bodyLimit, Boolean(req.headers.authorization)))) return;
@@ -219,7 +232,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   }
 
   server.keepAliveTimeout = 65_000;
-  const websockets = attachWebSockets(server, gateway, options.logger, clientIp);
+  const websockets = attachWebSockets(server, gateway, options.logger, revocations, clientIp);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, resolve);
@@ -230,6 +243,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     server,
     /** Stops accepting, closes WebSockets with 1001 and drains the requests in flight (DESIGN §2 shutdown). */
     async close() {
+      revocations.close();
       for (const stream of eventStreams) stream.destroy();
       await Promise.all([drainHttpServer(server, options.drainTimeoutMs), websockets.close(options.drainTimeoutMs)]);
       await gateway[Symbol.asyncDispose]?.();

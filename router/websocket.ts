@@ -2,17 +2,22 @@
  * graphql-ws on the router's `/graphql` (DESIGN §6, graphql-transport-ws protocol): the gateway
  * runs each operation; the key in the connection params (`Authorization` or `authorization`,
  * with or without `Bearer `) is checked at connection time, and a bad key closes the socket with
- * 4403 Forbidden.
+ * 4403 Forbidden. A connection whose key is disabled later is closed with 4403 too
+ * (router/revocation.ts). One socket runs at most {@link GRAPHQL_WS_MAX_OPERATIONS} operations at
+ * once: the next `subscribe` gets an `error` message (`too_many_subscriptions`, 429) for its id
+ * and the socket and its other operations go on.
  */
 import type http from "node:http";
 import { randomUUID } from "node:crypto";
 import { WebSocketServer, type WebSocket } from "ws";
 import { useServer } from "graphql-ws/use/ws";
+import { CloseCode } from "graphql-ws";
 import { getGraphQLWSOptions } from "@graphql-hive/gateway-runtime";
 import type { Logger } from "pino";
 import type { Gateway } from "./gateway.ts";
 import { checkKey } from "./key-check.ts";
-import { GRAPHQL_WS_INIT_TIMEOUT_MS, GRAPHQL_WS_MAX_PAYLOAD_BYTES } from "./limits.ts";
+import { GRAPHQL_WS_INIT_TIMEOUT_MS, GRAPHQL_WS_MAX_PAYLOAD_BYTES, limitError } from "./limits.ts";
+import type { Revocations } from "./revocation.ts";
 import { closeWebSockets } from "../src/net/drain.ts";
 import type { InternalHeaders } from "../subgraphs/shared/internal-context.ts";
 
@@ -24,6 +29,19 @@ export function normalizeConnectionParams(params: unknown): Record<string, strin
   }
   return out;
 }
+
+/**
+ * The most operations (subscriptions, in practice) one graphql-ws socket runs at once. Each costs
+ * an upstream subscription and a pub/sub listener: without a cap one socket could hold thousands.
+ * A client needing more opens another connection.
+ */
+export const GRAPHQL_WS_MAX_OPERATIONS = 100;
+
+/** `extensions.code` of the error refusing a subscribe past {@link GRAPHQL_WS_MAX_OPERATIONS}. */
+export const TOO_MANY_SUBSCRIPTIONS = "too_many_subscriptions";
+
+/** How long a client revoked with 4403 has to answer the close before its socket is cut. */
+const REVOKED_CLOSE_GRACE_MS = 1_000;
 
 /** Message types of graphql-transport-ws that only a server sends. */
 const SERVER_ONLY_TYPES = new Set(["connection_ack", "next", "error"]);
@@ -86,11 +104,13 @@ function operationHeaders(params: Record<string, string>, clientIp: string): Int
 
 /**
  * Serves graphql-ws on `/graphql` of the router's HTTP server.
+ * @param revocations where each connection is registered under its key, so disabling the key
+ *   closes it with 4403
  * @param clientIpOf the client's address of an upgrade request (TRUST_PROXY applied, router/server.ts)
  * @returns a close function that ends every connection (close code 1001, going away); a client
  *   that does not answer the close within `timeoutMs` is terminated
  */
-export function attachWebSockets(server: http.Server, gateway: Gateway, logger: Logger, clientIpOf: (req: http.IncomingMessage) => string) {
+export function attachWebSockets(server: http.Server, gateway: Gateway, logger: Logger, revocations: Revocations, clientIpOf: (req: http.IncomingMessage) => string) {
   const wss = new WebSocketServer({ server, path: "/graphql", maxPayload: GRAPHQL_WS_MAX_PAYLOAD_BYTES });
   const options = getGraphQLWSOptions<Record<string, any>, any>(gateway as any, (ctx) => {
     const connectionParams = normalizeConnectionParams(ctx.connectionParams);
@@ -107,17 +127,38 @@ export function attachWebSockets(server: http.Server, gateway: Gateway, logger: 
       ...options,
       connectionInitWaitTimeout: GRAPHQL_WS_INIT_TIMEOUT_MS,
       onConnect: async (ctx) => {
+        let keyId: string | null;
         try {
           const authorization = normalizeConnectionParams(ctx.connectionParams).authorization;
-          return (await checkKey(gateway, authorization, { clientIp: clientIpOf(ctx.extra.request) })) === null;
+          keyId = (await checkKey(gateway, authorization, { clientIp: clientIpOf(ctx.extra.request) })).keyId;
         } catch (error) {
           logger.warn({ err: error }, "graphql-ws authorization failed");
           return false;
         }
+        if (keyId) endWhenRevoked(ctx.extra.socket, keyId);
+        return keyId !== null;
+      },
+      onSubscribe: (ctx, id, payload) => {
+        // graphql-ws has already reserved this id in ctx.subscriptions.
+        if (Object.keys(ctx.subscriptions).length > GRAPHQL_WS_MAX_OPERATIONS) {
+          return [limitError(`Too many subscriptions on one connection: at most ${GRAPHQL_WS_MAX_OPERATIONS} at once`, TOO_MANY_SUBSCRIPTIONS, 429)];
+        }
+        return options.onSubscribe!(ctx, id, payload); // the gateway's: getGraphQLWSOptions always sets it
       },
     },
     refusingServerOnlyMessages(wss),
   );
+  /** Closes the socket with 4403 when its key is disabled; cut if the client does not answer. */
+  function endWhenRevoked(socket: WebSocket, keyId: string) {
+    if (socket.readyState !== socket.OPEN) return; // gone while its key was checked
+    const untrack = revocations.track(keyId, () => {
+      socket.close(CloseCode.Forbidden, "Forbidden: API key is disabled");
+      const cut = setTimeout(() => socket.terminate(), REVOKED_CLOSE_GRACE_MS);
+      cut.unref();
+      socket.once("close", () => clearTimeout(cut));
+    });
+    socket.once("close", untrack);
+  }
   return {
     async close(timeoutMs?: number) {
       await closeWebSockets(wss, () => cleanup.dispose(), timeoutMs);

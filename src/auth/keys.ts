@@ -7,6 +7,8 @@ import type { Knex } from "knex";
 import { AppError } from "../errors.ts";
 import { credit } from "../ledger/index.ts";
 import { isValidAllowListEntry } from "./policy.ts";
+import { KEY_DISABLED_EVENT } from "./revocation.ts";
+import { appendOutbox } from "../events/outbox.ts";
 import { nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
 import type { MilliYuan } from "../money.ts";
@@ -237,15 +239,26 @@ export async function getKeyInfo(db: Db | Knex.Transaction, keyId: string): Prom
 }
 
 /**
- * Enables or disables a key.
+ * Enables or disables a key (the CLI `keys disable|enable` and the admin mutation
+ * `adminSetApiKeyStatus` both call this). Disabling also writes the outbox row `key.disabled` in
+ * the same transaction: once published, every router ends the key's open subscriptions
+ * (graphql-ws close 4403, SSE streams ended) and the subgraphs end its streams with `key_disabled`
+ * (src/auth/revocation.ts; security issue "Trust at the edges", item 5). Disabling a disabled key
+ * announces it again (idempotent).
  * @param status `active` or `disabled`
  * @throws AppError `validation_failed` (422, field `status`) for another status; `not_found`
  *   (404) when no key has that id
  */
 export async function setKeyStatus(db: Db, keyId: string, status: KeyStatus): Promise<void> {
   if (!(KEY_STATUSES as readonly string[]).includes(status)) throw invalidKeyOption("status", `status must be one of: ${KEY_STATUSES.join(", ")}`);
-  const updated = await db("api_keys").where("id", keyId).update({ status });
-  if (updated !== 1) throw new AppError("not_found", "API key not found");
+  await db.transaction(async (trx) => {
+    const row = await trx("api_keys").where("id", keyId).first("account_id");
+    if (!row) throw new AppError("not_found", "API key not found");
+    await trx("api_keys").where("id", keyId).update({ status });
+    if (status === "disabled") {
+      await appendOutbox(trx, { topic: KEY_DISABLED_EVENT, accountId: row.account_id, aggregateId: keyId, payload: { key_id: keyId } });
+    }
+  });
 }
 
 /**

@@ -3,9 +3,10 @@
  * issue 3 item 9).
  *
  * Each round of the dispatcher:
- * 1. **Publishes** unpublished outbox rows in id order (200 a round). The batch is claimed first
- *    with a lease (`outbox.lease_until`, {@link OUTBOX_LEASE_MS}; `FOR UPDATE SKIP LOCKED` on
- *    PostgreSQL, see `claimBatch`), so dispatchers of several instances take different rows. For
+ * 1. **Publishes** unpublished outbox rows in id order (200 a round), each on its account's topic
+ *    (a `key.disabled` row on the `keys` topic too, for the routers: src/auth/revocation.ts).
+ *    The batch is claimed first with a lease (`outbox.lease_until`, {@link OUTBOX_LEASE_MS};
+ *    `FOR UPDATE SKIP LOCKED` on PostgreSQL, see `claimBatch`), so dispatchers of several instances take different rows. For
  *    each row, in one transaction: marks it published (compare-and-swap on `published_at` and on
  *    this dispatcher's lease, so two dispatchers never both publish it), creates its callback
  *    deliveries, publishes it to `account:<accountId>` ({@link OutboxMessage}), then commits. A
@@ -34,6 +35,7 @@ import { claimBatch, type Db } from "../db/index.ts";
 import { toYuanNumber } from "../money.ts";
 import { hmacSha256Hex, verifySignatureHeader } from "../auth/policy.ts";
 import { accountTopic, type OutboxMessage, type PubSub } from "./pubsub.ts";
+import { topicsOfRow } from "../auth/revocation.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Signatures
@@ -280,7 +282,8 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
                 .ignore();
             }
           }
-          await pubsub.publish(accountTopic(row.account_id), message);
+          // A disabled key's row also goes to every router (src/auth/revocation.ts).
+          for (const topic of topicsOfRow(row.topic, accountTopic(row.account_id))) await pubsub.publish(topic, message);
           return true;
         });
         if (done) published += 1;

@@ -17,6 +17,7 @@ import { pageSize, toConnection } from "../shared/connection.ts";
 import type { CloudContext } from "./context.ts";
 import { accountTopic, eventStream, type OutboxMessage } from "../../src/events/pubsub.ts";
 import { grantRead, type TypeScope } from "../shared/scopes.ts";
+import { revocationFor, revokesKey } from "../../src/auth/revocation.ts";
 
 /** An order as one event left it: the fresh row, with the state the event recorded. */
 function orderAtEvent(order: OrderRecord, event: OutboxMessage): OrderRecord {
@@ -194,12 +195,19 @@ export const resolvers = {
         const stream = eventStream<OutboxMessage>(
           ctx.services.pubsub,
           accountTopic(caller.accountId),
-          (e) => e.topic.startsWith("order.") && (!orderId || e.aggregateId === orderId),
+          // The event disabling the key passes too: it ends the stream (revocationFor).
+          (e) => (e.topic.startsWith("order.") && (!orderId || e.aggregateId === orderId)) || revokesKey(e, caller.keyId),
         );
         await stream.ready;
         return (async function* () {
           try {
             for await (const event of stream) {
+              const revoked = await revocationFor(ctx.db, caller.keyId, event);
+              if (revoked) {
+                // The key was disabled: its last result is that error.
+                yield { orderEvents: revoked };
+                return;
+              }
               const order = await ctx.services.orders.get(caller, event.aggregateId).catch(() => null);
               if (!order) continue;
               yield {

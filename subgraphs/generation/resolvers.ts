@@ -7,6 +7,7 @@ import { priceOf } from "../../src/generation/pricing.ts";
 import { validateGenerationRequest } from "../../src/generation/validation.ts";
 import { isTerminal, type TaskRecord } from "../../src/generation/tasks.ts";
 import { accountTopic, eventStream, type OutboxMessage } from "../../src/events/pubsub.ts";
+import { revocationFor, revokesKey } from "../../src/auth/revocation.ts";
 import { recentRequests } from "../../src/generation/usage.ts";
 import { AppError, isAppError } from "../../src/errors.ts";
 import { formatYuan, toMoney } from "../../src/money.ts";
@@ -70,12 +71,17 @@ function taskAtEvent(row: TaskRecord, event: OutboxMessage): TaskRecord {
   };
 }
 
-/** Status-change events of the caller's key (a task is visible only to its key). */
+/**
+ * Status-change events of the caller's key (a task is visible only to its key), and the event
+ * that disables the key (the stream then ends: {@link revocationFor}).
+ */
 function taskEvents(ctx: GenerationContext, caller: { accountId: string; keyId: string }, taskId?: string) {
   return eventStream<OutboxMessage>(
     ctx.pubsub,
     accountTopic(caller.accountId),
-    (e) => e.topic === "task.status_changed" && (e.payload as any).key_id === caller.keyId && (!taskId || e.aggregateId === taskId),
+    (e) =>
+      (e.topic === "task.status_changed" && (e.payload as any).key_id === caller.keyId && (!taskId || e.aggregateId === taskId)) ||
+      revokesKey(e, caller.keyId),
   );
 }
 
@@ -150,6 +156,12 @@ export const resolvers = {
             yield { taskStatusChanged: task };
             if (isTerminal(task.status)) return;
             for await (const event of stream) {
+              const revoked = await revocationFor(ctx.db, caller.keyId, event);
+              if (revoked) {
+                // The key was disabled: its last result is that error.
+                yield { taskStatusChanged: revoked };
+                return;
+              }
               const next = taskAtEvent(task, event);
               if (next.updatedAt <= task.updatedAt) continue;
               task = next;
@@ -170,6 +182,12 @@ export const resolvers = {
         return (async function* () {
           try {
             for await (const event of stream) {
+              const revoked = await revocationFor(ctx.db, caller.keyId, event);
+              if (revoked) {
+                // The key was disabled: its last result is that error.
+                yield { tasks: revoked };
+                return;
+              }
               const row = await taskForEvent(ctx, caller, event);
               if (row) yield { tasks: taskAtEvent(row, event) };
             }

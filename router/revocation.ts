@@ -1,0 +1,121 @@
+/**
+ * The router's half of key revocation (security issue "Trust at the edges", item 5; the whole
+ * path is described in src/auth/revocation.ts): which key each graphql-ws connection and SSE
+ * stream belongs to, and ending all of them when the dispatcher announces on the `keys` topic that
+ * the key was disabled. With `REDIS_URL` that topic is in Redis, so every router hears it.
+ */
+import type http from "node:http";
+import type { Logger } from "pino";
+import { ERROR_CODES } from "../src/errors.ts";
+import type { PubSub } from "../src/events/pubsub.ts";
+import { KEYS_TOPIC, disabledKeyOf } from "../src/auth/revocation.ts";
+
+/** The long-lived connections of this router by key, and the ending of a disabled key's. */
+export interface Revocations {
+  /**
+   * Registers a connection of a key.
+   * @param end ends the connection (called at most once, when the key is disabled)
+   * @returns a function that forgets the connection (call it when it closes; idempotent)
+   */
+  track(keyId: string, end: () => void): () => void;
+  /**
+   * Ends every registered connection of a key and forgets them.
+   * @returns how many were ended
+   */
+  revoke(keyId: string): number;
+  /** Stops listening for revocations (the router is closing). */
+  close(): void;
+}
+
+/**
+ * Creates the registry and listens on the `keys` topic.
+ * @param pubsub the process's pub/sub (Redis with `REDIS_URL`: this opens the router's subscriber
+ *   connection); none: revocations reach it only through {@link Revocations.revoke}
+ * @param logger where a failing `end` is logged
+ * @returns a {@link Revocations}
+ */
+export function createRevocations(pubsub: PubSub | undefined, logger: Pick<Logger, "warn" | "info">): Revocations {
+  const byKey = new Map<string, Set<() => void>>();
+  const revocations: Revocations = {
+    track(keyId, end) {
+      let ends = byKey.get(keyId);
+      if (!ends) byKey.set(keyId, (ends = new Set()));
+      const own = ends;
+      let entry: (() => void) | null = () => end();
+      own.add(entry);
+      return () => {
+        if (!entry) return;
+        own.delete(entry);
+        entry = null;
+        if (own.size === 0 && byKey.get(keyId) === own) byKey.delete(keyId);
+      };
+    },
+    revoke(keyId) {
+      const ends = byKey.get(keyId);
+      if (!ends) return 0;
+      byKey.delete(keyId);
+      for (const end of ends) {
+        try {
+          end();
+        } catch (err) {
+          logger.warn({ err, key_id: keyId }, "ending a revoked connection failed");
+        }
+      }
+      logger.info({ key_id: keyId, connections: ends.size }, "key disabled: its connections ended");
+      return ends.size;
+    },
+    close: () => unsubscribe(),
+  };
+  const unsubscribe = pubsub?.subscribe(KEYS_TOPIC, (message) => {
+    const keyId = disabledKeyOf(message);
+    if (keyId) revocations.revoke(keyId);
+  }) ?? (() => {});
+  return revocations;
+}
+
+/** Requests waiting to learn their key (SSE streams), keyed by the node request object. */
+const keyListeners = new WeakMap<object, (keyId: string) => void>();
+
+/**
+ * Asks to be told which key a request's subscription runs under, once the router's key check
+ * (router/key-check.ts `subscriptionKeyCheck`) identified it. For SSE streams, whose key is known
+ * only inside the gateway.
+ * @param req the node request
+ * @param listener called at most once with the key id
+ */
+export function onRequestKey(req: object, listener: (keyId: string) => void): void {
+  keyListeners.set(req, listener);
+}
+
+/**
+ * Tells the listener of a request (see {@link onRequestKey}) its key id; nothing when none listens.
+ * @param req the node request of the operation's context (undefined when not served over node http)
+ */
+export function requestKeyIdentified(req: object | undefined, keyId: string): void {
+  if (!req) return;
+  const listener = keyListeners.get(req);
+  if (!listener) return;
+  keyListeners.delete(req);
+  listener(keyId);
+}
+
+/**
+ * The last words of an SSE stream whose key was disabled, in the GraphQL-over-SSE framing the
+ * gateway uses: a `next` event with the `key_disabled` error, then `complete`. The leading blank
+ * line ends (unsent: it has no data yet) any event whose `event:` line the gateway already wrote.
+ */
+const REVOKED_SSE_TAIL = `\nevent: next\ndata: ${JSON.stringify({
+  errors: [{ message: ERROR_CODES.key_disabled.message, extensions: { code: "key_disabled", http: { status: ERROR_CODES.key_disabled.status } } }],
+})}\n\nevent: complete\ndata:\n\n`;
+
+/**
+ * Ends the SSE response of a disabled key: the `key_disabled` error and `complete` when the stream
+ * has started, then the connection is closed (which also ends the subscription in the gateway).
+ * @param res the response of an SSE subscription (`Accept: text/event-stream`)
+ */
+export function endEventStream(res: http.ServerResponse): void {
+  if (res.destroyed || res.writableEnded) return;
+  if (!res.headersSent) return void res.destroy();
+  res.on("error", () => undefined); // a chunk the gateway writes after this end is dropped, not a crash
+  res.end(REVOKED_SSE_TAIL, () => res.destroy());
+}
