@@ -128,7 +128,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       const upstream = countUpstreamErrors(createUpstream(config, mediaBaseUrl), observability.registry);
       const guard = createUrlGuard({ dnsServers: config.dnsServers });
       const service = createGenerationService({ db, upstream, checkUrl: (url) => guard.isPublicHttpsUrl(url), pollIntervalMs: config.taskPollIntervalMs, deadlineSeconds: config.taskDeadlineSeconds });
-      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, pubsub: stack.pubsub!, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes, drainTimeoutMs: config.shutdownTimeoutMs, observability });
+      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, pubsub: stack.pubsub!, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes, drainTimeoutMs: config.shutdownTimeoutMs, observability, budget: config.requestBudget });
       closers.push(() => subgraph.close());
       const poller = startPoller({
         db,
@@ -176,6 +176,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         adminToken: config.adminToken,
         drainTimeoutMs: config.shutdownTimeoutMs,
         observability,
+        budget: config.requestBudget,
       });
       closers.push(() => subgraph.close());
       const tick = Math.max(20, Math.min(1000, Math.floor(config.provisionDelayMs / 4) || 20));

@@ -16,10 +16,13 @@ import type { Page } from "../../src/pagination.ts";
 import { checkAdminToken } from "../../src/auth/admin.ts";
 import { callerAccess, headerOf, type RequestLike } from "../shared/auth.ts";
 import type { CloudServices } from "./services.ts";
+import { RequestBudget, type BudgetLimits } from "../../src/db/budget.ts";
 
 /** What every cloud resolver receives. */
 export interface CloudContext {
   db: Db;
+  /** The request's database budget (src/db/budget.ts); every resolver runs inside it. */
+  budget: RequestBudget;
   services: CloudServices;
   /** The caller holding `scope`. @throws AppError 401/403/429 */
   caller(scope?: string): Promise<Caller>;
@@ -93,12 +96,14 @@ function childListLoader<K extends ChildListKey, V>(argsOf: (key: K) => string, 
 /**
  * Builds the context of one request.
  * @param adminToken the configured ADMIN_TOKEN; unset disables the admin mutations
+ * @param budgetLimits the request's database budget (default {@link RequestBudget}'s)
  */
-export function createCloudContext(db: Db, services: CloudServices, rateLimiter: RateLimiter, req: RequestLike, adminToken?: string): CloudContext {
+export function createCloudContext(db: Db, services: CloudServices, rateLimiter: RateLimiter, req: RequestLike, adminToken?: string, budgetLimits?: BudgetLimits): CloudContext {
   const access = callerAccess(db, rateLimiter, req);
   const anyCaller = async () => (await access.caller())!;
   const eager = {
     db,
+    budget: new RequestBudget(budgetLimits),
     services,
     caller: (scope?: string) => access.caller(scope),
     callerOrNull: access.callerOrNull,

@@ -184,6 +184,8 @@ export const resolvers = {
             for await (const event of stream) {
               const order = await ctx.services.orders.get(caller, event.aggregateId).catch(() => null);
               if (!order) continue;
+              // Each event's fields are resolved on a database budget of their own.
+              ctx.budget.renew();
               yield {
                 orderEvents: {
                   event: event.topic,

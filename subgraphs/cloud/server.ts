@@ -9,6 +9,8 @@ import type { RateLimiter } from "../../src/auth/policy.ts";
 import { startSubgraph, type SubgraphHandle, type SubgraphObservability } from "../shared/server.ts";
 import { createCloudContext, type CloudContext } from "./context.ts";
 import { resolvers } from "./resolvers.ts";
+import { withRequestBudget } from "../shared/budget.ts";
+import { enforceRequestBudgets, type BudgetLimits } from "../../src/db/budget.ts";
 import type { CloudServices } from "./services.ts";
 
 /** The SDL of this subgraph. */
@@ -32,12 +34,15 @@ export function startCloudSubgraph(options: {
   drainTimeoutMs?: number;
   /** Tracing hooks and `/metrics` (bin/stack.ts). */
   observability?: SubgraphObservability;
+  /** The database budget of each request (src/db/budget.ts; default its defaults). */
+  budget?: BudgetLimits;
 }): Promise<SubgraphHandle> {
+  enforceRequestBudgets(options.db);
   return startSubgraph<CloudContext>({
     name: "cloud",
     typeDefs: cloudTypeDefs,
-    resolvers,
-    context: async (req) => createCloudContext(options.db, options.services, options.rateLimiter, req, options.adminToken),
+    resolvers: withRequestBudget(resolvers),
+    context: async (req) => createCloudContext(options.db, options.services, options.rateLimiter, req, options.adminToken, options.budget),
     onConnect: async (req) => Boolean(await createCloudContext(options.db, options.services, options.rateLimiter, req, options.adminToken).callerOrNull()),
     logger: options.logger,
     host: options.host,

@@ -132,12 +132,15 @@ export const resolvers = {
         }
         return (async function* () {
           try {
+            // Each event's fields are resolved on a database budget of their own.
+            ctx.budget.renew();
             yield { taskStatusChanged: task };
             if (isTerminal(task.status)) return;
             for await (const event of stream) {
               const next = taskAtEvent(task, event);
               if (next.updatedAt <= task.updatedAt) continue;
               task = next;
+              ctx.budget.renew();
               yield { taskStatusChanged: task };
               if (isTerminal(task.status)) return;
             }
@@ -156,7 +159,9 @@ export const resolvers = {
           try {
             for await (const event of stream) {
               const row = await taskForEvent(ctx, caller, event);
-              if (row) yield { tasks: taskAtEvent(row, event) };
+              if (!row) continue;
+              ctx.budget.renew();
+              yield { tasks: taskAtEvent(row, event) };
             }
           } finally {
             stream.close();

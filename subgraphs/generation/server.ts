@@ -13,6 +13,8 @@ import { statusOfErrors } from "../shared/errors.ts";
 import { startSubgraph, type SubgraphHandle, type SubgraphObservability } from "../shared/server.ts";
 import { createContext, type GenerationContext } from "./context.ts";
 import { resolvers } from "./resolvers.ts";
+import { withRequestBudget } from "../shared/budget.ts";
+import { enforceRequestBudgets, type BudgetLimits } from "../../src/db/budget.ts";
 
 /** The SDL of this subgraph. */
 export const generationTypeDefs = parse(fs.readFileSync(new URL("../../schema/generation.graphql", import.meta.url), "utf8"));
@@ -56,12 +58,15 @@ export async function startGenerationSubgraph(options: {
   drainTimeoutMs?: number;
   /** Tracing hooks and `/metrics` (bin/stack.ts). */
   observability?: SubgraphObservability;
+  /** The database budget of each request (src/db/budget.ts; default its defaults). */
+  budget?: BudgetLimits;
 }): Promise<SubgraphHandle> {
+  enforceRequestBudgets(options.db);
   const handle = await startSubgraph<GenerationContext>({
     name: "generation",
     typeDefs: generationTypeDefs,
-    resolvers: resolvers as any,
-    context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req),
+    resolvers: withRequestBudget(resolvers) as any,
+    context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req, options.budget),
     onConnect: async (req) => Boolean(await createContext(options.db, options.service, options.rateLimiter, options.pubsub, req).callerOrNull()),
     onResponse: recordRoute(options.logger),
     logger: options.logger,
