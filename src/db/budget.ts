@@ -15,8 +15,10 @@
  *   others.
  *
  * A refused statement is never sent; inside a transaction it rolls the transaction back (knex's
- * BEGIN, COMMIT and ROLLBACK are never refused). Work outside every request (pollers,
- * dispatchers, start-up) has no budget.
+ * BEGIN, COMMIT and ROLLBACK are never refused). A mutation keeps only the connection cap
+ * ({@link RequestBudget.forWrites}): a write is never cut between its steps (a submission's debit,
+ * provider call and record are separate transactions), and its size is bounded by the router's
+ * cost and alias limits. Work outside every request (pollers, dispatchers, start-up) has no budget.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { AppError } from "../errors.ts";
@@ -43,6 +45,8 @@ export class RequestBudget {
   deadline = Infinity;
   /** Connections held now. */
   private held = 0;
+  /** A mutation's: no statement limit, no deadline (see {@link forWrites}). */
+  private writes = false;
   /** Callers waiting for one of this request's connection slots, first come first served. */
   private readonly waiting: (() => void)[] = [];
 
@@ -63,7 +67,17 @@ export class RequestBudget {
    */
   renew(now: number = Date.now()): void {
     this.statements = 0;
-    this.deadline = this.limits.timeoutMs > 0 ? now + this.limits.timeoutMs : Infinity;
+    this.deadline = this.limits.timeoutMs > 0 && !this.writes ? now + this.limits.timeoutMs : Infinity;
+  }
+
+  /**
+   * Makes this the budget of a mutation: statements are counted but never refused, and there is
+   * no deadline; the connection cap stays. A write cut between two of its steps would be worse
+   * than one finishing late.
+   */
+  forWrites(): void {
+    this.writes = true;
+    this.deadline = Infinity;
   }
 
   /**
@@ -73,7 +87,7 @@ export class RequestBudget {
    */
   spend(): void {
     this.checkDeadline();
-    if (++this.statements > this.limits.statements) {
+    if (++this.statements > this.limits.statements && !this.writes) {
       throw new AppError("query_too_costly", `The request needs more than ${this.limits.statements} database statements`, { limit: this.limits.statements });
     }
   }

@@ -2,9 +2,10 @@
  * Runs every resolver of a subgraph inside its request's database budget (src/db/budget.ts), on
  * every way a subgraph is reached (HTTP, graphql-ws, in-process): graphql-js calls each resolver
  * with the request's context, and the resolver's database work — with the DataLoader batches
- * and services it starts — then counts against `context.budget`.
+ * and services it starts — then counts against `context.budget`. A mutation's budget keeps only
+ * its connection cap (RequestBudget.forWrites).
  */
-import { GraphQLScalarType } from "graphql";
+import { GraphQLScalarType, type GraphQLResolveInfo } from "graphql";
 import { runWithBudget, type RequestBudget } from "../../src/db/budget.ts";
 
 /** A context carrying its request's budget. */
@@ -23,7 +24,10 @@ type AnyFunction = (...args: any[]) => any;
 function budgeted(resolver: AnyFunction, contextAt: number): AnyFunction {
   return function (this: unknown, ...args: unknown[]) {
     const budget = (args[contextAt] as Partial<BudgetedContext> | undefined)?.budget;
-    return budget ? runWithBudget(budget, () => resolver.apply(this, args)) : resolver.apply(this, args);
+    if (!budget) return resolver.apply(this, args);
+    // The info follows the context; a mutation's writes are never cut between their steps.
+    if ((args[contextAt + 1] as GraphQLResolveInfo | undefined)?.operation?.operation === "mutation") budget.forWrites();
+    return runWithBudget(budget, () => resolver.apply(this, args));
   };
 }
 

@@ -97,6 +97,15 @@ describe("a request's database budget", () => {
     waiting.releaseSlot();
   });
 
+  it("counts a mutation's statements without refusing any, and gives it no deadline", async () => {
+    const budget = new RequestBudget({ statements: 2, timeoutMs: 1_000, connections: 4 }, Date.now() - 10_000);
+    budget.forWrites();
+    await runWithBudget(budget, async () => {
+      for (let i = 0; i < 4; i++) await db.raw("select 1 as one");
+    });
+    expect(budget.statements).toBe(4);
+  });
+
   it("holds at most its share of pooled connections, and another request is served meanwhile", async () => {
     const budget = new RequestBudget({ statements: 1_000, timeoutMs: 0, connections: 2 });
     const pool = (db.client as any).pool as { numUsed(): number };
@@ -124,7 +133,7 @@ describe("the statement budget through the router", () => {
   let t: TestStack;
   let greedy: string;
   let other: string;
-  const BUDGET = 12;
+  const BUDGET = 6;
   beforeAll(async () => {
     t = await startTestStack({ SUBGRAPH_TRANSPORT: "http", DB_STATEMENTS_PER_REQUEST: String(BUDGET) });
     greedy = (await t.createKey("10")).key;
@@ -154,6 +163,15 @@ describe("the statement budget through the router", () => {
     // What ran in the cloud subgraph: both requests' statements, the greedy one's within its budget.
     const inCloud = measured.statements.filter((s) => s.port === cloudPort);
     expect(inCloud.length).toBeLessThanOrEqual(BUDGET + 3);
+  });
+
+  it("never cuts a mutation between its steps: a submission needing more statements than the budget completes", async () => {
+    const generationPort = Number(new URL(t.stack.generationUrl!).port);
+    const measured = await measureStatements(t.stack.db!, () => t.rest("POST", "/api/v1/images/generations", { key: greedy, body: { prompt: "a budget", model_id: 45 } }));
+    expect(measured.result.status, JSON.stringify(measured.result.body)).toBe(200);
+    expect(measured.statements.filter((s) => s.port === generationPort).length).toBeGreaterThan(BUDGET);
+    const task = await t.waitForTask(greedy, measured.result.body.data.task_id);
+    expect(task.status).toBe(1);
   });
 
   it("serves the same customer's next request on a fresh budget", async () => {
