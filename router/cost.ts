@@ -22,7 +22,9 @@ import {
   getOperationAST,
   isCompositeType,
   isListType,
+  Kind,
   type DocumentNode,
+  type OperationDefinitionNode,
   type GraphQLSchema,
 } from "graphql";
 
@@ -65,10 +67,32 @@ const estimator: ComplexityEstimator = ({ field, args, childComplexity }) => {
 };
 
 /**
- * Costs of operations without variables, by schema and document (the gateway reuses one parsed
- * document per query text): such a cost depends on the document alone.
+ * Computed costs by schema, document (the gateway reuses one parsed document per query text) and
+ * {@link cacheKey}. Only numbers are kept: a request whose variables do not coerce is costed anew.
  */
 const costCache = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, Map<string, number>>>();
+
+/** Most cached costs per document (different page sizes in variables); then it starts afresh. */
+const MAX_CACHED_PER_DOCUMENT = 256;
+
+/** Names of the variable types that can change a cost: `Int` (page sizes) and `Boolean` (`@skip`, `@include`). */
+const COST_VARIABLE_TYPES = new Set(["Int", "Boolean"]);
+
+/**
+ * What a cost depends on besides the document: the operation and the values of its Int and
+ * Boolean variables as sent (a REST read's `$id` changes nothing, so all its reads share one entry).
+ */
+function cacheKey(operation: OperationDefinitionNode, variables: Record<string, unknown>): string {
+  const values: unknown[] = [];
+  for (const definition of operation.variableDefinitions ?? []) {
+    const type = definition.type.kind === Kind.NON_NULL_TYPE ? definition.type.type : definition.type;
+    if (type.kind === Kind.NAMED_TYPE && COST_VARIABLE_TYPES.has(type.name.value)) {
+      const value = variables[definition.variable.name.value];
+      values.push(value === undefined ? "\u0000absent" : value);
+    }
+  }
+  return `${operation.name?.value ?? ""}\u0000${JSON.stringify(values)}`;
+}
 
 /**
  * The cost of the operation a request runs.
@@ -84,12 +108,13 @@ const costCache = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, Map<string, n
 export function operationCost(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined): number | null {
   const operation = getOperationAST(document, operationName ?? undefined);
   if (!operation) return null;
-  const constant = !operation.variableDefinitions?.length;
-  const key = operation.name?.value ?? "";
-  if (constant) {
-    const cached = costCache.get(schema)?.get(document)?.get(key);
-    if (cached !== undefined) return cached;
-  }
+  const values = variables ?? {};
+  const key = cacheKey(operation, values);
+  let byDocument = costCache.get(schema);
+  if (!byDocument) costCache.set(schema, (byDocument = new WeakMap()));
+  let byKey = byDocument.get(document);
+  const cached = byKey?.get(key);
+  if (cached !== undefined) return cached;
   let cost: number;
   try {
     cost = getComplexity({
@@ -97,7 +122,7 @@ export function operationCost(schema: GraphQLSchema, document: DocumentNode, ope
       query: document,
       // The operation's own name: graphql-query-complexity reads `operation.name` of every operation once a name is given.
       operationName: operation.name?.value,
-      variables: variables ?? {},
+      variables: values,
       estimators: [estimator],
       maxQueryNodes: MAX_COST_NODES,
     });
@@ -107,12 +132,7 @@ export function operationCost(schema: GraphQLSchema, document: DocumentNode, ope
     if (error instanceof GraphQLError) return null;
     throw error;
   }
-  if (constant) {
-    let byDocument = costCache.get(schema);
-    if (!byDocument) costCache.set(schema, (byDocument = new WeakMap()));
-    let byName = byDocument.get(document);
-    if (!byName) byDocument.set(document, (byName = new Map()));
-    byName.set(key, cost);
-  }
+  if (!byKey || byKey.size >= MAX_CACHED_PER_DOCUMENT) byDocument.set(document, (byKey = new Map()));
+  byKey.set(key, cost);
   return cost;
 }

@@ -215,6 +215,17 @@ describe("limits at the router", () => {
       expect(small.body.data.a0.nodes.length).toBeGreaterThan(0);
     });
 
+    it("costs each request of one document with its own variables, also after a request whose variables did not coerce", async () => {
+      const query = `query Page($n: Int, $s: ProductStatus) { products(first: $n, status: $s) { nodes { vendor { products(first: $n) { nodes { id } } } } } }`;
+      expect((await post(t.url, query, { n: 2, s: "AVAILABLE" }, key)).body.errors).toBeUndefined();
+      // Refused by variable coercion: no cost is known (and none is remembered) for n = 100.
+      const invalid = await post(t.url, query, { n: 100, s: "NOPE" }, key);
+      expect(invalid.body.errors[0].extensions.code).not.toBe("query_too_costly");
+      expectRefused(await post(t.url, query, { n: 100, s: "AVAILABLE" }, key), "query_too_costly", /^Query cost limit of 5000 exceeded, found 20300\.$/);
+      expect((await post(t.url, query, { n: 2 }, key)).body.errors).toBeUndefined();
+      expectRefused(await post(t.url, query, { n: 100 }, key), "query_too_costly", /found 20300\.$/);
+    });
+
     it("refuses the same query with literal page sizes at the same cost", async () => {
       const cost = measureOperation(issueQuery("100")).cost!;
       expect(cost).toBe(measureOperation(issueQuery("$n"), { n: 100 }).cost);
