@@ -363,8 +363,8 @@ export interface LimitOptions {
 }
 
 /**
- * The gateway plugins of every limit: Armor (tokens, depth, aliases, directives, cost), the page
- * size cap, the request deadline and, in production, Armor's field-suggestion blocker.
+ * The gateway plugins of every limit: Armor (tokens, depth, aliases, directives), the page size
+ * cap, the cost limit, the request deadline and, in production, Armor's field-suggestion blocker.
  */
 export function limitPlugins(options: LimitOptions): GatewayPlugin[] {
   const rules = armorRules();

@@ -226,6 +226,13 @@ describe("limits at the router", () => {
       expectRefused(await post(t.url, query, { n: 100 }, key), "query_too_costly", /found 20300\.$/);
     });
 
+    it("refuses a fragment bomb (each fragment spreading the next twelve times) as query_too_costly without walking all of it", async () => {
+      // Four levels, within the depth limit: 12^4 selections for the walk (graphql-js's execution merges the spreads).
+      const fragments = Array.from({ length: 5 }, (_, i) => (i < 4 ? `fragment F${i} on Query { ${`...F${i + 1} `.repeat(12)}}` : `fragment F${i} on Query { __typename }`));
+      const bomb = `query Bomb { ...F0 } ${fragments.join(" ")}`;
+      expectRefused(await post(t.url, bomb, {}, key), "query_too_costly", /^Query cost cannot be estimated: more than 10000 selections to walk$/);
+    });
+
     it("refuses the same query with literal page sizes at the same cost", async () => {
       const cost = measureOperation(issueQuery("100")).cost!;
       expect(cost).toBe(measureOperation(issueQuery("$n"), { n: 100 }).cost);
