@@ -10,7 +10,7 @@
  * | aliases | 30 | GraphQL Armor max-aliases (validation) | `too_many_aliases` (400) |
  * | directives | 20 | GraphQL Armor max-directives (validation) | `too_many_directives` (400) |
  * | tokens | 2000 | GraphQL Armor max-tokens (parser) | `too_many_tokens` (400) |
- * | cost | 50000 | GraphQL Armor cost-limit (validation) | `query_too_costly` (400) |
+ * | cost | 5000 | {@link costLimit}: graphql-query-complexity with the request's variables (router/cost.ts), before execution | `query_too_costly` (400) |
  * | `first`/`last` | 100 | {@link pageSizeLimit} (before execution; literals and variables) | `page_size_too_large` (400) |
  * | request time | REQUEST_TIMEOUT_MS (30000) | `useRequestDeadline` of @whatwg-node/server (the gateway's `requestDeadline`) | `request_timeout` (504) |
  * | body size | BODY_LIMIT_BYTES (1 MiB) | {@link limitGraphqlBody} | `payload_too_large` (413) |
@@ -21,18 +21,23 @@
  * The body always carries `extensions.http.status`; the response status follows GraphQL over
  * HTTP: 400 for a client accepting `application/graphql-response+json`, while a client accepting
  * only `application/json` gets 200 for errors found in parsing or validation (tokens, depth,
- * aliases, directives, cost, introspection) and 400 for the page size, checked after validation.
+ * aliases, directives, introspection) and 400 for the page size and the cost, checked after
+ * validation with the request's variables.
  *
- * Measured with {@link measureOperation} (Armor's own counters; pinned by
+ * The cost (router/cost.ts) is about the number of objects an answer can hold: an object field
+ * costs 1, a scalar 0, and a field with `first`/`last` multiplies its selection by that page size
+ * (literal or variable; 20 when absent). Measured with {@link measureOperation} (pinned by
  * test/integration/router-limits.test.ts), the operations the router itself sends — the REST
- * shims' OPERATIONS and CLOUD_OPERATIONS, /health's `RestModels` — peak at 91 tokens
- * (`RestTransactions`), depth 5 (`RestUsage`, `RestProducts`), cost 119.4 (`RestUsage`; their page
- * sizes are variables, which Armor's cost does not multiply) and no alias or directive: under 5%
- * of the token limit, 42% of the depth limit, 0.3% of the cost limit. The issue's dashboard
- * (viewer with `tasks(first: 100)` and `orders(first: 100)`, product, vendor, resource, customer)
- * measures 74 tokens, depth 6 and cost 14451.5 — why the cost limit is 50000, not 20000 (which it
- * would reach at 72%); two nested pages of 100 (100 x 100 rows) still cost far more than 50000.
+ * shims' OPERATIONS and CLOUD_OPERATIONS, /health's `RestModels` — with every page at 100 peak at
+ * 91 tokens (`RestTransactions`), depth 5 (`RestUsage`, `RestProducts`), cost 703 (`RestUsage`:
+ * 100 tasks and 100 request-log rows) and no alias or directive: under 5% of the token limit, 42%
+ * of the depth limit, 14% of the cost limit. The issue's dashboard (viewer with `tasks(first:
+ * 100)` and `orders(first: 100)`, product, vendor, resource, customer) measures 74 tokens, depth 6
+ * and cost 1103 (22%); two nested pages of 100 (`products(first: 100) { nodes { vendor {
+ * products(first: 100) { nodes { id } } } } }`, 10,000 rows) cost 20300, four times the limit, and
+ * the issue's aliased products → vendor → products → vendor → products about 20 million.
  */
+import fs from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { readBodyBytes } from "./rest/body.ts";
 import { AppError, ERROR_CODES } from "../src/errors.ts";
@@ -54,9 +59,10 @@ import { maxDepthRule } from "@escape.tech/graphql-armor-max-depth";
 import { maxAliasesRule } from "@escape.tech/graphql-armor-max-aliases";
 import { maxDirectivesRule } from "@escape.tech/graphql-armor-max-directives";
 import { MaxTokensParserWLexer, maxTokensPlugin } from "@escape.tech/graphql-armor-max-tokens";
-import { costLimitRule } from "@escape.tech/graphql-armor-cost-limit";
 import { blockFieldSuggestionsPlugin } from "@escape.tech/graphql-armor-block-field-suggestions";
 import { useRequestDeadline } from "@whatwg-node/server";
+import { MAX_COST_NODES, operationCost } from "./cost.ts";
+import { SUPERGRAPH_FILE } from "./compose.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 
 /** The limits (see the table above). */
@@ -65,7 +71,7 @@ export const LIMITS = {
   aliases: 30,
   directives: 20,
   tokens: 2000,
-  cost: 50_000,
+  cost: 5_000,
   pageSize: 100,
 } as const;
 
@@ -122,13 +128,12 @@ function reportAs(code: string) {
   };
 }
 
-/** The Armor validation rules with our limits and codes. */
+/** The Armor validation rules with our limits and codes (the cost is {@link costLimit}'s). */
 export function armorRules(): ValidationRule[] {
   return [
     maxDepthRule({ n: LIMITS.depth, ...reportAs(LIMIT_CODES.depth) }),
     maxAliasesRule({ n: LIMITS.aliases, ...reportAs(LIMIT_CODES.aliases) }),
     maxDirectivesRule({ n: LIMITS.directives, ...reportAs(LIMIT_CODES.directives) }),
-    costLimitRule({ maxCost: LIMITS.cost, ...reportAs(LIMIT_CODES.cost) }),
   ] as ValidationRule[];
 }
 
@@ -214,6 +219,42 @@ export const pageSizeLimit: GatewayPlugin = {
   onSubscribe({ args, setResultAndStopExecution }) {
     const errors = pageSizeErrors(args.document, args.operationName, args.variableValues as Record<string, unknown>);
     if (errors.length) setResultAndStopExecution({ errors });
+  },
+};
+
+/**
+ * The cost limit's error for an operation, or null when it is within {@link LIMITS.cost}.
+ * @param variables the request's variables as sent
+ */
+export function costError(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined): GraphQLError | null {
+  let cost: number | null;
+  try {
+    cost = operationCost(schema, document, operationName, variables);
+  } catch (error) {
+    if (!(error instanceof GraphQLError)) throw error;
+    return limitError(`Query cost cannot be estimated: more than ${MAX_COST_NODES} selections to walk`, LIMIT_CODES.cost, 400);
+  }
+  if (cost === null || cost <= LIMITS.cost) return null;
+  const error = limitError(`Query cost limit of ${LIMITS.cost} exceeded, found ${cost}.`, LIMIT_CODES.cost, 400);
+  Object.assign(error.extensions, { cost, limit: LIMITS.cost });
+  return error;
+}
+
+/**
+ * The cost limit (router/cost.ts), checked with the request's own variables just before the
+ * gateway plans the operation: queries, mutations and subscriptions alike, over every transport
+ * (POST and GET `/graphql`, SSE, graphql-ws, the REST shims). Runs after {@link pageSizeLimit},
+ * so a page over 100 is refused for that, and not also for its cost. Not a validation rule: the
+ * gateway caches validation per document, and a variable's value is not part of the document.
+ */
+export const costLimit: GatewayPlugin = {
+  onExecute({ args, setResultAndStopExecution }) {
+    const error = costError(args.schema, args.document, args.operationName, args.variableValues as Record<string, unknown>);
+    if (error) setResultAndStopExecution({ errors: [error] });
+  },
+  onSubscribe({ args, setResultAndStopExecution }) {
+    const error = costError(args.schema, args.document, args.operationName, args.variableValues as Record<string, unknown>);
+    if (error) setResultAndStopExecution({ errors: [error] });
   },
 };
 
@@ -322,8 +363,8 @@ export interface LimitOptions {
 }
 
 /**
- * The gateway plugins of every limit: Armor (tokens, depth, aliases, directives, cost), the page
- * size cap, the request deadline and, in production, Armor's field-suggestion blocker.
+ * The gateway plugins of every limit: Armor (tokens, depth, aliases, directives), the page size
+ * cap, the cost limit, the request deadline and, in production, Armor's field-suggestion blocker.
  */
 export function limitPlugins(options: LimitOptions): GatewayPlugin[] {
   const rules = armorRules();
@@ -333,6 +374,7 @@ export function limitPlugins(options: LimitOptions): GatewayPlugin[] {
     deepDocumentIs400,
     { onValidate: ({ addValidationRule }) => rules.forEach((rule) => addValidationRule(rule)) },
     pageSizeLimit,
+    costLimit,
   ];
   if (options.requestTimeoutMs) plugins.push(requestDeadline(options.requestTimeoutMs));
   if (options.production) plugins.push(blockFieldSuggestionsPlugin({ mask: SUGGESTION_MASK }) as GatewayPlugin, hideSuggestions);
@@ -350,39 +392,44 @@ export function gatewayLimitOptions(options: LimitOptions) {
   };
 }
 
-/** Sizes of one operation as the Armor plugins count them. */
+/** Sizes of one operation as the limits count them. */
 export interface OperationSize {
   tokens: number;
   depth: number;
   aliases: number;
   directives: number;
-  cost: number;
+  /** router/cost.ts's cost with the given variables (null: they do not coerce). */
+  cost: number | null;
 }
 
 /**
- * Measures an operation with the Armor plugins' own counters (for choosing and documenting the
- * limits). Counts need no schema but the document's fragments.
+ * Measures an operation with the limits' own counters (for choosing and documenting the limits):
+ * Armor's for tokens, depth, aliases and directives (they need no schema but the document's
+ * fragments), router/cost.ts's for the cost, over the checked-in supergraph.
+ * @param variables the variables to cost it with (a page size given in a variable counts its value)
  */
-export function measureOperation(source: string): OperationSize {
+export function measureOperation(source: string, variables: Record<string, unknown> = {}): OperationSize {
   const parser = new MaxTokensParserWLexer(source, { n: Number.MAX_SAFE_INTEGER });
   const document = parser.parseDocument();
   const size: OperationSize = { tokens: parser.tokenCount, depth: 0, aliases: 0, directives: 0, cost: 0 };
-  const record = (key: keyof OperationSize) => ({
+  const record = (key: "depth" | "aliases" | "directives") => ({
     n: Number.MAX_SAFE_INTEGER,
-    maxCost: Number.MAX_SAFE_INTEGER,
     onAccept: [(_: unknown, details: { n: number }) => (size[key] = Math.max(size[key], details.n))],
   });
-  validate(measuringSchema, document, [
-    maxDepthRule(record("depth")),
-    maxAliasesRule(record("aliases")),
-    maxDirectivesRule(record("directives")),
-    costLimitRule(record("cost")),
-  ] as ValidationRule[]);
+  validate(measuringSchema, document, [maxDepthRule(record("depth")), maxAliasesRule(record("aliases")), maxDirectivesRule(record("directives"))] as ValidationRule[]);
+  size.cost = operationCost(supergraphSchema(), document, undefined, variables);
   return size;
 }
 
 /** The counting rules look at the document only; graphql's validate wants some schema. */
 const measuringSchema: GraphQLSchema = buildSchema("type Query { ok: Boolean }");
+
+let supergraph: GraphQLSchema | undefined;
+
+/** The checked-in supergraph as a schema (built on first use). */
+export function supergraphSchema(): GraphQLSchema {
+  return (supergraph ??= buildSchema(fs.readFileSync(SUPERGRAPH_FILE, "utf8"), { assumeValidSDL: true }));
+}
 
 /**
  * The body size limit of `POST /graphql`: 413 with a JSON GraphQL error as soon as the declared

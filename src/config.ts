@@ -81,6 +81,8 @@ const schema = z.object({
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   TRUST_PROXY: z.string().default(""),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+  DB_STATEMENTS_PER_REQUEST: z.coerce.number().int().min(1).default(1_000),
+  DB_CONNECTIONS_PER_REQUEST: z.coerce.number().int().min(1).default(4),
   METRICS_TOKEN: z.string().optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
   OTEL_SERVICE_NAME: z.string().optional(),
@@ -150,6 +152,11 @@ export interface Config {
    */
   trustProxy: string[];
   bodyLimitBytes: number;
+  /**
+   * The database budget of one subgraph request (src/db/budget.ts): most SQL statements, most
+   * pooled connections at once, and its deadline (REQUEST_TIMEOUT_MS, as the router's; 0 none).
+   */
+  requestBudget: { statements: number; connections: number; timeoutMs: number };
   /** Bearer token required on `/metrics`; unset: `/metrics` answers loopback clients only. */
   metricsToken?: string;
   /** OTLP/HTTP base URL traces go to (`{url}/v1/traces`); unset: tracing off, no OpenTelemetry code loaded. */
@@ -210,6 +217,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
     trustProxy: e.TRUST_PROXY.split(",").map((s) => s.trim()).filter(Boolean),
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    requestBudget: { statements: e.DB_STATEMENTS_PER_REQUEST, connections: e.DB_CONNECTIONS_PER_REQUEST, timeoutMs: e.REQUEST_TIMEOUT_MS },
     metricsToken: e.METRICS_TOKEN || undefined,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
     otelServiceName: e.OTEL_SERVICE_NAME || undefined,

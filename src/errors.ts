@@ -22,12 +22,14 @@ export const ERROR_CODES = {
   method_not_allowed: { status: 405, message: "Method not allowed" },
   task_not_found: { status: 404, message: "Task not found" },
   conflict: { status: 409, message: "Conflict" },
+  query_too_costly: { status: 400, message: "Query is too costly" },
   payload_too_large: { status: 413, message: "Request body is too large" },
   rate_limited: { status: 429, message: "Too many requests" },
   internal: { status: 500, message: "Internal server error" },
   upstream_failed: { status: 502, message: "Upstream request failed" },
   service_unavailable: { status: 503, message: "Service unavailable" },
   upstream_timeout: { status: 504, message: "Upstream request timed out" },
+  request_timeout: { status: 504, message: "Request timed out" },
   upstream_error: { status: 502, message: "Upstream vendor error" },
 } as const satisfies Record<string, { status: number; message: string }>;
 

@@ -81,3 +81,108 @@ export async function keysetPage<T>(
     totalCount: Number(n),
   };
 }
+
+/** The cursor condition `(c1, c2, ...) < (v1, v2, ...)` written portably as SQL with bindings. */
+function beforeCursorSql(columns: string[], values: (string | number)[]): { sql: string; bindings: (string | number)[] } {
+  const terms: string[] = [];
+  const bindings: (string | number)[] = [];
+  columns.forEach((column, i) => {
+    const parts: string[] = [];
+    for (let j = 0; j < i; j++) {
+      parts.push("?? = ?");
+      bindings.push(columns[j]!, values[j]!);
+    }
+    parts.push("?? < ?");
+    bindings.push(column, values[i]!);
+    terms.push(`(${parts.join(" and ")})`);
+  });
+  return { sql: `(${terms.join(" or ")})`, bindings };
+}
+
+/**
+ * The same page of each of many parents' lists in one SQL statement (no N+1: a DataLoader hands
+ * it every parent of a request): `first` items per parent after the cursor `after`, newest (or
+ * highest) first, with each parent's total count. Window functions (PostgreSQL; SQLite 3.25+):
+ * every row of the parents is numbered within its parent by the ordering, counting only the rows
+ * past the cursor, and the first `first + 1` of those are kept.
+ * @param query the filtered query (not ordered, not limited; it is cloned), selecting `*`
+ * @param parentColumn the column naming each row's parent (for example `vendor_id`)
+ * @param parentIds the parents (duplicates allowed)
+ * @param columns ordering columns as in {@link keysetPage}, most significant first, all
+ *   descending; the last must be unique
+ * @param page `first` and `after` (one cursor for every parent)
+ * @param toItem converts a row (it also carries the helper columns `_rank`, `_total`, `_after`)
+ * @returns each parent's page (an empty page for a parent without rows)
+ * @throws AppError `invalid_request` (field `cursor`) for a bad cursor
+ */
+export async function keysetPagesByParent<T>(
+  db: Knex,
+  query: Knex.QueryBuilder,
+  parentColumn: string,
+  parentIds: readonly string[],
+  columns: string[],
+  page: PageRequest,
+  toItem: (row: any) => T,
+): Promise<Map<string, Page<T>>> {
+  const pages = new Map<string, Page<T>>();
+  const ids = [...new Set(parentIds)];
+  for (const id of ids) pages.set(id, { items: [], cursors: [], hasNextPage: false, totalCount: 0 });
+  if (ids.length === 0) return pages;
+  const order = columns.map(() => "?? desc").join(", ");
+  const window = `partition by ?? order by ${order}`;
+  const windowBindings = [parentColumn, ...columns];
+  const ranked = query.clone().whereIn(parentColumn, ids).select(db.raw(`count(*) over (partition by ??) as _total`, [parentColumn]));
+  if (page.after) {
+    const cursor = beforeCursorSql(columns, decodeCursor(page.after, columns.length));
+    // Rows at or before the cursor are counted (for the total) but not ranked.
+    ranked.select(
+      db.raw(`sum(case when ${cursor.sql} then 1 else 0 end) over (${window} rows between unbounded preceding and current row) as _rank`, [...cursor.bindings, ...windowBindings]),
+      db.raw(`case when ${cursor.sql} then 1 else 0 end as _after`, cursor.bindings),
+    );
+  } else {
+    ranked.select(db.raw(`row_number() over (${window}) as _rank`, windowBindings), db.raw("1 as _after"));
+  }
+  const rows = await db
+    .select("*")
+    .from(ranked.as("ranked"))
+    .where("_after", 1)
+    .andWhere("_rank", "<=", page.first + 1)
+    .orderBy([{ column: parentColumn }, ...columns.map((column) => ({ column, order: "desc" as const }))]);
+  const unqualified = columns.map((c) => c.split(".").pop()!);
+  const parentKey = parentColumn.split(".").pop()!;
+  for (const row of rows) {
+    const target = pages.get(String(row[parentKey]))!;
+    target.totalCount = Number(row._total);
+    if (Number(row._rank) > page.first) {
+      target.hasNextPage = true;
+      continue;
+    }
+    target.items.push(toItem(row));
+    target.cursors.push(encodeCursor(unqualified.map((c) => row[c])));
+  }
+  // A parent whose rows all lie at or before the cursor returned no row, yet has a total: one
+  // more statement (for all such parents at once) when a cursor leaves any parent empty.
+  const empty = page.after ? ids.filter((id) => pages.get(id)!.items.length === 0) : [];
+  if (empty.length) {
+    const counts = await query.clone().clearSelect().whereIn(parentColumn, empty).groupBy(parentColumn).select(parentColumn).count({ n: "*" });
+    for (const count of counts as any[]) pages.get(String(count[parentKey]))!.totalCount = Number(count.n);
+  }
+  return pages;
+}
+
+/**
+ * The first `first` rows of each of many parents in one SQL statement, newest (or highest)
+ * first: {@link keysetPagesByParent} without a cursor, as plain lists.
+ * @returns each parent's rows (an empty list for a parent without rows)
+ */
+export async function firstRowsByParent(
+  db: Knex,
+  query: Knex.QueryBuilder,
+  parentColumn: string,
+  parentIds: readonly string[],
+  columns: string[],
+  first: number,
+): Promise<Map<string, any[]>> {
+  const pages = await keysetPagesByParent(db, query, parentColumn, parentIds, columns, { first }, (row) => row);
+  return new Map([...pages].map(([id, page]) => [id, page.items]));
+}

@@ -28,6 +28,7 @@ import { nowIso, type Db } from "../db/index.ts";
 import type { Caller } from "../auth/keys.ts";
 import { newId } from "../ids.ts";
 import { withIdempotency } from "./idempotency.ts";
+import { firstRowsByParent } from "../pagination.ts";
 import { getDomain, normalizeHostname } from "./domains.ts";
 
 /** Status of a purge task. */
@@ -223,4 +224,30 @@ export async function listPurgeTasks(
     .limit(first);
   const now = Date.now();
   return rows.map((row: any) => toRecord(row, stepMs, now));
+}
+
+/**
+ * The newest purge tasks of many domains of the caller's account in one SQL statement (GraphQL
+ * `Domain.purgeTasks`, batched per request): what {@link listPurgeTasks} returns for each domain
+ * the caller holds. A domain outside the caller's account has no tasks here (its parent record
+ * was already read for the caller).
+ * @param domains domain names as stored (lower case; duplicates allowed)
+ * @param first how many tasks per domain, 1-100
+ * @param stepMs milliseconds per simulated status step
+ * @returns each domain's tasks, newest first (ties broken by id, descending)
+ * @throws AppError `invalid_request` (400, field `first`) when `first` is not an integer from 1 to 100
+ */
+export async function listPurgeTasksOfDomains(
+  db: Db | Knex.Transaction,
+  caller: Pick<Caller, "accountId">,
+  domains: readonly string[],
+  first: number,
+  stepMs: number,
+): Promise<Map<string, PurgeTaskRecord[]>> {
+  if (!Number.isInteger(first) || first < 1 || first > 100) {
+    throw new AppError("invalid_request", "first must be an integer from 1 to 100", { field: "first" });
+  }
+  const rowsByDomain = await firstRowsByParent(db as Db, db("purge_tasks").select("*").where("account_id", caller.accountId), "domain", domains, ["created_at", "id"], first);
+  const now = Date.now();
+  return new Map([...rowsByDomain].map(([domain, rows]) => [domain, rows.map((row) => toRecord(row, stepMs, now))]));
 }

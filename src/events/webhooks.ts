@@ -32,6 +32,7 @@ import pLimit from "p-limit";
 import type { Logger } from "pino";
 import { AppError } from "../errors.ts";
 import { claimBatch, type Db } from "../db/index.ts";
+import { firstRowsByParent } from "../pagination.ts";
 import { toYuanNumber } from "../money.ts";
 import { hmacSha256Hex, verifySignatureHeader } from "../auth/policy.ts";
 import { accountTopic, type OutboxMessage, type PubSub } from "./pubsub.ts";
@@ -583,6 +584,23 @@ export async function listDeliveries(
     query.andWhere("id", "<", after);
   }
   return withAttempts(db, await query.orderBy("id", "desc").limit(first));
+}
+
+/**
+ * The newest deliveries of many tasks or orders of one account, each with every attempt, in two
+ * SQL statements whatever their number (GraphQL `Order.deliveries`, batched per request): what
+ * {@link listDeliveries} with `aggregateId` returns for each.
+ * @param aggregateIds task or order ids (duplicates allowed)
+ * @param first deliveries per aggregate, 1-100 (clamped, as {@link listDeliveries})
+ * @returns each aggregate's deliveries, newest first (an empty list for one without deliveries)
+ */
+export async function listDeliveriesOfAggregates(db: Db, accountId: string, aggregateIds: readonly string[], first: number): Promise<Map<string, WebhookDeliveryRecord[]>> {
+  const size = Math.min(Math.max(Math.trunc(first) || 20, 1), 100);
+  const rowsById = await firstRowsByParent(db, db("webhook_deliveries").select("*").where("account_id", accountId), "aggregate_id", aggregateIds, ["id"], size);
+  const rows = [...rowsById.values()].flat();
+  const records = await withAttempts(db, rows);
+  const byRow = new Map(rows.map((row, i) => [row, records[i]!]));
+  return new Map([...rowsById].map(([id, list]) => [id, list.map((row) => byRow.get(row)!)]));
 }
 
 /**

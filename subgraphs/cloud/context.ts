@@ -7,15 +7,22 @@ import { withLazy } from "../shared/lazy.ts";
 import type { Caller } from "../../src/auth/keys.ts";
 import type { RateLimiter } from "../../src/auth/policy.ts";
 import type { Db } from "../../src/db/index.ts";
-import { getProductsByIds, getVendorsByIds, type ProductRecord, type VendorRecord } from "../../src/cloud/catalog.ts";
+import { getProductsByIds, getVendorsByIds, listProductsOfVendors, type ProductRecord, type VendorRecord } from "../../src/cloud/catalog.ts";
 import type { OrderRecord, ResourceRecord } from "../../src/cloud/orders.ts";
+import { getDomainsByNames, type DomainRecord } from "../../src/cloud/domains.ts";
+import { listPurgeTasksOfDomains, type PurgeTaskRecord } from "../../src/cloud/purge.ts";
+import { listDeliveriesOfAggregates, type WebhookDeliveryRecord } from "../../src/events/webhooks.ts";
+import type { Page } from "../../src/pagination.ts";
 import { checkAdminToken } from "../../src/auth/admin.ts";
 import { callerAccess, headerOf, type RequestLike } from "../shared/auth.ts";
 import type { CloudServices } from "./services.ts";
+import { RequestBudget, type BudgetLimits } from "../../src/db/budget.ts";
 
 /** What every cloud resolver receives. */
 export interface CloudContext {
   db: Db;
+  /** The request's database budget (src/db/budget.ts); every resolver runs inside it. */
+  budget: RequestBudget;
   services: CloudServices;
   /** The caller holding `scope`. @throws AppError 401/403/429 */
   caller(scope?: string): Promise<Caller>;
@@ -36,19 +43,71 @@ export interface CloudContext {
   orders: DataLoader<string, OrderRecord | null>;
   /** Resources of the caller's account by id. */
   resources: DataLoader<string, ResourceRecord | null>;
+  /** Domains of the caller's account by name (null: unknown or another account's). */
+  domains: DataLoader<string, DomainRecord | null>;
+  /** A page of a vendor's products (`Vendor.products`). */
+  vendorProducts: DataLoader<ChildListKey & { after: string | null }, Page<ProductRecord>, string>;
+  /** An order's newest callback deliveries (`Order.deliveries`), of the order's account. */
+  orderDeliveries: DataLoader<ChildListKey & { accountId: string }, WebhookDeliveryRecord[], string>;
+  /** A domain's newest purge tasks (`Domain.purgeTasks`), of the caller's account. */
+  domainPurgeTasks: DataLoader<ChildListKey, PurgeTaskRecord[], string>;
+}
+
+/** One parent's list in a per-parent list loader: the parent and the page size. */
+export interface ChildListKey {
+  parent: string;
+  first: number;
+}
+
+/**
+ * A DataLoader of lists under many parents (no N+1): the keys of one batch asking for the same
+ * page (equal arguments but the parent) are read together by one call of `read`, one SQL
+ * statement for all their parents. Not cached: lists change, and a subscription's context lives
+ * for hours (each event reads them afresh, one statement per batch still).
+ * @param argsOf the arguments of a key other than its parent, as a string
+ * @param read reads the lists of `parents` for the arguments of `sample`
+ */
+function childListLoader<K extends ChildListKey, V>(argsOf: (key: K) => string, read: (parents: string[], sample: K) => Promise<Map<string, V>>): DataLoader<K, V, string> {
+  return new DataLoader<K, V, string>(
+    async (keys) => {
+      const groups = new Map<string, K[]>();
+      for (const key of keys) {
+        const args = argsOf(key);
+        const group = groups.get(args);
+        if (group) group.push(key);
+        else groups.set(args, [key]);
+      }
+      const lists = new Map<string, Map<string, V> | Error>();
+      await Promise.all(
+        [...groups].map(([args, members]) =>
+          read(members.map((key) => key.parent), members[0]!).then(
+            (found) => lists.set(args, found),
+            (error: unknown) => lists.set(args, error instanceof Error ? error : new Error(String(error))),
+          ),
+        ),
+      );
+      return keys.map((key) => {
+        const found = lists.get(argsOf(key))!;
+        return found instanceof Error ? found : found.get(key.parent)!;
+      });
+    },
+    { cache: false },
+  );
 }
 
 /**
  * Builds the context of one request.
  * @param adminToken the configured ADMIN_TOKEN; unset disables the admin mutations
+ * @param budgetLimits the request's database budget (default {@link RequestBudget}'s)
  */
-export function createCloudContext(db: Db, services: CloudServices, rateLimiter: RateLimiter, req: RequestLike, adminToken?: string): CloudContext {
+export function createCloudContext(db: Db, services: CloudServices, rateLimiter: RateLimiter, req: RequestLike, adminToken?: string, budgetLimits?: BudgetLimits): CloudContext {
   const access = callerAccess(db, rateLimiter, req);
   const anyCaller = async () => (await access.caller())!;
   const requireAdmin = () => checkAdminToken(adminToken, headerOf(req, "authorization"));
   let admin: boolean | undefined;
   const eager = {
     db,
+    budget: new RequestBudget(budgetLimits),
     services,
     caller: (scope?: string) => access.caller(scope),
     callerOrNull: access.callerOrNull,
@@ -64,10 +123,26 @@ export function createCloudContext(db: Db, services: CloudServices, rateLimiter:
       })()),
     requestId: headerOf(req, "x-request-id") ?? null,
   };
-  return withLazy<typeof eager, Pick<CloudContext, "products" | "vendors" | "orders" | "resources">>(eager, {
+  return withLazy<typeof eager, Pick<CloudContext, "products" | "vendors" | "orders" | "resources" | "domains" | "vendorProducts" | "orderDeliveries" | "domainPurgeTasks">>(eager, {
     products: () => new DataLoader((ids) => getProductsByIds(db, ids as string[])),
     vendors: () => new DataLoader((ids) => getVendorsByIds(db, ids as string[])),
     orders: () => new DataLoader(async (ids) => services.orders.getByIds(await anyCaller(), ids as string[])),
     resources: () => new DataLoader(async (ids) => services.orders.getResourcesByIds(await anyCaller(), ids as string[])),
+    domains: () => new DataLoader(async (names) => getDomainsByNames(db, await anyCaller(), names, services.stepMs)),
+    vendorProducts: () =>
+      childListLoader(
+        (key) => `${key.first}:${key.after ?? ""}`,
+        (vendorIds, { first, after }) => listProductsOfVendors(db, vendorIds, { first, after }),
+      ),
+    orderDeliveries: () =>
+      childListLoader(
+        (key) => `${key.first}:${key.accountId}`,
+        (orderIds, { first, accountId }) => listDeliveriesOfAggregates(db, accountId, orderIds, first),
+      ),
+    domainPurgeTasks: () =>
+      childListLoader(
+        (key) => String(key.first),
+        async (domains, { first }) => listPurgeTasksOfDomains(db, await anyCaller(), domains, first, services.stepMs),
+      ),
   });
 }

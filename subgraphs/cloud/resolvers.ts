@@ -9,10 +9,10 @@ import { listProducts, listVendors, type ProductRecord, type VendorRecord } from
 import type { OrderRecord, ResourceRecord } from "../../src/cloud/orders.ts";
 import { getCustomerBalance } from "../../src/cloud/customers.ts";
 import { getStatement, listTransactions, type TransactionRecord } from "../../src/cloud/billing.ts";
-import { createDomain, getDomain, type DomainRecord } from "../../src/cloud/domains.ts";
-import { getPurgeTask, listPurgeTasks, purgeDomain } from "../../src/cloud/purge.ts";
+import { createDomain, type DomainRecord } from "../../src/cloud/domains.ts";
+import { getPurgeTask, purgeDomain } from "../../src/cloud/purge.ts";
 import { bandwidthUsage, setUsageThreshold, trafficUsage } from "../../src/cloud/usage.ts";
-import { listDeliveries, resendDelivery } from "../../src/events/webhooks.ts";
+import { resendDelivery } from "../../src/events/webhooks.ts";
 import { pageSize, toConnection } from "../shared/connection.ts";
 import type { CloudContext } from "./context.ts";
 import { accountTopic, eventStream, type OutboxMessage } from "../../src/events/pubsub.ts";
@@ -127,7 +127,12 @@ export const resolvers = {
     },
     order: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => ctx.services.orders.get(await ctx.caller("orders:read"), id),
     orders: async (_: unknown, args: any, ctx: CloudContext) => toConnection(await ctx.services.orders.list(await ctx.caller("orders:read"), pageOf(args))),
-    domain: async (_: unknown, { domain }: { domain: string }, ctx: CloudContext) => getDomain(ctx.db, await ctx.caller("domains:read"), domain, ctx.services.stepMs),
+    domain: async (_: unknown, { domain }: { domain: string }, ctx: CloudContext) => {
+      await ctx.caller("domains:read");
+      const record = await ctx.domains.load(domain);
+      if (!record) throw new AppError("not_found", "Domain not found");
+      return record;
+    },
     purgeTask: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => getPurgeTask(ctx.db, await ctx.caller("domains:read"), id, ctx.services.stepMs),
     resources: async (_: unknown, args: any, ctx: CloudContext) =>
       toConnection(await ctx.services.orders.listResources(await ctx.caller("resources:read"), pageOf(args), args.customerId ?? undefined)),
@@ -210,6 +215,8 @@ export const resolvers = {
               }
               const order = await ctx.services.orders.get(caller, event.aggregateId).catch(() => null);
               if (!order) continue;
+              // Each event's fields are resolved on a database budget of their own.
+              ctx.budget.renew();
               yield {
                 orderEvents: {
                   event: event.topic,
@@ -252,7 +259,7 @@ export const resolvers = {
   Vendor: {
     __resolveReference: (ref: { id: string }, ctx: CloudContext) => ctx.vendors.load(ref.id),
     status: (vendor: VendorRecord) => upper(vendor.status),
-    products: async (vendor: VendorRecord, args: any, ctx: CloudContext) => toConnection(await listProducts(ctx.db, { vendorId: vendor.id } as any, pageOf(args))),
+    products: async (vendor: VendorRecord, args: any, ctx: CloudContext) => toConnection(await ctx.vendorProducts.load({ parent: vendor.id, ...pageOf(args) })),
   },
   Product: {
     __resolveReference: (ref: { id: string }, ctx: CloudContext) => ctx.products.load(ref.id),
@@ -270,7 +277,7 @@ export const resolvers = {
     status: (order: OrderRecord) => upper(order.status),
     resource: (order: OrderRecord, _: unknown, ctx: CloudContext) => (order.resourceId ? ctx.resources.load(order.resourceId) : null),
     deliveries: async (order: OrderRecord, args: { first?: number }, ctx: CloudContext) =>
-      listDeliveries(ctx.db, { accountId: order.accountId, aggregateId: order.id, first: pageSize(args.first) }),
+      ctx.orderDeliveries.load({ parent: order.id, accountId: order.accountId, first: pageSize(args.first) }),
   },
   Resource: {
     __resolveReference: async (ref: { id: string }, ctx: CloudContext) => ((await ctx.callerOrNull()) ? ctx.resources.load(ref.id) : null),
@@ -278,13 +285,12 @@ export const resolvers = {
     product: (resource: ResourceRecord, _: unknown, ctx: CloudContext) => ctx.products.load(resource.productId),
   },
   Domain: {
-    __resolveReference: async (ref: { domain: string }, ctx: CloudContext) => {
-      const caller = await ctx.callerOrNull();
-      return caller ? getDomain(ctx.db, caller, ref.domain, ctx.services.stepMs).catch(() => null) : null;
-    },
+    __resolveReference: async (ref: { domain: string }, ctx: CloudContext) => ((await ctx.callerOrNull()) ? ctx.domains.load(ref.domain) : null),
     order: (domain: DomainRecord, _: unknown, ctx: CloudContext) => ctx.orders.load(domain.orderId),
-    purgeTasks: async (domain: DomainRecord, args: { first?: number }, ctx: CloudContext) =>
-      listPurgeTasks(ctx.db, await ctx.caller(), domain.domain, pageSize(args.first), ctx.services.stepMs),
+    purgeTasks: async (domain: DomainRecord, args: { first?: number }, ctx: CloudContext) => {
+      await ctx.caller("domains:read");
+      return ctx.domainPurgeTasks.load({ parent: domain.domain, first: pageSize(args.first) });
+    },
   },
   PurgeTask: {
     __resolveReference: async (ref: { id: string }, ctx: CloudContext) => {

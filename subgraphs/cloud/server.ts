@@ -10,6 +10,8 @@ import { startSubgraph, type SubgraphHandle, type SubgraphObservability } from "
 import { createCloudContext, type CloudContext } from "./context.ts";
 import { resolvers, TYPE_SCOPES } from "./resolvers.ts";
 import { scopeTypes } from "../shared/scopes.ts";
+import { withRequestBudget } from "../shared/budget.ts";
+import { enforceRequestBudgets, type BudgetLimits } from "../../src/db/budget.ts";
 import type { CloudServices } from "./services.ts";
 
 /** The SDL of this subgraph. */
@@ -35,13 +37,17 @@ export function startCloudSubgraph(options: {
   secret: string;
   /** Tracing hooks and `/metrics` (bin/stack.ts). */
   observability?: SubgraphObservability;
+  /** The database budget of each request (src/db/budget.ts; default its defaults). */
+  budget?: BudgetLimits;
 }): Promise<SubgraphHandle> {
+  enforceRequestBudgets(options.db);
   return startSubgraph<CloudContext>({
     name: "cloud",
     typeDefs: cloudTypeDefs,
-    // Every field of a scoped type checks its scope, wherever it was reached from (ADR 0007).
-    resolvers: scopeTypes(cloudTypeDefs, resolvers, TYPE_SCOPES, { bypass: (ctx: CloudContext) => ctx.isAdmin() }),
-    context: async (req) => createCloudContext(options.db, options.services, options.rateLimiter, req, options.adminToken),
+    // Every field of a scoped type checks its scope, wherever it was reached from (ADR 0007); every
+    // resolver runs inside its request's database budget.
+    resolvers: scopeTypes(cloudTypeDefs, withRequestBudget(resolvers), TYPE_SCOPES, { bypass: (ctx: CloudContext) => ctx.isAdmin() }),
+    context: async (req) => createCloudContext(options.db, options.services, options.rateLimiter, req, options.adminToken, options.budget),
     secret: options.secret,
     logger: options.logger,
     host: options.host,

@@ -12,10 +12,13 @@ import { usageReader, type UsageReader } from "../../src/generation/usage.ts";
 import { negotiateLocale, type Locale } from "../shared/locale.ts";
 import { callerAccess, headerOf, type RequestLike } from "../shared/auth.ts";
 import { withLazy } from "../shared/lazy.ts";
+import { RequestBudget, type BudgetLimits } from "../../src/db/budget.ts";
 
 /** What every resolver receives. */
 export interface GenerationContext {
   db: Db;
+  /** The request's database budget (src/db/budget.ts); every resolver runs inside it. */
+  budget: RequestBudget;
   /** Where the dispatcher publishes committed outbox events (subscriptions listen here). */
   pubsub: PubSub;
   service: GenerationService;
@@ -38,8 +41,11 @@ export interface GenerationContext {
   requestId: string | null;
 }
 
-/** Builds the context of one request. */
-export function createContext(db: Db, service: GenerationService, rateLimiter: RateLimiter, pubsub: PubSub, req: RequestLike): GenerationContext {
+/**
+ * Builds the context of one request.
+ * @param budgetLimits the request's database budget (default {@link RequestBudget}'s)
+ */
+export function createContext(db: Db, service: GenerationService, rateLimiter: RateLimiter, pubsub: PubSub, req: RequestLike, budgetLimits?: BudgetLimits): GenerationContext {
   const header = (name: string) => headerOf(req, name);
   const access = callerAccess(db, rateLimiter, req);
   const caller = () => access.caller("generation");
@@ -47,6 +53,7 @@ export function createContext(db: Db, service: GenerationService, rateLimiter: R
   const match = routeHeader ? /^([A-Z]+) (\/\S*)$/.exec(routeHeader) : null;
   const eager = {
     db,
+    budget: new RequestBudget(budgetLimits),
     pubsub,
     service,
     locale: negotiateLocale(header("accept-language")),

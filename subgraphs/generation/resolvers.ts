@@ -153,6 +153,8 @@ export const resolvers = {
         }
         return (async function* () {
           try {
+            // Each event's fields are resolved on a database budget of their own.
+            ctx.budget.renew();
             yield { taskStatusChanged: task };
             if (isTerminal(task.status)) return;
             for await (const event of stream) {
@@ -165,6 +167,7 @@ export const resolvers = {
               const next = taskAtEvent(task, event);
               if (next.updatedAt <= task.updatedAt) continue;
               task = next;
+              ctx.budget.renew();
               yield { taskStatusChanged: task };
               if (isTerminal(task.status)) return;
             }
@@ -189,7 +192,9 @@ export const resolvers = {
                 return;
               }
               const row = await taskForEvent(ctx, caller, event);
-              if (row) yield { tasks: taskAtEvent(row, event) };
+              if (!row) continue;
+              ctx.budget.renew();
+              yield { tasks: taskAtEvent(row, event) };
             }
           } finally {
             stream.close();

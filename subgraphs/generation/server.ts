@@ -14,6 +14,8 @@ import { startSubgraph, type SubgraphHandle, type SubgraphObservability } from "
 import { createContext, type GenerationContext } from "./context.ts";
 import { resolvers, TYPE_SCOPES } from "./resolvers.ts";
 import { scopeTypes } from "../shared/scopes.ts";
+import { withRequestBudget } from "../shared/budget.ts";
+import { enforceRequestBudgets, type BudgetLimits } from "../../src/db/budget.ts";
 
 /** The SDL of this subgraph. */
 export const generationTypeDefs = parse(fs.readFileSync(new URL("../../schema/generation.graphql", import.meta.url), "utf8"));
@@ -59,13 +61,17 @@ export async function startGenerationSubgraph(options: {
   secret: string;
   /** Tracing hooks and `/metrics` (bin/stack.ts). */
   observability?: SubgraphObservability;
+  /** The database budget of each request (src/db/budget.ts; default its defaults). */
+  budget?: BudgetLimits;
 }): Promise<SubgraphHandle> {
+  enforceRequestBudgets(options.db);
   const handle = await startSubgraph<GenerationContext>({
     name: "generation",
     typeDefs: generationTypeDefs,
-    // Every field of a scoped type checks its scope, wherever it was reached from (ADR 0007).
-    resolvers: scopeTypes(generationTypeDefs, resolvers as any, TYPE_SCOPES),
-    context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req),
+    // Every field of a scoped type checks its scope, wherever it was reached from (ADR 0007); every
+    // resolver runs inside its request's database budget.
+    resolvers: scopeTypes(generationTypeDefs, withRequestBudget(resolvers) as any, TYPE_SCOPES),
+    context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req, options.budget),
     secret: options.secret,
     onResponse: recordRoute(options.logger),
     logger: options.logger,

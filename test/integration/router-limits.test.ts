@@ -10,7 +10,24 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 import { startRouter } from "../../router/server.ts";
-import { LIMITS, measureOperation } from "../../router/limits.ts";
+import fc from "fast-check";
+import {
+  getNamedType,
+  getNullableType,
+  getOperationAST,
+  isEnumType,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  parse,
+  typeFromAST,
+  type GraphQLInputType,
+  type GraphQLNamedType,
+  type NamedTypeNode,
+} from "graphql";
+import { LIMITS, measureOperation, supergraphSchema } from "../../router/limits.ts";
+import { collect, collectSse, wsClient } from "../support/graphql-ws.ts";
 import { OPERATIONS } from "../../router/rest/generation.ts";
 import { CLOUD_OPERATIONS } from "../../router/rest/cloud.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
@@ -44,6 +61,106 @@ function expectRefused(result: { status: number; body: any }, code: string, mess
   expect(result.body.errors[0].message).toMatch(message);
   expect(result.body.errors[0].extensions).toMatchObject({ code, http: { status: 400 } });
   expect(result.status).toBe(400);
+}
+
+/**
+ * The issue's reproduction: ten aliases of products → vendor → products → vendor → products, each
+ * page `pageSize` (a literal or `$n`).
+ */
+function issueQuery(pageSize: string): string {
+  const level = (inner: string) => `products(first: ${pageSize}) { nodes { id name vendor { id name ${inner} } } }`;
+  const chain = level(level(`products(first: ${pageSize}) { nodes { id name } }`));
+  return `query Attack${pageSize.startsWith("$") ? "($n: Int)" : ""} { ${Array.from({ length: 10 }, (_, i) => `a${i}: ${chain}`).join(" ")} }`;
+}
+
+/** A subscription whose events would each carry two nested pages of `$n` products. */
+const COSTLY_SUBSCRIPTION = `subscription Costly($n: Int) { orderEvents { event order { id product { vendor {
+  products(first: $n) { nodes { id vendor { products(first: $n) { nodes { id name } } } } } } } } } }`;
+
+/** A random selection: fields of the cloud catalog and orders, some paginated, nested a few levels. */
+type Tree = { field: string; size?: number | null; children: Tree[] };
+
+const PAGE_SIZE = fc.option(fc.oneof(fc.integer({ min: -5, max: 100 }), fc.constant(null)), { nil: undefined });
+
+/** Selections under a type (Product, Vendor or Order) as a tree. */
+const selectionTree: fc.Arbitrary<Tree[]> = fc.letrec<{ product: Tree[]; vendor: Tree[]; order: Tree[]; root: Tree[] }>((tie) => ({
+  product: fc.array(
+    fc.oneof(
+      { depthSize: "small", withCrossShrink: true },
+      fc.constantFrom<Tree>({ field: "id", children: [] }, { field: "name", children: [] }, { field: "billingCycles { cycle price { amount } }", children: [] }),
+      tie("vendor").map((children) => ({ field: "vendor", children })),
+    ),
+    { minLength: 1, maxLength: 3 },
+  ),
+  vendor: fc.array(
+    fc.oneof(
+      { depthSize: "small", withCrossShrink: true },
+      fc.constantFrom<Tree>({ field: "id", children: [] }, { field: "name", children: [] }),
+      fc.tuple(PAGE_SIZE, tie("product")).map(([size, children]) => ({ field: "products", size, children: [{ field: "totalCount", children: [] }, { field: "nodes", children }] })),
+    ),
+    { minLength: 1, maxLength: 3 },
+  ),
+  order: fc.array(
+    fc.oneof(
+      { depthSize: "small", withCrossShrink: true },
+      fc.constantFrom<Tree>({ field: "id", children: [] }, { field: "amount { amount }", children: [] }),
+      fc.tuple(PAGE_SIZE).map(([size]) => ({ field: "deliveries", size, children: [{ field: "id", children: [] }, { field: "attempts { status }", children: [] }] })),
+      tie("product").map((children) => ({ field: "product", children })),
+    ),
+    { minLength: 1, maxLength: 3 },
+  ),
+  root: fc.array(
+    fc.oneof(
+      fc.tuple(PAGE_SIZE, tie("product")).map(([size, children]) => ({ field: "products", size, children: [{ field: "nodes", children }] })),
+      fc.tuple(PAGE_SIZE, tie("vendor")).map(([size, children]) => ({ field: "vendors", size, children: [{ field: "edges", children: [{ field: "node", children }] }] })),
+      fc.tuple(PAGE_SIZE, tie("order")).map(([size, children]) => ({ field: "orders", size, children: [{ field: "nodes", children }, { field: "pageInfo { hasNextPage }", children: [] }] })),
+    ),
+    { minLength: 1, maxLength: 3 },
+  ),
+})).root;
+
+/**
+ * Renders a tree as an operation: page sizes as literals, or each as a variable of its own (an
+ * absent size stays absent).
+ */
+function renderTree(trees: Tree[], mode: "literal" | "variable"): { query: string; variables: Record<string, unknown> } {
+  const variables: Record<string, unknown> = {};
+  let alias = 0;
+  const render = (tree: Tree): string => {
+    let args = "";
+    if (tree.size !== undefined) {
+      if (mode === "literal") args = `(first: ${tree.size})`;
+      else {
+        const name = `v${Object.keys(variables).length}`;
+        variables[name] = tree.size;
+        args = `(first: $${name})`;
+      }
+    }
+    const children = tree.children.length ? ` { ${tree.children.map(render).join(" ")} }` : "";
+    return `f${alias++}: ${tree.field}${args}${children}`;
+  };
+  const body = trees.map(render).join(" ");
+  const definitions = Object.keys(variables).map((name) => `$${name}: Int`).join(", ");
+  return { query: `query P${definitions ? `(${definitions})` : ""} { ${body} }`, variables };
+}
+
+/**
+ * Variables for an operation at its largest: every Int 100 (a page size at the cap), other
+ * required values the simplest of their type.
+ */
+function largestVariables(source: string): Record<string, unknown> {
+  const schema = supergraphSchema();
+  const sample = (type: GraphQLInputType): unknown => {
+    if (isNonNullType(type)) return sample(type.ofType);
+    if (isListType(type)) return [];
+    if (isEnumType(type)) return type.getValues()[0]!.value;
+    if (isInputObjectType(type)) {
+      return Object.fromEntries(Object.values(type.getFields()).filter((f) => isNonNullType(f.type)).map((f) => [f.name, sample(f.type)]));
+    }
+    return ({ Int: 100, Float: 1, Boolean: false, JSONObject: {} } as Record<string, unknown>)[type.name] ?? "x";
+  };
+  const operation = getOperationAST(parse(source))!;
+  return Object.fromEntries((operation.variableDefinitions ?? []).map((d) => [d.variable.name.value, sample(typeFromAST(schema, d.type as NamedTypeNode) as GraphQLInputType)]));
 }
 
 describe("limits at the router", () => {
@@ -83,16 +200,123 @@ describe("limits at the router", () => {
     expectRefused(await post(t.url, repeated(230), {}, key), "too_many_tokens", /^Token limit of 2000 exceeded\.$/);
   });
 
-  it(`refuses a query costing more than ${LIMITS.cost} with query_too_costly, and runs the 100-task, 100-order dashboard`, async () => {
-    // Twelve pages of 100 tasks, each with its model: Armor's cost multiplies by a literal `first`.
-    const costly = `{ viewer { ${Array.from({ length: 12 }, (_, i) => `p${i}: tasks(first: 100) { nodes { id statusCode price { amount } model { id name kind } } }`).join(" ")} } }`;
-    const cost = measureOperation(costly).cost;
-    expect(cost).toBeGreaterThan(LIMITS.cost);
-    expectRefused(await post(t.url, costly, {}, key), "query_too_costly", new RegExp(`^Query Cost limit of ${LIMITS.cost} exceeded, found ${cost}\\.$`));
-    expect(measureOperation(DASHBOARD).cost).toBeLessThan(LIMITS.cost / 3);
-    const dashboard = await post(t.url, DASHBOARD, {}, key);
-    expect(dashboard.body.errors).toBeUndefined();
-    expect(dashboard.body.data.viewer.tasks.totalCount).toBe(0);
+  describe(`the cost limit (${LIMITS.cost}), computed with the request's variables`, () => {
+    it("refuses the issue's nested, aliased products → vendor → products query with page sizes in variables (n = 100) with 400 query_too_costly", async () => {
+      const query = issueQuery("$n");
+      expect(query.length).toBeLessThan(3_072);
+      const cost = measureOperation(query, { n: 100 }).cost!;
+      expect(cost).toBeGreaterThan(1_000 * LIMITS.cost);
+      const refused = await post(t.url, query, { n: 100 }, key);
+      expectRefused(refused, "query_too_costly", new RegExp(`^Query cost limit of ${LIMITS.cost} exceeded, found ${cost}\\.$`));
+      expect(refused.body.errors[0].extensions).toMatchObject({ cost, limit: LIMITS.cost });
+      // Small pages make the same document cheap: it runs.
+      const small = await post(t.url, query, { n: 2 }, key);
+      expect(small.body.errors, JSON.stringify(small.body)).toBeUndefined();
+      expect(small.body.data.a0.nodes.length).toBeGreaterThan(0);
+    });
+
+    it("costs each request of one document with its own variables, also after a request whose variables did not coerce", async () => {
+      const query = `query Page($n: Int, $s: ProductStatus) { products(first: $n, status: $s) { nodes { vendor { products(first: $n) { nodes { id } } } } } }`;
+      expect((await post(t.url, query, { n: 2, s: "AVAILABLE" }, key)).body.errors).toBeUndefined();
+      // Refused by variable coercion: no cost is known (and none is remembered) for n = 100.
+      const invalid = await post(t.url, query, { n: 100, s: "NOPE" }, key);
+      expect(invalid.body.errors[0].extensions.code).not.toBe("query_too_costly");
+      expectRefused(await post(t.url, query, { n: 100, s: "AVAILABLE" }, key), "query_too_costly", /^Query cost limit of 5000 exceeded, found 20300\.$/);
+      expect((await post(t.url, query, { n: 2 }, key)).body.errors).toBeUndefined();
+      expectRefused(await post(t.url, query, { n: 100 }, key), "query_too_costly", /found 20300\.$/);
+    });
+
+    it("refuses a fragment bomb (each fragment spreading the next twelve times) as query_too_costly without walking all of it", async () => {
+      // Four levels, within the depth limit: 12^4 selections for the walk (graphql-js's execution merges the spreads).
+      const fragments = Array.from({ length: 5 }, (_, i) => (i < 4 ? `fragment F${i} on Query { ${`...F${i + 1} `.repeat(12)}}` : `fragment F${i} on Query { __typename }`));
+      const bomb = `query Bomb { ...F0 } ${fragments.join(" ")}`;
+      expectRefused(await post(t.url, bomb, {}, key), "query_too_costly", /^Query cost cannot be estimated: more than 10000 selections to walk$/);
+    });
+
+    it("refuses the same query with literal page sizes at the same cost", async () => {
+      const cost = measureOperation(issueQuery("100")).cost!;
+      expect(cost).toBe(measureOperation(issueQuery("$n"), { n: 100 }).cost);
+      const refused = await post(t.url, issueQuery("100"), {}, key);
+      expectRefused(refused, "query_too_costly", new RegExp(`found ${cost}\\.$`));
+      expect(refused.body.errors[0].extensions.cost).toBe(cost);
+    });
+
+    it("refuses it over GET /graphql too", async () => {
+      const search = new URLSearchParams({ query: issueQuery("$n"), variables: JSON.stringify({ n: 100 }) });
+      const response = await fetch(`${t.url}/graphql?${search}`, { headers: { accept: "application/graphql-response+json", authorization: `Bearer ${key}` } });
+      expectRefused({ status: response.status, body: await response.json() }, "query_too_costly", /^Query cost limit of \d+ exceeded/);
+    });
+
+    it("refuses a costly subscription over SSE and over graphql-ws before it starts", async () => {
+      const variables = { n: 100 };
+      expect(measureOperation(COSTLY_SUBSCRIPTION, variables).cost).toBeGreaterThan(LIMITS.cost);
+      const codes = (events: any[]) => events.flatMap((e) => e.errors ?? []).map((e: any) => e.extensions?.code);
+      // One result with the error, then the end of the stream: the subscription never started.
+      const sse = await collectSse(t.url, COSTLY_SUBSCRIPTION, variables, { authorization: `Bearer ${key}` });
+      expect(codes(sse.events)).toEqual(["query_too_costly"]);
+      expect(sse.events.some((e) => e.data)).toBe(false);
+      const client = wsClient(t.url, { authorization: `Bearer ${key}` });
+      try {
+        const ws = await collect(client, COSTLY_SUBSCRIPTION, variables).done;
+        expect(ws.error).toBeUndefined();
+        expect(codes(ws.events)).toEqual(["query_too_costly"]);
+        expect(ws.events[0].errors[0].extensions).toMatchObject({ http: { status: 400 }, cost: measureOperation(COSTLY_SUBSCRIPTION, variables).cost });
+        expect(ws.events.some((e) => e.data)).toBe(false);
+      } finally {
+        await client.dispose();
+      }
+    });
+
+    it("runs the 100-task, 100-order dashboard, costing under a quarter of the limit", async () => {
+      expect(measureOperation(DASHBOARD).cost).toBeLessThan(LIMITS.cost / 4);
+      const dashboard = await post(t.url, DASHBOARD, {}, key);
+      expect(dashboard.body.errors).toBeUndefined();
+      expect(dashboard.body.data.viewer.tasks.totalCount).toBe(0);
+    });
+
+    it("costs any operation the same whether its page sizes are literals or variables", () => {
+      fc.assert(
+        fc.property(selectionTree, (tree) => {
+          const literal = renderTree(tree, "literal");
+          const variable = renderTree(tree, "variable");
+          const literalCost = measureOperation(literal.query, literal.variables).cost;
+          expect(literalCost).toEqual(expect.any(Number));
+          expect(measureOperation(variable.query, variable.variables).cost, `${literal.query}\n${variable.query}`).toBe(literalCost);
+        }),
+        { numRuns: 300 },
+      );
+    });
+
+    it("counts a page by its size: absent or null is the default 20, below 1 never lowers the cost", () => {
+      const cost = (args: string, variables?: Record<string, unknown>) => measureOperation(`query Q($n: Int) { products${args} { nodes { id } } }`, variables).cost;
+      expect(cost("")).toBe(20 * 2);
+      expect(cost("(first: null)")).toBe(20 * 2);
+      expect(cost("(first: $n)")).toBe(20 * 2);
+      expect(cost("(first: $n)", { n: null })).toBe(20 * 2);
+      expect(cost("(first: $n)", { n: 7 })).toBe(7 * 2);
+      expect(cost("(first: -50)")).toBe(2);
+      expect(measureOperation(`{ a: products(first: -1000) { nodes { id } } b: ${"products(first: 100) { nodes { id } }"} }`).cost).toBe(2 + 200);
+    });
+
+    it("counts no paginated field under a list without a page argument (such lists count once)", () => {
+      const schema = supergraphSchema();
+      const offending: string[] = [];
+      const seen = new Set<string>();
+      // `page`: the type is what a paginated field returns (a connection): its lists are the page.
+      const visit = (type: GraphQLNamedType, underUnslicedList: string | null, page: boolean) => {
+        const key = `${type.name}:${underUnslicedList !== null}:${page}`;
+        if (!isObjectType(type) || type.name.startsWith("__") || seen.has(key)) return;
+        seen.add(key);
+        for (const field of Object.values(type.getFields())) {
+          const sliced = field.args.some((a) => a.name === "first" || a.name === "last");
+          if (sliced && underUnslicedList) offending.push(`${underUnslicedList} → ${type.name}.${field.name}`);
+          const unsliced = !sliced && !page && isListType(getNullableType(field.type)) ? `${type.name}.${field.name}` : null;
+          visit(getNamedType(field.type), underUnslicedList ?? unsliced, sliced);
+        }
+      };
+      for (const root of [schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()]) if (root) visit(root, null, false);
+      expect(offending).toEqual([]);
+    });
   });
 
   it("refuses first above 100 given literally, with a clear message, before any subgraph runs", async () => {
@@ -174,14 +398,20 @@ describe("limits at the router", () => {
 
 describe("every REST shim operation within the limits", () => {
   it("measures every operation the shims and /health send at a small fraction of each limit", () => {
+    let costliest = 0;
     for (const [name, operation] of Object.entries({ ...OPERATIONS, ...CLOUD_OPERATIONS })) {
-      const size = measureOperation(operation);
+      // The largest pages the shims ask for (`limit=100`): every Int variable 100.
+      const size = measureOperation(operation, largestVariables(operation));
       expect(size.depth, name).toBeLessThanOrEqual(LIMITS.depth / 2);
       expect(size.aliases, name).toBe(0);
       expect(size.directives, name).toBe(0);
       expect(size.tokens, name).toBeLessThanOrEqual(LIMITS.tokens / 10);
-      expect(size.cost, name).toBeLessThanOrEqual(LIMITS.cost / 100);
+      expect(size.cost, name).toEqual(expect.any(Number));
+      expect(size.cost, name).toBeLessThanOrEqual(LIMITS.cost / 5);
+      costliest = Math.max(costliest, size.cost!);
     }
+    // Measured: 703 (RestUsage: 100 tasks and 100 request-log rows).
+    expect(costliest).toBe(703);
   });
 
   let t: TestStack;

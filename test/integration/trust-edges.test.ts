@@ -44,15 +44,19 @@ for (const store of ["memory", "redis"] as const) {
     afterAll(() => t?.close());
 
     it("gives a key limited to 5/s at most 5 answers per second on REST when every call carries the same X-Request-Id", async () => {
-      const { key } = await t.createKey("10", { rateLimit: 5 });
-      const started = Date.now();
-      const statuses = await burst(30, () => t.rest("GET", "/api/v1/usage?limit=1", { key, headers: { "x-request-id": "same-id-every-time" } }));
-      const elapsed = Date.now() - started;
-      const answered = statuses.filter((s) => s === 200).length;
-      expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
-      // One fixed window per second: a burst that took longer may span two.
-      expect(answered).toBeLessThanOrEqual(elapsed < 1000 ? 5 : 10);
-      expect(answered).toBeGreaterThan(0);
+      // A burst that fits in one second must get exactly the limit; on a machine too loaded for
+      // that, it is repeated with a fresh key, and the last try is held to the windows it spanned.
+      for (let attempt = 1; ; attempt++) {
+        const { key } = await t.createKey("10", { rateLimit: 5 });
+        const started = Date.now();
+        const statuses = await burst(30, () => t.rest("GET", "/api/v1/usage?limit=1", { key, headers: { "x-request-id": "same-id-every-time" } }));
+        const elapsed = Date.now() - started;
+        const answered = statuses.filter((s) => s === 200).length;
+        expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+        expect(answered).toBeGreaterThan(0);
+        if (elapsed < 1000) return void expect(answered).toBeLessThanOrEqual(5);
+        if (attempt === 3) return void expect(answered).toBeLessThanOrEqual(5 * Math.ceil(elapsed / 1000 + 1));
+      }
     });
 
     it("charges at most 5 of 15 parallel paid GraphQL submissions with one X-Request-Id on a 5/s key", async () => {
@@ -66,7 +70,7 @@ for (const store of ["memory", "redis"] as const) {
       );
       const elapsed = Date.now() - started;
       const charged = statuses.filter((s) => s === 200).length;
-      expect(charged).toBeLessThanOrEqual(elapsed < 1000 ? 5 : 10);
+      expect(charged).toBeLessThanOrEqual(elapsed < 1000 ? 5 : 5 * Math.ceil(elapsed / 1000 + 1));
       // Every accepted submission cost 5 yuan, every refused one nothing.
       expect(Number(await balanceOf(t, key))).toBe(100 - 5 * charged);
     });
