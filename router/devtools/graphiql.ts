@@ -22,13 +22,16 @@ export const GRAPHIQL_TITLE = "Switchyard GraphiQL";
 
 const ICON = `data:image/svg+xml;base64,${fs.readFileSync(new URL("../pages/icon.svg", import.meta.url)).toString("base64")}`;
 
-const DEFAULT_QUERY = `# Switchyard GraphiQL: the generation service and the cloud API as one graph.
+const DEFAULT_QUERY = `# Switchyard GraphiQL: generation and cloud,
+# one graph.
 #
-# The catalog below needs no key. For your own account (balance, tasks, orders),
-# open "Headers" under the editor and add your API key:
-#   { "Authorization": "Bearer <API key>" }
+# The catalog below needs no key. For your
+# own account (balance, tasks, orders), add
+# your key under "Headers" below:
+#   {"Authorization": "Bearer <API key>"}
 #
-# Run with Ctrl-Enter (Cmd-Enter on a Mac); the documentation explorer is on the left.
+# Run: Ctrl-Enter (Cmd-Enter on a Mac).
+# The schema: documentation explorer, left.
 
 {
   models {

@@ -28,6 +28,8 @@ const contexts: BrowserContext[] = [];
 const pageProblems: string[] = [];
 /** Requests to any host but the router's, aborted: there must be none. */
 const offsite: string[] = [];
+/** Paths requested from the router. */
+const served: string[] = [];
 
 beforeAll(async () => {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
@@ -51,7 +53,11 @@ async function open(base: string, path: string, ready: string, options: { viewpo
   const router = new URL(base).host;
   await context.route("**/*", (route) => {
     const url = route.request().url();
-    if (/^(data|blob):/.test(url) || new URL(url).host === router) return route.continue();
+    if (/^(data|blob):/.test(url)) return route.continue();
+    if (new URL(url).host === router) {
+      served.push(new URL(url).pathname);
+      return route.continue();
+    }
     offsite.push(url);
     return route.abort("blockedbyclient");
   });
@@ -130,7 +136,7 @@ describe("/, the landing page", () => {
     await until(() => phone.locator("html").getAttribute("lang")).toBe("en");
     expect(offsite).toEqual([]);
     expect(pageProblems).toEqual([]);
-  });
+  }, 60_000);
 });
 
 describe("/docs, the API reference", () => {
@@ -173,7 +179,7 @@ describe("/docs, the API reference", () => {
     await shot(phone, "docs-phone-zh");
     expect(offsite).toEqual([]);
     expect(pageProblems).toEqual([]);
-  });
+  }, 60_000);
 });
 
 describe("GraphiQL (development)", () => {
@@ -192,8 +198,11 @@ describe("GraphiQL (development)", () => {
 
     const page = await open(t.url, "/graphql", ".graphiql-container .monaco-editor");
     expect(await page.title()).toBe("Switchyard GraphiQL");
-    // The query editor is Monaco: replace its text by typing, as a person would.
+    // The query editor is Monaco; it starts with our welcome query, not the gateway's.
     const editor = page.locator(".graphiql-query-editor .monaco-editor").first();
+    await until(() => editor.locator(".view-lines").innerText()).toMatch(/Switchyard\sGraphiQL/);
+    await shot(page, "graphiql-welcome-desktop", false);
+    // Replace its text by typing, as a person would.
     await editor.click();
     await page.keyboard.press("ControlOrMeta+A");
     await page.keyboard.press("Delete");
@@ -209,10 +218,17 @@ describe("GraphiQL (development)", () => {
     expect(body.data.models.every((m: object) => Object.keys(m).join() === "id")).toBe(true);
     // The answer is shown in the result pane.
     await until(() => page.locator(".graphiql-response").innerText()).toContain('"models"');
+    // The editor's language workers came from the router.
+    for (const worker of ["graphiql-editor.worker.js", "graphiql-graphql.worker.js"]) {
+      expect(served.some((path) => path.endsWith(`/${worker}`)), worker).toBe(true);
+    }
     await shot(page, "graphiql-desktop");
+    // The documentation explorer reads the schema (introspection, allowed in development).
+    await page.getByRole("button", { name: /Documentation Explorer/ }).click();
+    await until(() => page.locator(".graphiql-doc-explorer").innerText()).toMatch(/Query/);
     expect(offsite).toEqual([]);
     expect(pageProblems).toEqual([]);
-  });
+  }, 60_000);
 });
 
 describe("in production", () => {
