@@ -15,6 +15,7 @@ import { SUPERGRAPH_FILE } from "./compose.ts";
 import { gatewayLimitOptions } from "./limits.ts";
 import { subscriptionKeyCheck } from "./key-check.ts";
 import { statusFollowsData } from "./graphql-status.ts";
+import { graphiqlHeaders, graphiqlOptions, renderGraphiQL } from "./devtools/graphiql.ts";
 import httpTransport from "@graphql-mesh/transport-http";
 import wsTransport from "@graphql-mesh/transport-ws";
 import { IN_PROCESS_KIND, inProcessTransport, type SubgraphRequest } from "./transport/in-process.ts";
@@ -229,7 +230,9 @@ export function createGateway(options: {
     // than the default (stitching) runtime on task reads and the dashboard join.
     unifiedGraphHandler,
     landingPage: false,
-    graphiql: !options.production,
+    // Development only; Switchyard's page, served offline from local assets (router/devtools/graphiql.ts).
+    graphiql: options.production ? false : graphiqlOptions,
+    renderGraphiQL,
     logging: new QuietGatewayLogger(),
     maskedErrors: false,
     disableIntrospection: limits.disableIntrospection,
@@ -239,7 +242,7 @@ export function createGateway(options: {
       statusFollowsData,
       variableErrorsAsResult,
       subscriptionKeyCheck(() => gateway),
-      ...(options.production ? [hideServiceNames] : []),
+      ...(options.production ? [hideServiceNames] : [graphiqlHeaders]),
       ...limits.plugins,
       ...(options.plugins ?? []),
       // Last, so the facts are complete when they are signed; in-process subgraphs need no signature.

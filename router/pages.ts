@@ -33,20 +33,20 @@ const TYPES: Record<string, string> = {
 };
 
 /** One file: its raw body and, made on first use, its gzip and brotli bodies, with their ETags. */
-interface Representation {
+export interface Representation {
   type: string;
   body(encoding: Encoding): Buffer;
   etags: Record<Encoding, string>;
 }
 
-type Encoding = "identity" | "gzip" | "br";
+export type Encoding = "identity" | "gzip" | "br";
 
 /**
  * Compression happens on the first request of each file and encoding, not at start-up: brotli at
  * its best quality costs tens of milliseconds per file, which every router start (and every test
  * stack) would otherwise pay whether or not anyone opens a page.
  */
-function represent(raw: Buffer, type: string): Representation {
+export function represent(raw: Buffer, type: string): Representation {
   const hash = createHash("sha256").update(raw).digest("base64url").slice(0, 22);
   const made: Partial<Record<Encoding, Buffer>> = { identity: raw };
   const compress: Record<Exclude<Encoding, "identity">, () => Buffer> = {
@@ -106,7 +106,8 @@ function etagMatches(header: string | undefined, etag: string): boolean {
   return header.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag);
 }
 
-function send(req: IncomingMessage, res: ServerResponse, file: Representation, headers: Record<string, string>): void {
+/** Answers one file with the common headers, its ETag (304 on a match) and the best encoding. */
+export function send(req: IncomingMessage, res: ServerResponse, file: Representation, headers: Record<string, string>): void {
   const encoding = pickEncoding(req.headers["accept-encoding"] as string | undefined);
   const etag = file.etags[encoding];
   const all: Record<string, string | number> = { ...COMMON_HEADERS, ...headers, etag };

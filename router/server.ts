@@ -23,6 +23,8 @@ import { createHealth } from "./health.ts";
 import { serveCloudOpenApi, serveGenerationOpenApi } from "./openapi/index.ts";
 import { drainHttpServer } from "../src/net/drain.ts";
 import { createPages } from "./pages.ts";
+import { createDevtoolsPages } from "./devtools/pages.ts";
+import { serveDevtoolsAsset } from "./devtools/assets.ts";
 import type { Registry } from "prom-client";
 import { createRegistry, serveMetrics } from "../src/observability/metrics.ts";
 import type { Tracing } from "../src/observability/tracing.ts";
@@ -137,8 +139,14 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   const pages = createPages();
   on("GET", "/client", pages.client);
   on("GET", "/test", pages.test);
-  on("GET", "/assets/:version/:file", (call) => {
-    if (!pages.asset(call)) sendGenerationError(call.res, { status: 404, message: "Not found" });
+  // The landing page and the API reference (router/devtools/); GraphiQL is the gateway's.
+  const devtools = createDevtoolsPages({ production: options.production, assetBase: pages.assetBase });
+  on("GET", "/", devtools.home);
+  on("GET", "/docs", devtools.docs);
+  on("GET", "/assets/:version/:file", async (call) => {
+    if (!pages.asset(call) && !(await serveDevtoolsAsset(call, { production: options.production }))) {
+      sendGenerationError(call.res, { status: 404, message: "Not found" });
+    }
   });
   on("GET", "/metrics", (call) =>
     serveMetrics(call.req, call.res, metrics.registry, { token: options.metricsToken, clientAddress: String(call.req.headers["x-switchyard-client-ip"] ?? "") }),
