@@ -20,6 +20,7 @@ export const CLOUD_ERROR_CODES = [
   "unauthorized",
   "forbidden",
   "not_found",
+  "method_not_allowed",
   "conflict",
   "validation_failed",
   "rate_limited",
@@ -27,6 +28,9 @@ export const CLOUD_ERROR_CODES = [
   "insufficient_balance",
   "payload_too_large",
   "service_unavailable",
+  "internal",
+  "query_too_costly",
+  "request_timeout",
 ] as const;
 
 /** No whitespace or control characters (client_order_no, customer_id). */
@@ -133,7 +137,7 @@ export const cloudOpenApi: OpenApiDocument = {
       "Vendors, products, orders, CDN domains and purges, usage, resources and billing (cloud spec). Answers are `{success: true, request_id, data}`; " +
       "errors `{success: false, request_id, error: {code, message, details}}`. Lists take `limit` (default 20, capped at 100) and `cursor` and answer `data.items` and `data.next_cursor`. " +
       "Money is yuan as JSON numbers with at most three decimals. Creates take an `Idempotency-Key` (Stripe's semantics, kept 24 hours). " +
-      "Key scopes appear in each operation's security requirement. An unknown path is 404 `not_found`; a known path with another method is 405 with code `invalid_request`; " +
+      "Key scopes appear in each operation's security requirement. An unknown path is 404 `not_found`; a known path with another method is 405 with code `method_not_allowed`; " +
       "a request target that is not a URL is 400 `invalid_request`. A request line and headers over 16 KiB are refused by the HTTP server itself with 431 and no body.",
   },
   servers: [{ url: "/", description: "This router" }],
