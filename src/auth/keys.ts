@@ -252,9 +252,12 @@ export async function getKeyInfo(db: Db | Knex.Transaction, keyId: string): Prom
 export async function setKeyStatus(db: Db, keyId: string, status: KeyStatus): Promise<void> {
   if (!(KEY_STATUSES as readonly string[]).includes(status)) throw invalidKeyOption("status", `status must be one of: ${KEY_STATUSES.join(", ")}`);
   await db.transaction(async (trx) => {
+    // Write first: on SQLite a transaction that reads before it writes cannot wait for another
+    // process's write lock (the upgrade fails at once with "database is locked"); a first write
+    // waits out the busy timeout. The CLI disables keys while a server writes.
+    const updated = await trx("api_keys").where("id", keyId).update({ status });
+    if (!updated) throw new AppError("not_found", "API key not found");
     const row = await trx("api_keys").where("id", keyId).first("account_id");
-    if (!row) throw new AppError("not_found", "API key not found");
-    await trx("api_keys").where("id", keyId).update({ status });
     if (status === "disabled") {
       await appendOutbox(trx, { topic: KEY_DISABLED_EVENT, accountId: row.account_id, aggregateId: keyId, payload: { key_id: keyId } });
     }
