@@ -31,6 +31,7 @@ import { startLoop } from "../src/loop.ts";
 import type { Registry } from "prom-client";
 import { startObservability } from "../src/observability/index.ts";
 import { countUpstreamErrors, watchDatabase } from "../src/observability/metrics.ts";
+import { assertPortsFree } from "./ports.ts";
 
 /** A process role. */
 export type Role = "router" | "generation" | "cloud";
@@ -58,9 +59,12 @@ export interface Stack {
   close(): Promise<void>;
 }
 
-/** Builds the pino logger of the process: JSON lines on stdout. */
-export function createLogger(config: Config): Logger {
-  return pino({ level: config.logLevel, base: { service: "switchyard" }, redact: ["req.headers.authorization", "*.authorization", "*.key"] });
+/**
+ * Builds the pino logger of the process: JSON lines on stdout, or on `destination` (the CLI
+ * writes its start banner through the same stream, so the two never interleave).
+ */
+export function createLogger(config: Config, destination?: pino.DestinationStream): Logger {
+  return pino({ level: config.logLevel, base: { service: "switchyard" }, redact: ["req.headers.authorization", "*.authorization", "*.key"] }, destination);
 }
 
 /** Picks the upstream adapter: the HTTP adapter when GENERATION_UPSTREAM_URL is set, else the simulator. */
@@ -128,6 +132,8 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       Object.assign(stack, { db: opened, pubsub });
       watchDatabase(observability.registry, opened, logger);
     }
+    // A port in use is one line naming its variable, not a server's error (bin/ports.ts).
+    await assertPortsFree(config, roles);
     // A subgraph running here (and not pointed elsewhere) is reached in-process by the router;
     // its HTTP /graphql stays up for other routers and for /health.
     const localSubgraphs: Record<string, LocalSubgraph> = {};
