@@ -80,7 +80,8 @@ export function createUpstream(config: Config, mediaBaseUrl: () => string): Gene
  * @param config validated settings
  * @param roles which parts run in this process (default: all)
  * @returns the running stack; `close()` stops everything it started, in reverse order
- * @throws Error when a port is taken or the database cannot be opened
+ * @throws ConfigError when a port is taken (bin/ports.ts), the database does not answer or a setting
+ *   cannot work; Error when a server fails to start
  */
 export async function startStack(config: Config, roles: readonly Role[] = ALL_ROLES, logger = createLogger(config)): Promise<Stack> {
   const closers: (() => Promise<void>)[] = [];
