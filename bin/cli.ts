@@ -1,74 +1,37 @@
 /**
- * `switchyard` commands (DESIGN §2): start, migrate, compose, keys, customers, catalog, webhooks, verify.
- * Exit codes: 0 success, 1 failure (for `verify`: a discrepancy), 2 bad usage.
+ * `switchyard` commands (DESIGN §2): start, migrate, compose, keys, customers, catalog, webhooks,
+ * verify, on commander (docs/adr/0008-cli.md): every command and subcommand answers `--help`.
+ * Exit codes: 0 success (and `--help`, `--version`), 1 failure (for `verify`: a discrepancy), 2 bad usage.
+ * Every command that opens the database says which one on stderr (`database: sqlite /…/switchyard.db`).
  */
-import { parseArgs } from "node:util";
+import fs from "node:fs";
+import { Command, CommanderError, Option } from "commander";
 import { ConfigError, loadConfig, type Config } from "../src/config.ts";
-import { migrate, openDb, type Db } from "../src/db/index.ts";
-import { ALL_SCOPES, createKey, setKeyStatus, topUpKey } from "../src/auth/keys.ts";
-import { verifyLedger } from "../src/ledger/index.ts";
 import { formatYuan, parseYuan } from "../src/money.ts";
 import { isAppError } from "../src/errors.ts";
+import type { Db } from "../src/db/index.ts";
+import type { KeyListing } from "../src/auth/keys.ts";
 import type { Role, Stack } from "./stack.ts";
 import type { ProductRecord, VendorRecord } from "../src/cloud/catalog.ts";
 import type { Page } from "../src/pagination.ts";
 
-/** Wraps `text` into lines of at most `width` characters, each starting with `indent`. */
-function wrap(text: string, indent: string, width: number): string {
-  const lines: string[] = [];
-  let line = "";
-  for (const word of text.split(" ")) {
-    if (line && indent.length + line.length + 1 + word.length > width) {
-      lines.push(indent + line);
-      line = word;
-    } else line = line ? `${line} ${word}` : word;
-  }
-  return [...lines, indent + line].join("\n");
-}
-
-const USAGE = `Usage: switchyard <command>
-  start [ROLES]                     every role in one process, or some: router, generation, cloud
-                                    (comma-separated, e.g. generation,cloud)
-  migrate                           bring the database schema up to date
-  compose                           write schema/supergraph.graphql
-  keys create --name N [--account ACCOUNT_ID] [--balance YUAN] [--scopes a,b]
-              [--allow-ip CIDR,...] [--rate-limit N] [--callback-url URL]
-              [--require-signature] [--json]
-${wrap(`--scopes (default all): ${ALL_SCOPES.join(", ")}; README "Scopes" says what each operation needs`, "              ", 96)}
-  keys disable ID | keys enable ID | keys topup ID --amount YUAN
-  customers topup CUSTOMER_ID --account ACCOUNT_ID --amount YUAN
-  customers credit CUSTOMER_ID --account ACCOUNT_ID --limit YUAN
-  catalog vendors [--json]          list vendors
-  catalog products [--category C] [--vendor ID] [--status S] [--json]
-  catalog vendor upsert --name N [--id ID] [--status active|inactive] [--json]
-  catalog product upsert --vendor ID --category C --name N [--id ID]
-              [--status available|sold_out|offline] [--stock N|unlimited]
-              [--cycle NAME=YUAN ...] [--cycle NAME:MONTHS=YUAN ...]
-              [--required FIELD,...] [--description TEXT] [--json]
-              (updating an existing --id, omitted options keep their values;
-              NAME=YUAN needs a name that implies its months: monthly, quarterly, yearly...)
-  webhooks resend DELIVERY_ID       send a callback delivery again
-  verify                            check balances, task and order invariants (exit 1 on a discrepancy)`;
-
+/** A command used wrongly: its message, then the command's help, on stderr; exit 2. */
 class UsageError extends Error {}
 
-/** `parseArgs` whose complaints (unknown option, missing value) are usage errors (exit 2). */
-function parseOptions<T extends Parameters<typeof parseArgs>[0]>(config: T): ReturnType<typeof parseArgs<T>> {
-  try {
-    return parseArgs(config);
-  } catch (error) {
-    if (typeof (error as { code?: unknown }).code === "string" && (error as { code: string }).code.startsWith("ERR_PARSE_ARGS")) {
-      throw new UsageError((error as Error).message);
-    }
-    throw error;
-  }
-}
+/** Exit code of a usage error (commander's and ours). */
+const USAGE_EXIT = 2;
 
-async function withDb<T>(config: Config, work: (db: Db) => Promise<T>): Promise<T> {
+const VERSION: string = JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
+
+/** Opens the database (and says which one on stderr), brings its schema up to date, runs `work`, closes it. */
+async function withDb<T>(work: (db: Db, config: Config) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const { databaseDescription, migrate, openDb } = await import("../src/db/index.ts");
   const db = openDb(config);
   try {
     await migrate(db);
-    return await work(db);
+    process.stderr.write(`database: ${databaseDescription(db)}\n`);
+    return await work(db, config);
   } finally {
     await db.destroy();
   }
@@ -83,93 +46,383 @@ function yuanOption(value: string | undefined, name: string) {
   }
 }
 
-async function keys(config: Config, args: string[]): Promise<void> {
-  const [action, ...rest] = args;
-  const { values, positionals } = parseOptions({
-    args: rest,
-    allowPositionals: true,
-    options: {
-      name: { type: "string" },
-      account: { type: "string" },
-      balance: { type: "string" },
-      scopes: { type: "string" },
-      "allow-ip": { type: "string" },
-      "rate-limit": { type: "string" },
-      "callback-url": { type: "string" },
-      "require-signature": { type: "boolean" },
-      json: { type: "boolean" },
-      amount: { type: "string" },
+const list = (v?: string) => (v ? v.split(",").map((s) => s.trim()).filter(Boolean) : undefined);
+
+/** A key as `keys list --json` and `keys show --json` print it (balance in yuan, as every CLI amount). */
+function keyJson(k: KeyListing, detailed: boolean) {
+  const base = { id: k.id, name: k.name, account_id: k.accountId, status: k.status, scopes: k.scopes, balance: formatYuan(k.balance), created_at: k.createdAt };
+  if (!detailed) return base;
+  return { ...base, allow_ips: k.allowIps, rate_limit: k.rateLimit, callback_url: k.callbackUrl, require_signature: k.requireSignature };
+}
+
+/** Columns padded to their widest cell; the last column is not padded. */
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  ")).join("\n");
+}
+
+/** Builds the program: every command, its options and help. Nothing runs until it is parsed. */
+function buildProgram(result: { code: number }): Command {
+  const program = new Command("switchyard")
+    .description("Switchyard: the generation service and the cloud open API as one GraphQL federation, with REST shims.")
+    .version(VERSION, "-V, --version", "print the version")
+    .helpOption("-h, --help", "show help for a command")
+    .configureOutput({ outputError: (text, write) => write(`switchyard: ${text.replace(/^error: /, "")}`) })
+    .showHelpAfterError()
+    .exitOverride()
+    .addHelpText(
+      "after",
+      "\nEvery command that opens the database prints which one on stderr (database: sqlite PATH, or postgres HOST:PORT/DB).\n" +
+        "Settings come from environment variables (README \"Configuration\"). Exit codes: 0 done, 1 failed, 2 bad usage.",
+    );
+  reportUnknownCommands(program);
+
+  /** Runs a command's handler; a {@link UsageError} becomes the command's usage error (exit 2). */
+  const act = (command: Command, handler: (this: Command, ...args: string[]) => Promise<number | void>) =>
+    command.action(async function (this: Command) {
+      try {
+        const code = await handler.apply(this, this.processedArgs as string[]);
+        if (typeof code === "number") result.code = code;
+      } catch (error) {
+        if (error instanceof UsageError) this.error(error.message, { exitCode: USAGE_EXIT, code: "switchyard.usage" });
+        throw error;
+      }
+    });
+
+  act(
+    program
+      .command("start")
+      .description("start every role in one process (the default), or some for scale-out")
+      .argument("[ROLES]", "comma-separated roles: router, generation, cloud (e.g. generation,cloud)"),
+    async (roles) => {
+      await start(loadConfig(), roles);
+      return -1; // keep running
     },
+  );
+
+  act(program.command("migrate").description("bring the database schema up to date (start does it too)"), async () => {
+    // Not through withDb: this reports the migrations it applies.
+    const config = loadConfig();
+    const { databaseDescription, migrate, openDb } = await import("../src/db/index.ts");
+    const db = openDb(config);
+    try {
+      const names = await migrate(db);
+      process.stderr.write(`database: ${databaseDescription(db)}\n`);
+      console.log(names.length ? `applied ${names.join(", ")}` : "database is up to date");
+    } finally {
+      await db.destroy();
+    }
   });
-  const list = (v?: string) => (v ? v.split(",").map((s) => s.trim()).filter(Boolean) : undefined);
-  await withDb(config, async (db) => {
-    switch (action) {
-      case "create": {
-        if (!values.name) throw new UsageError("keys create needs --name");
-        const rateLimit = values["rate-limit"] === undefined ? undefined : Number(values["rate-limit"]);
-        if (rateLimit !== undefined && (!Number.isInteger(rateLimit) || rateLimit < 1)) throw new UsageError("--rate-limit must be a positive integer");
+
+  act(program.command("compose").description("write schema/supergraph.graphql from schema/*.graphql"), async () => {
+    const { writeSupergraph } = await import("../router/compose.ts");
+    console.log(`wrote ${writeSupergraph()}`);
+  });
+
+  // keys
+  const keys = group(program, "keys", "API keys: create, list, show, disable, enable, top up");
+  act(
+    keys
+      .command("create")
+      .description("create a key (and an account unless --account); the key is shown once")
+      .option("--name <N>", "name of the key (required)")
+      .option("--account <ACCOUNT_ID>", "an existing account; default: a new one")
+      .option("--balance <YUAN>", "opening balance of a new account's ledger")
+      .option("--scopes <a,b>", 'scopes, comma-separated (README "Scopes" lists them and what each operation needs); default: every scope')
+      .option("--allow-ip <CIDR,...>", "source addresses or CIDR ranges allowed; default: any")
+      .option("--rate-limit <N>", "requests per second")
+      .option("--callback-url <URL>", "where task and order callbacks go")
+      .option("--require-signature", "every request must carry X-Service-Signature")
+      .option("--json", "print {id, key, account_id, webhook_secret} as JSON"),
+    async function () {
+      const values = this.opts<{ name?: string; account?: string; balance?: string; scopes?: string; allowIp?: string; rateLimit?: string; callbackUrl?: string; requireSignature?: boolean; json?: boolean }>();
+      if (!values.name) throw new UsageError("keys create needs --name");
+      const rateLimit = values.rateLimit === undefined ? undefined : Number(values.rateLimit);
+      if (rateLimit !== undefined && (!Number.isInteger(rateLimit) || rateLimit < 1)) throw new UsageError("--rate-limit must be a positive integer");
+      const balance = yuanOption(values.balance, "balance");
+      await withDb(async (db) => {
+        const { createKey } = await import("../src/auth/keys.ts");
         const created = await createKey(db, {
-          name: values.name,
+          name: values.name!,
           accountId: values.account,
-          balance: yuanOption(values.balance, "balance"),
+          balance,
           scopes: list(values.scopes),
-          allowIps: list(values["allow-ip"]),
+          allowIps: list(values.allowIp),
           rateLimit,
-          callbackUrl: values["callback-url"],
-          requireSignature: values["require-signature"],
+          callbackUrl: values.callbackUrl,
+          requireSignature: values.requireSignature,
         });
         if (values.json) console.log(JSON.stringify(created));
         else console.log(`key id:      ${created.id}\naccount id:  ${created.account_id}\nAPI key:     ${created.key}   (shown once)\nwebhook secret: ${created.webhook_secret}`);
-        return;
-      }
-      case "disable":
-      case "enable": {
-        const id = positionals[0];
-        if (!id) throw new UsageError(`keys ${action} needs a key id`);
-        await setKeyStatus(db, id, action === "disable" ? "disabled" : "active");
-        console.log(`${id} ${action}d`);
-        return;
-      }
-      case "topup": {
-        const id = positionals[0];
-        const amount = yuanOption(values.amount, "amount");
-        if (!id || amount === undefined || amount <= 0) throw new UsageError("keys topup needs a key id and a positive --amount");
-        const balance = await topUpKey(db, id, amount);
+      });
+    },
+  );
+  act(
+    keys
+      .command("list")
+      .description("list keys, newest first: id, name, account, status, balance, scopes, created")
+      .option("--account <ACCOUNT_ID>", "only this account's keys")
+      .addOption(new Option("--status <STATUS>", "only keys in this state").choices(["active", "disabled"]))
+      .option("--limit <N>", "at most N keys (1-1000)", "100")
+      .option("--after <CURSOR>", "the page after this cursor (printed on stderr when more keys match)")
+      .option("--json", "print a JSON array of {id, name, account_id, status, scopes, balance, created_at}"),
+    async function () {
+      const values = this.opts<{ account?: string; status?: "active" | "disabled"; limit: string; after?: string; json?: boolean }>();
+      const limit = Number(values.limit);
+      if (!/^\d+$/.test(values.limit) || limit < 1 || limit > 1000) throw new UsageError("--limit must be a whole number from 1 to 1000");
+      await withDb(async (db) => {
+        const { listKeys, ALL_SCOPES } = await import("../src/auth/keys.ts");
+        const page = await listKeys(db, { accountId: values.account, status: values.status }, { first: limit, after: values.after });
+        if (values.json) console.log(JSON.stringify(page.items.map((k) => keyJson(k, false))));
+        else if (page.items.length === 0) console.log("no keys");
+        else {
+          const scopes = (k: KeyListing) => (ALL_SCOPES.every((s) => k.scopes.includes(s)) ? "all" : k.scopes.join(","));
+          console.log(table([["ID", "NAME", "ACCOUNT", "STATUS", "BALANCE", "CREATED", "SCOPES"], ...page.items.map((k) => [k.id, k.name, k.accountId, k.status, formatYuan(k.balance), k.createdAt, scopes(k)])]));
+        }
+        if (page.hasNextPage) process.stderr.write(`showing ${page.items.length} of ${page.totalCount} keys; next page: --after ${page.cursors.at(-1)}\n`);
+      });
+    },
+  );
+  act(
+    keys
+      .command("show")
+      .description("show one key: its settings and its account's balance (never the key itself)")
+      .argument("<ID>", "key id (key_...)")
+      .option("--json", "print it as JSON"),
+    async function (id) {
+      const { json } = this.opts<{ json?: boolean }>();
+      await withDb(async (db) => {
+        const { getKeyListing } = await import("../src/auth/keys.ts");
+        const { AppError } = await import("../src/errors.ts");
+        const key = await getKeyListing(db, id!);
+        if (!key) throw new AppError("not_found", "API key not found");
+        if (json) return console.log(JSON.stringify(keyJson(key, true)));
+        console.log(
+          [
+            `key id:          ${key.id}`,
+            `name:            ${key.name}`,
+            `account id:      ${key.accountId}`,
+            `status:          ${key.status}`,
+            `balance:         ${formatYuan(key.balance)} CNY`,
+            `scopes:          ${key.scopes.join(", ")}`,
+            `allowed IPs:     ${key.allowIps?.join(", ") ?? "any"}`,
+            `rate limit:      ${key.rateLimit === null ? "none" : `${key.rateLimit} per second`}`,
+            `callback URL:    ${key.callbackUrl ?? "none"}`,
+            `signed requests: ${key.requireSignature ? "required" : "not required"}`,
+            `created:         ${key.createdAt}`,
+          ].join("\n"),
+        );
+      });
+    },
+  );
+  for (const action of ["disable", "enable"] as const) {
+    act(
+      keys
+        .command(action)
+        .description(action === "disable" ? "disable a key: its requests get 403 API key is disabled" : "enable a disabled key")
+        .argument("<ID>", "key id (key_...)"),
+      async (id) => {
+        await withDb(async (db) => {
+          const { setKeyStatus } = await import("../src/auth/keys.ts");
+          await setKeyStatus(db, id!, action === "disable" ? "disabled" : "active");
+          console.log(`${id} ${action}d`);
+        });
+      },
+    );
+  }
+  act(
+    keys
+      .command("topup")
+      .description("top up the account of a key (a top-up ledger entry)")
+      .argument("<ID>", "key id (key_...)")
+      .option("--amount <YUAN>", "amount in yuan (required)")
+      .option("--json", "print {id, balance} as JSON"),
+    async function (id) {
+      const values = this.opts<{ amount?: string; json?: boolean }>();
+      const amount = yuanOption(values.amount, "amount");
+      if (amount === undefined || amount <= 0) throw new UsageError("keys topup needs a key id and a positive --amount");
+      await withDb(async (db) => {
+        const { topUpKey } = await import("../src/auth/keys.ts");
+        const balance = await topUpKey(db, id!, amount);
         console.log(values.json ? JSON.stringify({ id, balance: formatYuan(balance) }) : `${id} balance ${formatYuan(balance)} CNY`);
-        return;
+      });
+    },
+  );
+
+  // customers
+  const customers = group(program, "customers", "cloud customers' wallets: top-ups and credit lines");
+  for (const action of ["topup", "credit"] as const) {
+    const command = customers
+      .command(action)
+      .description(action === "topup" ? "a top-up transaction on a cloud customer's wallet" : "set a cloud customer's credit line")
+      .argument("<CUSTOMER_ID>", "the customer, inside the account")
+      .option("--account <ACCOUNT_ID>", "the account the customer belongs to (required)");
+    if (action === "topup") command.option("--amount <YUAN>", "amount in yuan (required)");
+    else command.option("--limit <YUAN>", "credit line in yuan, zero or more (required)");
+    command.option("--json", "print {customer_id, available, frozen, credit_line, currency} as JSON");
+    act(command, async function (customerId) {
+      const values = this.opts<{ account?: string; amount?: string; limit?: string; json?: boolean }>();
+      if (!values.account) throw new UsageError(`customers ${action} needs CUSTOMER_ID and --account`);
+      const amount = action === "topup" ? yuanOption(values.amount, "amount") : undefined;
+      if (action === "topup" && (amount === undefined || amount <= 0)) throw new UsageError("customers topup needs a positive --amount");
+      const limit = action === "credit" ? yuanOption(values.limit, "limit") : undefined;
+      if (action === "credit" && (limit === undefined || limit < 0)) throw new UsageError("customers credit needs --limit of zero or more");
+      const accountId = values.account;
+      await withDb(async (db) => {
+        const { topUpCustomer, setCreditLine, getCustomerBalance } = await import("../src/cloud/customers.ts");
+        if (action === "topup") await topUpCustomer(db, { accountId, customerId: customerId!, amount: amount!, reason: "top-up (CLI)" });
+        else await setCreditLine(db, accountId, customerId!, limit!);
+        const balance = await getCustomerBalance(db, accountId, customerId!);
+        const shown = { customer_id: customerId, available: formatYuan(balance.available), frozen: formatYuan(balance.frozen), credit_line: formatYuan(balance.creditLine), currency: "CNY" };
+        console.log(values.json ? JSON.stringify(shown) : `${customerId}: available ${shown.available}, frozen ${shown.frozen}, credit line ${shown.credit_line} CNY`);
+      });
+    });
+  }
+
+  // catalog
+  const catalog = group(program, "catalog", "the cloud catalog: vendors and products");
+  act(catalog.command("vendors").description("list vendors").option("--json", "print a JSON array"), async function () {
+    const { json } = this.opts<{ json?: boolean }>();
+    await withDb(async (db) => {
+      const { listVendors } = await import("../src/cloud/catalog.ts");
+      const vendors = await allPages<VendorRecord>((after) => listVendors(db, { first: 100, after }));
+      console.log(json ? JSON.stringify(vendors.map(vendorJson)) : vendors.map(vendorLine).join("\n") || "no vendors");
+    });
+  });
+  act(
+    catalog
+      .command("products")
+      .description("list products")
+      .option("--category <C>", "only this category")
+      .option("--vendor <ID>", "only this vendor's")
+      .option("--status <S>", "only this sale status: available, sold_out, offline")
+      .option("--json", "print a JSON array"),
+    async function () {
+      const values = this.opts<{ category?: string; vendor?: string; status?: string; json?: boolean }>();
+      await withDb(async (db) => {
+        const { listProducts } = await import("../src/cloud/catalog.ts");
+        const products = await allPages<ProductRecord>((after) => listProducts(db, { category: values.category, vendorId: values.vendor, status: values.status }, { first: 100, after }));
+        console.log(values.json ? JSON.stringify(products.map(productJson)) : products.map(productLine).join("\n") || "no products");
+      });
+    },
+  );
+  const vendor = group(catalog, "vendor", "write a vendor");
+  act(
+    vendor
+      .command("upsert")
+      .description("create a vendor, or update the one with --id")
+      .option("--name <N>", "name (required)")
+      .option("--id <ID>", "the vendor to update, or the id of a new one")
+      .option("--status <STATUS>", "active or inactive")
+      .option("--json", "print it as JSON"),
+    async function () {
+      const values = this.opts<{ name?: string; id?: string; status?: string; json?: boolean }>();
+      if (!values.name) throw new UsageError("catalog vendor upsert needs --name");
+      await withDb(async (db) => {
+        const catalogModule = await import("../src/cloud/catalog.ts");
+        const [existing] = values.id ? await catalogModule.getVendorsByIds(db, [values.id]) : [null];
+        const written = await catalogModule.upsertVendor(db, { id: values.id, name: values.name!, status: values.status ?? existing?.status });
+        console.log(values.json ? JSON.stringify(vendorJson(written)) : vendorLine(written));
+      });
+    },
+  );
+  const product = group(catalog, "product", "write a product");
+  act(
+    product
+      .command("upsert")
+      .description(
+        "create a product, or update the one with --id (omitted options keep their values);\n" +
+          "NAME=YUAN needs a cycle name that implies its months: monthly, quarterly, yearly...",
+      )
+      .option("--vendor <ID>", "its vendor (required)")
+      .option("--category <C>", "its category (required)")
+      .option("--name <N>", "name (required)")
+      .option("--id <ID>", "the product to update, or the id of a new one")
+      .option("--status <STATUS>", "available, sold_out or offline")
+      .option("--stock <N|unlimited>", "units left to sell")
+      .option("--cycle <NAME=YUAN|NAME:MONTHS=YUAN>", "a billing cycle and its price; repeat for several", (value: string, previous: string[] = []) => [...previous, value])
+      .option("--required <FIELD,...>", "fields an order must fill in")
+      .option("--description <TEXT>", "description")
+      .option("--json", "print it as JSON"),
+    async function () {
+      const values = this.opts<{ vendor?: string; category?: string; name?: string; id?: string; status?: string; stock?: string; cycle?: string[]; required?: string; description?: string; json?: boolean }>();
+      if (!values.vendor || !values.category || !values.name) throw new UsageError("catalog product upsert needs --vendor, --category and --name");
+      let stock: number | null | undefined;
+      if (values.stock !== undefined) {
+        if (values.stock === "unlimited") stock = null;
+        else if (/^\d{1,15}$/.test(values.stock)) stock = Number(values.stock);
+        else throw new UsageError("--stock must be a non-negative integer or unlimited");
       }
-      default:
-        throw new UsageError(`unknown keys command: ${action ?? "(none)"}`);
-    }
+      const cycles = (values.cycle ?? []).map(cycleOption);
+      const required = values.required === undefined ? undefined : values.required.split(",").map((f) => f.trim()).filter(Boolean);
+      await withDb(async (db) => {
+        const catalogModule = await import("../src/cloud/catalog.ts");
+        const existing = values.id ? await catalogModule.getProduct(db, values.id) : null;
+        if (!existing && cycles.length === 0) throw new UsageError("catalog product upsert of a new product needs at least one --cycle NAME=YUAN");
+        const written = await catalogModule.upsertProduct(db, {
+          id: values.id,
+          vendorId: values.vendor!,
+          category: values.category!,
+          name: values.name!,
+          description: values.description ?? existing?.description ?? null,
+          status: values.status ?? existing?.status,
+          billingCycles: cycles.length ? cycles : existing!.billingCycles,
+          stock: stock !== undefined ? stock : (existing?.stock ?? null),
+          requiredFields: required ?? existing?.requiredFields ?? [],
+        });
+        console.log(values.json ? JSON.stringify(productJson(written)) : productLine(written));
+      });
+    },
+  );
+
+  // webhooks
+  const webhooks = group(program, "webhooks", "callback deliveries");
+  act(webhooks.command("resend").description("send a callback delivery again").argument("<DELIVERY_ID>", "numeric delivery id"), async (id) => {
+    if (!/^\d+$/.test(id!)) throw new UsageError("webhooks resend needs a numeric DELIVERY_ID");
+    await withDb(async (db) => {
+      const { resendDelivery } = await import("../src/events/webhooks.ts");
+      await resendDelivery(db, Number(id));
+      console.log(`delivery ${id} queued to be sent again`);
+    });
+  });
+
+  act(program.command("verify").description("check balances, task and order invariants (exit 1 on a discrepancy)"), async () => {
+    const { verifyLedger } = await import("../src/ledger/index.ts");
+    const problems = await withDb((db) => verifyLedger(db));
+    for (const p of problems) console.log(`${p.kind}\t${p.subject}\t${p.detail}`);
+    console.log(problems.length ? `${problems.length} discrepancies` : "ledger, tasks and orders verified: no discrepancies");
+    return problems.length ? 1 : 0;
+  });
+
+  return program;
+}
+
+/** A command that only holds subcommands (`keys`, `catalog vendor`...). */
+function group(parent: Command, name: string, description: string): Command {
+  const command = parent.command(name).description(description).helpCommand(false);
+  reportUnknownCommands(command);
+  return command;
+}
+
+/** `switchyard X` or `switchyard keys X` for an X that is no command: "unknown command: X", the usage, exit 2. */
+function reportUnknownCommands(command: Command): void {
+  command.on("command:*", (operands: string[]) => {
+    const path: string[] = [];
+    for (let c: Command | null = command; c?.parent; c = c.parent) path.unshift(c.name());
+    command.error(`unknown command: ${[...path, operands[0]].join(" ")}`, { exitCode: USAGE_EXIT, code: "commander.unknownCommand" });
   });
 }
 
-async function customers(config: Config, args: string[]): Promise<void> {
-  const [action, ...rest] = args;
-  const { values, positionals } = parseOptions({
-    args: rest,
-    allowPositionals: true,
-    options: { account: { type: "string" }, amount: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" } },
-  });
-  const customerId = positionals[0];
-  if (!customerId || !values.account) throw new UsageError(`customers ${action ?? ""} needs CUSTOMER_ID and --account`);
-  const { topUpCustomer, setCreditLine, getCustomerBalance } = await import("../src/cloud/customers.ts");
-  await withDb(config, async (db) => {
-    if (action === "topup") {
-      const amount = yuanOption(values.amount, "amount");
-      if (amount === undefined || amount <= 0) throw new UsageError("customers topup needs a positive --amount");
-      await topUpCustomer(db, { accountId: values.account!, customerId, amount, reason: "top-up (CLI)" });
-    } else if (action === "credit") {
-      const limit = yuanOption(values.limit, "limit");
-      if (limit === undefined || limit < 0) throw new UsageError("customers credit needs --limit of zero or more");
-      await setCreditLine(db, values.account!, customerId, limit);
-    } else {
-      throw new UsageError(`unknown customers command: ${action ?? "(none)"}`);
-    }
-    const balance = await getCustomerBalance(db, values.account!, customerId);
-    const shown = { customer_id: customerId, available: formatYuan(balance.available), frozen: formatYuan(balance.frozen), credit_line: formatYuan(balance.creditLine), currency: "CNY" };
-    console.log(values.json ? JSON.stringify(shown) : `${customerId}: available ${shown.available}, frozen ${shown.frozen}, credit line ${shown.credit_line} CNY`);
-  });
+/** Every item of a paged list. */
+async function allPages<T>(fetchPage: (after: string | null) => Promise<Page<T>>): Promise<T[]> {
+  const all: T[] = [];
+  let after: string | null = null;
+  for (;;) {
+    const page: Page<T> = await fetchPage(after);
+    all.push(...page.items);
+    if (!page.hasNextPage) return all;
+    after = page.cursors.at(-1)!;
+  }
 }
 
 /** A vendor as the CLI prints it with `--json` (the REST names of DESIGN §8). */
@@ -212,97 +465,6 @@ function cycleOption(text: string): { cycle: string; months: number | null; pric
   return { cycle: cycle!, months: months === undefined ? null : Number(months), price: yuanOption(price, "cycle")! };
 }
 
-async function catalog(config: Config, args: string[]): Promise<void> {
-  const [noun, ...afterNoun] = args;
-  const listing = noun === "vendors" || noun === "products";
-  // `catalog vendors [options]` lists; `catalog vendor|product upsert [options]` writes.
-  const [action, ...rest] = listing ? [undefined, ...afterNoun] : afterNoun;
-  const { values, positionals } = parseOptions({
-    args: rest,
-    allowPositionals: true,
-    options: {
-      id: { type: "string" },
-      name: { type: "string" },
-      status: { type: "string" },
-      vendor: { type: "string" },
-      category: { type: "string" },
-      description: { type: "string" },
-      stock: { type: "string" },
-      cycle: { type: "string", multiple: true },
-      required: { type: "string" },
-      json: { type: "boolean" },
-    },
-  });
-  if (positionals.length) throw new UsageError(`unexpected argument: ${positionals[0]}`);
-  if (!listing && ((noun !== "vendor" && noun !== "product") || action !== "upsert")) {
-    throw new UsageError(`unknown catalog command: ${[noun, action].filter(Boolean).join(" ") || "(none)"}`);
-  }
-  const catalogModule = await import("../src/cloud/catalog.ts");
-  await withDb(config, async (db) => {
-    if (noun === "vendors" || noun === "products") {
-      const all: unknown[] = [];
-      let after: string | null = null;
-      for (;;) {
-        const page: Page<VendorRecord | ProductRecord> =
-          noun === "vendors"
-            ? await catalogModule.listVendors(db, { first: 100, after })
-            : await catalogModule.listProducts(db, { category: values.category, vendorId: values.vendor, status: values.status }, { first: 100, after });
-        all.push(...page.items);
-        if (!page.hasNextPage) break;
-        after = page.cursors.at(-1)!;
-      }
-      if (noun === "vendors") {
-        const vendors = all as VendorRecord[];
-        console.log(values.json ? JSON.stringify(vendors.map(vendorJson)) : vendors.map(vendorLine).join("\n") || "no vendors");
-      } else {
-        const products = all as ProductRecord[];
-        console.log(values.json ? JSON.stringify(products.map(productJson)) : products.map(productLine).join("\n") || "no products");
-      }
-      return;
-    }
-    if (noun === "vendor") {
-      if (!values.name) throw new UsageError("catalog vendor upsert needs --name");
-      const [existing] = values.id ? await catalogModule.getVendorsByIds(db, [values.id]) : [null];
-      const vendor = await catalogModule.upsertVendor(db, { id: values.id, name: values.name, status: values.status ?? existing?.status });
-      console.log(values.json ? JSON.stringify(vendorJson(vendor)) : vendorLine(vendor));
-      return;
-    }
-    if (!values.vendor || !values.category || !values.name) throw new UsageError("catalog product upsert needs --vendor, --category and --name");
-    let stock: number | null | undefined;
-    if (values.stock !== undefined) {
-      if (values.stock === "unlimited") stock = null;
-      else if (/^\d{1,15}$/.test(values.stock)) stock = Number(values.stock);
-      else throw new UsageError("--stock must be a non-negative integer or unlimited");
-    }
-    const cycles = (values.cycle ?? []).map(cycleOption);
-    const existing = values.id ? await catalogModule.getProduct(db, values.id) : null;
-    if (!existing && cycles.length === 0) throw new UsageError("catalog product upsert of a new product needs at least one --cycle NAME=YUAN");
-    const required = values.required === undefined ? undefined : values.required.split(",").map((f) => f.trim()).filter(Boolean);
-    const product = await catalogModule.upsertProduct(db, {
-      id: values.id,
-      vendorId: values.vendor,
-      category: values.category,
-      name: values.name,
-      description: values.description ?? existing?.description ?? null,
-      status: values.status ?? existing?.status,
-      billingCycles: cycles.length ? cycles : existing!.billingCycles,
-      stock: stock !== undefined ? stock : (existing?.stock ?? null),
-      requiredFields: required ?? existing?.requiredFields ?? [],
-    });
-    console.log(values.json ? JSON.stringify(productJson(product)) : productLine(product));
-  });
-}
-
-async function webhooks(config: Config, args: string[]): Promise<void> {
-  const [action, id] = args;
-  if (action !== "resend" || !id || !/^\d+$/.test(id)) throw new UsageError("webhooks resend needs a numeric DELIVERY_ID");
-  const { resendDelivery } = await import("../src/events/webhooks.ts");
-  await withDb(config, async (db) => {
-    await resendDelivery(db, Number(id));
-    console.log(`delivery ${id} queued to be sent again`);
-  });
-}
-
 async function start(config: Config, roleArg: string | undefined): Promise<void> {
   const roles = roleArg ? (roleArg.split(",").map((r) => r.trim()) as Role[]) : undefined;
   const unknown = roles?.filter((r) => !["router", "generation", "cloud"].includes(r));
@@ -334,8 +496,15 @@ async function start(config: Config, roleArg: string | undefined): Promise<void>
   };
   ownTerminationSignals((signal) => void shutdown(signal));
   // Loaded on demand: the gateway and servers are heavy, and key commands need none of them.
-  const { startStack } = await import("./stack.ts");
-  const started = await startStack(config, roles);
+  const { startStack, createLogger, ALL_ROLES } = await import("./stack.ts");
+  // Log lines and the banner share one ordered stream on stdout, so they never interleave.
+  const pino = (await import("pino")).default;
+  const stdout = pino.destination({ dest: 1, sync: false });
+  const logger = createLogger(config, stdout);
+  const started = await startStack(config, roles, logger).catch(async (error) => {
+    const { describeListenError } = await import("./ports.ts");
+    throw describeListenError(error, config, roles ?? ALL_ROLES) ?? error;
+  });
   stack = started;
   if (signalledWhileStarting) {
     const signal = signalledWhileStarting;
@@ -344,19 +513,22 @@ async function start(config: Config, roleArg: string | undefined): Promise<void>
   }
   // A real process also reports its CPU, memory, event-loop lag and GC on /metrics.
   if (started.metrics) (await import("../src/observability/metrics.ts")).collectProcessMetrics(started.metrics);
-  let demoKey: string | undefined;
+  let demoKey: { key: string; id: string } | undefined;
   if (started.db) {
+    const { createKey } = await import("../src/auth/keys.ts");
+    const { databaseDescription } = await import("../src/db/index.ts");
+    process.stderr.write(`database: ${databaseDescription(started.db)}\n`);
     const [{ n }] = await started.db("api_keys").count({ n: "*" });
-    if (Number(n) === 0) demoKey = (await createKey(started.db, { name: "demo", balance: parseYuan("100") })).key;
+    if (Number(n) === 0) demoKey = await createKey(started.db, { name: "demo", balance: parseYuan("100") });
   }
   const lines = [""];
   if (started.url) lines.push(`Switchyard router:   ${started.url}  (GraphQL ${started.url}/graphql, REST ${started.url}/api/v1, health ${started.url}/health)`);
   if (started.url) lines.push(`Web pages:           ${started.url}/test (try every model)  ${started.url}/client (balance and tasks)`);
   if (started.generationUrl) lines.push(`Generation subgraph: ${started.generationUrl}`);
   if (started.cloudUrl) lines.push(`Cloud subgraph:      ${started.cloudUrl}`);
-  if (demoKey) lines.push(`Demo API key (100.00 CNY, shown once): ${demoKey}`);
+  if (demoKey) lines.push(`Demo API key (100.00 CNY, shown once): ${demoKey.key} (id ${demoKey.id})`);
   if (closing) return; // a signal came while counting keys: shutdown() is already under way
-  process.stdout.write(`${lines.join("\n")}\n\n`);
+  stdout.write(`${lines.join("\n")}\n\n`);
   started.logger.info({ event: "ready", url: started.url, generation_url: started.generationUrl, cloud_url: started.cloudUrl }, "ready");
 }
 
@@ -379,50 +551,21 @@ function ownTerminationSignals(handler: (signal: NodeJS.Signals) => void): void 
   }
 }
 
+/**
+ * Runs the command line.
+ * @returns the exit code, or -1 while `start` keeps running
+ */
 async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  const config = loadConfig();
-  switch (command) {
-    case "start":
-      await start(config, rest[0]);
-      return -1; // keep running
-    case "migrate": {
-      const db = openDb(config);
-      try {
-        const names = await migrate(db);
-        console.log(names.length ? `applied ${names.join(", ")}` : "database is up to date");
-      } finally {
-        await db.destroy();
-      }
-      return 0;
-    }
-    case "compose": {
-      const { writeSupergraph } = await import("../router/compose.ts");
-      console.log(`wrote ${writeSupergraph()}`);
-      return 0;
-    }
-    case "keys":
-      await keys(config, rest);
-      return 0;
-    case "customers":
-      await customers(config, rest);
-      return 0;
-    case "catalog":
-      await catalog(config, rest);
-      return 0;
-    case "webhooks":
-      await webhooks(config, rest);
-      return 0;
-    case "verify": {
-      const problems = await withDb(config, (db) => verifyLedger(db));
-      for (const p of problems) console.log(`${p.kind}\t${p.subject}\t${p.detail}`);
-      console.log(problems.length ? `${problems.length} discrepancies` : "ledger, tasks and orders verified: no discrepancies");
-      return problems.length ? 1 : 0;
-    }
-    default:
-      console.error(USAGE);
-      return 2;
+  const result = { code: 0 };
+  try {
+    await buildProgram(result).parseAsync(argv, { from: "user" });
+  } catch (error) {
+    // commander has printed its message (and the usage): `--help` and `--version` exit 0, every
+    // other complaint (unknown command or option, missing argument, no command) is bad usage.
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : USAGE_EXIT;
+    throw error;
   }
+  return result.code;
 }
 
 main(process.argv.slice(2)).then(
@@ -430,11 +573,12 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exit(code);
   },
   (error) => {
-    if (error instanceof UsageError) {
-      console.error(`switchyard: ${error.message}\n\n${USAGE}`);
-      process.exit(2);
-    }
-    console.error(`switchyard: ${isAppError(error) || error instanceof ConfigError ? error.message : (error as Error).stack ?? error}`);
+    // One line, no stack: a setting, the database, a port, a business rule (AppError), Redis.
+    // LOG_LEVEL=debug (or trace) adds the stack of an error that is none of these.
+    const known = isAppError(error) || error instanceof ConfigError;
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(`switchyard: ${known ? message : message.split("\n")[0]}`);
+    if (!known && /^(debug|trace)$/.test(process.env.LOG_LEVEL ?? "")) console.error((error as Error)?.stack);
     process.exit(1);
   },
 );

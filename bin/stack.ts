@@ -31,6 +31,7 @@ import { startLoop } from "../src/loop.ts";
 import type { Registry } from "prom-client";
 import { startObservability } from "../src/observability/index.ts";
 import { countUpstreamErrors, watchDatabase } from "../src/observability/metrics.ts";
+import { assertPortsFree } from "./ports.ts";
 
 /** A process role. */
 export type Role = "router" | "generation" | "cloud";
@@ -58,9 +59,12 @@ export interface Stack {
   close(): Promise<void>;
 }
 
-/** Builds the pino logger of the process: JSON lines on stdout. */
-export function createLogger(config: Config): Logger {
-  return pino({ level: config.logLevel, base: { service: "switchyard" }, redact: ["req.headers.authorization", "*.authorization", "*.key"] });
+/**
+ * Builds the pino logger of the process: JSON lines on stdout, or on `destination` (the CLI
+ * writes its start banner through the same stream, so the two never interleave).
+ */
+export function createLogger(config: Config, destination?: pino.DestinationStream): Logger {
+  return pino({ level: config.logLevel, base: { service: "switchyard" }, redact: ["req.headers.authorization", "*.authorization", "*.key"] }, destination);
 }
 
 /** Picks the upstream adapter: the HTTP adapter when GENERATION_UPSTREAM_URL is set, else the simulator. */
@@ -76,7 +80,8 @@ export function createUpstream(config: Config, mediaBaseUrl: () => string): Gene
  * @param config validated settings
  * @param roles which parts run in this process (default: all)
  * @returns the running stack; `close()` stops everything it started, in reverse order
- * @throws Error when a port is taken or the database cannot be opened
+ * @throws ConfigError when a port is taken (bin/ports.ts), the database does not answer or a setting
+ *   cannot work; Error when a server fails to start
  */
 export async function startStack(config: Config, roles: readonly Role[] = ALL_ROLES, logger = createLogger(config)): Promise<Stack> {
   const closers: (() => Promise<void>)[] = [];
@@ -131,6 +136,8 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       Object.assign(stack, { db: opened, pubsub });
       watchDatabase(observability.registry, opened, logger);
     }
+    // A port in use is one line naming its variable, not a server's error (bin/ports.ts).
+    await assertPortsFree(config, roles);
     // A subgraph running here (and not pointed elsewhere) is reached in-process by the router;
     // its HTTP /graphql stays up for other routers and for /health.
     const localSubgraphs: Record<string, LocalSubgraph> = {};

@@ -38,8 +38,36 @@ export function subgraphSecretFor(config: Pick<Config, "subgraphSecret">, shared
   );
 }
 
-const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
-const millis = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
+/**
+ * A whole number from `min` (to `max`), read from text. The message names no value: some
+ * settings are secret.
+ */
+const integer = (min: number, max?: number, message = `must be a whole number ${max === undefined ? `of at least ${min}` : `from ${min} to ${max}`}`) => {
+  const base = z.coerce.number({ invalid_type_error: message }).int({ message }).min(min, { message });
+  return max === undefined ? base : base.max(max, { message });
+};
+const port = (fallback: number) => integer(0, 65535, "must be a TCP port: a whole number from 0 to 65535 (0: any free port)").default(fallback);
+const millis = (fallback: number) => integer(0).default(fallback);
+
+/** pino's levels, most severe first; `silent` logs nothing. */
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+/**
+ * DATABASE_URL: unset or empty for SQLite, else a PostgreSQL URL. Any other scheme is refused
+ * rather than silently falling back to SQLite. The message repeats only the scheme: the URL may
+ * hold a password.
+ */
+const databaseUrl = z
+  .string()
+  .optional()
+  .superRefine((value, ctx) => {
+    if (!value || /^postgres(ql)?:\/\//i.test(value)) return;
+    const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(value)?.[1];
+    ctx.addIssue({
+      code: z.ZodIssueCode.custom,
+      message: `must be a postgres:// or postgresql:// URL${scheme ? `, not ${scheme}://` : ""} (unset it to use SQLite in DATA_DIR)`,
+    });
+  });
 const optionalUrl = z
   .string()
   .url()
@@ -56,7 +84,7 @@ const schema = z.object({
   CLOUD_URL: optionalUrl,
   SUBGRAPH_TRANSPORT: z.enum(["auto", "http"]).default("auto"),
   PUBLIC_URL: optionalUrl,
-  DATABASE_URL: z.string().optional(),
+  DATABASE_URL: databaseUrl,
   DATA_DIR: z.string().default("./data"),
   REDIS_URL: z.string().optional(),
   REDIS_KEY_PREFIX: z.string().default("switchyard:"),
@@ -65,29 +93,29 @@ const schema = z.object({
   UPSTREAM_TIMEOUT_MS: millis(30_000),
   REQUEST_TIMEOUT_MS: millis(30_000),
   TASK_POLL_INTERVAL_MS: millis(3_000),
-  TASK_POLL_BATCH: z.coerce.number().int().min(1).default(100),
-  TASK_POLL_CONCURRENCY: z.coerce.number().int().min(1).default(8),
-  TASK_DEADLINE_SECONDS: z.coerce.number().int().min(1).optional().or(z.literal("").transform(() => undefined)),
+  TASK_POLL_BATCH: integer(1).default(100),
+  TASK_POLL_CONCURRENCY: integer(1).default(8),
+  TASK_DEADLINE_SECONDS: integer(1).optional().or(z.literal("").transform(() => undefined)),
   RECOVERY_MARGIN_MS: millis(10_000),
   SHUTDOWN_TIMEOUT_MS: millis(10_000),
   SIMULATOR_STEP_MS: millis(1_000),
   DNS_SERVERS: z.string().optional(),
   ADMIN_TOKEN: z.string().optional(),
   SUBGRAPH_SECRET: z.string().optional(),
-  LOG_LEVEL: z.string().default("info"),
+  LOG_LEVEL: z.enum(LOG_LEVELS, { errorMap: () => ({ message: `must be one of ${LOG_LEVELS.join(", ")}` }) }).default("info"),
   PROVISION_DELAY_MS: millis(2_000),
   WEBHOOK_RETRY_BASE_MS: millis(30_000),
-  WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(15),
-  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  WEBHOOK_MAX_ATTEMPTS: integer(1).default(15),
+  WEBHOOK_TIMEOUT_MS: integer(100).default(10_000),
   TRUST_PROXY: z.string().default(""),
-  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
-  DB_STATEMENTS_PER_REQUEST: z.coerce.number().int().min(1).default(1_000),
-  DB_CONNECTIONS_PER_REQUEST: z.coerce.number().int().min(1).default(4),
+  BODY_LIMIT_BYTES: integer(1024).default(1_048_576),
+  DB_STATEMENTS_PER_REQUEST: integer(1).default(1_000),
+  DB_CONNECTIONS_PER_REQUEST: integer(1).default(4),
   METRICS_TOKEN: z.string().optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
   OTEL_SERVICE_NAME: z.string().optional(),
   OTEL_BSP_SCHEDULE_DELAY: millis(5_000),
-  OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).default(1),
+  OTEL_TRACES_SAMPLER_ARG: z.coerce.number({ invalid_type_error: "must be a number from 0 to 1" }).min(0, { message: "must be a number from 0 to 1" }).max(1, { message: "must be a number from 0 to 1" }).default(1),
 });
 
 /** The validated settings. Times are milliseconds; ports are TCP ports (0 = any free port). */
@@ -107,7 +135,7 @@ export interface Config {
   subgraphTransport: "auto" | "http";
   /** Base URL users reach the router at (for media links); defaults to http://HOST:PORT. */
   publicUrl?: string;
-  /** `postgres://…` or unset for SQLite. */
+  /** `postgres://…` or `postgresql://…`; unset for SQLite (another scheme is refused by {@link loadConfig}). */
   databaseUrl?: string;
   /** Absolute folder of the SQLite file. */
   dataDir: string;
@@ -140,7 +168,7 @@ export interface Config {
    * unset: made per start when every role runs in this process ({@link subgraphSecretFor}).
    */
   subgraphSecret?: string;
-  logLevel: string;
+  logLevel: (typeof LOG_LEVELS)[number];
   provisionDelayMs: number;
   webhookRetryBaseMs: number;
   webhookMaxAttempts: number;

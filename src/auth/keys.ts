@@ -12,6 +12,7 @@ import { appendOutbox } from "../events/outbox.ts";
 import { nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
 import type { MilliYuan } from "../money.ts";
+import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
 
 /**
  * Every scope a key can hold (DESIGN §8; README "Scopes" says what each operation needs); a key
@@ -224,7 +225,10 @@ export interface KeyInfo {
 export async function getKeyInfo(db: Db | Knex.Transaction, keyId: string): Promise<KeyInfo | null> {
   if (typeof keyId !== "string" || keyId.length === 0 || keyId.length > 40) return null;
   const row = await db("api_keys").where("id", keyId).first();
-  if (!row) return null;
+  return row ? toKeyInfo(row) : null;
+}
+
+function toKeyInfo(row: any): KeyInfo {
   return {
     id: row.id,
     accountId: row.account_id,
@@ -236,6 +240,55 @@ export async function getKeyInfo(db: Db | Knex.Transaction, keyId: string): Prom
     requireSignature: Boolean(row.require_signature),
     createdAt: row.created_at,
   };
+}
+
+/** A key as an operator lists it: its settings, its callback URL and its account's balance. */
+export interface KeyListing extends KeyInfo {
+  callbackUrl: string | null;
+  /** Balance of the key's account in milli-yuan (balances belong to accounts). */
+  balance: MilliYuan;
+}
+
+/** Filter of {@link listKeys}; unset fields do not filter. */
+export interface KeyFilter {
+  accountId?: string;
+  status?: KeyStatus;
+}
+
+function keyListingQuery(db: Db | Knex.Transaction): Knex.QueryBuilder {
+  return db("api_keys as k").join("accounts as a", "a.id", "k.account_id").select("k.*", "a.balance as balance");
+}
+
+function toKeyListing(row: any): KeyListing {
+  return { ...toKeyInfo(row), callbackUrl: row.callback_url ?? null, balance: Number(row.balance) };
+}
+
+/**
+ * Lists keys, newest first, a page at a time (DESIGN §2 CLI `keys list`).
+ * @param filter optional account id and status
+ * @param page `first` keys after the opaque cursor `after`
+ * @returns the page, with the total count of matching keys
+ * @throws AppError `validation_failed` (422, field `status`) for an unknown status;
+ *   `invalid_request` (400) for a bad cursor
+ */
+export async function listKeys(db: Db | Knex.Transaction, filter: KeyFilter, page: PageRequest): Promise<Page<KeyListing>> {
+  const query = keyListingQuery(db);
+  if (filter.accountId) query.where("k.account_id", filter.accountId);
+  if (filter.status !== undefined) {
+    if (!(KEY_STATUSES as readonly string[]).includes(filter.status)) throw invalidKeyOption("status", `status must be one of: ${KEY_STATUSES.join(", ")}`);
+    query.where("k.status", filter.status);
+  }
+  return keysetPage(query, ["k.created_at", "k.id"], page, toKeyListing);
+}
+
+/**
+ * Reads one key as {@link listKeys} lists it (DESIGN §2 CLI `keys show`).
+ * @returns the key, or null when no key has that id
+ */
+export async function getKeyListing(db: Db | Knex.Transaction, keyId: string): Promise<KeyListing | null> {
+  if (typeof keyId !== "string" || keyId.length === 0 || keyId.length > 40) return null;
+  const row = await keyListingQuery(db).where("k.id", keyId).first();
+  return row ? toKeyListing(row) : null;
 }
 
 /**

@@ -8,7 +8,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import knexFactory, { type Knex } from "knex";
 import type pg from "pg";
-import type { Config } from "../config.ts";
+import { ConfigError, type Config } from "../config.ts";
 import { migrationSource } from "./migrations/index.ts";
 
 export type Db = Knex;
@@ -20,7 +20,7 @@ export function isSqlite(db: Db | Knex.Transaction): boolean {
 
 /** True when `url` names a PostgreSQL database (`postgres://` or `postgresql://`). */
 export function isPostgresUrl(url: string | null | undefined): url is string {
-  return typeof url === "string" && /^postgres(ql)?:\/\//.test(url);
+  return typeof url === "string" && /^postgres(ql)?:\/\//i.test(url);
 }
 
 const PG_INT8 = 20;
@@ -80,23 +80,34 @@ function reusePreparedStatements(conn: SqliteConnection): void {
  * submissions, twice the throughput of sqlite3 at half the CPU. The price: waiting for a lock
  * held by another process blocks this one's event loop, so processes sharing one file is for
  * tools and tests; instances that scale out share PostgreSQL.
+ * Opening connects to nothing yet: {@link checkDatabase} (run by {@link migrate}) does.
  * @param config settings (`databaseUrl`, `dataDir`)
  * @returns a knex instance; the caller destroys it
+ * @throws DatabaseUnavailableError when the SQLite folder cannot be made
  */
 export function openDb(config: Pick<Config, "databaseUrl" | "dataDir">): Db {
+  const description = describeDatabase(config);
   if (isPostgresUrl(config.databaseUrl)) {
-    return knexFactory({
+    const db = knexFactory({
       client: "pg",
-      connection: { connectionString: config.databaseUrl, types: pgTypes() } as Knex.PgConnectionConfig,
+      connection: { connectionString: config.databaseUrl, types: pgTypes(), connectionTimeoutMillis: CONNECT_TIMEOUT_MS } as Knex.PgConnectionConfig,
       pool: { min: 0, max: 10 },
+      log: knexLog,
     });
+    descriptions.set(db, { text: description, variable: "DATABASE_URL" });
+    return db;
   }
-  fs.mkdirSync(config.dataDir, { recursive: true });
+  try {
+    fs.mkdirSync(config.dataDir, { recursive: true });
+  } catch (error) {
+    throw new DatabaseUnavailableError(`database: cannot open ${description} (DATA_DIR): ${reasonOf(error)}`);
+  }
   const filename = path.resolve(config.dataDir, "switchyard.db");
   const db = knexFactory({
     client: "better-sqlite3",
     connection: { filename },
     useNullAsDefault: true,
+    log: knexLog,
     pool: {
       min: 1,
       max: 1,
@@ -112,7 +123,98 @@ export function openDb(config: Pick<Config, "databaseUrl" | "dataDir">): Db {
     },
   });
   takeTurnsInProcess(db, filename);
+  descriptions.set(db, { text: description, variable: "DATA_DIR" });
   return db;
+}
+
+/** How long opening one PostgreSQL connection may take (a server that does not answer fails then). */
+export const CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * knex's own messages go to stderr, never among the JSON log lines on stdout. Its warning about
+ * a failed connection is dropped: the error reaches the caller, who reports it once.
+ */
+const knexLog = {
+  warn(message: unknown) {
+    if (typeof message === "string" && message.startsWith("Acquire connection error")) return;
+    console.error(message);
+  },
+  error: (message: unknown) => console.error(message),
+  deprecate: (message: unknown) => console.error(message),
+};
+
+/** Which database each open Db is, for people, and the variable that chose it. */
+const descriptions = new WeakMap<Db, { text: string; variable: string }>();
+
+/**
+ * Names the database a configuration opens, for people (never a password or user name):
+ * `sqlite /abs/data/switchyard.db` or `postgres 127.0.0.1:5432/switchyard`.
+ * @param config settings (`databaseUrl`, `dataDir`)
+ */
+export function describeDatabase(config: Pick<Config, "databaseUrl" | "dataDir">): string {
+  if (!isPostgresUrl(config.databaseUrl)) return `sqlite ${path.resolve(config.dataDir, "switchyard.db")}`;
+  let url: URL;
+  try {
+    url = new URL(config.databaseUrl);
+  } catch {
+    return "postgres (DATABASE_URL is not a valid URL)";
+  }
+  // A socket folder or a host may also come as `?host=`; the database defaults to the user's name.
+  const host = decodeURIComponent(url.hostname) || url.searchParams.get("host") || "localhost";
+  const database = decodeURIComponent(url.pathname.replace(/^\//, "")) || decodeURIComponent(url.username) || "postgres";
+  return `postgres ${host}:${url.port || "5432"}/${database}`;
+}
+
+/** The database of an open Db, as {@link describeDatabase} names it. */
+export function databaseDescription(db: Db): string {
+  return descriptions.get(db)?.text ?? "database";
+}
+
+/** A database that cannot be reached or opened; its message is one line naming it and the setting. */
+export class DatabaseUnavailableError extends ConfigError {
+  constructor(message: string) {
+    super(message);
+    this.name = "DatabaseUnavailableError";
+  }
+}
+
+/** A short reason for a connection failure: no stack, no URL (it may hold a password). */
+function reasonOf(error: unknown): string {
+  const e = (error ?? {}) as { code?: unknown; message?: unknown };
+  const message = String(e.message ?? error).split("\n")[0]!;
+  switch (e.code) {
+    case "ECONNREFUSED":
+      return "connection refused";
+    case "ENOTFOUND":
+      return "host not found";
+    case "EAI_AGAIN":
+      return "host name lookup failed";
+    case "ETIMEDOUT":
+      return `no answer within ${CONNECT_TIMEOUT_MS / 1000} s`;
+    case "EHOSTUNREACH":
+    case "ENETUNREACH":
+      return "host unreachable";
+    case "EACCES":
+      return "permission denied";
+  }
+  if (/timeout/i.test(message)) return `no answer within ${CONNECT_TIMEOUT_MS / 1000} s`;
+  return message.replace(/^Error: /, "");
+}
+
+/**
+ * Checks that the database answers (one `select 1`). Called by {@link migrate}, so every process
+ * and command that opens the database learns at once that it cannot, in one line.
+ * @throws DatabaseUnavailableError naming the database and DATABASE_URL or DATA_DIR, with the
+ *   cause: `database: cannot connect to postgres 127.0.0.1:5999/x (DATABASE_URL): connection refused`
+ */
+export async function checkDatabase(db: Db): Promise<void> {
+  try {
+    await db.raw("select 1");
+  } catch (error) {
+    const known = descriptions.get(db);
+    const what = known ? `${known.text} (${known.variable})` : "the database";
+    throw new DatabaseUnavailableError(`database: cannot ${isSqlite(db) ? "open" : "connect to"} ${what}: ${reasonOf(error)}`);
+  }
 }
 
 /** A FIFO lock: one holder, the others wait their turn without blocking the thread. */
@@ -180,9 +282,11 @@ function takeTurnsInProcess(db: Db, filename: string): void {
  * waits for it (up to `waitMs`) and runs again, finding nothing left to do.
  * @param waitMs how long to wait for another instance's migration (default 60 s)
  * @returns the names of the migrations that ran
- * @throws Error when the migration lock is still held after `waitMs`, or a migration fails
+ * @throws DatabaseUnavailableError when the database does not answer ({@link checkDatabase});
+ *   Error when the migration lock is still held after `waitMs`, or a migration fails
  */
 export async function migrate(db: Db, waitMs = 60_000): Promise<string[]> {
+  await checkDatabase(db);
   const deadline = Date.now() + waitMs;
   for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
     try {

@@ -1,0 +1,137 @@
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../support/db.ts";
+import { runCli } from "../support/process.ts";
+
+/** A TCP port on 127.0.0.1 that nothing listens on (bound, then closed). */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** A server that accepts connections and never says a word (a PostgreSQL that does not answer). */
+async function silentServer(): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** The process failed with exactly one line on stderr (no stack trace) and nothing on stdout. */
+function expectOneLineFailure(run: { code: number | null; stdout: string; stderr: string }, pattern: RegExp): void {
+  expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 1, stdout: "" });
+  expect(run.stderr.endsWith("\n")).toBe(true);
+  const lines = run.stderr.trimEnd().split("\n");
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(pattern);
+}
+
+describe("configuration that cannot work fails loudly, in one line, as an operator meets it", () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "switchyard-cli-config-"));
+  const env = { DATA_DIR: dataDir, PORT: "0", GENERATION_PORT: "0", CLOUD_PORT: "0", LOG_LEVEL: "info" };
+  afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+  it("refuses to start on a DATABASE_URL that is not PostgreSQL, naming the variable and not the URL", async () => {
+    for (const args of [["start"], ["keys", "create", "--name", "x"]]) {
+      const run = await runCli(args, { ...env, DATABASE_URL: "mysql://root:hunter2@db.example/switchyard" });
+      expectOneLineFailure(run, /^switchyard: Invalid configuration: DATABASE_URL: must be a postgres:\/\/ or postgresql:\/\/ URL, not mysql:\/\//);
+      expect(run.stderr).not.toMatch(/hunter2/);
+    }
+    // Nothing was written to SQLite instead.
+    expect(fs.readdirSync(dataDir)).toEqual([]);
+  });
+
+  it("names PORT when it is not a port", async () => {
+    expectOneLineFailure(await runCli(["start"], { ...env, PORT: "abc" }), /^switchyard: Invalid configuration: PORT: must be a TCP port: a whole number from 0 to 65535/);
+  });
+
+  it("names LOG_LEVEL and lists pino's levels when it is not one", async () => {
+    expectOneLineFailure(
+      await runCli(["start"], { ...env, LOG_LEVEL: "loud" }),
+      /^switchyard: Invalid configuration: LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent$/,
+    );
+  });
+
+  it("says a PostgreSQL server that refuses connections cannot be reached, at start and in a CLI command, without its password", async () => {
+    const port = await closedPort();
+    const url = `postgres://switchyard:hunter2@127.0.0.1:${port}/switchyard`;
+    for (const args of [["start"], ["keys", "list"], ["migrate"]]) {
+      const run = await runCli(args, { ...env, DATABASE_URL: url });
+      expectOneLineFailure(run, new RegExp(`^switchyard: database: cannot connect to postgres 127\\.0\\.0\\.1:${port}/switchyard \\(DATABASE_URL\\): connection refused$`));
+      expect(run.stderr).not.toMatch(/hunter2/);
+    }
+  });
+
+  it("says a PostgreSQL server that does not answer cannot be reached, after the connect timeout", { timeout: 60_000 }, async () => {
+    const silent = await silentServer();
+    try {
+      const run = await runCli(["keys", "list"], { ...env, DATABASE_URL: `postgres://postgres@127.0.0.1:${silent.port}/switchyard` });
+      expectOneLineFailure(run, new RegExp(`^switchyard: database: cannot connect to postgres 127\\.0\\.0\\.1:${silent.port}/switchyard \\(DATABASE_URL\\): no answer within 10 s$`));
+    } finally {
+      await silent.close();
+    }
+  });
+
+  describe("with a PostgreSQL server", () => {
+    let database: TestDatabase;
+    beforeAll(async () => {
+      database = await createTestDatabase("switchyard-cli-config-pg-", { postgres: true });
+    });
+    afterAll(() => database?.drop());
+
+    it("says a database that does not exist does not, in one line", async () => {
+      const url = new URL(database.databaseUrl!);
+      url.pathname = `/${url.pathname.slice(1)}_missing`;
+      const run = await runCli(["migrate"], { ...env, DATABASE_URL: url.toString() });
+      expectOneLineFailure(run, /^switchyard: database: cannot connect to postgres [^ ]+:\d+\/sy_test_\w+_missing \(DATABASE_URL\): database "sy_test_\w+_missing" does not exist$/);
+    });
+
+    it("prints which database a command opened on stderr, host, port and name but never the user's password", async () => {
+      const url = new URL(database.databaseUrl!);
+      url.password = "hunter2"; // the test server trusts local connections: the password is not checked
+      const run = await runCli(["keys", "list"], { ...env, DATABASE_URL: url.toString() });
+      expect(run.code).toBe(0);
+      expect(run.stdout).toBe("no keys\n");
+      expect(run.stderr).toBe(`database: postgres ${url.hostname}:${url.port || 5432}${url.pathname}\n`);
+    });
+  });
+
+  it("prints which SQLite file a command opened on stderr", async () => {
+    const run = await runCli(["keys", "list"], env);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe(`database: sqlite ${path.join(dataDir, "switchyard.db")}\n`);
+  });
+
+  it.each([["PORT"], ["GENERATION_PORT"], ["CLOUD_PORT"]])("refuses to start when %s is in use, naming the variable and the address", { timeout: 60_000 }, async (variable) => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const { port } = taken.address() as net.AddressInfo;
+    try {
+      const run = await runCli(["start"], { ...env, [variable]: String(port) });
+      expectOneLineFailure(run, new RegExp(`^switchyard: ${variable}: 127\\.0\\.0\\.1:${port} is already in use; stop what listens there or set ${variable} to another port$`));
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  });
+
+  it("refuses two servers on one port, naming both variables", async () => {
+    const port = await closedPort();
+    const run = await runCli(["start"], { ...env, PORT: String(port), CLOUD_PORT: String(port) });
+    expectOneLineFailure(run, new RegExp(`^switchyard: CLOUD_PORT and PORT are both ${port}: each server needs its own port$`));
+  });
+});
