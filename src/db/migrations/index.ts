@@ -9,6 +9,7 @@ import * as webhookEvents from "./003_webhook_events.ts";
 import * as taskRecovery from "./004_task_recovery.ts";
 import * as outboxLease from "./005_outbox_lease.ts";
 import * as hotQueryIndexes from "./006_hot_query_indexes.ts";
+import * as usageByDay from "./007_usage_by_day.ts";
 
 const MIGRATIONS: Record<string, Knex.Migration> = {
   "001_core": core,
@@ -17,6 +18,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   "004_task_recovery": taskRecovery,
   "005_outbox_lease": outboxLease,
   "006_hot_query_indexes": hotQueryIndexes,
+  "007_usage_by_day": usageByDay,
 };
 
 /** knex MigrationSource over {@link MIGRATIONS}. */
