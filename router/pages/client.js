@@ -10,7 +10,6 @@ const VIEWER = `query PageViewer($first: Int!) { viewer {
     price { amount } refunded { amount } charged { amount } model { id name kind } } } } }`;
 const CHANGES = `subscription PageTaskChanges { tasks { id status } }`;
 const RECENT = 20;
-const RETRY_MS = 5000;
 
 const $ = (id) => document.getElementById(id);
 const form = $("lookup");
@@ -22,9 +21,9 @@ const account = $("account");
 let shownKey = "";
 let viewer = null;
 let updatedAt = null;
-let live = false;
+/** State of the live updates: "connecting", "live", "reconnecting" or "stopped". */
+let live = "stopped";
 let stopLive = () => {};
-let retryTimer = null;
 let loadSeq = 0;
 
 initLang("title.client");
@@ -73,8 +72,8 @@ function forget() {
   viewer = null;
   account.hidden = true;
   stopLive();
-  clearTimeout(retryTimer);
-  live = false;
+  stopLive = () => {};
+  live = "stopped";
 }
 
 let refreshTimer = null;
@@ -84,34 +83,34 @@ function refreshSoon() {
   refreshTimer = setTimeout(() => shownKey && load(shownKey), 150);
 }
 
+/**
+ * Follows the key's task changes on the page's one live connection. A change, and every
+ * (re)connection (changes made while no socket was up were missed), reloads the account.
+ */
 function goLive(key) {
   stopLive();
-  clearTimeout(retryTimer);
+  const setLive = (value) => {
+    if (key !== shownKey || live === value) return;
+    live = value;
+    renderLiveState();
+  };
+  live = "connecting";
   stopLive = subscribe(key, CHANGES, {}, {
-    next: () => {
-      if (!live) {
-        live = true;
-        renderLiveState();
-      }
+    next: refreshSoon,
+    connected: () => {
+      setLive("live");
       refreshSoon();
     },
-    complete: () => {},
-    error: (error) => {
-      live = false;
-      renderLiveState();
-      if (key !== shownKey) return;
-      if (error instanceof PageError && (error.code === "unauthorized" || error.code === "key_disabled")) return;
-      retryTimer = setTimeout(() => key === shownKey && goLive(key), RETRY_MS);
-    },
+    disconnected: () => setLive("reconnecting"),
+    complete: () => setLive("stopped"),
+    error: () => setLive("stopped"),
   });
-  // The subscription has no first event: it is live once the socket is up; assume so until an error.
-  live = true;
-  renderLiveState();
 }
 
 function renderLiveState() {
-  $("live-state").textContent = t(live ? "client.live" : "client.offline");
-  $("live-state").className = live ? "live" : "";
+  $("live-state").textContent = t(`client.${live}`);
+  $("live-state").className = live === "live" ? "live" : "";
+  $("live-state").dataset.state = live;
 }
 
 function statusBadge(status) {

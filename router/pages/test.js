@@ -1,7 +1,7 @@
 // /test: the test bench. The form is built from the server's catalog (GraphQL `models`), the price
 // preview is the server's own `quote`, a submission is the user's GraphQL mutation with their key,
-// and each task's status comes live over graphql-ws (`taskStatusChanged`), or every 3 s from
-// `task(id)` if the socket cannot be used.
+// and each task's status comes live over graphql-ws (`taskStatusChanged`, every task on the page's
+// one WebSocket), or every 3 s from `task(id)` while that socket is down.
 import { PageError, currentLang, gql, h, initLang, onLangChange, safeUrls, setupKeyField, showError, subscribe, t, yuan } from "./common.js";
 
 const MODEL_FIELDS = `id name kind sizes resolutions durations { resolution seconds } defaultSeconds maxCount available
@@ -355,19 +355,38 @@ function track(task, key) {
     render(entry);
     if (TERMINAL.has(next.status)) refreshBalance();
   };
+  // Polling every 3 s while the live connection is down (spec: poll when there is no socket),
+  // stopped when it is back.
   let polling = null;
   const poll = async () => {
+    polling = null;
     try {
       const data = await gql(TASK, { id: task.id }, key);
       onTask(data.task);
     } catch {
       /* try again next round */
     }
-    if (!TERMINAL.has(entry.task.status)) polling = setTimeout(poll, POLL_MS);
+    if (entry.note && !TERMINAL.has(entry.task.status)) polling = setTimeout(poll, POLL_MS);
+  };
+  const startPolling = () => {
+    if (TERMINAL.has(entry.task.status) || entry.note) return;
+    entry.note = "task.polling";
+    render(entry);
+    clearTimeout(polling);
+    polling = setTimeout(poll, 0);
   };
   entry.stop = subscribe(key, WATCH, { id: task.id }, {
     next: (data) => onTask(data?.taskStatusChanged),
     complete: () => {},
+    disconnected: startPolling,
+    // Back on the socket: graphql-ws subscribes again, and the server's first event is the task as it is now.
+    connected: () => {
+      if (!entry.note) return;
+      clearTimeout(polling);
+      polling = null;
+      entry.note = "";
+      render(entry);
+    },
     error: (error) => {
       if (TERMINAL.has(entry.task.status)) return;
       if (error instanceof PageError) {
@@ -375,10 +394,8 @@ function track(task, key) {
         render(entry);
         return;
       }
-      // No socket (a proxy without WebSockets, a restart): poll as the spec recommends.
-      entry.note = "task.polling";
-      render(entry);
-      polling = setTimeout(poll, 0);
+      // The socket cannot be used at all (a proxy without WebSockets): poll until the task ends.
+      startPolling();
     },
   });
   window.addEventListener("pagehide", () => {
