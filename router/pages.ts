@@ -25,7 +25,7 @@ import { negotiateLocale } from "../subgraphs/shared/locale.ts";
 const DIR = new URL("./pages/", import.meta.url);
 
 /** Files served under `/assets/<version>/`. */
-const ASSET_FILES = ["app.css", "common.js", "i18n.js", "client.js", "test.js", "icon.svg"] as const;
+const ASSET_FILES = ["app.css", "common.js", "i18n.js", "client.js", "test.js", "icon.svg", "usage-chart.js"] as const;
 
 /**
  * Files of npm packages served under `/assets/<version>/` byte for byte (no CDN, no build step),

@@ -1,7 +1,7 @@
 // Shared by /client and /test: language, GraphQL over fetch, live updates over graphql-ws (the
 // graphql-ws client library, one WebSocket per page and key), the API key field, money and dates.
 import { createClient } from "./graphql-ws.js";
-import { messages } from "./i18n.js";
+import { FIELD_LABELS, TASK_ERRORS, messages } from "./i18n.js";
 
 const LANG_STORE = "switchyard.lang";
 const KEY_STORE = "switchyard.key";
@@ -83,8 +83,29 @@ export function when(iso) {
 // ---------------------------------------------------------------------------------------------
 // GraphQL over HTTP
 
-/** Error codes with a localized message of their own (the rest show the service's message). */
+/** Error codes whose English message is the page's own (the rest show the service's message in English). */
 const LOCALIZED_CODES = new Set(["unauthorized", "key_disabled", "insufficient_balance", "upstream_failed", "upstream_timeout", "rate_limited"]);
+
+/** The label of a request field named in a service message (`reference_images[2]` → its label). */
+function fieldLabel(field) {
+  const name = field.replace(/\[\d+\]$/, "");
+  return FIELD_LABELS[name] ? t(FIELD_LABELS[name]) : name;
+}
+
+/**
+ * The service's validation messages (src/errors.ts `validationMessages`), in the page's language;
+ * null for any other message.
+ */
+function localFieldMessage(message) {
+  if (message === messages.en["err.prompt.required"]) return t("err.prompt.required");
+  let match = /^model_id must be one of: ([\d, ]+)$/.exec(message);
+  if (match) return t("err.field.modelId", { ids: match[1] });
+  match = /^([a-z_]+(?:\[\d+\])?) must be a public HTTPS URL$/.exec(message);
+  if (match) return t("err.field.publicUrl", { field: fieldLabel(match[1]) });
+  match = /^([a-z_]+(?:\[\d+\])?) has an unsupported value$/.exec(message);
+  if (match) return t("err.field.unsupported", { field: fieldLabel(match[1]) });
+  return null;
+}
 
 /** A failure the page shows inline: localized text, the service's own message, the field concerned. */
 export class PageError extends Error {
@@ -98,16 +119,30 @@ export class PageError extends Error {
     this.field = info.field;
   }
 
-  /** The text to show: the localized message (and the service's wording when it differs). */
+  /**
+   * The text to show. English: the page's message for the common codes (with the service's
+   * wording when it differs), else the service's message. Chinese: always Chinese — the
+   * service's validation messages translated, else the code's message, else a generic one (the
+   * service's English wording then goes to {@link detail}).
+   */
   get text() {
     const key = `err.${this.code}`;
     if (this.code === "network") return t("err.network");
-    if (LOCALIZED_CODES.has(this.code)) {
-      const local = t(key);
-      return local === this.message || !this.message ? local : `${local} (${this.message})`;
+    if (lang === "en") {
+      if (LOCALIZED_CODES.has(this.code)) {
+        const local = t(key);
+        return local === this.message || !this.message ? local : `${local} (${this.message})`;
+      }
+      if (this.message) return this.message;
+      return t("err.unknown", { status: this.status });
     }
-    if (this.message) return this.message;
-    return t("err.unknown", { status: this.status });
+    return localFieldMessage(this.message) ?? (messages[lang][key] ? t(key) : t("err.unknown", { status: this.status }));
+  }
+
+  /** The service's own wording, when {@link text} (in Chinese) does not carry all of it; else "". */
+  get detail() {
+    if (lang === "en" || !this.message || this.code === "network" || localFieldMessage(this.message)) return "";
+    return this.message === messages.en[`err.${this.code}`] ? "" : this.message;
   }
 
   /** A second line of help for some errors. */
@@ -116,6 +151,20 @@ export class PageError extends Error {
     if (this.code === "upstream_failed" || this.code === "upstream_timeout") return t("err.upstream.hint");
     return "";
   }
+}
+
+/**
+ * A task's failure reason (`Task.error`, written by the service in English) in the page's
+ * language: `text` to show, and `original` (the service's wording) when `text` is the generic
+ * message of a reason the pages do not know.
+ * @param {string | null | undefined} error
+ * @returns {{ text: string, original: string }}
+ */
+export function taskFailure(error) {
+  const raw = typeof error === "string" ? error.trim() : "";
+  if (!raw) return { text: t("task.errorOther"), original: "" };
+  if (TASK_ERRORS[raw]) return { text: t(TASK_ERRORS[raw]), original: "" };
+  return lang === "en" ? { text: raw, original: "" } : { text: t("task.errorOther"), original: raw };
 }
 
 /** The first GraphQL error of a result as a {@link PageError}. */
@@ -348,6 +397,11 @@ export function h(tag, props = {}, ...children) {
   return el;
 }
 
+/** A second line with the service's own (English) wording of a message shown translated. */
+export function originalLine(text) {
+  return text ? h("span", { className: "original" }, t("err.original", { text: "" }), h("span", { lang: "en", textContent: text })) : null;
+}
+
 /** Shows an error in an inline message element (role="alert"), or clears it with null. */
 export function showError(box, error) {
   box.replaceChildren();
@@ -355,4 +409,6 @@ export function showError(box, error) {
   if (!error) return;
   box.append(h("strong", { textContent: error.text }));
   if (error.hint) box.append(h("span", { className: "hint", textContent: ` ${error.hint}` }));
+  const original = originalLine(error.detail);
+  if (original) box.append(original);
 }

@@ -2,7 +2,7 @@
 // preview is the server's own `quote`, a submission is the user's GraphQL mutation with their key,
 // and each task's status comes live over graphql-ws (`taskStatusChanged`, every task on the page's
 // one WebSocket), or every 3 s from `task(id)` while that socket is down.
-import { PageError, currentLang, gql, h, initLang, onLangChange, safeUrls, setupKeyField, showError, subscribe, t, yuan } from "./common.js";
+import { PageError, currentLang, gql, h, initLang, onLangChange, originalLine, safeUrls, setupKeyField, showError, subscribe, t, taskFailure, yuan } from "./common.js";
 
 const MODEL_FIELDS = `id name kind sizes resolutions durations { resolution seconds } defaultSeconds maxCount available
   references { kinds frames maxImages maxAudios maxVideos maxTotal audioNeedsVisual }`;
@@ -199,11 +199,12 @@ keyInput.addEventListener("change", refreshBalance);
 // ---------------------------------------------------------------------------------------------
 // Errors shown inline
 
-function setFieldError(field, text) {
+function setFieldError(field, text, original = "") {
   const box = $(`${field}-error`);
   const control = field === "key" ? keyInput : field === "model_id" ? modelSelect : $(field);
   if (!box || !control) return false;
-  box.textContent = text ?? "";
+  box.replaceChildren(text ?? "");
+  if (text && original) box.append(originalLine(original));
   box.hidden = !text;
   if (text) control.setAttribute("aria-invalid", "true");
   else control.removeAttribute("aria-invalid");
@@ -238,7 +239,7 @@ function showSubmitError(error) {
     focus = keyInput;
   } else {
     const field = fieldOf(error);
-    if (field && setFieldError(field, error.text)) {
+    if (field && setFieldError(field, error.text, error.detail)) {
       focus = field === "model_id" ? modelSelect : $(field);
       if (field.startsWith("reference_") || field.startsWith("frame_")) $("refs").open = true;
     }
@@ -420,7 +421,7 @@ function aiMark() {
 function describe(task) {
   const parts = [];
   if (task.resolution) parts.push(task.resolution);
-  if (task.seconds) parts.push(`${task.seconds} s`);
+  if (task.seconds) parts.push(t("unit.seconds", { n: task.seconds }));
   if (task.size) parts.push(task.size);
   parts.push(`× ${task.count}`);
   return parts.join(" · ");
@@ -462,6 +463,12 @@ function resultsOf(task) {
   );
 }
 
+/** Why a task failed, in the page's language (the service's own words below when they are not known). */
+function failureNote(task) {
+  const failure = taskFailure(task.error);
+  return h("p", { className: "alert", dataset: { role: "failure" } }, t("task.error", { error: failure.text }), originalLine(failure.original));
+}
+
 function render(entry) {
   const { task } = entry;
   const money = [`${t("task.price")} ${yuan(task.price)}`];
@@ -484,8 +491,8 @@ function render(entry) {
       { className: "timeline", attrs: { "aria-label": t("task.statusLabel") } },
       entry.history.map((step) => h("li", { dataset: { status: step.status } }, t(`status.${step.status}`), " ", h("time", { dateTime: step.at.toISOString(), textContent: clock(step.at) }))),
     ),
-    task.status === "FAILED" && task.error ? h("p", { className: "alert", textContent: t("task.error", { error: task.error }) }) : null,
-    entry.error ? h("p", { className: "alert", textContent: entry.error.text }) : null,
+    task.status === "FAILED" ? failureNote(task) : null,
+    entry.error ? h("p", { className: "alert" }, entry.error.text, originalLine(entry.error.detail)) : null,
     entry.note && !TERMINAL.has(task.status) ? h("p", { className: "hint", dataset: { role: "note" }, textContent: t(entry.note) }) : null,
     resultsOf(task),
   );
@@ -499,6 +506,7 @@ function render(entry) {
 // Start
 
 onLangChange(() => {
+  announce.textContent = ""; // an announcement in the other language is stale
   renderModelOptions();
   renderForm();
   for (const entry of tasks.values()) render(entry);
