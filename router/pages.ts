@@ -14,7 +14,9 @@
  *   from https: so results of a real provider can be shown; no inline code, no frames.
  */
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { createHash } from "node:crypto";
 import zlib from "node:zlib";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -23,7 +25,41 @@ import { negotiateLocale } from "../subgraphs/shared/locale.ts";
 const DIR = new URL("./pages/", import.meta.url);
 
 /** Files served under `/assets/<version>/`. */
-const ASSET_FILES = ["app.css", "common.js", "i18n.js", "client.js", "test.js", "icon.svg"] as const;
+const ASSET_FILES = ["app.css", "common.js", "i18n.js", "client.js", "test.js", "icon.svg", "usage-chart.js"] as const;
+
+/**
+ * Files of npm packages served under `/assets/<version>/` byte for byte (no CDN, no build step),
+ * by the name the pages import them with: graphql-ws's browser ES module (the pages' live
+ * connection) and uPlot's ES module and stylesheet (the /client chart). Files an ES module
+ * imports by a relative path (graphql-ws's shared chunk) are served beside it under their own name.
+ */
+const LIBRARY_FILES: Record<string, string> = {
+  "graphql-ws.js": "graphql-ws/dist/client.js", // the package's "browser" export of graphql-ws/client
+  "uPlot.esm.js": "uplot/dist/uPlot.esm.js",
+  "uPlot.min.css": "uplot/dist/uPlot.min.css",
+};
+
+/** The file of an installed package, `<package>/<path in it>` (found through its package.json). */
+function packageFile(specifier: string): URL {
+  const [, name, file] = /^((?:@[^/]+\/)?[^/]+)\/(.+)$/.exec(specifier)!;
+  return new URL(file!, pathToFileURL(createRequire(import.meta.url).resolve(`${name}/package.json`)));
+}
+
+/** Reads {@link LIBRARY_FILES} and the files their ES modules import relatively, by served name. */
+function readLibraries(): Map<string, Buffer> {
+  const files = new Map<string, Buffer>();
+  const add = (name: string, url: URL) => {
+    if (files.has(name)) return;
+    const body = fs.readFileSync(url);
+    files.set(name, body);
+    if (!name.endsWith(".js")) return;
+    for (const [, specifier] of body.toString("utf8").matchAll(/(?:\bfrom|\bimport)\s*['"](\.\/[\w.-]+\.js)['"]/g)) {
+      add(specifier!.slice(2), new URL(specifier!, url));
+    }
+  };
+  for (const [name, specifier] of Object.entries(LIBRARY_FILES)) add(name, packageFile(specifier));
+  return files;
+}
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
@@ -141,13 +177,13 @@ export interface PageRoutes {
  */
 export function createPages(dir: URL = DIR): PageRoutes {
   const read = (name: string) => fs.readFileSync(new URL(name, dir));
-  const raw = new Map(ASSET_FILES.map((name) => [name, read(name)] as const));
+  const raw = new Map<string, Buffer>([...readLibraries(), ...ASSET_FILES.map((name) => [name, read(name)] as const)]);
   const version = createHash("sha256")
-    .update(ASSET_FILES.map((name) => `${name}\0${raw.get(name)!.toString("base64")}`).join("\0"))
+    .update([...raw].map(([name, body]) => `${name}\0${body.toString("base64")}`).join("\0"))
     .digest("hex")
     .slice(0, 12);
   const assetBase = `/assets/${version}`;
-  const assets = new Map(ASSET_FILES.map((name) => [name, represent(raw.get(name)!, TYPES[path.extname(name)]!)] as const));
+  const assets = new Map([...raw].map(([name, body]) => [name, represent(body, TYPES[path.extname(name)]!)] as const));
 
   const page = (name: "client" | "test") => {
     const template = read(`${name}.html`).toString("utf8").replaceAll("%ASSETS%", assetBase);
@@ -173,7 +209,7 @@ export function createPages(dir: URL = DIR): PageRoutes {
     client: page("client"),
     test: page("test"),
     asset(call) {
-      const file = assets.get(call.params.file as (typeof ASSET_FILES)[number]);
+      const file = assets.get(call.params.file ?? "");
       if (!file) return false;
       const current = call.params.version === version;
       send(call.req, call.res, file, { "cache-control": current ? "public, max-age=31536000, immutable" : "no-cache" });

@@ -1,30 +1,33 @@
 // /client: the customer's balance page. The key is sent with each GraphQL request and kept in the
 // page (sessionStorage only when "remember in this tab" is ticked). While an account is shown, a
 // graphql-ws subscription to the key's own task changes (`tasks`) refreshes it live.
-import { PageError, gql, h, initLang, onLangChange, safeUrls, setupKeyField, showError, subscribe, t, when, yuan } from "./common.js";
+import { PageError, gql, h, initLang, onLangChange, originalLine, safeUrls, setupKeyField, showError, subscribe, t, taskFailure, when, yuan } from "./common.js";
+import { createUsageChart } from "./usage-chart.js";
 
-const VIEWER = `query PageViewer($first: Int!) { viewer {
+const VIEWER = `query PageViewer($first: Int!, $days: Int!) { viewer {
   balance { amount } spent { amount } billedSeconds billedImages
+  usageByDay(days: $days) { date spent { amount } billedSeconds billedImages }
   tasks(first: $first) { totalCount nodes {
     id status result images error createdAt count seconds resolution
     price { amount } refunded { amount } charged { amount } model { id name kind } } } } }`;
 const CHANGES = `subscription PageTaskChanges { tasks { id status } }`;
 const RECENT = 20;
-const RETRY_MS = 5000;
+const CHART_DAYS = 30;
 
 const $ = (id) => document.getElementById(id);
 const form = $("lookup");
 const keyInput = $("key");
 const keyError = $("key-error");
 const account = $("account");
+const usageChart = createUsageChart($("usage"));
 
 /** The key whose account is shown, and its last answer. */
 let shownKey = "";
 let viewer = null;
 let updatedAt = null;
-let live = false;
+/** State of the live updates: "connecting", "live", "reconnecting" or "stopped". */
+let live = "stopped";
 let stopLive = () => {};
-let retryTimer = null;
 let loadSeq = 0;
 
 initLang("title.client");
@@ -44,7 +47,7 @@ async function load(key, { announceBalance = false } = {}) {
   const seq = ++loadSeq;
   account.setAttribute("aria-busy", "true");
   try {
-    const data = await gql(VIEWER, { first: RECENT }, key);
+    const data = await gql(VIEWER, { first: RECENT, days: CHART_DAYS }, key);
     if (seq !== loadSeq || key !== shownKey) return;
     const before = viewer?.balance?.amount;
     viewer = data.viewer;
@@ -73,8 +76,8 @@ function forget() {
   viewer = null;
   account.hidden = true;
   stopLive();
-  clearTimeout(retryTimer);
-  live = false;
+  stopLive = () => {};
+  live = "stopped";
 }
 
 let refreshTimer = null;
@@ -84,34 +87,34 @@ function refreshSoon() {
   refreshTimer = setTimeout(() => shownKey && load(shownKey), 150);
 }
 
+/**
+ * Follows the key's task changes on the page's one live connection. A change, and every
+ * (re)connection (changes made while no socket was up were missed), reloads the account.
+ */
 function goLive(key) {
   stopLive();
-  clearTimeout(retryTimer);
+  const setLive = (value) => {
+    if (key !== shownKey || live === value) return;
+    live = value;
+    renderLiveState();
+  };
+  live = "connecting";
   stopLive = subscribe(key, CHANGES, {}, {
-    next: () => {
-      if (!live) {
-        live = true;
-        renderLiveState();
-      }
+    next: refreshSoon,
+    connected: () => {
+      setLive("live");
       refreshSoon();
     },
-    complete: () => {},
-    error: (error) => {
-      live = false;
-      renderLiveState();
-      if (key !== shownKey) return;
-      if (error instanceof PageError && (error.code === "unauthorized" || error.code === "key_disabled")) return;
-      retryTimer = setTimeout(() => key === shownKey && goLive(key), RETRY_MS);
-    },
+    disconnected: () => setLive("reconnecting"),
+    complete: () => setLive("stopped"),
+    error: () => setLive("stopped"),
   });
-  // The subscription has no first event: it is live once the socket is up; assume so until an error.
-  live = true;
-  renderLiveState();
 }
 
 function renderLiveState() {
-  $("live-state").textContent = t(live ? "client.live" : "client.offline");
-  $("live-state").className = live ? "live" : "";
+  $("live-state").textContent = t(`client.${live}`);
+  $("live-state").className = live === "live" ? "live" : "";
+  $("live-state").dataset.state = live;
 }
 
 function statusBadge(status) {
@@ -119,7 +122,10 @@ function statusBadge(status) {
 }
 
 function resultLinks(task) {
-  if (task.status === "FAILED") return h("span", { className: "muted", textContent: task.error ?? "" });
+  if (task.status === "FAILED") {
+    const failure = taskFailure(task.error);
+    return h("span", { className: "muted failure", dataset: { role: "failure" } }, failure.text, originalLine(failure.original));
+  }
   if (task.status !== "SUCCEEDED") return "—";
   const urls = safeUrls(task.images?.length ? task.images : [task.result]);
   if (!urls.length) return "—";
@@ -139,7 +145,7 @@ function chargedCell(task) {
 function describe(task) {
   const parts = [];
   if (task.resolution) parts.push(task.resolution);
-  if (task.seconds) parts.push(`${task.seconds} s`);
+  if (task.seconds) parts.push(t("unit.seconds", { n: task.seconds }));
   parts.push(`× ${task.count}`);
   return parts.join(" · ");
 }
@@ -153,6 +159,7 @@ function render() {
   $("billed-images").textContent = String(viewer.billedImages ?? 0);
   $("updated").textContent = updatedAt ? t("client.updated", { time: when(updatedAt.toISOString()) }) : "";
   renderLiveState();
+  void usageChart.update(viewer.usageByDay);
   const nodes = viewer.tasks?.nodes ?? [];
   $("no-tasks").hidden = nodes.length > 0;
   $("tasks-table").hidden = nodes.length === 0;
@@ -195,6 +202,7 @@ keyInput.addEventListener("input", () => {
   if (shownKey && keyInput.value.trim() !== shownKey) forget();
 });
 onLangChange(() => {
+  $("announce").textContent = ""; // an announcement in the other language is stale
   render();
   showError(keyError, lastKeyError);
 });

@@ -1,6 +1,7 @@
-// Shared by /client and /test: language, GraphQL over fetch, one graphql-ws subscription
-// (the graphql-transport-ws protocol in a few lines), the API key field, money and dates.
-import { messages } from "./i18n.js";
+// Shared by /client and /test: language, GraphQL over fetch, live updates over graphql-ws (the
+// graphql-ws client library, one WebSocket per page and key), the API key field, money and dates.
+import { createClient } from "./graphql-ws.js";
+import { FIELD_LABELS, TASK_ERRORS, messages } from "./i18n.js";
 
 const LANG_STORE = "switchyard.lang";
 const KEY_STORE = "switchyard.key";
@@ -82,8 +83,29 @@ export function when(iso) {
 // ---------------------------------------------------------------------------------------------
 // GraphQL over HTTP
 
-/** Error codes with a localized message of their own (the rest show the service's message). */
+/** Error codes whose English message is the page's own (the rest show the service's message in English). */
 const LOCALIZED_CODES = new Set(["unauthorized", "key_disabled", "insufficient_balance", "upstream_failed", "upstream_timeout", "rate_limited"]);
+
+/** The label of a request field named in a service message (`reference_images[2]` → its label). */
+function fieldLabel(field) {
+  const name = field.replace(/\[\d+\]$/, "");
+  return FIELD_LABELS[name] ? t(FIELD_LABELS[name]) : name;
+}
+
+/**
+ * The service's validation messages (src/errors.ts `validationMessages`), in the page's language;
+ * null for any other message.
+ */
+function localFieldMessage(message) {
+  if (message === messages.en["err.prompt.required"]) return t("err.prompt.required");
+  let match = /^model_id must be one of: ([\d, ]+)$/.exec(message);
+  if (match) return t("err.field.modelId", { ids: match[1] });
+  match = /^([a-z_]+(?:\[\d+\])?) must be a public HTTPS URL$/.exec(message);
+  if (match) return t("err.field.publicUrl", { field: fieldLabel(match[1]) });
+  match = /^([a-z_]+(?:\[\d+\])?) has an unsupported value$/.exec(message);
+  if (match) return t("err.field.unsupported", { field: fieldLabel(match[1]) });
+  return null;
+}
 
 /** A failure the page shows inline: localized text, the service's own message, the field concerned. */
 export class PageError extends Error {
@@ -97,16 +119,30 @@ export class PageError extends Error {
     this.field = info.field;
   }
 
-  /** The text to show: the localized message (and the service's wording when it differs). */
+  /**
+   * The text to show. English: the page's message for the common codes (with the service's
+   * wording when it differs), else the service's message. Chinese: always Chinese — the
+   * service's validation messages translated, else the code's message, else a generic one (the
+   * service's English wording then goes to {@link detail}).
+   */
   get text() {
     const key = `err.${this.code}`;
     if (this.code === "network") return t("err.network");
-    if (LOCALIZED_CODES.has(this.code)) {
-      const local = t(key);
-      return local === this.message || !this.message ? local : `${local} (${this.message})`;
+    if (lang === "en") {
+      if (LOCALIZED_CODES.has(this.code)) {
+        const local = t(key);
+        return local === this.message || !this.message ? local : `${local} (${this.message})`;
+      }
+      if (this.message) return this.message;
+      return t("err.unknown", { status: this.status });
     }
-    if (this.message) return this.message;
-    return t("err.unknown", { status: this.status });
+    return localFieldMessage(this.message) ?? (messages[lang][key] ? t(key) : t("err.unknown", { status: this.status }));
+  }
+
+  /** The service's own wording, when {@link text} (in Chinese) does not carry all of it; else "". */
+  get detail() {
+    if (lang === "en" || !this.message || this.code === "network" || localFieldMessage(this.message)) return "";
+    return this.message === messages.en[`err.${this.code}`] ? "" : this.message;
   }
 
   /** A second line of help for some errors. */
@@ -115,6 +151,20 @@ export class PageError extends Error {
     if (this.code === "upstream_failed" || this.code === "upstream_timeout") return t("err.upstream.hint");
     return "";
   }
+}
+
+/**
+ * A task's failure reason (`Task.error`, written by the service in English) in the page's
+ * language: `text` to show, and `original` (the service's wording) when `text` is the generic
+ * message of a reason the pages do not know.
+ * @param {string | null | undefined} error
+ * @returns {{ text: string, original: string }}
+ */
+export function taskFailure(error) {
+  const raw = typeof error === "string" ? error.trim() : "";
+  if (!raw) return { text: t("task.errorOther"), original: "" };
+  if (TASK_ERRORS[raw]) return { text: t(TASK_ERRORS[raw]), original: "" };
+  return lang === "en" ? { text: raw, original: "" } : { text: t("task.errorOther"), original: raw };
 }
 
 /** The first GraphQL error of a result as a {@link PageError}. */
@@ -159,74 +209,139 @@ export async function gql(query, variables = {}, key) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// One subscription over graphql-ws (protocol graphql-transport-ws)
+// Live updates: the graphql-ws client library over one shared WebSocket
+
+/** Reconnection waits double from 1 s up to this, with jitter. */
+const LIVE_RETRY_MAX_MS = 30_000;
+/** A ping this long after the last message; no pong within LIVE_PONG_WAIT_MS drops the socket. */
+const LIVE_KEEP_ALIVE_MS = 15_000;
+const LIVE_PONG_WAIT_MS = 5_000;
+/** How long a socket without subscriptions stays open, ready for the next one. */
+const LIVE_IDLE_CLOSE_MS = 60_000;
+/** The most the server may take to acknowledge a connection before it is retried. */
+const LIVE_ACK_WAIT_MS = 10_000;
 
 /**
- * Subscribes on the router's `/graphql` WebSocket with the key in the connection params.
+ * Waits before reconnection attempt `retries` (0, 1, …): exponential backoff, 1 s, 2 s, 4 s … at
+ * most 30 s, each with "equal jitter" (half fixed, half random) so that the pages of a restarted
+ * server do not all come back at the same instant.
+ */
+function backoff(retries) {
+  const ceiling = Math.min(LIVE_RETRY_MAX_MS, 1000 * 2 ** retries);
+  return new Promise((resolve) => setTimeout(resolve, ceiling / 2 + Math.random() * (ceiling / 2)));
+}
+
+const isCloseEvent = (value) => typeof value === "object" && value !== null && "code" in value && "reason" in value;
+
+/** @type {Map<string, { client: import("./graphql-ws.js").Client, members: Set<{ connected(wasRetry: boolean): void, disconnected(): void }> }>} */
+const liveClients = new Map();
+
+/**
+ * The page's live connection for `key`: one graphql-ws client, so every subscription of the key
+ * shares one WebSocket. It connects on the first subscription, reconnects with {@link backoff}
+ * (never after 4403, a refused key), pings every 15 s, and closes a minute after its last
+ * subscription ends.
+ */
+function liveClient(key) {
+  let live = liveClients.get(key);
+  if (live) return live;
+  const members = new Set();
+  let pongTimer;
+  const client = createClient({
+    url: `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/graphql`,
+    // Read on every (re)connection, so a reconnection speaks the current language.
+    connectionParams: () => ({ Authorization: `Bearer ${key}`, "Accept-Language": lang === "zh" ? "zh-CN" : "en" }),
+    lazy: true,
+    lazyCloseTimeout: LIVE_IDLE_CLOSE_MS,
+    keepAlive: LIVE_KEEP_ALIVE_MS,
+    connectionAckWaitTimeout: LIVE_ACK_WAIT_MS,
+    retryAttempts: Infinity,
+    retryWait: backoff,
+    shouldRetry: (event) => isCloseEvent(event) && event.code !== 4403,
+    on: {
+      ping: (received) => {
+        if (!received) pongTimer = setTimeout(() => client.terminate(), LIVE_PONG_WAIT_MS);
+      },
+      pong: (received) => {
+        if (received) clearTimeout(pongTimer);
+      },
+      connected: (_socket, _payload, wasRetry) => {
+        for (const member of [...members]) member.connected(wasRetry);
+      },
+      closed: () => {
+        clearTimeout(pongTimer);
+        for (const member of [...members]) member.disconnected();
+      },
+    },
+  });
+  live = { client, members };
+  liveClients.set(key, live);
+  return live;
+}
+
+/** What a subscription's sink gets on failure: a {@link PageError}, or `{ closeCode }` when the socket cannot be used. */
+function liveError(error) {
+  if (Array.isArray(error)) return pageErrorOf(error[0]);
+  if (isCloseEvent(error) && error.code === 4403) return new PageError({ code: "unauthorized", status: 401, message: "Invalid or missing API key" });
+  return { closeCode: isCloseEvent(error) ? error.code : 0 };
+}
+
+/**
+ * Subscribes on the router's `/graphql` WebSocket with the key in the connection params, on the
+ * page's one connection for that key.
  * @param {string} key
  * @param {string} query
  * @param {Record<string, unknown>} variables
- * @param {{ next(data: any): void, error(error: PageError | { closeCode: number }): void, complete(): void }} sink
+ * @param {{ next(data: any): void, error(error: PageError | { closeCode: number }): void, complete(): void,
+ *   connected?(wasRetry: boolean): void, disconnected?(): void }} sink `connected` runs each time the
+ *   socket is (re)acknowledged while the subscription lasts (events sent meanwhile were missed),
+ *   `disconnected` each time it closes and a reconnection is tried; `error` ends the subscription
+ *   (a GraphQL error, a refused key, or a socket that will not be retried)
  * @returns a function that stops the subscription
  */
 export function subscribe(key, query, variables, sink) {
-  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/graphql`;
-  let finished = false;
-  let socket;
-  try {
-    socket = new WebSocket(url, "graphql-transport-ws");
-  } catch {
-    queueMicrotask(() => sink.error({ closeCode: 0 }));
-    return () => {};
-  }
-  const send = (message) => socket.readyState === WebSocket.OPEN && socket.send(JSON.stringify(message));
-  const finish = (then) => {
-    if (finished) return;
-    finished = true;
-    if (socket.readyState === WebSocket.OPEN) socket.close(1000, "done");
-    then();
+  const live = liveClient(key);
+  let done = false;
+  const member = { connected: (wasRetry) => !done && sink.connected?.(wasRetry), disconnected: () => !done && sink.disconnected?.() };
+  live.members.add(member);
+  const finish = () => {
+    done = true;
+    live.members.delete(member);
   };
-  socket.addEventListener("open", () =>
-    send({ type: "connection_init", payload: { Authorization: `Bearer ${key}`, "Accept-Language": lang === "zh" ? "zh-CN" : "en" } }),
+  const stop = live.client.subscribe(
+    { query, variables },
+    {
+      next: (result) => {
+        if (done) return;
+        if (result.errors?.length) {
+          finish();
+          stop();
+          sink.error(pageErrorOf(result.errors[0]));
+        } else sink.next(result.data);
+      },
+      error: (error) => {
+        if (done) return;
+        finish();
+        sink.error(liveError(error));
+      },
+      complete: () => {
+        if (done) return;
+        finish();
+        sink.complete();
+      },
+    },
   );
-  socket.addEventListener("message", (event) => {
-    let message;
-    try {
-      message = JSON.parse(event.data);
-    } catch {
-      return;
-    }
-    switch (message.type) {
-      case "connection_ack":
-        send({ id: "1", type: "subscribe", payload: { query, variables } });
-        break;
-      case "ping":
-        send({ type: "pong" });
-        break;
-      case "next":
-        if (message.payload?.errors?.length) finish(() => sink.error(pageErrorOf(message.payload.errors[0])));
-        else if (!finished) sink.next(message.payload.data);
-        break;
-      case "error":
-        finish(() => sink.error(pageErrorOf(message.payload?.[0])));
-        break;
-      case "complete":
-        finish(() => sink.complete());
-        break;
-    }
-  });
-  socket.addEventListener("close", (event) => {
-    if (finished) return;
-    finished = true;
-    sink.error(event.code === 4403 ? new PageError({ code: "unauthorized", status: 401, message: "Invalid or missing API key" }) : { closeCode: event.code });
-  });
   return () => {
-    if (finished) return;
-    finished = true;
-    send({ id: "1", type: "complete" });
-    socket.close(1000, "stopped");
+    if (done) return;
+    finish();
+    stop();
   };
 }
+
+window.addEventListener("pagehide", () => {
+  for (const { client } of liveClients.values()) client.dispose();
+  liveClients.clear();
+});
 
 // ---------------------------------------------------------------------------------------------
 // The API key field
@@ -282,6 +397,11 @@ export function h(tag, props = {}, ...children) {
   return el;
 }
 
+/** A second line with the service's own (English) wording of a message shown translated. */
+export function originalLine(text) {
+  return text ? h("span", { className: "original" }, t("err.original", { text: "" }), h("span", { lang: "en", textContent: text })) : null;
+}
+
 /** Shows an error in an inline message element (role="alert"), or clears it with null. */
 export function showError(box, error) {
   box.replaceChildren();
@@ -289,4 +409,6 @@ export function showError(box, error) {
   if (!error) return;
   box.append(h("strong", { textContent: error.text }));
   if (error.hint) box.append(h("span", { className: "hint", textContent: ` ${error.hint}` }));
+  const original = originalLine(error.detail);
+  if (original) box.append(original);
 }

@@ -1,8 +1,8 @@
 // /test: the test bench. The form is built from the server's catalog (GraphQL `models`), the price
 // preview is the server's own `quote`, a submission is the user's GraphQL mutation with their key,
-// and each task's status comes live over graphql-ws (`taskStatusChanged`), or every 3 s from
-// `task(id)` if the socket cannot be used.
-import { PageError, currentLang, gql, h, initLang, onLangChange, safeUrls, setupKeyField, showError, subscribe, t, yuan } from "./common.js";
+// and each task's status comes live over graphql-ws (`taskStatusChanged`, every task on the page's
+// one WebSocket), or every 3 s from `task(id)` while that socket is down.
+import { PageError, currentLang, gql, h, initLang, onLangChange, originalLine, safeUrls, setupKeyField, showError, subscribe, t, taskFailure, yuan } from "./common.js";
 
 const MODEL_FIELDS = `id name kind sizes resolutions durations { resolution seconds } defaultSeconds maxCount available
   references { kinds frames maxImages maxAudios maxVideos maxTotal audioNeedsVisual }`;
@@ -199,11 +199,12 @@ keyInput.addEventListener("change", refreshBalance);
 // ---------------------------------------------------------------------------------------------
 // Errors shown inline
 
-function setFieldError(field, text) {
+function setFieldError(field, text, original = "") {
   const box = $(`${field}-error`);
   const control = field === "key" ? keyInput : field === "model_id" ? modelSelect : $(field);
   if (!box || !control) return false;
-  box.textContent = text ?? "";
+  box.replaceChildren(text ?? "");
+  if (text && original) box.append(originalLine(original));
   box.hidden = !text;
   if (text) control.setAttribute("aria-invalid", "true");
   else control.removeAttribute("aria-invalid");
@@ -238,7 +239,7 @@ function showSubmitError(error) {
     focus = keyInput;
   } else {
     const field = fieldOf(error);
-    if (field && setFieldError(field, error.text)) {
+    if (field && setFieldError(field, error.text, error.detail)) {
       focus = field === "model_id" ? modelSelect : $(field);
       if (field.startsWith("reference_") || field.startsWith("frame_")) $("refs").open = true;
     }
@@ -355,19 +356,38 @@ function track(task, key) {
     render(entry);
     if (TERMINAL.has(next.status)) refreshBalance();
   };
+  // Polling every 3 s while the live connection is down (spec: poll when there is no socket),
+  // stopped when it is back.
   let polling = null;
   const poll = async () => {
+    polling = null;
     try {
       const data = await gql(TASK, { id: task.id }, key);
       onTask(data.task);
     } catch {
       /* try again next round */
     }
-    if (!TERMINAL.has(entry.task.status)) polling = setTimeout(poll, POLL_MS);
+    if (entry.note && !TERMINAL.has(entry.task.status)) polling = setTimeout(poll, POLL_MS);
+  };
+  const startPolling = () => {
+    if (TERMINAL.has(entry.task.status) || entry.note) return;
+    entry.note = "task.polling";
+    render(entry);
+    clearTimeout(polling);
+    polling = setTimeout(poll, 0);
   };
   entry.stop = subscribe(key, WATCH, { id: task.id }, {
     next: (data) => onTask(data?.taskStatusChanged),
     complete: () => {},
+    disconnected: startPolling,
+    // Back on the socket: graphql-ws subscribes again, and the server's first event is the task as it is now.
+    connected: () => {
+      if (!entry.note) return;
+      clearTimeout(polling);
+      polling = null;
+      entry.note = "";
+      render(entry);
+    },
     error: (error) => {
       if (TERMINAL.has(entry.task.status)) return;
       if (error instanceof PageError) {
@@ -375,10 +395,8 @@ function track(task, key) {
         render(entry);
         return;
       }
-      // No socket (a proxy without WebSockets, a restart): poll as the spec recommends.
-      entry.note = "task.polling";
-      render(entry);
-      polling = setTimeout(poll, 0);
+      // The socket cannot be used at all (a proxy without WebSockets): poll until the task ends.
+      startPolling();
     },
   });
   window.addEventListener("pagehide", () => {
@@ -403,7 +421,7 @@ function aiMark() {
 function describe(task) {
   const parts = [];
   if (task.resolution) parts.push(task.resolution);
-  if (task.seconds) parts.push(`${task.seconds} s`);
+  if (task.seconds) parts.push(t("unit.seconds", { n: task.seconds }));
   if (task.size) parts.push(task.size);
   parts.push(`× ${task.count}`);
   return parts.join(" · ");
@@ -445,6 +463,12 @@ function resultsOf(task) {
   );
 }
 
+/** Why a task failed, in the page's language (the service's own words below when they are not known). */
+function failureNote(task) {
+  const failure = taskFailure(task.error);
+  return h("p", { className: "alert", dataset: { role: "failure" } }, t("task.error", { error: failure.text }), originalLine(failure.original));
+}
+
 function render(entry) {
   const { task } = entry;
   const money = [`${t("task.price")} ${yuan(task.price)}`];
@@ -467,8 +491,8 @@ function render(entry) {
       { className: "timeline", attrs: { "aria-label": t("task.statusLabel") } },
       entry.history.map((step) => h("li", { dataset: { status: step.status } }, t(`status.${step.status}`), " ", h("time", { dateTime: step.at.toISOString(), textContent: clock(step.at) }))),
     ),
-    task.status === "FAILED" && task.error ? h("p", { className: "alert", textContent: t("task.error", { error: task.error }) }) : null,
-    entry.error ? h("p", { className: "alert", textContent: entry.error.text }) : null,
+    task.status === "FAILED" ? failureNote(task) : null,
+    entry.error ? h("p", { className: "alert" }, entry.error.text, originalLine(entry.error.detail)) : null,
     entry.note && !TERMINAL.has(task.status) ? h("p", { className: "hint", dataset: { role: "note" }, textContent: t(entry.note) }) : null,
     resultsOf(task),
   );
@@ -482,6 +506,7 @@ function render(entry) {
 // Start
 
 onLangChange(() => {
+  announce.textContent = ""; // an announcement in the other language is stale
   renderModelOptions();
   renderForm();
   for (const entry of tasks.values()) render(entry);

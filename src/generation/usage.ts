@@ -4,6 +4,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { fitText, type Db } from "../db/index.ts";
+import { AppError } from "../errors.ts";
 import { balanceOf } from "../ledger/index.ts";
 import type { Caller } from "../auth/keys.ts";
 import type { MilliYuan } from "../money.ts";
@@ -70,6 +71,100 @@ export async function usageTotals(db: Db, caller: Caller): Promise<UsageTotals> 
   const reader = usageReader(db, async () => caller);
   const [balance, spent, billedSeconds, billedImages] = await Promise.all([reader.balance(), reader.spent(), reader.billedSeconds(), reader.billedImages()]);
   return { balance, spent, billedSeconds, billedImages };
+}
+
+/** One UTC day of a key's usage (`viewer.usageByDay`). */
+export interface DailyUsage {
+  /** The day, ISO 8601 `YYYY-MM-DD`, in UTC. */
+  date: string;
+  /** Debits minus refunds of the key recorded that day, milli-yuan (negative when refunds outweigh debits). */
+  spent: MilliYuan;
+  /** Seconds × count over the key's video tasks created that day that were not refunded. */
+  billedSeconds: number;
+  /** Images charged after settlement over the key's image tasks created that day. */
+  billedImages: number;
+}
+
+/** Days `usageByDay` covers by default, and at most. */
+export const USAGE_DAYS_DEFAULT = 30;
+export const USAGE_DAYS_MAX = 90;
+
+/**
+ * Reads a `days` argument of the per-day usage.
+ * @returns 1-90; {@link USAGE_DAYS_DEFAULT} when absent
+ * @throws AppError `invalid_request` (400, field `days`) outside 1-90 or not an integer
+ */
+export function usageDays(days: number | null | undefined): number {
+  if (days == null) return USAGE_DAYS_DEFAULT;
+  if (!Number.isInteger(days) || days < 1 || days > USAGE_DAYS_MAX) {
+    throw new AppError("invalid_request", `days must be an integer from 1 to ${USAGE_DAYS_MAX}`, { field: "days" });
+  }
+  return days;
+}
+
+const DAY_MS = 86_400_000;
+const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+/**
+ * The one statement behind {@link usageByDay}: the key's ledger debits and refunds and its tasks
+ * created in [`from`, `to`), summed per UTC day (`created_at` is ISO 8601 UTC text, so its first
+ * ten characters are the day). Both halves are range reads of a (`key_id`, `created_at`) index,
+ * never a scan of the key's whole history. Exported for the test that EXPLAINs it.
+ * @param from first instant, ISO 8601 UTC (inclusive)
+ * @param to last instant, ISO 8601 UTC (exclusive)
+ * @returns rows `{ day, spent, seconds, image_amount }` (milli-yuan for spent and image_amount)
+ */
+export function usageByDayQuery(db: Db, keyId: string, from: string, to: string) {
+  const day = db.raw("substr(created_at, 1, 10) as day");
+  const ledger = db("ledger_entries")
+    .select(day, db.raw("0 - amount as spent"), db.raw("0 as seconds"), db.raw("0 as image_amount"))
+    .where("key_id", keyId)
+    .where("created_at", ">=", from)
+    .where("created_at", "<", to)
+    .whereIn("kind", ["debit", "refund"]);
+  // The same rules as billedSeconds and billedImages of usageReader, per task.
+  const tasks = db("tasks")
+    .select(
+      day,
+      db.raw("0 as spent"),
+      db.raw("case when kind = 'video' and refunded = 0 and status <> 2 then seconds * count else 0 end as seconds"),
+      db.raw("case when kind = 'image' then price - refunded else 0 end as image_amount"),
+    )
+    .where("key_id", keyId)
+    .where("created_at", ">=", from)
+    .where("created_at", "<", to);
+  return db
+    .from(ledger.unionAll(tasks).as("usage"))
+    .select("day")
+    .sum({ spent: "spent", seconds: "seconds", image_amount: "image_amount" })
+    .groupBy("day")
+    .orderBy("day");
+}
+
+/**
+ * The calling key's usage per UTC day over the last `days` days, today included: one entry per
+ * day, oldest first, days without usage as zeros. Spending is counted on the day of the ledger
+ * entry (a refund on the day it was made), billed units on the day the task was created.
+ * @param days 1-90 (see {@link usageDays})
+ * @param now the current time (tests pass their own)
+ */
+export async function usageByDay(db: Db, caller: Caller, days: number, now: Date = new Date()): Promise<DailyUsage[]> {
+  const firstDayMs = Date.parse(isoDay(now.getTime())) - (days - 1) * DAY_MS;
+  const from = new Date(firstDayMs).toISOString();
+  const to = new Date(firstDayMs + days * DAY_MS).toISOString();
+  const rows: { day: string; spent: unknown; seconds: unknown; image_amount: unknown }[] = await usageByDayQuery(db, caller.keyId, from, to);
+  const byDay = new Map(rows.map((row) => [row.day, row]));
+  const perImage = priceOf(getModel(IMAGE_MODEL_ID)!, { seconds: null, resolution: "1k", count: 1 });
+  return Array.from({ length: days }, (_, i) => {
+    const date = isoDay(firstDayMs + i * DAY_MS);
+    const row = byDay.get(date);
+    return {
+      date,
+      spent: Number(row?.spent ?? 0),
+      billedSeconds: Number(row?.seconds ?? 0),
+      billedImages: Number(row?.image_amount ?? 0) / perImage,
+    };
+  });
 }
 
 /**

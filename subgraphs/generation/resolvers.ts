@@ -8,7 +8,7 @@ import { validateGenerationRequest } from "../../src/generation/validation.ts";
 import { isTerminal, type TaskRecord } from "../../src/generation/tasks.ts";
 import { accountTopic, eventStream, type OutboxMessage } from "../../src/events/pubsub.ts";
 import { revocationFor, revokesKey } from "../../src/auth/revocation.ts";
-import { recentRequests } from "../../src/generation/usage.ts";
+import { recentRequests, usageByDay, usageDays } from "../../src/generation/usage.ts";
 import { AppError, isAppError } from "../../src/errors.ts";
 import { formatYuan, toMoney } from "../../src/money.ts";
 import { pageSize, toConnection } from "../shared/connection.ts";
@@ -222,6 +222,12 @@ export const resolvers = {
     recentRequests: async (account: { id: string }, args: { first?: number }, ctx: GenerationContext) => {
       const caller = await ownAccount(ctx, account.id);
       return caller ? recentRequests(ctx.db, caller, pageSize(args.first)) : null;
+    },
+    usageByDay: async (account: { id: string }, args: { days?: number | null }, ctx: GenerationContext) => {
+      const days = usageDays(args.days);
+      const caller = await ownAccount(ctx, account.id);
+      if (!caller) return null;
+      return (await usageByDay(ctx.db, caller, days)).map((day) => ({ ...day, spent: toMoney(day.spent) }));
     },
   },
   Task: {

@@ -9,7 +9,7 @@
 import fs from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chromium, type Browser, type BrowserContext, type Locator, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Locator, type Page, type WebSocket } from "playwright-core";
 import { startTestStack, type TestStack } from "../support/stack.ts";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";
 
@@ -88,6 +88,86 @@ async function waitForStatus(page: Page, label: string) {
   await page.waitForFunction((label) => document.querySelector('.task [data-role="status"]')?.textContent === label, label, { polling: "raf", timeout: 15_000 });
 }
 
+/**
+ * Texts a person sees (or hears) on the page that are not Chinese: visible text, labels, titles,
+ * options and the document title, less names that stay as they are (the brand, "API", "URL",
+ * model names, task ids, resolutions) and anything inside an element marked `lang="en"` (the
+ * English switch, the service's original wording under a translated message).
+ */
+async function notChinese(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const KEPT = /Switchyard|API|HTTPS|URL|UTC|AI|video-\d+|image-\d+|task_[a-z0-9]+|\b\d+[Pk]\b|#fail/g;
+    const found: string[] = [];
+    const check = (text: string | null, where: string) => {
+      if (text && /[A-Za-z]{2,}/.test(text.replace(KEPT, ""))) found.push(`${where}: ${text.trim()}`);
+    };
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const el = node.parentElement!;
+      if (el.closest('[lang="en"]:not(html), noscript') || !(el.checkVisibility() || el.closest("option"))) continue;
+      check(node.textContent, el.tagName.toLowerCase());
+    }
+    for (const el of document.querySelectorAll("[aria-label], [title], [alt], [placeholder]")) {
+      if (el.closest('[lang="en"]:not(html)')) continue;
+      for (const attr of ["aria-label", "title", "alt", "placeholder"]) check(el.getAttribute(attr), `${el.tagName.toLowerCase()}[${attr}]`);
+    }
+    check(document.title, "title");
+    return found;
+  });
+}
+
+/** Submits through REST, waits until the task settles, and moves it and its ledger entries to noon UTC `daysAgo` days back. */
+async function usageOn(key: string, daysAgo: number, path: string, body: Record<string, unknown>) {
+  const submitted = await t.rest("POST", path, { key, body });
+  expect(submitted.status).toBe(200);
+  const taskId = submitted.body.data.task_id as string;
+  await t.waitForTask(key, taskId);
+  const at = `${new Date(Date.now() - daysAgo * 86_400_000).toISOString().slice(0, 10)}T12:00:00.000Z`;
+  await t.stack.db!("tasks").where("id", taskId).update({ created_at: at });
+  await t.stack.db!("ledger_entries").where("task_id", taskId).update({ created_at: at });
+}
+
+/** A UTC day `daysAgo` days back as the chart's legend writes it. */
+function longDate(daysAgo: number, locale: string) {
+  const day = `${new Date(Date.now() - daysAgo * 86_400_000).toISOString().slice(0, 10)}T00:00:00Z`;
+  return new Intl.DateTimeFormat(locale, { dateStyle: "medium", timeZone: "UTC" }).format(new Date(day));
+}
+
+/** Moves the pointer over day `slot` (0 = oldest of 30) of a chart's plot area. */
+async function pointAtDay(page: Page, chart: string, slot: number) {
+  const box = (await page.locator(`${chart} .u-over`).boundingBox())!;
+  await page.mouse.move(box.x + ((slot + 0.5) * box.width) / 30, box.y + box.height / 2);
+}
+
+/** A WebSocket of a page with what it carried: the tasks subscribed on it and their statuses received. */
+interface Socket {
+  socket: WebSocket;
+  /** Task ids of the `taskStatusChanged` subscriptions sent on it, in order. */
+  subscribed(): string[];
+  /** Statuses of a task received on it, in order. */
+  statuses(taskId: string): string[];
+}
+
+function watchSocket(socket: WebSocket): Socket {
+  const sent: any[] = [];
+  const received: any[] = [];
+  const parse = (payload: string | Buffer) => {
+    try {
+      return JSON.parse(String(payload));
+    } catch {
+      return null;
+    }
+  };
+  socket.on("framesent", (frame) => sent.push(parse(frame.payload)));
+  socket.on("framereceived", (frame) => received.push(parse(frame.payload)));
+  return {
+    socket,
+    subscribed: () => sent.filter((m) => m?.type === "subscribe" && m.payload?.variables?.id).map((m) => m.payload.variables.id),
+    statuses: (taskId) =>
+      received.map((m) => m?.type === "next" && m.payload?.data?.taskStatusChanged).filter((task) => task && task.id === taskId).map((task) => task.status),
+  };
+}
+
 async function shot(page: Page, name: string) {
   await page.screenshot({ path: `${ARTIFACTS}${name}.png`, fullPage: true });
 }
@@ -129,6 +209,25 @@ describe("serving the pages", () => {
     for (const path of ["/assets/0000000000/nope.js", "/assets/0000000000/..%2Fpages.ts", "/assets/0000000000/client.html"]) {
       expect((await fetch(`${t.url}${path}`)).status).toBe(404);
     }
+  });
+
+  it("serves graphql-ws's browser module (with its chunk) and uPlot from node_modules, byte for byte, as versioned assets", async () => {
+    const html = await (await fetch(`${t.url}/client`)).text();
+    const base = html.match(/src="(\/assets\/[0-9a-f]+)\/client\.js"/)![1]!;
+    const library = (file: string) => fs.readFileSync(new URL(`../../node_modules/${file}`, import.meta.url));
+    const graphqlWs = library("graphql-ws/dist/client.js");
+    const chunk = /from '\.\/(common-[\w-]+\.js)'/.exec(graphqlWs.toString())![1]!;
+    for (const [name, body, type] of [
+      ["graphql-ws.js", graphqlWs, "text/javascript; charset=utf-8"],
+      [chunk, library(`graphql-ws/dist/${chunk}`), "text/javascript; charset=utf-8"],
+      ["uPlot.esm.js", library("uplot/dist/uPlot.esm.js"), "text/javascript; charset=utf-8"],
+      ["uPlot.min.css", library("uplot/dist/uPlot.min.css"), "text/css; charset=utf-8"],
+    ] as const) {
+      const response = await fetch(`${t.url}${base}/${name}`, { headers: { "accept-encoding": "identity" } });
+      expect([name, response.status, response.headers.get("content-type"), response.headers.get("cache-control")]).toEqual([name, 200, type, "public, max-age=31536000, immutable"]);
+      expect(Buffer.from(await response.arrayBuffer()).equals(body)).toBe(true);
+    }
+    expect(html).toContain(`${base}/uPlot.min.css`);
   });
 });
 
@@ -276,6 +375,98 @@ describe("/test, the test bench", () => {
     await visible(page.locator(".task .media .ai-mark")).toBe(true);
   });
 
+  it("follows several tasks on one shared WebSocket and, when the server restarts, reconnects on its own and keeps updating", async () => {
+    // Slow steps (1.5 s) so the tasks are still running when the stack restarts under them.
+    const restarting = await startTestStack({ SIMULATOR_STEP_MS: "1500" });
+    try {
+      const { key } = await restarting.createKey("100");
+      const page = await open(restarting.url, "/test");
+      const sockets: Socket[] = [];
+      page.on("websocket", (socket) => sockets.push(watchSocket(socket)));
+      await page.getByLabel("API key").fill(key);
+      await page.getByLabel("Model").selectOption("52");
+      const submit = async (prompt: string) => {
+        const before = await page.locator(".task").count();
+        await page.getByLabel("Prompt").fill(prompt);
+        await page.getByRole("button", { name: "Generate" }).click();
+        await until(() => page.locator(".task").count()).toBe(before + 1);
+        return (await page.locator(".task").first().getAttribute("data-task-id"))!;
+      };
+      const running = [await submit("a heron"), await submit("a crane"), await submit("a stork")];
+      // Three tasks, one socket, each task a subscription on it, each with its live status.
+      await until(async () => sockets[0]?.subscribed() ?? []).toEqual(running);
+      expect(sockets).toHaveLength(1);
+      for (const id of running) await until(async () => sockets[0]!.statuses(id).length).toBeGreaterThan(0);
+
+      await restarting.restart();
+      await until(async () => sockets[0]!.socket.isClosed()).toBe(true);
+      // graphql-ws reconnects by itself (backoff) on a second socket and subscribes every task
+      // still running again; the server's first event on it is each task as it is now.
+      await until(async () => sockets.length, 15_000).toBe(2);
+      for (const id of running) await attribute(page.locator(`.task[data-task-id="${id}"]`), "data-status", 20_000).toBe("SUCCEEDED");
+      // The subscriptions still open when the first socket closed are exactly those subscribed again.
+      const stillRunning = running.filter((id) => sockets[0]!.statuses(id).at(-1) !== "SUCCEEDED");
+      expect(stillRunning.length).toBeGreaterThan(0);
+      const resubscribed = sockets[1]!.subscribed();
+      expect(new Set(resubscribed)).toEqual(new Set(stillRunning));
+      for (const id of resubscribed) expect(sockets[1]!.statuses(id).at(-1)).toBe("SUCCEEDED");
+
+      // The new connection keeps serving: a fourth task is followed live on it, no third socket.
+      const fourth = await submit("an ibis");
+      await waitForStatus(page, "Processing");
+      await waitForStatus(page, "Succeeded");
+      expect(sockets).toHaveLength(2);
+      expect(sockets[1]!.subscribed()).toContain(fourth);
+      expect(sockets[1]!.statuses(fourth)).toEqual(expect.arrayContaining(["PROCESSING", "SUCCEEDED"]));
+      await until(() => page.locator('.task [data-role="note"]').count()).toBe(0);
+    } finally {
+      await restarting.close();
+    }
+  });
+
+  it("in Chinese shows every message in Chinese: a failed task's reason, a bad key, an insufficient balance, a validation error", async () => {
+    const { key } = await t.createKey("10");
+    const page = await open(t.url, "/test", { locale: "zh-CN" });
+    await page.getByLabel("API 密钥").fill(key);
+    await page.getByLabel("模型").selectOption("52");
+    await page.getByLabel("提示词").fill("暴风雨中的灯塔 #fail");
+    await page.getByRole("button", { name: "生成" }).click();
+    await waitForStatus(page, "失败");
+    // The service's reason ("Simulated generation failure (#fail)") in Chinese, refunded.
+    await text(page.locator('.task [data-role="failure"]')).toBe("原因：模拟的生成失败（提示词中含有失败标记）");
+    await text(page.locator(".task .meta")).toContain("已退款 ¥5.00");
+    await text(page.locator("#balance-line")).toBe("余额：¥10.00");
+    expect(await notChinese(page)).toEqual([]);
+    await page.getByLabel("提示词").focus();
+    await shot(page, "test-desktop-zh");
+
+    await page.getByLabel("API 密钥").fill("sy_not_a_real_key");
+    await page.getByRole("button", { name: "生成" }).click();
+    await text(page.locator("#form-error")).toBe("API 密钥无效或缺失");
+    await text(page.locator("#key-error")).toBe("API 密钥无效或缺失");
+    expect(await notChinese(page)).toEqual([]);
+
+    const poor = await t.createKey("1");
+    await page.getByLabel("API 密钥").fill(poor.key);
+    await page.getByRole("button", { name: "生成" }).click();
+    await text(page.locator("#form-error")).toBe("余额不足 请为密钥充值，或选择更便宜的选项。");
+    expect(await notChinese(page)).toEqual([]);
+
+    await page.locator("#refs summary").click();
+    await page.getByLabel("参考图片 URL").fill("http://example.com/cat.png");
+    await page.getByRole("button", { name: "生成" }).click();
+    await text(page.locator("#reference_images-error")).toBe("参考图片 URL：必须是公开的 HTTPS 地址");
+    await text(page.locator("#form-error")).toBe("参考图片 URL：必须是公开的 HTTPS 地址");
+    expect(await notChinese(page)).toEqual([]);
+
+    await page.setViewportSize(PHONE);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
+    await shot(page, "test-phone-zh");
+    // The same check finds the English of the English page.
+    await page.getByRole("button", { name: "English" }).click();
+    expect(await notChinese(page)).toEqual(expect.arrayContaining(["h1: Test bench", "p: Reason: Simulated generation failure (#fail)"]));
+  });
+
   it("shows an upstream failure (502) and timeout (504) inline, saying the amount was refunded", async () => {
     let fake: FakeUpstream | undefined;
     let failing: TestStack | undefined;
@@ -335,7 +526,6 @@ describe("/client, the balance page", () => {
     await attribute(row.getByRole("link", { name: "Open" }), "href").toMatch(/\/media\/sim\/task_\w+\.mp4$/);
     await text(row.locator(".ai-mark")).toBe("AI-generated");
     await text(page.locator("#billed-seconds")).toBe("5");
-    await shot(page, "client-desktop");
   });
 
   it("follows Accept-Language (Chinese) with a working switch, remembers the key in the tab only when asked, and fits a phone", async () => {
@@ -353,12 +543,10 @@ describe("/client, the balance page", () => {
     await text(page.locator("#billed-images")).toBe("1");
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
     expect(width).toBeLessThanOrEqual(PHONE.width);
-    await shot(page, "client-phone-zh");
 
     await page.getByRole("button", { name: "English" }).click();
     await visible(page.getByLabel("API key")).toBe(true);
     await visible(page.getByRole("button", { name: "Show balance" })).toBe(true);
-    await shot(page, "client-phone");
 
     // Ticked: the same tab's /test starts with the key. The keyboard reaches the key field.
     await page.goto(`${t.url}/test`);
@@ -372,5 +560,95 @@ describe("/client, the balance page", () => {
     await value(page.getByLabel("API key")).toBe("");
     await page.keyboard.press("Tab");
     await focused(page.getByRole("link", { name: "Skip to content" })).toBe(true);
+  });
+
+  it("charts the key's spending and billed seconds and images per day over 30 days with the local uPlot, in both languages, at desktop and phone width", async () => {
+    const { key } = await t.createKey("100");
+    // Three days ago a 10 s video and three images, yesterday a 6 s video, today two images.
+    await usageOn(key, 3, "/api/v1/video/generations", { prompt: "a heron", model_id: 52, seconds: 10 });
+    await usageOn(key, 3, "/api/v1/images/generations", { prompt: "a kite", model_id: 45, count: 3 });
+    await usageOn(key, 1, "/api/v1/video/generations", { prompt: "a crane", model_id: 52, seconds: 6 });
+    await usageOn(key, 0, "/api/v1/images/generations", { prompt: "a boat", model_id: 45, count: 2 });
+
+    const page = await open(t.url, "/client");
+    await page.getByLabel("API key").fill(key);
+    await page.getByRole("button", { name: "Show balance" }).click();
+    await page.locator("#usage[data-drawn]").waitFor();
+    await text(page.locator("#usage-heading")).toBe("Last 30 days");
+    await text(page.locator("#usage-summary")).toBe("In 30 days: ¥17.50 spent; 16 seconds and 5 images billed.");
+    // Two uPlot charts, drawn on canvases, with their series in the legend.
+    await until(() => page.locator("#usage canvas").count()).toBe(2);
+    expect(await page.locator("#chart-spent .u-legend .u-label").allTextContents()).toEqual(["Day", "Spent"]);
+    expect(await page.locator("#chart-units .u-legend .u-label").allTextContents()).toEqual(["Day", "Seconds", "Images"]);
+    // Pointing at a day shows its exact values (30 equal slots, oldest first: three days ago is slot 26).
+    await pointAtDay(page, "#chart-spent", 26);
+    await text(page.locator("#chart-spent .u-legend .u-series").nth(1).locator(".u-value")).toBe("¥10.90");
+    await pointAtDay(page, "#chart-units", 26);
+    expect(await page.locator("#chart-units .u-legend .u-value").allTextContents()).toEqual([longDate(3, "en-GB"), "10 s", "3"]);
+    await pointAtDay(page, "#chart-units", 28);
+    expect(await page.locator("#chart-units .u-legend .u-value").allTextContents()).toEqual([longDate(1, "en-GB"), "6 s", "0"]);
+    await page.mouse.move(0, 0);
+    // The numbers, for those who cannot see the chart.
+    await page.getByText("Show the numbers").click();
+    expect(await page.locator("#usage-table tbody tr").evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll("td")].map((td) => td.textContent)))).toEqual([
+      [longDate(0, "en-GB"), "¥0.60", "0", "2"],
+      [longDate(1, "en-GB"), "¥6.00", "6", "0"],
+      [longDate(3, "en-GB"), "¥10.90", "10", "3"],
+    ]);
+    // uPlot came from this origin's versioned assets; nothing from anywhere else.
+    const loaded = await page.evaluate(() => performance.getEntriesByType("resource").map((entry) => entry.name));
+    expect(loaded).toContainEqual(expect.stringMatching(new RegExp(`^${t.url}/assets/[0-9a-f]+/uPlot\\.esm\\.js$`)));
+    expect(loaded.filter((url) => !url.startsWith(`${t.url}/`))).toEqual([]);
+    await shot(page, "client-desktop");
+
+    await page.getByRole("button", { name: "中文" }).click();
+    await text(page.locator("#usage-heading")).toBe("最近 30 天");
+    await text(page.locator("#usage-summary")).toBe("30 天内：消费 ¥17.50，计费 16 秒、5 张图片。");
+    await until(() => page.locator("#chart-units .u-legend .u-label").allTextContents()).toEqual(["日期", "秒数", "图片"]);
+    await pointAtDay(page, "#chart-units", 26);
+    expect(await page.locator("#chart-units .u-legend .u-value").allTextContents()).toEqual([longDate(3, "zh-CN"), "10 秒", "3 张"]);
+    await page.mouse.move(0, 0);
+    expect(await notChinese(page)).toEqual([]);
+    await shot(page, "client-desktop-zh");
+
+    // Phone width: the charts shrink to the screen, nothing scrolls sideways.
+    await page.setViewportSize(PHONE);
+    await until(() => page.locator("#usage canvas").evaluateAll((canvases) => canvases.every((c) => c.getBoundingClientRect().right <= 390 - 12))).toBe(true);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
+    await shot(page, "client-phone-zh");
+    await page.getByRole("button", { name: "English" }).click();
+    await until(() => page.locator("#chart-spent .u-legend .u-label").allTextContents()).toEqual(["Day", "Spent"]);
+    await shot(page, "client-phone");
+  });
+
+  it("in Chinese shows why tasks failed in Chinese, with the service's own words under a reason it does not know", async () => {
+    const { key } = await t.createKey("10");
+    const failed = await t.rest("POST", "/api/v1/video/generations", { key, body: { prompt: "a storm #fail", model_id: 52, seconds: 4 } });
+    const odd = await t.rest("POST", "/api/v1/video/generations", { key, body: { prompt: "a flood #fail", model_id: 52, seconds: 4 } });
+    for (const submitted of [failed, odd]) await t.waitForTask(key, submitted.body.data.task_id);
+    // A provider's own reason, which the pages cannot know.
+    await t.stack.db!("tasks").where("id", odd.body.data.task_id).update({ error: "Content rejected by the provider's policy" });
+
+    const page = await open(t.url, "/client", { locale: "zh-CN" });
+    await page.getByLabel("API 密钥").fill(key);
+    await page.getByRole("button", { name: "查询余额" }).click();
+    const reason = (taskId: string) => page.locator(`tr[data-task-id="${taskId}"] [data-role="failure"]`);
+    await text(reason(failed.body.data.task_id)).toBe("模拟的生成失败（提示词中含有失败标记）");
+    await text(reason(odd.body.data.task_id)).toBe("生成失败。服务返回的原文：Content rejected by the provider's policy");
+    await attribute(reason(odd.body.data.task_id).locator('[lang="en"]'), "lang").toBe("en");
+    await text(reason(odd.body.data.task_id).locator('[lang="en"]')).toBe("Content rejected by the provider's policy");
+    await text(page.locator(`tr[data-task-id="${failed.body.data.task_id}"] .badge`)).toBe("失败");
+    expect(await notChinese(page)).toEqual([]);
+
+    await page.getByLabel("API 密钥").fill("sy_wrong");
+    await page.getByRole("button", { name: "查询余额" }).click();
+    await text(page.locator("#key-error")).toBe("API 密钥无效或缺失");
+    expect(await notChinese(page)).toEqual([]);
+
+    await page.getByRole("button", { name: "English" }).click();
+    await page.getByLabel("API key").fill(key);
+    await page.getByRole("button", { name: "Show balance" }).click();
+    await text(reason(failed.body.data.task_id)).toBe("Simulated generation failure (#fail)");
+    await text(reason(odd.body.data.task_id)).toBe("Content rejected by the provider's policy");
   });
 });

@@ -21,6 +21,8 @@ export interface TestStack {
   graphql(query: string, variables?: Record<string, unknown>, key?: string, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
   /** Polls the REST task endpoint until `done(task)` holds (or throws after `timeoutMs`). */
   waitForTask(key: string, taskId: string, done?: (task: any) => boolean, timeoutMs?: number): Promise<any>;
+  /** Stops the stack as a deploy does (WebSockets closed with 1001) and starts it again on the same router port and database. */
+  restart(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -30,7 +32,7 @@ export interface TestStack {
  */
 export async function startTestStack(env: Record<string, string> = {}): Promise<TestStack> {
   const database = await createTestDatabase();
-  const config = loadConfig({
+  const settings: Record<string, string> = {
     ...database.env,
     PORT: "0",
     GENERATION_PORT: "0",
@@ -42,8 +44,8 @@ export async function startTestStack(env: Record<string, string> = {}): Promise<
     PROVISION_DELAY_MS: "60",
     WEBHOOK_RETRY_BASE_MS: "40",
     ...env,
-  });
-  const stack = await startStack(config).catch(async (error) => {
+  };
+  let stack = await startStack(loadConfig(settings)).catch(async (error) => {
     await database.drop();
     throw error;
   });
@@ -85,11 +87,17 @@ export async function startTestStack(env: Record<string, string> = {}): Promise<
 
   return {
     url,
-    stack,
+    get stack() {
+      return stack;
+    },
     createKey: (balanceYuan = "100", options = {}) => createKey(stack.db!, { name: "test", balance: parseYuan(balanceYuan), ...options }),
     rest,
     graphql,
     waitForTask,
+    async restart() {
+      await stack.close();
+      stack = await startStack(loadConfig({ ...settings, PORT: new URL(url).port }));
+    },
     async close() {
       await stack.close();
       await database.drop();

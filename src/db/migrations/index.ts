@@ -10,6 +10,7 @@ import * as taskRecovery from "./004_task_recovery.ts";
 import * as outboxLease from "./005_outbox_lease.ts";
 import * as hotQueryIndexes from "./006_hot_query_indexes.ts";
 import * as resourcesWriteScope from "./007_resources_write_scope.ts";
+import * as usageByDay from "./008_usage_by_day.ts";
 
 const MIGRATIONS: Record<string, Knex.Migration> = {
   "001_core": core,
@@ -19,6 +20,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   "005_outbox_lease": outboxLease,
   "006_hot_query_indexes": hotQueryIndexes,
   "007_resources_write_scope": resourcesWriteScope,
+  "008_usage_by_day": usageByDay,
 };
 
 /** knex MigrationSource over {@link MIGRATIONS}. */

@@ -1,0 +1,182 @@
+// The /client usage chart: the key's spending and its billed seconds and images per UTC day
+// (`viewer.usageByDay`), drawn with uPlot (served from node_modules as a local asset, loaded the
+// first time an account is shown), with the totals in words and the numbers in a table for those
+// who cannot see the canvas.
+import { currentLang, h, t, yuan } from "./common.js";
+
+const DAY_S = 86_400;
+const COLORS = { spent: "#1d4ed8", seconds: "#0f766e", images: "#c2410c", grid: "#e6e9ee", axis: "#57606a" };
+const FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei", sans-serif';
+
+/** @type {Promise<any> | null} */
+let uPlotLoading = null;
+const loadUPlot = () => (uPlotLoading ??= import("./uPlot.esm.js").then((module) => module.default));
+
+/** Milli-yuan of a Money amount ("1.125"): whole numbers, so the totals add up exactly. */
+const milli = (money) => Math.round(Number(money?.amount ?? 0) * 1000);
+/** Milli-yuan as an amount string, two or three decimals like the service's ("5.60", "1.125"). */
+const yuanOf = (milliYuan) => {
+  const sign = milliYuan < 0 ? "-" : "";
+  const abs = Math.abs(milliYuan);
+  const fraction = String(abs % 1000).padStart(3, "0").replace(/0$/, "");
+  return `${sign}${Math.floor(abs / 1000)}.${fraction}`;
+};
+
+/**
+ * The usage section of /client.
+ * @param {HTMLElement} section the element holding `#usage-summary`, `#chart-spent .plot`,
+ *   `#chart-units .plot` and `#usage-table`
+ * @returns `update(days)` with the `usageByDay` entries (oldest first), to call after every load
+ *   and language change
+ */
+export function createUsageChart(section) {
+  const plots = { spent: section.querySelector("#chart-spent .plot"), units: section.querySelector("#chart-units .plot") };
+  /** @type {{ spent?: any, units?: any }} */
+  let charts = {};
+  let days = [];
+  let drawnLang = null;
+
+  const width = (el) => Math.max(240, Math.floor(el.clientWidth));
+  const height = () => (window.matchMedia("(max-width: 640px)").matches ? 170 : 210);
+  const observer = new ResizeObserver(() => {
+    for (const [name, chart] of Object.entries(charts)) chart?.setSize({ width: width(plots[name]), height: height() });
+  });
+  for (const el of Object.values(plots)) observer.observe(el);
+
+  const data = () => {
+    const x = days.map((d) => Date.parse(`${d.date}T00:00:00Z`) / 1000);
+    return {
+      spent: [x, days.map((d) => milli(d.spent) / 1000)],
+      units: [x, days.map((d) => d.billedSeconds), days.map((d) => d.billedImages)],
+    };
+  };
+
+  function options(uPlot, name) {
+    const locale = currentLang() === "zh" ? "zh-CN" : "en-GB";
+    const short = new Intl.DateTimeFormat(locale, { month: "numeric", day: "numeric", timeZone: "UTC" });
+    const long = new Intl.DateTimeFormat(locale, { dateStyle: "medium", timeZone: "UTC" });
+    const number = new Intl.NumberFormat(locale, { maximumFractionDigits: 3 });
+    const axis = { stroke: COLORS.axis, font: FONT, grid: { stroke: COLORS.grid, width: 1 }, ticks: { stroke: COLORS.grid, width: 1, size: 4 } };
+    const at = (idx) => (idx == null ? null : days[idx]);
+    const day = {
+      label: t("usage.day"),
+      value: (_u, v, _s, idx) => (at(idx) ? long.format(new Date(`${at(idx).date}T00:00:00Z`)) : "—"),
+    };
+    const integers = (u, min, max) => [0, Math.max(4, Math.ceil(max * 1.15))];
+    const common = {
+      width: width(plots[name]),
+      height: height(),
+      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
+      cursor: { y: false, drag: { x: false, y: false, setScale: false }, points: { size: 7 } },
+      legend: { live: true },
+      padding: [12, 8, 0, 4],
+    };
+    const xAxis = { ...axis, space: 44, values: (_u, splits) => splits.map((v) => short.format(new Date(v * 1000))) };
+    const xScale = { time: true, range: (_u, min, max) => [min - DAY_S / 2, max + DAY_S / 2] };
+    if (name === "spent") {
+      return {
+        ...common,
+        scales: {
+          x: xScale,
+          yuan: { range: (_u, min, max) => [Math.min(0, min * 1.15), max > 0 ? max * 1.15 : 1] },
+        },
+        axes: [xAxis, { ...axis, scale: "yuan", size: 56, values: (_u, splits) => splits.map((v) => `¥${number.format(v)}`) }],
+        series: [
+          day,
+          {
+            label: t("usage.series.spent"),
+            scale: "yuan",
+            stroke: COLORS.spent,
+            fill: "rgba(29, 78, 216, 0.78)",
+            width: 0,
+            paths: uPlot.paths.bars({ size: [0.72, 36] }),
+            points: { show: false },
+            value: (_u, v, _s, idx) => (at(idx) ? yuan(at(idx).spent) : "—"),
+          },
+        ],
+      };
+    }
+    return {
+      ...common,
+      scales: { x: xScale, seconds: { range: integers }, images: { range: integers } },
+      axes: [
+        xAxis,
+        { ...axis, scale: "seconds", size: 48, values: (_u, splits) => splits.map((v) => (Number.isInteger(v) ? number.format(v) : "")) },
+        { ...axis, scale: "images", side: 1, size: 40, grid: { show: false }, values: (_u, splits) => splits.map((v) => (Number.isInteger(v) ? number.format(v) : "")) },
+      ],
+      series: [
+        day,
+        // A pair of bars per day: seconds left of the day (left axis), images right of it (right axis).
+        {
+          label: t("usage.series.seconds"),
+          scale: "seconds",
+          stroke: COLORS.seconds,
+          fill: "rgba(15, 118, 110, 0.8)",
+          width: 0,
+          paths: uPlot.paths.bars({ size: [0.4, 18], align: -1 }),
+          points: { show: false },
+          value: (_u, v, _s, idx) => (at(idx) ? t("unit.seconds", { n: number.format(at(idx).billedSeconds) }) : "—"),
+        },
+        {
+          label: t("usage.series.images"),
+          scale: "images",
+          stroke: COLORS.images,
+          fill: "rgba(194, 65, 12, 0.8)",
+          width: 0,
+          paths: uPlot.paths.bars({ size: [0.4, 18], align: 1 }),
+          points: { show: false },
+          value: (_u, v, _s, idx) => (at(idx) ? t("unit.images", { n: number.format(at(idx).billedImages) }) : "—"),
+        },
+      ],
+    };
+  }
+
+  function renderText() {
+    const spent = days.reduce((sum, d) => sum + milli(d.spent), 0);
+    const seconds = days.reduce((sum, d) => sum + d.billedSeconds, 0);
+    const images = days.reduce((sum, d) => sum + d.billedImages, 0);
+    const used = days.filter((d) => milli(d.spent) !== 0 || d.billedSeconds || d.billedImages);
+    section.querySelector("#usage-heading").textContent = t("usage.heading", { n: days.length });
+    section.querySelector("#usage-summary").textContent = used.length
+      ? t("usage.total", { n: days.length, spent: yuan({ amount: yuanOf(spent) }), seconds, images })
+      : t("usage.empty", { n: days.length });
+    const locale = currentLang() === "zh" ? "zh-CN" : "en-GB";
+    const long = new Intl.DateTimeFormat(locale, { dateStyle: "medium", timeZone: "UTC" });
+    section.querySelector("#usage-table tbody").replaceChildren(
+      ...used
+        .slice()
+        .reverse()
+        .map((d) =>
+          h(
+            "tr",
+            { dataset: { date: d.date } },
+            h("td", {}, h("time", { dateTime: d.date, textContent: long.format(new Date(`${d.date}T00:00:00Z`)) })),
+            h("td", { textContent: yuan(d.spent) }),
+            h("td", { textContent: String(d.billedSeconds) }),
+            h("td", { textContent: String(d.billedImages) }),
+          ),
+        ),
+    );
+    section.querySelector("#usage-details").hidden = used.length === 0;
+  }
+
+  return {
+    /** Shows `next` (the `usageByDay` entries); redraws the charts in the current language. */
+    async update(next) {
+      days = Array.isArray(next) ? next : [];
+      renderText();
+      const uPlot = await loadUPlot();
+      const values = data();
+      if (drawnLang !== currentLang()) {
+        for (const chart of Object.values(charts)) chart?.destroy();
+        charts = {};
+        drawnLang = currentLang();
+      }
+      for (const name of ["spent", "units"]) {
+        if (charts[name]) charts[name].setData(values[name]);
+        else charts[name] = new uPlot(options(uPlot, name), values[name], plots[name]);
+      }
+      section.dataset.drawn = "true";
+    },
+  };
+}
