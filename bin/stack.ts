@@ -3,7 +3,8 @@
  * running processes (DESIGN §2). `npm start` runs every role in one process; `switchyard start
  * <role>` runs one.
  */
-import pino, { type Logger } from "pino";
+import { createRequire } from "node:module";
+import pino, { type DestinationStream, type Logger } from "pino";
 import { subgraphSecretFor, type Config } from "../src/config.ts";
 import { migrate, openDb, type Db } from "../src/db/index.ts";
 import { createUrlGuard } from "../src/net/url-guard.ts";
@@ -60,11 +61,30 @@ export interface Stack {
 }
 
 /**
- * Builds the pino logger of the process: JSON lines on stdout, or on `destination` (the CLI
- * writes its start banner through the same stream, so the two never interleave).
+ * The log format in force: LOG_FORMAT when it is `json` or `pretty`; for `auto`, pretty when
+ * stdout is a terminal and NODE_ENV is not `production` (a person reading), else JSON (a
+ * collector reading).
  */
-export function createLogger(config: Config, destination?: pino.DestinationStream): Logger {
-  return pino({ level: config.logLevel, base: { service: "switchyard" }, redact: ["req.headers.authorization", "*.authorization", "*.key"] }, destination);
+export function logFormatFor(config: Pick<Config, "logFormat" | "nodeEnv">, stdoutIsTty = Boolean(process.stdout.isTTY)): "json" | "pretty" {
+  if (config.logFormat !== "auto") return config.logFormat;
+  return stdoutIsTty && config.nodeEnv !== "production" ? "pretty" : "json";
+}
+
+/**
+ * Builds the pino logger of the process: JSON lines, or human-readable lines through pino-pretty
+ * ({@link logFormatFor}); keys and Authorization headers are redacted either way.
+ * @param destination where lines go (default stdout; the CLI writes its start banner through the
+ *   same stream, so the two never interleave)
+ */
+export function createLogger(config: Config, destination?: DestinationStream): Logger {
+  const options = { level: config.logLevel, base: { service: "switchyard" }, redact: ["req.headers.authorization", "*.authorization", "*.key"] };
+  if (logFormatFor(config) === "pretty") {
+    // Loaded only when used: production (JSON) never loads the prettifier. In the same thread
+    // (a stream, not a pino transport) so no line is lost when the process exits.
+    const pretty = createRequire(import.meta.url)("pino-pretty") as typeof import("pino-pretty");
+    return pino(options, pretty({ destination: destination ?? 1, sync: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname,service", singleLine: true }));
+  }
+  return destination ? pino(options, destination) : pino(options);
 }
 
 /** Picks the upstream adapter: the HTTP adapter when GENERATION_UPSTREAM_URL is set, else the simulator. */

@@ -29,6 +29,7 @@ import type { Registry } from "prom-client";
 import { createRegistry, serveMetrics } from "../src/observability/metrics.ts";
 import type { Tracing } from "../src/observability/tracing.ts";
 import { createRouterMetrics } from "./metrics.ts";
+import { createRequestReports } from "./request-report.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/server.ts";
 import { ERROR_CODES } from "../src/errors.ts";
 
@@ -88,13 +89,15 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   const trust = proxyaddr.compile(options.trustProxy ?? []);
   const clientIp = (req: http.IncomingMessage) => (req.socket.remoteAddress ? proxyaddr(req, trust) : "");
   const metrics = createRouterMetrics(options.metrics ?? createRegistry());
+  // Operation, key id and RateLimit headers of each request, as the gateway learns them (request-report.ts).
+  const reports = createRequestReports();
   const gateway = createGateway({
     subgraphUrls: options.subgraphUrls,
     localSubgraphs: options.localSubgraphs,
     production: options.production,
     requestTimeoutMs: options.requestTimeoutMs,
     subgraphSecret: options.subgraphSecret,
-    plugins: options.tracing ? [metrics.gatewayPlugin, options.tracing.gatewayPlugin] : [metrics.gatewayPlugin],
+    plugins: [metrics.gatewayPlugin, reports.gatewayPlugin, ...(options.tracing ? [options.tracing.gatewayPlugin] : [])],
   });
   let schema: Promise<GraphQLSchema> | undefined;
   const shimDeps = { gateway, schema: () => (schema ??= Promise.resolve(gateway.getSchema())), bodyLimit: options.bodyLimit };
@@ -167,14 +170,19 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     for (const name of Object.keys(req.headers)) if (name.startsWith("x-switchyard-")) delete req.headers[name];
     req.headers["x-switchyard-client-ip"] = clientIp(req);
     // The id the rate limiter counts this request under (once, however many subgraphs it reaches).
-    req.headers["x-switchyard-count-id"] = randomUUID();
+    const countId = randomUUID();
+    req.headers["x-switchyard-count-id"] = countId;
+    const report = reports.open(countId, res);
+    res.once("close", () => reports.close(countId));
     res.setHeader("x-request-id", requestId);
     // The route pattern served (a bounded label: never the raw path), set by handle().
     const served: Served = { route: "other" };
     res.once("close", () => metrics.observeHttp(served.route, req.method, res.headersSent ? res.statusCode : 499, Number(process.hrtime.bigint() - started) / 1e9));
     res.on("finish", () => {
+      const ms = Math.round(Number(process.hrtime.bigint() - started) / 1e6);
+      const { operationName, keyId } = report;
       options.logger.info(
-        { request_id: requestId, method: req.method, path: (req.url ?? "").split("?")[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
+        { request_id: requestId, method: req.method, path: (req.url ?? "").split("?")[0], route: served.route, operation_name: operationName, key_id: keyId, status: res.statusCode, duration_ms: ms },
         "request",
       );
     });

@@ -103,6 +103,7 @@ const schema = z.object({
   ADMIN_TOKEN: z.string().optional(),
   SUBGRAPH_SECRET: z.string().optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS, { errorMap: () => ({ message: `must be one of ${LOG_LEVELS.join(", ")}` }) }).default("info"),
+  LOG_FORMAT: z.enum(["auto", "json", "pretty"]).default("auto"),
   PROVISION_DELAY_MS: millis(2_000),
   WEBHOOK_RETRY_BASE_MS: millis(30_000),
   WEBHOOK_MAX_ATTEMPTS: integer(1).default(15),
@@ -169,6 +170,11 @@ export interface Config {
    */
   subgraphSecret?: string;
   logLevel: (typeof LOG_LEVELS)[number];
+  /**
+   * How logs are written on stdout: `json` (one JSON object a line), `pretty` (human-readable,
+   * pino-pretty) or `auto`: pretty when stdout is a terminal and NODE_ENV is not `production`.
+   */
+  logFormat: "auto" | "json" | "pretty";
   provisionDelayMs: number;
   webhookRetryBaseMs: number;
   webhookMaxAttempts: number;
@@ -239,6 +245,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     adminToken: e.ADMIN_TOKEN || undefined,
     subgraphSecret: e.SUBGRAPH_SECRET || undefined,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
     provisionDelayMs: e.PROVISION_DELAY_MS,
     webhookRetryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
     webhookMaxAttempts: e.WEBHOOK_MAX_ATTEMPTS,

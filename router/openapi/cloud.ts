@@ -4,7 +4,19 @@
  * router/rest/cloud.ts (`cloudShapes`, `sendCloudError`) and the field rules of src/cloud/*.ts.
  * test/integration/openapi.test.ts validates real answers against this document.
  */
-import { bearerAuth, dateTime, moneySchema, openApiDocumentSchema, requestIdHeader, requestIdParameter, retryAfterHeader, signatureParameter } from "./common.ts";
+import {
+  bearerAuth,
+  dateTime,
+  moneySchema,
+  openApiDocumentSchema,
+  rateLimitHeader,
+  rateLimitHeaderRefs,
+  rateLimitPolicyHeader,
+  requestIdHeader,
+  requestIdParameter,
+  retryAfterHeader,
+  signatureParameter,
+} from "./common.ts";
 import type { Header, JsonSchema, OpenApiDocument, Operation, Parameter, Reference, Response } from "./types.ts";
 
 const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
@@ -54,7 +66,7 @@ function envelope(data: JsonSchema): JsonSchema {
 function ok(description: string, data: JsonSchema, extraHeaders: Record<string, Header | Reference> = {}): Response {
   return {
     description,
-    headers: { "X-Request-Id": headerRef("X-Request-Id"), ...extraHeaders },
+    headers: { "X-Request-Id": headerRef("X-Request-Id"), ...rateLimitHeaderRefs, ...extraHeaders },
     content: { "application/json": { schema: envelope(data) } },
   };
 }
@@ -65,7 +77,7 @@ function errorResponse(code: (typeof CLOUD_ERROR_CODES)[number], description: st
   if (details) error.properties!.details = details;
   return {
     description,
-    headers: { "X-Request-Id": headerRef("X-Request-Id"), ...extraHeaders },
+    headers: { "X-Request-Id": headerRef("X-Request-Id"), ...rateLimitHeaderRefs, ...extraHeaders },
     content: {
       "application/json": { schema: { type: "object", allOf: [ref("ErrorEnvelope")], properties: { error } } },
     },
@@ -357,6 +369,7 @@ export const cloudOpenApi: OpenApiDocument = {
             description: "CSV with the header `transaction_id,customer_id,order_id,type,amount,balance_after,created_at`; amounts in decimal yuan.",
             headers: {
               "X-Request-Id": headerRef("X-Request-Id"),
+              ...rateLimitHeaderRefs,
               "Content-Disposition": { required: true, description: "`attachment; filename=\"<statement_id>.csv\"`.", schema: { type: "string" } },
             },
             content: { "text/csv": { schema: { type: "string", pattern: "^transaction_id,customer_id,order_id,type,amount,balance_after,created_at\\n" } } },
@@ -402,6 +415,8 @@ export const cloudOpenApi: OpenApiDocument = {
     headers: {
       "X-Request-Id": requestIdHeader,
       "Retry-After": retryAfterHeader,
+      "RateLimit-Policy": rateLimitPolicyHeader,
+      RateLimit: rateLimitHeader,
       "Idempotent-Replayed": {
         description: "Present (`true`) when the answer replays the first answer to the same `Idempotency-Key`.",
         required: false,

@@ -47,6 +47,30 @@ export const retryAfterHeader: Header = {
   schema: { type: "string", pattern: "^[1-9][0-9]*$" },
 };
 
+/** `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers) on answers to a key with a rate limit. */
+export const rateLimitPolicyHeader: Header = {
+  description:
+    "Sent for a key with a rate limit (draft-ietf-httpapi-ratelimit-headers): its policy, `\"default\";q=<requests>;w=<window in seconds>`. " +
+    "Absent for a key without one and for a request whose key does not authenticate.",
+  required: false,
+  schema: { type: "string", pattern: '^"default";q=[0-9]+;w=[1-9][0-9]*$', examples: ['"default";q=5;w=1'] },
+};
+
+/** `RateLimit` (draft-ietf-httpapi-ratelimit-headers) on answers to a key with a rate limit. */
+export const rateLimitHeader: Header = {
+  description:
+    "Sent with `RateLimit-Policy`: `\"default\";r=<requests left in the current window>;t=<seconds until it resets>`. " +
+    "A 429 has `r=0`, and `t` equals `Retry-After`.",
+  required: false,
+  schema: { type: "string", pattern: '^"default";r=[0-9]+;t=[0-9]+$', examples: ['"default";r=3;t=1'] },
+};
+
+/** The RateLimit headers by reference, for a document whose components hold them under these names. */
+export const rateLimitHeaderRefs = {
+  "RateLimit-Policy": { $ref: "#/components/headers/RateLimit-Policy" },
+  RateLimit: { $ref: "#/components/headers/RateLimit" },
+} as const;
+
 /** Money on REST (DESIGN §3). */
 export const moneySchema: JsonSchema = {
   type: "number",

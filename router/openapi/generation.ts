@@ -7,7 +7,19 @@
  * values below are written out; test/integration/openapi.test.ts compares them with the catalog
  * and validates real answers against this document.
  */
-import { bearerAuth, dateTime, moneySchema, openApiDocumentSchema, requestIdHeader, requestIdParameter, retryAfterHeader, signatureParameter } from "./common.ts";
+import {
+  bearerAuth,
+  dateTime,
+  moneySchema,
+  openApiDocumentSchema,
+  rateLimitHeader,
+  rateLimitHeaderRefs,
+  rateLimitPolicyHeader,
+  requestIdHeader,
+  requestIdParameter,
+  retryAfterHeader,
+  signatureParameter,
+} from "./common.ts";
 import type { JsonSchema, OpenApiDocument, Operation, Reference, Response } from "./types.ts";
 
 const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
@@ -41,7 +53,7 @@ const urls = (description: string, maxItems: number): JsonSchema => ({ type: "ar
 function errorResponse(status: number, description: string): Response {
   return {
     description,
-    headers: { "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" } },
+    headers: { "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" }, ...rateLimitHeaderRefs },
     content: {
       "application/json": {
         schema: { type: "object", allOf: [ref("Error")], properties: { code: { const: status } } },
@@ -54,7 +66,7 @@ function errorResponse(status: number, description: string): Response {
 function jsonResponse(description: string, schema: JsonSchema): Response {
   return {
     description,
-    headers: { "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" } },
+    headers: { "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" }, ...rateLimitHeaderRefs },
     content: { "application/json": { schema } },
   };
 }
@@ -197,7 +209,7 @@ export const generationOpenApi: OpenApiDocument = {
         schema: { type: "string" },
       },
     },
-    headers: { "X-Request-Id": requestIdHeader },
+    headers: { "X-Request-Id": requestIdHeader, "RateLimit-Policy": rateLimitPolicyHeader, RateLimit: rateLimitHeader },
     responses: {
       BadRequest: errorResponse(
         400,
@@ -212,7 +224,7 @@ export const generationOpenApi: OpenApiDocument = {
       PayloadTooLarge: errorResponse(413, "`Request body is too large` (`BODY_LIMIT_BYTES`, 1 MiB by default)."),
       TooManyRequests: {
         ...errorResponse(429, "The key's rate limit (requests per second) is exceeded."),
-        headers: { "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" }, "Retry-After": retryAfterHeader },
+        headers: { "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" }, "Retry-After": retryAfterHeader, ...rateLimitHeaderRefs },
       },
       BadGateway: errorResponse(502, "`Upstream request failed`: the price was refunded in full."),
       ServiceUnavailable: errorResponse(503, "`Service unavailable`: the generation subgraph cannot be reached."),

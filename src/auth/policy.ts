@@ -161,6 +161,25 @@ export function checkSourceIp(caller: Pick<Caller, "allowIps">, ip: string | nul
 // Rate limit
 // ---------------------------------------------------------------------------------------------
 
+/** Length of the rate-limit window in seconds: `--rate-limit N` allows N requests per window. */
+export const RATE_LIMIT_WINDOW_SECONDS = 1;
+
+/**
+ * A key's rate limit as one request left it: the policy (`limit` per `windowSeconds`) and the
+ * service limit (`remaining`, `resetSeconds`) of draft-ietf-httpapi-ratelimit-headers, which the
+ * router sends as `RateLimit-Policy` and `RateLimit` (router/request-report.ts).
+ */
+export interface RateLimitQuota {
+  /** Requests allowed per window (the key's `--rate-limit`). */
+  limit: number;
+  /** The window in seconds ({@link RATE_LIMIT_WINDOW_SECONDS}). */
+  windowSeconds: number;
+  /** Requests left in the current window after this one (0 when this one was refused). */
+  remaining: number;
+  /** Whole seconds until the window resets (≥ 1; on a 429 the same value as `Retry-After`). */
+  resetSeconds: number;
+}
+
 /** A per-key rate limiter (DESIGN §8: `--rate-limit N` allows N requests per second). */
 export interface RateLimiter {
   /**
@@ -169,9 +188,11 @@ export interface RateLimiter {
    * call's outcome.
    * @param caller the key; `rateLimit` null (or not positive) means unlimited
    * @param requestId the client request's id, when known
+   * @returns the key's quota after this request; null for an unlimited key (or, rarely, when
+   *   another instance counted the request and left no quota behind)
    * @throws AppError `rate_limited` (429) with details `{ retry_after_seconds }` (an integer ≥ 1)
    */
-  consume(caller: Pick<Caller, "keyId" | "rateLimit">, requestId?: string | null): Promise<void>;
+  consume(caller: Pick<Caller, "keyId" | "rateLimit">, requestId?: string | null): Promise<RateLimitQuota | null>;
   /**
    * Refuses a replayed request signature: the first request (count id) to present a signature
    * claims it for twice the tolerance (the whole time it could verify); the same request reaching
@@ -239,13 +260,13 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
   const factory =
     options.limiterFactory ??
     (redis
-      ? (points: number) => new RateLimiterRedis({ storeClient: redis, points, duration: 1, keyPrefix: `${prefix}rl${points}` })
-      : (points: number) => new RateLimiterMemory({ points, duration: 1, keyPrefix: `rl${points}` }));
+      ? (points: number) => new RateLimiterRedis({ storeClient: redis, points, duration: RATE_LIMIT_WINDOW_SECONDS, keyPrefix: `${prefix}rl${points}` })
+      : (points: number) => new RateLimiterMemory({ points, duration: RATE_LIMIT_WINDOW_SECONDS, keyPrefix: `rl${points}` }));
   const ttlMs = options.requestMemoTtlMs ?? 10_000;
   const maxMemo = options.requestMemoMax ?? 10_000;
   const pendingWaitMs = options.requestPendingWaitMs ?? 2_000;
   const limiters = new Map<number, RateLimiterAbstract>();
-  const memo = new Map<string, { expiresAt: number; outcome: Promise<void> }>();
+  const memo = new Map<string, { expiresAt: number; outcome: Promise<RateLimitQuota | null> }>();
 
   function limiterFor(points: number): RateLimiterAbstract {
     let limiter = limiters.get(points);
@@ -259,16 +280,20 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
   const limitedError = (points: number, retryAfter: number) =>
     new AppError("rate_limited", `Rate limit of ${points} requests per second exceeded`, { retry_after_seconds: retryAfter });
 
-  async function count(keyId: string, points: number): Promise<void> {
+  const resetSecondsOf = (res: RateLimiterRes) => Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+
+  async function count(keyId: string, points: number): Promise<RateLimitQuota> {
+    let res: RateLimiterRes;
     try {
-      await limiterFor(points).consume(keyId, 1);
+      res = await limiterFor(points).consume(keyId, 1);
     } catch (error) {
-      if (error instanceof RateLimiterRes) throw limitedError(points, Math.max(1, Math.ceil(error.msBeforeNext / 1000)));
+      if (error instanceof RateLimiterRes) throw limitedError(points, resetSecondsOf(error));
       throw error;
     }
+    return { limit: points, windowSeconds: RATE_LIMIT_WINDOW_SECONDS, remaining: Math.max(0, res.remainingPoints), resetSeconds: resetSecondsOf(res) };
   }
 
-  function remember(key: string, outcome: Promise<void>, now: number): void {
+  function remember(key: string, outcome: Promise<RateLimitQuota | null>, now: number): void {
     // Drop expired entries from the front (insertion order is expiry order), then the oldest over the cap.
     for (const [k, v] of memo) {
       if (v.expiresAt > now && memo.size < maxMemo) break;
@@ -278,37 +303,48 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
     memo.set(key, { expiresAt: now + ttlMs, outcome });
   }
 
-  /** Turns a stored outcome into the call's result; false while the first caller is still counting. */
-  function settle(stored: string | null, points: number): boolean {
-    if (stored === "ok") return true;
+  /**
+   * Turns a stored outcome (`ok:<remaining>:<reset seconds>`, `429:<retry after>`) into the call's
+   * result; undefined while the first caller is still counting.
+   */
+  function settle(stored: string | null, points: number): RateLimitQuota | null | undefined {
+    if (stored?.startsWith("ok")) {
+      const [remaining, resetSeconds] = stored.split(":").slice(1).map(Number);
+      // A bare `ok` (written by an older instance) carries no quota.
+      if (!Number.isInteger(remaining) || !Number.isInteger(resetSeconds)) return null;
+      return { limit: points, windowSeconds: RATE_LIMIT_WINDOW_SECONDS, remaining: remaining!, resetSeconds: resetSeconds! };
+    }
     if (stored?.startsWith("429:")) throw limitedError(points, Math.max(1, Number(stored.slice(4)) || 1));
-    return false;
+    return undefined;
   }
 
   /** The Redis dedupe: the first caller of any instance counts; the others take its stored outcome. */
-  async function countOnceInRedis(client: Redis, keyId: string, requestId: string, points: number): Promise<void> {
+  async function countOnceInRedis(client: Redis, keyId: string, requestId: string, points: number): Promise<RateLimitQuota | null> {
     const memoKey = `${prefix}rlreq:${keyId}:${requestId}`;
     const deadline = Date.now() + pendingWaitMs;
     for (let delay = 2; ; delay = Math.min(delay * 2, 50)) {
       if ((await client.set(memoKey, "pending", "PX", Math.max(1, ttlMs), "NX")) === "OK") break; // ours to count
-      if (settle(await client.get(memoKey), points)) return;
+      const settled = settle(await client.get(memoKey), points);
+      if (settled !== undefined) return settled;
       if (Date.now() >= deadline) break; // the counting instance died: count here, the limit must hold
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
     // Storing the outcome is best effort: this call's answer stands even if Redis fails now (the
     // other subgraph's call then waits out the pending key and counts itself).
     const store = (value: string) => client.set(memoKey, value, "PX", Math.max(1, ttlMs)).then(() => undefined, () => undefined);
+    let quota: RateLimitQuota;
     try {
-      await count(keyId, points);
+      quota = await count(keyId, points);
     } catch (error) {
       if (error instanceof AppError) await store(`429:${(error.details as { retry_after_seconds: number }).retry_after_seconds}`);
       else await client.del(memoKey).catch(() => undefined); // not counted (Redis trouble): let a retry count
       throw error;
     }
-    await store("ok");
+    await store(`ok:${quota.remaining}:${quota.resetSeconds}`);
+    return quota;
   }
 
-  const inflight = new Map<string, Promise<void>>();
+  const inflight = new Map<string, Promise<RateLimitQuota | null>>();
   // Signatures seen: key → count id of the request that presented it first, until it expires.
   const signaturesSeen = new Map<string, { countId: string; expiresAt: number }>();
   const signatureTtlMs = 2 * SIGNATURE_TOLERANCE_SECONDS * 1000;
@@ -337,7 +373,7 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
     },
     consume(caller, requestId) {
       const points = caller.rateLimit;
-      if (points === null || points === undefined || !(points > 0)) return Promise.resolve();
+      if (points === null || points === undefined || !(points > 0)) return Promise.resolve(null);
       if (!requestId) return count(caller.keyId, points);
       const key = `${caller.keyId}\u0000${requestId}`;
       if (redis) {

@@ -369,7 +369,8 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
       const updated = await trx("webhook_deliveries").where({ id: due.id, lease_until: lease, attempts: due.attempts }).update(update);
       if (updated !== 1) logger.warn({ delivery_id: due.id }, "webhook lease expired before the attempt was recorded");
     });
-    const log = { delivery_id: due.id, event: delivery?.event, attempt: attempts, status, error, duration_ms: durationMs };
+    // `event` in our log lines names a lifecycle event (`ready`); the callback's event type is `webhook_event`.
+    const log = { delivery_id: due.id, webhook_event: delivery?.event, attempt: attempts, status, error, duration_ms: durationMs };
     if (outcome === "delivered") logger.info(log, "webhook delivered");
     else if (outcome === "failed") logger.warn(log, "webhook failed; no more retries");
     else logger.warn({ ...log, next_attempt_at: (update as { next_attempt_at: string }).next_attempt_at }, "webhook attempt failed; will retry");

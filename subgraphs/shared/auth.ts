@@ -11,6 +11,7 @@ import { randomUUID } from "node:crypto";
 import { authenticate, type Caller } from "../../src/auth/keys.ts";
 import { checkSourceIp, requireScope, verifyRequestSignature, type RateLimiter } from "../../src/auth/policy.ts";
 import type { Db } from "../../src/db/index.ts";
+import { countAndNote, noteCaller } from "./caller-report.ts";
 
 /** What a subgraph reads of a request: its headers (HTTP, or graphql-ws connection params lower-cased). */
 export type RequestLike = Pick<IncomingMessage, "headers">;
@@ -41,6 +42,7 @@ export function callerAccess(db: Db, rateLimiter: RateLimiter, req: RequestLike)
   const check = () =>
     (checked ??= (async () => {
       const caller = await authenticate(db, headerOf(req, "authorization"));
+      noteCaller(req, caller); // for the router's request log and RateLimit headers (caller-report.ts)
       checkSourceIp(caller, headerOf(req, "x-switchyard-client-ip") ?? null);
       const signature = headerOf(req, "x-service-signature") ?? null;
       // The id the router minted for the client request (never the client's X-Request-Id): one
@@ -55,7 +57,7 @@ export function callerAccess(db: Db, rateLimiter: RateLimiter, req: RequestLike)
         });
         await rateLimiter.claimSignature(caller.keyId, verified, countId ?? randomUUID());
       }
-      await rateLimiter.consume(caller, countId);
+      await countAndNote(rateLimiter, caller, countId, req);
       return caller;
     })());
   return {

@@ -29,6 +29,7 @@ import { closeWebSockets, drainHttpServer } from "../../src/net/drain.ts";
 import type { Tracing } from "../../src/observability/tracing.ts";
 import { AppError } from "../../src/errors.ts";
 import { createInternalVerifier, InternalContextError, type InternalContext, type SignedParams } from "./internal-context.ts";
+import { callerReportPlugin, reportingContext, withCallerReport } from "./caller-report.ts";
 
 /** One operation handed to a subgraph in-process (router/transport/in-process.ts). */
 export interface LocalOperation {
@@ -144,7 +145,7 @@ function localSubgraph<TContext extends BaseContext>(
         await execute({ schema, document: operation.document, variableValues: operation.variables, operationName: operation.operationName, contextValue }),
       );
       await onResponse?.(contextValue, result.errors);
-      return result;
+      return withCallerReport(result, contextValue);
     },
     async subscribe(operation) {
       // What graphql-ws does before subscribing; authentication is the resolvers' (ctx.caller()).
@@ -235,6 +236,8 @@ export interface SubgraphObservability {
  */
 export async function startSubgraph<TContext extends BaseContext>(options: SubgraphOptions<TContext>): Promise<SubgraphHandle> {
   const { tracing, metrics } = options.observability ?? {};
+  // Every context remembers its request, whose caller report goes back to the router (caller-report.ts).
+  const context = reportingContext(options.context);
   const schema = refusingUnknownEntityTypes(buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as any }]));
   const verifier = createInternalVerifier(options.secret);
   const server = new ApolloServer<TContext>({
@@ -246,6 +249,7 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
     plugins: [
       ...(options.onResponse ? [responseHookPlugin(options.onResponse)] : []),
       ...(tracing ? [tracing.apolloPlugin] : []),
+      callerReportPlugin as ApolloServerPlugin<TContext>,
       ApolloServerPluginInlineTraceDisabled(),
       ApolloServerPluginCacheControlDisabled(),
     ],
@@ -256,7 +260,7 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
     stopOnTerminationSignals: false,
   });
   await server.start();
-  const handle = apolloHandler(server, options.context, options.bodyLimit, verifier);
+  const handle = apolloHandler(server, context, options.bodyLimit, verifier);
   const httpServer = http.createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (path === "/graphql") {
@@ -303,7 +307,7 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
         }
       },
       onComplete: (ctx, id) => void verified.get(ctx)?.delete(id),
-      context: (ctx, id) => options.context({ headers: verified.get(ctx)?.get(id)?.headers ?? {} }),
+      context: (ctx, id) => context({ headers: verified.get(ctx)?.get(id)?.headers ?? {} }),
       // The same error contract as over HTTP: extensions.code and extensions.http.status.
       onNext: (_ctx, _id, _payload, _args, result) =>
         result.errors?.length ? { ...result, errors: result.errors.map((e) => formatError(options.logger)(e.toJSON(), e) as any) } : result,
@@ -318,7 +322,7 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
   const { port } = httpServer.address() as AddressInfo;
   return {
     url: `http://${options.host}:${port}/graphql`,
-    local: localSubgraph(schema, options.context, (e) => formatError(options.logger)(e.toJSON(), e), options.onResponse, tracing ? server : null),
+    local: localSubgraph(schema, context, (e) => formatError(options.logger)(e.toJSON(), e), options.onResponse, tracing ? server : null),
     /** Stops accepting, closes subscriptions with 1001 and drains the requests in flight. */
     async close() {
       await Promise.all([drainHttpServer(httpServer, options.drainTimeoutMs), closeWebSockets(wsServer, () => wsCleanup.dispose(), options.drainTimeoutMs)]);

@@ -88,7 +88,7 @@ function openRequest(base: string, path: string, headers: Record<string, string>
       }
       resolve({ status, headers: responseHeaders, text, body: parsed });
     };
-    socket.on("data", (chunk) => {
+    socket.on("data", (chunk: Buffer) => {
       raw = Buffer.concat([raw, chunk]);
       tryParse();
     });

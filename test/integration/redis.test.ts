@@ -209,8 +209,10 @@ describe("rate limit shared through Redis", () => {
     const [a, b] = twoLimiters();
     const caller = { keyId: `key_${randomUUID()}`, rateLimit: 2 };
     // The same client request reaching both subgraphs on two instances at once (and twice on one).
-    await Promise.all([a.consume(caller, "req_1"), b.consume(caller, "req_1"), a.consume(caller, "req_1"), b.consume(caller, "req_1")]);
+    const quotas = await Promise.all([a.consume(caller, "req_1"), b.consume(caller, "req_1"), a.consume(caller, "req_1"), b.consume(caller, "req_1")]);
     expect(await admin.get(`${PREFIX}rl2:${caller.keyId}`)).toBe("1");
+    // Every instance reports the quota the one count left (for the RateLimit headers).
+    for (const quota of quotas) expect(quota).toMatchObject({ limit: 2, remaining: 1, resetSeconds: 1 });
     await b.consume(caller, "req_2");
     await a.consume(caller, "req_2");
     expect(await admin.get(`${PREFIX}rl2:${caller.keyId}`)).toBe("2");
@@ -221,9 +223,9 @@ describe("rate limit shared through Redis", () => {
     // outcome, not a new count), while a new request id is counted in the new window.
     await sleep(1_100);
     await expect(a.consume(caller, "req_3")).rejects.toMatchObject({ code: "rate_limited" });
-    await expect(a.consume(caller, "req_4")).resolves.toBeUndefined();
+    await expect(a.consume(caller, "req_4")).resolves.toMatchObject({ limit: 2, remaining: 1 });
     expect(await admin.get(`${PREFIX}rl2:${caller.keyId}`)).toBe("1");
-    expect(await admin.get(`${PREFIX}rlreq:${caller.keyId}:req_4`)).toBe("ok");
+    expect(await admin.get(`${PREFIX}rlreq:${caller.keyId}:req_4`)).toBe("ok:1:1");
     expect(await admin.pttl(`${PREFIX}rlreq:${caller.keyId}:req_4`)).toBeGreaterThan(5_000);
   });
 

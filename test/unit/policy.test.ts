@@ -126,13 +126,22 @@ describe("rate limit", () => {
   it("counts each key separately", async () => {
     const limiter = createRateLimiter();
     await limiter.consume({ keyId: "key_a", rateLimit: 1 });
-    await expect(limiter.consume({ keyId: "key_b", rateLimit: 1 })).resolves.toBeUndefined();
+    await expect(limiter.consume({ keyId: "key_b", rateLimit: 1 })).resolves.toMatchObject({ limit: 1, remaining: 0 });
     await expect(limiter.consume({ keyId: "key_a", rateLimit: 1 })).rejects.toMatchObject({ code: "rate_limited" });
   });
 
-  it("does not limit a key without a rate limit", async () => {
+  it("does not limit a key without a rate limit, and reports no quota for it", async () => {
     const limiter = createRateLimiter();
-    for (let i = 0; i < 50; i++) await limiter.consume({ keyId: "key_free", rateLimit: null });
+    for (let i = 0; i < 50; i++) await expect(limiter.consume({ keyId: "key_free", rateLimit: null })).resolves.toBeNull();
+  });
+
+  it("reports the quota each request leaves: limit, window, remaining and whole seconds to the reset", async () => {
+    const limiter = createRateLimiter();
+    const caller = { keyId: "key_quota", rateLimit: 3 };
+    const quotas = [await limiter.consume(caller, "req_1"), await limiter.consume(caller, "req_1"), await limiter.consume(caller, "req_2")];
+    // The second subgraph of req_1 gets req_1's quota: one request, one count.
+    expect(quotas.map((q) => q?.remaining)).toEqual([2, 2, 1]);
+    for (const quota of quotas) expect(quota).toMatchObject({ limit: 3, windowSeconds: 1, resetSeconds: 1 });
   });
 
   it("counts one client request fanned out to two subgraphs once", async () => {

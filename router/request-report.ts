@@ -1,0 +1,146 @@
+/**
+ * What the router learns about one client request while the gateway runs it: the GraphQL
+ * operation, and from the subgraphs' `switchyardCaller` response extension
+ * (subgraphs/shared/caller-report.ts) the key id and the key's rate-limit quota. The quota becomes
+ * the `RateLimit-Policy` and `RateLimit` headers of draft-ietf-httpapi-ratelimit-headers on the
+ * client's answer (REST shims and `/graphql` alike: both run through the gateway), the rest goes
+ * into the request log line (router/server.ts).
+ *
+ * A request is found by its count id (`x-switchyard-count-id`), which the router's edge mints
+ * for every client request and the gateway sees on every operation the request runs.
+ */
+import type { ServerResponse } from "node:http";
+import { getOperationAST, type DocumentNode } from "graphql";
+import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
+import type { RateLimitQuota } from "../src/auth/policy.ts";
+import { CALLER_EXTENSION, type CallerReport } from "../subgraphs/shared/caller-report.ts";
+
+/** The name of our single quota policy in the RateLimit headers. */
+export const RATE_LIMIT_POLICY = "default";
+
+/** Longest operation name kept for the log (a client chooses it). */
+const MAX_OPERATION_NAME = 200;
+
+/** What is known of one request so far. */
+export interface RequestReport {
+  /** The (first) GraphQL operation the request ran, when it has a name. */
+  operationName?: string;
+  /** The key that authenticated the request. */
+  keyId?: string;
+  /** The key's quota after this request (lowest remaining when several subgraphs answered). */
+  rateLimit?: RateLimitQuota;
+  /** Set when the rate limit refused the request: its `Retry-After` in seconds. */
+  retryAfterSeconds?: number;
+}
+
+/**
+ * The RateLimit header fields for a quota (draft-ietf-httpapi-ratelimit-headers, Structured Field
+ * items with a String policy name): `RateLimit-Policy: "default";q=<limit>;w=<window s>` and
+ * `RateLimit: "default";r=<remaining>;t=<seconds to reset>`.
+ */
+export function rateLimitHeaders(quota: RateLimitQuota): { "ratelimit-policy": string; ratelimit: string } {
+  return {
+    "ratelimit-policy": `"${RATE_LIMIT_POLICY}";q=${quota.limit};w=${quota.windowSeconds}`,
+    ratelimit: `"${RATE_LIMIT_POLICY}";r=${quota.remaining};t=${quota.resetSeconds}`,
+  };
+}
+
+/** Reads a caller report from untrusted-shaped JSON (a subgraph over HTTP): only well-formed fields. */
+function parseReport(value: unknown): CallerReport | null {
+  if (!value || typeof value !== "object") return null;
+  const { keyId, rateLimit, retryAfterSeconds } = value as Record<string, unknown>;
+  const report: CallerReport = {};
+  if (typeof keyId === "string") report.keyId = keyId;
+  if (typeof retryAfterSeconds === "number" && Number.isInteger(retryAfterSeconds) && retryAfterSeconds >= 1) report.retryAfterSeconds = retryAfterSeconds;
+  const q = rateLimit as Record<string, unknown> | undefined;
+  const whole = (n: unknown) => typeof n === "number" && Number.isInteger(n) && n >= 0;
+  if (q && whole(q.limit) && whole(q.windowSeconds) && whole(q.remaining) && whole(q.resetSeconds)) {
+    report.rateLimit = { limit: q.limit as number, windowSeconds: q.windowSeconds as number, remaining: q.remaining as number, resetSeconds: q.resetSeconds as number };
+  }
+  return report;
+}
+
+/** The open reports of a router, and the gateway plugin that fills them. */
+export interface RequestReports {
+  /**
+   * Opens the report of one client request.
+   * @param countId the request's `x-switchyard-count-id`
+   * @param res its response: the RateLimit headers are set on it as soon as a subgraph reports a
+   *   quota, before the answer is written
+   */
+  open(countId: string, res: ServerResponse): RequestReport;
+  /** Forgets a request (its response closed). */
+  close(countId: string): void;
+  /** Reads operation names and the subgraphs' caller reports (and strips those from the results). */
+  gatewayPlugin: GatewayPlugin;
+}
+
+/** Creates the report registry of one router. */
+export function createRequestReports(): RequestReports {
+  const open = new Map<string, { report: RequestReport; res: ServerResponse }>();
+
+  /** The open request a gateway request belongs to. */
+  const entryOfRequest = (request: Request | undefined) => {
+    const countId = request?.headers?.get("x-switchyard-count-id");
+    return countId ? open.get(countId) : undefined;
+  };
+  /** The open request an operation belongs to, from its gateway context. */
+  const entryOf = (context: unknown) => entryOfRequest((context as { request?: Request } | undefined)?.request);
+
+  const noteOperation = (context: unknown, document: DocumentNode, operationName: string | null | undefined) => {
+    const entry = entryOf(context);
+    if (!entry || entry.report.operationName !== undefined) return;
+    const name = getOperationAST(document, operationName)?.name?.value;
+    if (name) entry.report.operationName = name.slice(0, MAX_OPERATION_NAME);
+  };
+
+  const noteCaller = (context: unknown, caller: CallerReport) => {
+    const entry = entryOf(context);
+    if (!entry) return;
+    if (caller.keyId) entry.report.keyId ??= caller.keyId;
+    if (caller.retryAfterSeconds) entry.report.retryAfterSeconds = caller.retryAfterSeconds;
+    const quota = caller.rateLimit;
+    if (!quota) return;
+    // One request may reach both subgraphs: it counts once, but report the tighter answer if they differ.
+    const known = entry.report.rateLimit;
+    if (known && known.remaining <= quota.remaining) return;
+    entry.report.rateLimit = quota;
+    if (!entry.res.headersSent) for (const [name, value] of Object.entries(rateLimitHeaders(quota))) entry.res.setHeader(name, value);
+  };
+
+  const gatewayPlugin: GatewayPlugin = {
+    // A `/graphql` answer refused by the rate limit keeps `Retry-After`, as the REST shims' do.
+    onResponse({ request, response }) {
+      if (response.status !== 429) return;
+      const retryAfter = entryOfRequest(request)?.report.retryAfterSeconds;
+      if (retryAfter && !response.headers.has("retry-after")) response.headers.set("retry-after", String(retryAfter));
+    },
+    onExecute({ args }) {
+      noteOperation(args.contextValue, args.document, args.operationName);
+    },
+    onSubscribe({ args }) {
+      noteOperation(args.contextValue, args.document, args.operationName);
+    },
+    onSubgraphExecute({ executionRequest }) {
+      return ({ result, setResult }) => {
+        const extensions = (result as { extensions?: Record<string, unknown> } | null)?.extensions;
+        if (!extensions || !(CALLER_EXTENSION in extensions)) return;
+        const { [CALLER_EXTENSION]: raw, ...rest } = extensions;
+        // Never passed on: it is the subgraphs' note to the router.
+        setResult({ ...(result as object), extensions: Object.keys(rest).length ? rest : undefined } as typeof result);
+        const caller = parseReport(raw);
+        if (caller) noteCaller(executionRequest.context, caller);
+      };
+    },
+  };
+
+  return {
+    open(countId, res) {
+      const report: RequestReport = {};
+      open.set(countId, { report, res });
+      return report;
+    },
+    close: (countId) => void open.delete(countId),
+    gatewayPlugin,
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * What a subgraph tells the router about the caller of one request, in the response extension
+ * `switchyardCaller`: the key id (for the router's request log) and the key's rate-limit quota
+ * after this request (for the `RateLimit-Policy` / `RateLimit` headers; router/request-report.ts).
+ * The rate limit is counted here, in the subgraphs (src/auth/policy.ts), so only they know it.
+ * The router reads the extension and strips it: clients never see it.
+ */
+import type { ApolloServerPlugin, BaseContext } from "@apollo/server";
+import type { Caller } from "../../src/auth/keys.ts";
+import { AppError } from "../../src/errors.ts";
+import { RATE_LIMIT_WINDOW_SECONDS, type RateLimiter, type RateLimitQuota } from "../../src/auth/policy.ts";
+
+/** The name of the response extension. */
+export const CALLER_EXTENSION = "switchyardCaller";
+
+/** The extension's value. */
+export interface CallerReport {
+  /** The authenticated key (its id, never the key). */
+  keyId?: string;
+  /** The key's quota after this request; absent for an unlimited key. */
+  rateLimit?: RateLimitQuota;
+  /** Set when the rate limit refused this request (429): its `Retry-After` in seconds. */
+  retryAfterSeconds?: number;
+}
+
+/** Reports by request (the object a subgraph's context was built from). */
+const reports = new WeakMap<object, CallerReport>();
+
+function reportFor(req: object): CallerReport {
+  let report = reports.get(req);
+  if (!report) reports.set(req, (report = {}));
+  return report;
+}
+
+/** Notes the key that authenticated a request. */
+export function noteCaller(req: object, caller: Pick<Caller, "keyId">): void {
+  reportFor(req).keyId = caller.keyId;
+}
+
+/**
+ * Counts one request of the caller's key ({@link RateLimiter.consume}) and notes the quota it
+ * leaves, a refusal (429) included: remaining 0, reset = `Retry-After`.
+ * @throws AppError `rate_limited` (429), as `consume` does
+ */
+export async function countAndNote(rateLimiter: RateLimiter, caller: Pick<Caller, "keyId" | "rateLimit">, countId: string | null, req: object): Promise<void> {
+  try {
+    const quota = await rateLimiter.consume(caller, countId);
+    if (quota) reportFor(req).rateLimit = quota;
+  } catch (error) {
+    const retryAfter = error instanceof AppError && error.code === "rate_limited" ? (error.details as { retry_after_seconds?: unknown }).retry_after_seconds : undefined;
+    if (typeof retryAfter === "number" && caller.rateLimit) {
+      const report = reportFor(req);
+      report.rateLimit = { limit: caller.rateLimit, windowSeconds: RATE_LIMIT_WINDOW_SECONDS, remaining: 0, resetSeconds: retryAfter };
+      report.retryAfterSeconds = retryAfter;
+    }
+    throw error;
+  }
+}
+
+/**
+ * Where a context keeps the request it was built from (see {@link reportingContext}): a symbol
+ * property, not a WeakMap by context, because Apollo Server runs each operation on a shallow
+ * copy of the context, which copies it.
+ */
+const REQUEST_OF = Symbol("switchyard.request");
+
+/**
+ * Wraps a subgraph's context builder so that the report of the request a context was built
+ * from can be found from the context ({@link withCallerReport}, {@link callerReportPlugin}).
+ */
+export function reportingContext<TReq extends object, TContext extends object>(build: (req: TReq) => Promise<TContext>): (req: TReq) => Promise<TContext> {
+  return async (req) => {
+    const context = await build(req);
+    (context as { [REQUEST_OF]?: object })[REQUEST_OF] = req;
+    return context;
+  };
+}
+
+/** The report noted while a context's request ran, if any. */
+function reportOfContext(context: unknown): CallerReport | undefined {
+  const req = context && typeof context === "object" ? (context as { [REQUEST_OF]?: object })[REQUEST_OF] : undefined;
+  return req && reports.get(req);
+}
+
+/**
+ * Adds the caller report of the request to a query or mutation result (in-process execution).
+ * @returns the result, with `extensions.switchyardCaller` when something was noted
+ */
+export function withCallerReport<T extends { extensions?: Record<string, unknown> }>(result: T, context: unknown): T {
+  const report = reportOfContext(context);
+  return report ? { ...result, extensions: { ...result.extensions, [CALLER_EXTENSION]: report } } : result;
+}
+
+/** The same for Apollo Server (HTTP `/graphql`, and in-process with tracing on). */
+export const callerReportPlugin: ApolloServerPlugin<BaseContext> = {
+  async requestDidStart() {
+    return {
+      async willSendResponse({ contextValue, response }) {
+        const report = reportOfContext(contextValue);
+        if (!report || response.body.kind !== "single") return;
+        const result = response.body.singleResult;
+        result.extensions = { ...result.extensions, [CALLER_EXTENSION]: report };
+      },
+    };
+  },
+};
