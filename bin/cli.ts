@@ -1,5 +1,5 @@
 /**
- * `switchyard` commands (DESIGN §2): start, migrate, compose, keys, customers, catalog, webhooks,
+ * `switchyard` commands (docs/architecture.md §2): start, migrate, compose, keys, customers, catalog, webhooks,
  * verify, on commander (docs/adr/0008-cli.md): every command and subcommand answers `--help`.
  * Exit codes: 0 success (and `--help`, `--version`), 1 failure (for `verify`: a discrepancy), 2 bad usage.
  * Every command that opens the database says which one on stderr (`database: sqlite /…/switchyard.db`).
@@ -425,12 +425,12 @@ async function allPages<T>(fetchPage: (after: string | null) => Promise<Page<T>>
   }
 }
 
-/** A vendor as the CLI prints it with `--json` (the REST names of DESIGN §8). */
+/** A vendor as the CLI prints it with `--json` (the REST names of docs/architecture.md §8). */
 function vendorJson(v: VendorRecord) {
   return { vendor_id: v.id, name: v.name, status: v.status, created_at: v.createdAt };
 }
 
-/** A product as the CLI prints it with `--json` (the REST names of DESIGN §8; prices in yuan strings). */
+/** A product as the CLI prints it with `--json` (the REST names of docs/architecture.md §8; prices in yuan strings). */
 function productJson(p: ProductRecord) {
   return {
     product_id: p.id,

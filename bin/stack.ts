@@ -1,6 +1,6 @@
 /**
  * The composition root: wires config, database, domain services, subgraphs and router into
- * running processes (DESIGN §2). `npm start` runs every role in one process; `switchyard start
+ * running processes (docs/architecture.md §2). `npm start` runs every role in one process; `switchyard start
  * <role>` runs one.
  */
 import { createRequire } from "node:module";

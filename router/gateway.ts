@@ -1,5 +1,5 @@
 /**
- * The federation gateway (DESIGN §1): the Hive Gateway runtime over schema/supergraph.graphql,
+ * The federation gateway (docs/architecture.md §1): the Hive Gateway runtime over schema/supergraph.graphql,
  * with each subgraph's routing URL taken from config at start-up.
  */
 import fs from "node:fs";
@@ -113,7 +113,7 @@ function withHttpStatuses(result: any): any {
 }
 
 /**
- * DESIGN §4: GraphQL errors carry `extensions.http.status`. GraphQL Yoga (under the gateway)
+ * docs/architecture.md §4: GraphQL errors carry `extensions.http.status`. GraphQL Yoga (under the gateway)
  * turns that extension into the response status and strips it from the body when it
  * serializes; this plugin hands Yoga a serializer that writes it back.
  */

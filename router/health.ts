@@ -1,5 +1,5 @@
 /**
- * `GET /health` (generation spec part 4; DESIGN §2): 200 with the available models only when the
+ * `GET /health` (docs/api/generation.md §4; docs/architecture.md §2): 200 with the available models only when the
  * router and every subgraph answer; 503 otherwise, naming what is not ready.
  */
 import type { ServerResponse } from "node:http";
@@ -7,7 +7,7 @@ import type { Gateway } from "./gateway.ts";
 import { runOperation } from "./rest/graph-client.ts";
 import { OPERATIONS, sendJson } from "./rest/generation.ts";
 
-/** The REST shape of a model in `/health` (DESIGN §8). */
+/** The REST shape of a model in `/health` (docs/architecture.md §8). */
 function restModel(m: any) {
   return {
     model_id: m.id,

@@ -1,5 +1,5 @@
 /**
- * Safety limits of the router's `/graphql` (issue 4 item 6; DESIGN §1, §4): what a dashboard or a
+ * Safety limits of the router's `/graphql` (issue 4 item 6; docs/architecture.md §1, §4): what a dashboard or a
  * REST shim sends stays far below every limit, and anything past one is refused at the router,
  * before a subgraph sees it, with a GraphQL error carrying `extensions.code` and
  * `extensions.http.status`.

@@ -1,5 +1,5 @@
 /**
- * Placeholder media of the embedded simulator (DESIGN §5), so simulated results open in a
+ * Placeholder media of the embedded simulator (docs/architecture.md §5), so simulated results open in a
  * browser: `/media/sim/<task>-<n>.svg` (an image with the AI-generated mark) and
  * `/media/sim/<task>.mp4` (a two-second clip).
  */

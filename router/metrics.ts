@@ -1,5 +1,5 @@
 /**
- * The router's metrics (DESIGN §2 `/metrics`): HTTP requests by route pattern, GraphQL operations
+ * The router's metrics (docs/architecture.md §2 `/metrics`): HTTP requests by route pattern, GraphQL operations
  * by name, type and outcome, and open subscriptions (graphql-ws and SSE alike: counted in the
  * gateway, which runs both). Labels are bounded: routes are patterns (never raw paths), operation
  * names are capped (src/observability/metrics.ts `LabelCap`).

@@ -1,5 +1,5 @@
 /**
- * The two web pages of generation spec part 4 (issue 5): `GET /client` (balance lookup) and
+ * The two web pages of docs/api/generation.md §4 (issue 5): `GET /client` (balance lookup) and
  * `GET /test` (test bench), plain HTML, CSS and ES modules from router/pages/, no build step.
  *
  * - Assets are read once at start-up and served from `/assets/<version>/<file>`, where the

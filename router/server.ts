@@ -1,5 +1,5 @@
 /**
- * The router (DESIGN §1-2): one node:http server on PORT for everything users reach —
+ * The router (docs/architecture.md §1-2): one node:http server on PORT for everything users reach —
  * `/graphql` (the gateway), the REST shims, `/health`, placeholder media — with an
  * `X-Request-Id` on every response and one JSON log line per request (keys never logged).
  */
@@ -138,7 +138,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   on("GET", `${api}/billing/statements/:statement_id`, cloud.statement);
   on("GET", `${api}/billing/statements/:statement_id/export`, cloud.statementExport);
   on("GET", `${api}/openapi.json`, serveCloudOpenApi);
-  // The web pages (generation spec part 4 "Pages"; router/pages.ts).
+  // The web pages (docs/api/generation.md §4 "Pages"; router/pages.ts).
   const pages = createPages();
   on("GET", "/client", pages.client);
   on("GET", "/test", pages.test);
@@ -257,7 +257,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   return {
     url: `http://${options.host}:${port}`,
     server,
-    /** Stops accepting, closes WebSockets with 1001 and drains the requests in flight (DESIGN §2 shutdown). */
+    /** Stops accepting, closes WebSockets with 1001 and drains the requests in flight (docs/architecture.md §2 shutdown). */
     async close() {
       revocations.close();
       for (const stream of eventStreams) stream.destroy();

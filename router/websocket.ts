@@ -1,5 +1,5 @@
 /**
- * graphql-ws on the router's `/graphql` (DESIGN §6, graphql-transport-ws protocol): the gateway
+ * graphql-ws on the router's `/graphql` (docs/architecture.md §6, graphql-transport-ws protocol): the gateway
  * runs each operation; the key in the connection params (`Authorization` or `authorization`,
  * with or without `Bearer `) is checked at connection time, and a bad key closes the socket with
  * 4403 Forbidden. A connection whose key is disabled later is closed with 4403 too

@@ -1,5 +1,5 @@
 /**
- * Every setting, typed and validated once (DESIGN §2). Read from an environment object so tests
+ * Every setting, typed and validated once (docs/architecture.md §2). Read from an environment object so tests
  * and the CLI can pass their own.
  */
 import path from "node:path";

@@ -1,5 +1,5 @@
 /**
- * One error hierarchy for the whole system (DESIGN §4).
+ * One error hierarchy for the whole system (docs/architecture.md §4).
  *
  * Every error a user can see is an {@link AppError}: a stable `code`, an HTTP `status`, a
  * message and optional `details`. GraphQL carries them as `extensions.code` and
@@ -75,7 +75,7 @@ export function isAppError(value: unknown): value is AppError {
 }
 
 /**
- * Spec part 7 of the generation service: the exact validation messages.
+ * docs/api/generation.md §7: the generation service's exact validation messages.
  * Kept here so the validator and the REST shim (which maps GraphQL type errors of a field to the
  * same message) share one wording.
  */

@@ -1,5 +1,5 @@
 /**
- * Money (DESIGN §3): integer milli-yuan (0.001 CNY) everywhere inside; never a float.
+ * Money (docs/architecture.md §3): integer milli-yuan (0.001 CNY) everywhere inside; never a float.
  */
 
 /** An amount in milli-yuan: an integer. */
@@ -53,7 +53,7 @@ export function parseYuan(value: string | number): MilliYuan {
   return minus ? -milli : milli;
 }
 
-/** The GraphQL `Money` shape (DESIGN §3). */
+/** The GraphQL `Money` shape (docs/architecture.md §3). */
 export interface Money {
   amount: string;
   currency: "CNY";

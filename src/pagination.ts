@@ -1,5 +1,5 @@
 /**
- * Keyset pagination shared by every list (DESIGN §7-8): opaque cursors over a stable ordering,
+ * Keyset pagination shared by every list (docs/architecture.md §7-8): opaque cursors over a stable ordering,
  * so pages never skip or repeat rows while new rows arrive.
  */
 import type { Knex } from "knex";

@@ -1,6 +1,6 @@
 /**
  * The OpenAPI 3.1 document of the cloud open API (`/openapi/v1/*`), served at
- * `GET /openapi/v1/openapi.json`. Shapes: cloud spec parts 2-7, DESIGN §4 and §8; implementation
+ * `GET /openapi/v1/openapi.json`. Shapes: docs/api/cloud.md §2-7, docs/architecture.md §4 and §8; implementation
  * router/rest/cloud.ts (`cloudShapes`, `sendCloudError`) and the field rules of src/cloud/*.ts.
  * test/integration/openapi.test.ts validates real answers against this document.
  */
@@ -26,7 +26,7 @@ const headerRef = (name: string): Reference => ({ $ref: `#/components/headers/${
 
 const API = "/openapi/v1";
 
-/** Error codes of cloud spec part 7 and the registry codes the shim also answers. */
+/** Error codes of docs/api/cloud.md §7 and the registry codes the shim also answers. */
 export const CLOUD_ERROR_CODES = [
   "invalid_request",
   "unauthorized",
@@ -451,7 +451,7 @@ export const cloudOpenApi: OpenApiDocument = {
       Money: moneySchema,
       ErrorEnvelope: {
         type: "object",
-        description: "Error body (cloud spec part 7).",
+        description: "Error body (docs/api/cloud.md §7).",
         required: ["success", "request_id", "error"],
         additionalProperties: false,
         properties: {
@@ -702,7 +702,7 @@ export const cloudOpenApi: OpenApiDocument = {
       TransactionPage: page("Transaction", "A page of transactions, newest first."),
       CreateOrderRequest: {
         type: "object",
-        description: "Create-order body (cloud spec part 2). Unknown fields are ignored.",
+        description: "Create-order body (docs/api/cloud.md §2). Unknown fields are ignored.",
         required: ["client_order_no", "product_id", "quantity", "billing_cycle", "customer"],
         properties: {
           client_order_no: { type: "string", minLength: 1, maxLength: 64, pattern: TOKEN, description: "The caller's own order number, unique per account; no spaces." },
@@ -735,7 +735,7 @@ export const cloudOpenApi: OpenApiDocument = {
       },
       CreateDomainRequest: {
         type: "object",
-        description: "Create-domain body (DESIGN §8). Unknown fields are ignored.",
+        description: "Create-domain body (docs/architecture.md §8). Unknown fields are ignored.",
         required: ["domain", "origin", "protocol", "order_id", "customer_id"],
         properties: {
           domain: { type: "string", format: "hostname", maxLength: 230, description: "Fully qualified, at least two labels, no wildcard; folded to lower case." },
@@ -761,7 +761,7 @@ export const cloudOpenApi: OpenApiDocument = {
       },
       PurgeRequest: {
         type: "object",
-        description: "Purge body (DESIGN §8). Unknown fields are ignored.",
+        description: "Purge body (docs/architecture.md §8). Unknown fields are ignored.",
         required: ["type", "targets"],
         properties: {
           type: { type: "string", enum: ["url", "directory"] },

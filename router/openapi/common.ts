@@ -5,7 +5,7 @@
 import type { ServerResponse } from "node:http";
 import type { Header, JsonSchema, OpenApiDocument, Parameter } from "./types.ts";
 
-/** `Authorization: Bearer <API_KEY>` (generation spec part 5, cloud spec part 5). */
+/** `Authorization: Bearer <API_KEY>` (docs/api/generation.md §5, docs/api/cloud.md §5). */
 export const bearerAuth = {
   type: "http",
   scheme: "bearer",
@@ -21,7 +21,7 @@ export const requestIdParameter: Parameter = {
   schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,80}$" },
 };
 
-/** The `X-Service-Signature` request header (DESIGN §8; algorithm in src/auth/policy.ts). */
+/** The `X-Service-Signature` request header (docs/architecture.md §8; algorithm in src/auth/policy.ts). */
 export const signatureParameter: Parameter = {
   name: "X-Service-Signature",
   in: "header",
@@ -71,7 +71,7 @@ export const rateLimitHeaderRefs = {
   RateLimit: { $ref: "#/components/headers/RateLimit" },
 } as const;
 
-/** Money on REST (DESIGN §3). */
+/** Money on REST (docs/architecture.md §3). */
 export const moneySchema: JsonSchema = {
   type: "number",
   description: "Yuan (CNY) as a JSON number with at most three decimals, exact: derived from integer milli-yuan (1.125 is 1125 milli-yuan).",

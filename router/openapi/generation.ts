@@ -1,9 +1,9 @@
 /**
  * The OpenAPI 3.1 document of the generation REST surface (`/api/v1/*` and `/health`), served at
- * `GET /api/v1/openapi.json`. Shapes: generation spec parts 2-8, DESIGN §4 and §8, README
+ * `GET /api/v1/openapi.json`. Shapes: docs/api/generation.md §2-8, docs/architecture.md §4 and §8, README
  * "REST answers"; implementation router/rest/generation.ts and router/health.ts.
  *
- * The router imports nothing from src/ but config, errors and types (DESIGN §1), so the model
+ * The router imports nothing from src/ but config, errors and types (docs/architecture.md §1), so the model
  * values below are written out; test/integration/openapi.test.ts compares them with the catalog
  * and validates real answers against this document.
  */
@@ -26,13 +26,13 @@ const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}
 const responseRef = (name: string): Reference => ({ $ref: `#/components/responses/${name}` });
 const parameterRef = (name: string): Reference => ({ $ref: `#/components/parameters/${name}` });
 
-/** Video model ids (spec part 1). */
+/** Video model ids (docs/api/generation.md §1). */
 const VIDEO_MODEL_IDS = [52, 67, 69, 51, 39] as const;
-/** Every model id (spec part 1). */
+/** Every model id (docs/api/generation.md §1). */
 const MODEL_IDS = [52, 67, 69, 51, 39, 45] as const;
-/** Union of the video models' aspect ratios (spec part 2). */
+/** Union of the video models' aspect ratios (docs/api/generation.md §2). */
 const VIDEO_SIZES = ["9:16", "16:9", "1:1", "4:3", "3:4", "3:2", "2:3", "21:9"] as const;
-/** The image model's aspect ratios (spec part 2). */
+/** The image model's aspect ratios (docs/api/generation.md §2). */
 const IMAGE_SIZES = ["auto", "1:1", "3:2", "2:3", "4:3", "3:4", "5:4", "4:5", "16:9", "9:16", "2:1", "1:2", "21:9", "9:21"] as const;
 
 /** Longest prompt in Unicode code points (src/generation/validation.ts MAX_PROMPT_CODE_POINTS). */
@@ -234,7 +234,7 @@ export const generationOpenApi: OpenApiDocument = {
       Money: moneySchema,
       Error: {
         type: "object",
-        description: "Error body (DESIGN §4): `code` repeats the HTTP status; `message` is the spec's text.",
+        description: "Error body (docs/architecture.md §4): `code` repeats the HTTP status; `message` is the spec's text.",
         required: ["code", "message"],
         additionalProperties: false,
         properties: {
@@ -252,7 +252,7 @@ export const generationOpenApi: OpenApiDocument = {
       VideoGenerationRequest: {
         type: "object",
         description:
-          "Body of `POST /api/v1/video/generations` (spec part 2). Allowed `size`, `seconds` and `resolution` depend on the model (see `/health`); " +
+          "Body of `POST /api/v1/video/generations` (docs/api/generation.md §2). Allowed `size`, `seconds` and `resolution` depend on the model (see `/health`); " +
           "a value the model does not support is 400 `{field} has an unsupported value`. Unknown fields are ignored.",
         required: ["prompt"],
         properties: {
@@ -274,7 +274,7 @@ export const generationOpenApi: OpenApiDocument = {
       },
       ImageGenerationRequest: {
         type: "object",
-        description: "Body of `POST /api/v1/images/generations` (spec part 2). Unknown fields are ignored.",
+        description: "Body of `POST /api/v1/images/generations` (docs/api/generation.md §2). Unknown fields are ignored.",
         required: ["prompt", "model_id"],
         properties: {
           prompt: prompt("image"),
@@ -288,7 +288,7 @@ export const generationOpenApi: OpenApiDocument = {
       },
       Submission: {
         type: "object",
-        description: "The task just submitted (DESIGN §8).",
+        description: "The task just submitted (docs/architecture.md §8).",
         required: ["task_id", "model_id", "model_name", "status", "status_name", "amount"],
         additionalProperties: false,
         properties: {
@@ -308,7 +308,7 @@ export const generationOpenApi: OpenApiDocument = {
       },
       Task: {
         type: "object",
-        description: "A generation task (spec parts 2-3; DESIGN §8).",
+        description: "A generation task (docs/api/generation.md §2-3; docs/architecture.md §8).",
         required: ["task_id", "model_id", "model_name", "kind", "status", "status_name", "result", "images", "error", "amount", "price", "refunded", "created_at", "updated_at"],
         additionalProperties: false,
         properties: {
@@ -348,7 +348,7 @@ export const generationOpenApi: OpenApiDocument = {
       },
       Usage: {
         type: "object",
-        description: "Usage of the calling key (DESIGN §8). The balance belongs to the key's account.",
+        description: "Usage of the calling key (docs/architecture.md §8). The balance belongs to the key's account.",
         required: ["balance", "spent", "billed_seconds", "billed_images", "tasks", "recent_requests"],
         additionalProperties: false,
         properties: {
@@ -368,7 +368,7 @@ export const generationOpenApi: OpenApiDocument = {
       },
       Model: {
         type: "object",
-        description: "A model and what it accepts (spec parts 1, 2 and 8).",
+        description: "A model and what it accepts (docs/api/generation.md §1, §2 and §8).",
         required: ["model_id", "model_name", "kind", "sizes", "resolutions", "durations", "default_seconds", "max_count", "references"],
         additionalProperties: false,
         properties: {

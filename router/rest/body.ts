@@ -60,8 +60,8 @@ export function readBodyBytes(req: IncomingMessage, limit: number): Promise<Buff
 }
 
 /**
- * The error to answer for a body that could not be read. Authentication comes first (generation
- * spec part 7, cloud spec part 7): a request without an `Authorization` header gets 401, not the
+ * The error to answer for a body that could not be read. Authentication comes first (docs/api/generation.md §7,
+ * docs/api/cloud.md §7): a request without an `Authorization` header gets 401, not the
  * size limit — the header is checked before a byte of the body is read.
  * @param error what {@link readBody} threw
  * @returns AppError `unauthorized` (401) for an oversized body without credentials, else `error`

@@ -1,5 +1,5 @@
 /**
- * The cloud REST shim (`/openapi/v1/*`, cloud spec part 4; DESIGN §8): each documented call is
+ * The cloud REST shim (`/openapi/v1/*`, docs/api/cloud.md §4; docs/architecture.md §8): each documented call is
  * one GraphQL operation on the graph; answers use the spec's envelope
  * `{success, request_id, data}` and error body `{success:false, request_id, error:{code, message, details}}`.
  */
@@ -52,7 +52,7 @@ export const CLOUD_OPERATIONS = {
 const yuan = (money: { amount: string } | null | undefined) => (money ? Number(money.amount) : null);
 const lower = (value: string | null | undefined) => (value == null ? null : value.toLowerCase());
 
-/** REST shapes of DESIGN §8. */
+/** REST shapes of docs/architecture.md §8. */
 export const cloudShapes = {
   vendor: (v: any) => ({ vendor_id: v.id, name: v.name, status: lower(v.status) }),
   product: (p: any) => ({
@@ -118,10 +118,10 @@ export const cloudShapes = {
   }),
 };
 
-/** Cloud spec part 7 for JSON type errors: 422 `validation_failed` naming the field. */
+/** docs/api/cloud.md §7 for JSON type errors: 422 `validation_failed` naming the field. */
 const cloudTypeError: TypeErrorFactory = (field) => new AppError("validation_failed", `${field} has the wrong type`, { field });
 
-/** Map of cloud error codes (cloud spec part 7) from the registry's. */
+/** Map of cloud error codes (docs/api/cloud.md §7) from the registry's. */
 function cloudCode(error: ShimError): string {
   switch (error.code) {
     case "key_disabled":
@@ -152,10 +152,10 @@ function send(res: ServerResponse, status: number, requestId: string, data: unkn
   res.end(text);
 }
 
-/** Writes the error body (cloud spec part 7), with `Retry-After` on 429. */
+/** Writes the error body (docs/api/cloud.md §7), with `Retry-After` on 429. */
 export function sendCloudError(res: ServerResponse, requestId: string, error: Pick<ShimError, "code" | "status" | "message" | "details">): void {
   const code = cloudCode(error as ShimError);
-  // Cloud spec part 7: every upstream vendor failure, timeouts included, is 502 upstream_error.
+  // docs/api/cloud.md §7: every upstream vendor failure, timeouts included, is 502 upstream_error.
   const status = code === "upstream_error" ? 502 : error.status;
   const details = { ...(error.details ?? {}) };
   const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8" };

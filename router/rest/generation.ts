@@ -1,5 +1,5 @@
 /**
- * The generation REST shim (`/api/v1/*`, generation spec part 4; DESIGN §8): each documented call
+ * The generation REST shim (`/api/v1/*`, docs/api/generation.md §4; docs/architecture.md §8): each documented call
  * becomes one GraphQL operation on the graph; results and errors are mapped back to the spec's
  * bodies: `{"code":200,"data":...}` and `{"code":<status>,"message":...}`.
  */
@@ -12,7 +12,7 @@ import { policyHeaders, runOperation, sha256Hex, toShimError, type CallContext, 
 import { restBodyToInput, type TypeErrorFactory } from "./input.ts";
 
 /**
- * Generation spec part 7 for JSON type errors: a whole field of the wrong type "{field} has an
+ * docs/api/generation.md §7 for JSON type errors: a whole field of the wrong type "{field} has an
  * unsupported value" (`prompt`, `model_id` keep their own messages), a bad item of a URL list
  * "{field} must be a public HTTPS URL".
  */
@@ -41,7 +41,7 @@ export const OPERATIONS = {
 /** A decimal string from GraphQL Money as a JSON number (exact: at most three decimals). */
 const yuan = (money: { amount: string } | null | undefined) => (money ? Number(money.amount) : null);
 
-/** The REST task body of DESIGN §8. */
+/** The REST task body of docs/architecture.md §8. */
 export function restTask(task: any) {
   return {
     task_id: task.id,
@@ -68,7 +68,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.end(text);
 }
 
-/** Writes a generation error body (DESIGN §4), with `Retry-After` on 429 (DESIGN §8). */
+/** Writes a generation error body (docs/architecture.md §4), with `Retry-After` on 429 (docs/architecture.md §8). */
 export function sendGenerationError(res: ServerResponse, error: Pick<ShimError, "status" | "message"> & { details?: Record<string, unknown> }): void {
   const retryAfter = error.details?.retry_after_seconds;
   if (error.status === 429 && typeof retryAfter === "number") res.setHeader("retry-after", String(retryAfter));

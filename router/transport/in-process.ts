@@ -1,5 +1,5 @@
 /**
- * The in-process transport (DESIGN §1; issue 7): when the router and a subgraph share one process
+ * The in-process transport (docs/architecture.md §1; issue 7): when the router and a subgraph share one process
  * (`npm start`), the gateway runs that subgraph's operations by calling it directly — same
  * schema, context builder, plugins and error format as its HTTP `/graphql` and graphql-ws, minus
  * the socket, the JSON round trip and, for subscriptions, one upstream WebSocket per client

@@ -1,5 +1,5 @@
 /**
- * The admin token (DESIGN §2 `ADMIN_TOKEN`): the bearer token of the admin GraphQL mutations
+ * The admin token (docs/architecture.md §2 `ADMIN_TOKEN`): the bearer token of the admin GraphQL mutations
  * (keys, top-ups, catalog). It is not an API key: it is compared with the configured token only,
  * never looked up among keys, and no key is ever accepted in its place.
  */
@@ -30,7 +30,7 @@ const digest = (value: string) => createHash("sha256").update(value, "utf8").dig
  * @throws AppError `forbidden` (403) `Admin API is disabled` when no token is configured (checked
  *   first, whatever the request carries); `unauthorized` (401) `Invalid or missing admin token`
  *   for an absent header, another scheme or a wrong token
- * @see DESIGN §2 (admin), §4 (authentication comes first)
+ * @see docs/architecture.md §2 (admin), §4 (authentication comes first)
  */
 export function checkAdminToken(expected: string | null | undefined, authorization: string | null | undefined): void {
   if (!expected) throw new AppError("forbidden", ADMIN_DISABLED_MESSAGE);

@@ -1,5 +1,5 @@
 /**
- * API keys (generation spec part 5; DESIGN §2 CLI `keys`, §8 scopes).
+ * API keys (docs/api/generation.md §5; docs/architecture.md §2 CLI `keys`, §8 scopes).
  * Only the SHA-256 hash of a key is stored; the key itself is shown once, at creation.
  */
 import { createHash, randomBytes } from "node:crypto";
@@ -15,7 +15,7 @@ import type { MilliYuan } from "../money.ts";
 import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
 
 /**
- * Every scope a key can hold (DESIGN §8; README "Scopes" says what each operation needs); a key
+ * Every scope a key can hold (docs/architecture.md §8; README "Scopes" says what each operation needs); a key
  * created without scopes holds them all. `resources:write` came later (ADR 0007): migration 007
  * gave it to every key that held `resources:read`.
  */
@@ -128,7 +128,7 @@ function validateKeyOptions(options: CreateKeyOptions): string[] {
  * @returns the key (shown once), its id, account id and webhook secret
  * @throws AppError `not_found` when `accountId` names no account; `validation_failed` (422,
  *   `details.field` = the option) for a bad option, an unknown scope included
- * @see DESIGN §2 `keys create`, §8 scopes; generation spec part 5
+ * @see docs/architecture.md §2 `keys create`, §8 scopes; docs/api/generation.md §5
  */
 export async function createKey(db: Db, options: CreateKeyOptions): Promise<CreatedKey> {
   const scopes = validateKeyOptions(options);
@@ -168,7 +168,7 @@ export async function createKey(db: Db, options: CreateKeyOptions): Promise<Crea
 }
 
 /**
- * Turns an `Authorization` header value into the caller (spec part 5).
+ * Turns an `Authorization` header value into the caller (docs/api/generation.md §5).
  * Accepts `Bearer <key>` (case-insensitive scheme) or a bare key.
  * @returns the caller
  * @throws AppError `unauthorized` (401) for a missing or unknown key, `key_disabled` (403)
@@ -264,7 +264,7 @@ function toKeyListing(row: any): KeyListing {
 }
 
 /**
- * Lists keys, newest first, a page at a time (DESIGN §2 CLI `keys list`).
+ * Lists keys, newest first, a page at a time (docs/architecture.md §2 CLI `keys list`).
  * @param filter optional account id and status
  * @param page `first` keys after the opaque cursor `after`
  * @returns the page, with the total count of matching keys
@@ -282,7 +282,7 @@ export async function listKeys(db: Db | Knex.Transaction, filter: KeyFilter, pag
 }
 
 /**
- * Reads one key as {@link listKeys} lists it (DESIGN §2 CLI `keys show`).
+ * Reads one key as {@link listKeys} lists it (docs/architecture.md §2 CLI `keys show`).
  * @returns the key, or null when no key has that id
  */
 export async function getKeyListing(db: Db | Knex.Transaction, keyId: string): Promise<KeyListing | null> {

@@ -1,5 +1,5 @@
 /**
- * Key policy (cloud spec part 5; DESIGN §8 key scopes and rate limit): scopes, the source-IP
+ * Key policy (docs/api/cloud.md §5; docs/architecture.md §8 key scopes and rate limit): scopes, the source-IP
  * allow-list, the per-key rate limit and optional request signatures.
  *
  * Every check throws an {@link AppError}, so GraphQL and both REST shims map the failure the same
@@ -49,7 +49,7 @@ import type { Caller } from "./keys.ts";
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Requires a scope of the caller's key (DESIGN §8 key scopes; cloud spec part 7: 403 for
+ * Requires a scope of the caller's key (docs/architecture.md §8 key scopes; docs/api/cloud.md §7: 403 for
  * insufficient key permissions).
  * @param caller the authenticated key
  * @param scope a scope such as `orders:write`
@@ -113,7 +113,7 @@ function parseRange(entry: string): Range | null {
 /**
  * True when an allow-list entry is a valid IP address or CIDR range (IPv4 or IPv6), the forms
  * {@link ipInAllowList} understands.
- * @see DESIGN §2 `keys create --allow-ip`
+ * @see docs/architecture.md §2 `keys create --allow-ip`
  */
 export function isValidAllowListEntry(entry: string): boolean {
   return typeof entry === "string" && entry.length <= 100 && parseRange(entry) !== null;
@@ -143,8 +143,8 @@ export function ipInAllowList(ip: string, allowIps: readonly string[]): boolean 
 }
 
 /**
- * Checks the request's source address against the key's allow-list (cloud spec part 5: keys
- * have an allowed source IP list; part 7: 403 when the source IP is not allowed).
+ * Checks the request's source address against the key's allow-list (docs/api/cloud.md §5: keys
+ * have an allowed source IP list; §7: 403 when the source IP is not allowed).
  * @param caller the authenticated key; `allowIps` null allows any address
  * @param ip the source address of the request; null when unknown (then only a key without a list passes)
  * @returns nothing when allowed
@@ -180,7 +180,7 @@ export interface RateLimitQuota {
   resetSeconds: number;
 }
 
-/** A per-key rate limiter (DESIGN §8: `--rate-limit N` allows N requests per second). */
+/** A per-key rate limiter (docs/architecture.md §8: `--rate-limit N` allows N requests per second). */
 export interface RateLimiter {
   /**
    * Counts one request of the caller's key. The same `requestId` of the same key counts once
@@ -235,8 +235,8 @@ export interface RateLimiterOptions {
 }
 
 /**
- * Creates the per-key rate limiter (DESIGN §2 pub/sub and rate-limit counters, §8 rate limit;
- * cloud spec part 7: 429 `rate_limited`). One fixed 1-second window per key, counted by
+ * Creates the per-key rate limiter (docs/architecture.md §2 pub/sub and rate-limit counters, §8 rate limit;
+ * docs/api/cloud.md §7: 429 `rate_limited`). One fixed 1-second window per key, counted by
  * rate-limiter-flexible: in memory by default, in Redis with `redis` so the limit holds across
  * every instance (N per second in total, not per instance).
  *
@@ -432,7 +432,7 @@ export interface ParsedSignatureHeader {
 }
 
 /**
- * Parses a signature header `t=<unix seconds>,v1=<hex>[,v1=<hex>...]` (DESIGN §8; unknown
+ * Parses a signature header `t=<unix seconds>,v1=<hex>[,v1=<hex>...]` (docs/architecture.md §8; unknown
  * schemes such as `v0=` are ignored, as Stripe does).
  * @returns the timestamp and the `v1` values, or null when `t` or every well-formed `v1` is missing
  */
@@ -523,7 +523,7 @@ export function signRequest(secret: string, request: SignedRequest): string {
 }
 
 /**
- * Verifies a request's `X-Service-Signature` (cloud spec part 5; algorithm in the module
+ * Verifies a request's `X-Service-Signature` (docs/api/cloud.md §5; algorithm in the module
  * docstring): one `v1` must match, `t` within {@link SIGNATURE_TOLERANCE_SECONDS} of now.
  * @param secret the key's `webhook_secret`
  * @param header the `X-Service-Signature` value, null when absent

@@ -1,6 +1,6 @@
 /**
- * Cloud billing reads (cloud spec part 2 "Transaction", "Statement"; part 4
- * `GET /billing/transactions`, `GET /billing/statements/{statement_id}`; DESIGN §3, §8).
+ * Cloud billing reads (docs/api/cloud.md §2 "Transaction", "Statement"; part 4
+ * `GET /billing/transactions`, `GET /billing/statements/{statement_id}`; docs/architecture.md §3, §8).
  *
  * Transactions are the ledger entries of the caller's account that belong to a customer wallet:
  * the ledger is the only source of money facts, so a transaction list, a statement and a balance
@@ -13,7 +13,7 @@ import type { Caller } from "../auth/keys.ts";
 import { formatYuan, type MilliYuan } from "../money.ts";
 import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
 
-/** Transaction types of the cloud API (DESIGN §8); the ledger kind `debit` shows as `deduction`. */
+/** Transaction types of the cloud API (docs/architecture.md §8); the ledger kind `debit` shows as `deduction`. */
 export const TRANSACTION_TYPES = ["topup", "deduction", "refund", "adjustment"] as const;
 /** A transaction type. */
 export type TransactionType = (typeof TRANSACTION_TYPES)[number];
@@ -45,7 +45,7 @@ export interface TransactionFilter {
 /** Export states of a statement's CSV. */
 export type ExportStatus = "pending" | "ready";
 
-/** A monthly statement (cloud spec part 2 "Statement"; DESIGN §8). */
+/** A monthly statement (docs/api/cloud.md §2 "Statement"; docs/architecture.md §8). */
 export interface StatementRecord {
   /** `stm_YYYY-MM`. */
   id: string;
@@ -126,7 +126,7 @@ function rangeOf(filter: TransactionFilter): { from: string | null; until: strin
  * @returns a page of transactions
  * @throws AppError `invalid_request` (400) with `details.field` `type`, `start`, `end` (unparsable,
  *   or start after end) or `cursor`
- * @see cloud spec part 4 `GET /billing/transactions`; DESIGN §8 Transaction
+ * @see docs/api/cloud.md §4 `GET /billing/transactions`; docs/architecture.md §8 Transaction
  */
 export async function listTransactions(db: Db, caller: Caller, filter: TransactionFilter, page: PageRequest): Promise<Page<TransactionRecord>> {
   const query = db("ledger_entries").where("account_id", caller.accountId).whereNotNull("customer_id");
@@ -191,7 +191,7 @@ function csvRowCount(csv: string): number {
  * @returns total, items (oldest first), export status and, once ready, the CSV
  * @throws AppError `not_found` (404) `Statement not found` for another format or a month that has
  *   not begun
- * @see cloud spec part 4 `GET /billing/statements/{statement_id}`; DESIGN §8 Statement
+ * @see docs/api/cloud.md §4 `GET /billing/statements/{statement_id}`; docs/architecture.md §8 Statement
  */
 export async function getStatement(db: Db, caller: Caller, statementId: string, opts: { now?: number } = {}): Promise<StatementRecord> {
   const nowMs = opts.now ?? Date.now();

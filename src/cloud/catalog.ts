@@ -1,9 +1,9 @@
 /**
- * The cloud catalog (cloud spec parts 1-2 "Vendor", "Product"; part 4 `GET /vendors`,
- * `GET /products`, `GET /products/{product_id}`; DESIGN §8 names and the demo catalog).
+ * The cloud catalog (docs/api/cloud.md §1-2 "Vendor", "Product"; part 4 `GET /vendors`,
+ * `GET /products`, `GET /products/{product_id}`; docs/architecture.md §8 names and the demo catalog).
  *
  * Vendors are the upstream clouds allowed for sale; products are what can be ordered: billing
- * cycles with prices (integer milli-yuan, DESIGN §3), stock (null = unlimited), the metadata
+ * cycles with prices (integer milli-yuan, docs/architecture.md §3), stock (null = unlimited), the metadata
  * keys required for activation, and a sale status. Only `available` products can be ordered.
  * Admins manage the catalog through {@link upsertVendor} and {@link upsertProduct}; `npm start`
  * seeds {@link seedDemoCatalog}.
@@ -19,7 +19,7 @@ export const VENDOR_STATUSES = ["active", "inactive"] as const;
 /** A vendor's state: only an `active` vendor's products can be ordered. */
 export type VendorStatus = (typeof VENDOR_STATUSES)[number];
 
-/** Product sale states (DESIGN §8). */
+/** Product sale states (docs/architecture.md §8). */
 export const PRODUCT_STATUSES = ["available", "sold_out", "offline"] as const;
 /** A product's sale state: only `available` products can be ordered or shown to end customers. */
 export type ProductStatus = (typeof PRODUCT_STATUSES)[number];
@@ -159,7 +159,7 @@ export function toProductRecord(row: any): ProductRecord {
  * @param page `first` (1-100) and the opaque cursor `after`
  * @returns a page of vendors
  * @throws AppError `invalid_request` (400, field `cursor`) for a bad cursor
- * @see cloud spec part 4 `GET /vendors`
+ * @see docs/api/cloud.md §4 `GET /vendors`
  */
 export async function listVendors(db: Db, page: PageRequest): Promise<Page<VendorRecord>> {
   return keysetPage(db("vendors").select("*"), ["created_at", "id"], page, toVendorRecord);
@@ -171,7 +171,7 @@ export async function listVendors(db: Db, page: PageRequest): Promise<Page<Vendo
  * @param page `first` (1-100) and the opaque cursor `after`
  * @returns a page of products
  * @throws AppError `invalid_request` (400) for an unknown status (field `status`) or a bad cursor
- * @see cloud spec part 4 `GET /products?category=&vendor_id=`
+ * @see docs/api/cloud.md §4 `GET /products?category=&vendor_id=`
  */
 export async function listProducts(db: Db, filter: ProductFilter, page: PageRequest): Promise<Page<ProductRecord>> {
   const query = db("products").select("*");
@@ -201,7 +201,7 @@ export async function listProductsOfVendors(db: Db, vendorIds: readonly string[]
 /**
  * Reads one product.
  * @returns the product, or null when no product has that id
- * @see cloud spec part 4 `GET /products/{product_id}` (the caller turns null into 404)
+ * @see docs/api/cloud.md §4 `GET /products/{product_id}` (the caller turns null into 404)
  */
 export async function getProduct(db: Db, id: string): Promise<ProductRecord | null> {
   if (typeof id !== "string" || !ID_PATTERN.test(id)) return null;
@@ -428,7 +428,7 @@ const DEMO_PRODUCTS: Omit<ProductRecord, "createdAt" | "updatedAt">[] = [
 ];
 
 /**
- * Seeds the demo catalog (DESIGN §8): two vendors, a CDN product (category `cdn`, requires
+ * Seeds the demo catalog (docs/architecture.md §8): two vendors, a CDN product (category `cdn`, requires
  * `metadata.domain`, monthly/quarterly/yearly), a compute product with limited stock, a
  * `sold_out` product (stock 0) and an `offline` one. Idempotent: rows that exist are left as
  * they are, so admin edits survive a restart. Ids are in {@link DEMO_CATALOG}.

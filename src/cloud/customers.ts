@@ -1,10 +1,10 @@
 /**
- * Cloud customers (cloud spec part 2 "Balance"; DESIGN §2 CLI `customers topup|credit`, §3 money).
+ * Cloud customers (docs/api/cloud.md §2 "Balance"; docs/architecture.md §2 CLI `customers topup|credit`, §3 money).
  *
  * A customer is a wallet inside an account, named by the caller's own `customer_id` string. Its
  * balance is the sum of its ledger entries (the `customers.balance` column is a cache updated in
  * the same transaction) and may go down to minus its credit line, never further. Every movement
- * writes `billing.transaction.created` to the outbox in the same transaction (DESIGN §6).
+ * writes `billing.transaction.created` to the outbox in the same transaction (docs/architecture.md §6).
  */
 import type { Knex } from "knex";
 import { AppError } from "../errors.ts";
@@ -14,7 +14,7 @@ import { fitText, nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
 import { formatYuan, type MilliYuan } from "../money.ts";
 
-/** The balance of one customer, in milli-yuan (cloud spec part 2 "Balance"). */
+/** The balance of one customer, in milli-yuan (docs/api/cloud.md §2 "Balance"). */
 export interface CustomerBalance {
   customerId: string;
   /** The ledger balance: what the customer can spend (negative while using the credit line). */
@@ -101,8 +101,8 @@ async function callbackKeyOf(trx: Executor, accountId: string): Promise<string |
 }
 
 /**
- * Writes `billing.transaction.created` for the ledger entry with the given ref (cloud spec part
- * 6). The aggregate is the transaction id `txn_<ledger entry id>`; amounts are decimal yuan strings.
+ * Writes `billing.transaction.created` for the ledger entry with the given ref (docs/api/cloud.md
+ * §6). The aggregate is the transaction id `txn_<ledger entry id>`; amounts are decimal yuan strings.
  * @param trx the open transaction that wrote the entry
  * @param ref the entry's unique ref
  * @param event account, the key receiving the callback, the causing request
@@ -147,7 +147,7 @@ function movementRef(kind: string): string {
  * @returns the balance after, in milli-yuan
  * @throws AppError `validation_failed` (422, field `amount` or `customer_id`),
  *   `not_found` (404) `Account not found`
- * @see DESIGN §2 `customers topup`; cloud spec part 2 "Transaction" (top-up)
+ * @see docs/architecture.md §2 `customers topup`; docs/api/cloud.md §2 "Transaction" (top-up)
  */
 export async function topUpCustomer(db: Db, movement: CustomerMovement): Promise<MilliYuan> {
   const amount = checkAmount(movement.amount, false);
@@ -181,7 +181,7 @@ export async function topUpCustomer(db: Db, movement: CustomerMovement): Promise
  * @returns the balance after, in milli-yuan
  * @throws AppError `validation_failed` (422, field `amount`), `not_found` (404)
  *   `Customer not found`, `insufficient_balance` (402) when a negative adjustment does not fit
- * @see cloud spec part 2 "Transaction" (adjustment)
+ * @see docs/api/cloud.md §2 "Transaction" (adjustment)
  */
 export async function adjustCustomer(db: Db, movement: CustomerMovement): Promise<MilliYuan> {
   const amount = checkAmount(movement.amount, true);
@@ -229,7 +229,7 @@ export async function adjustCustomer(db: Db, movement: CustomerMovement): Promis
  * @returns the customer's balance
  * @throws AppError `validation_failed` (422, field `limit`), `not_found` (404) `Account not found`,
  *   `conflict` (409) when the balance is already below minus the new line
- * @see DESIGN §2 `customers credit`; cloud spec part 2 "Balance" (credit line)
+ * @see docs/architecture.md §2 `customers credit`; docs/api/cloud.md §2 "Balance" (credit line)
  */
 export async function setCreditLine(db: Db, accountId: string, customerId: string, limitMilli: MilliYuan): Promise<CustomerBalance> {
   if (!Number.isSafeInteger(limitMilli) || limitMilli < 0 || limitMilli > MAX_MOVEMENT) {
@@ -254,7 +254,7 @@ export async function setCreditLine(db: Db, accountId: string, customerId: strin
  * provisioning: already deducted from `available`, given back if provisioning fails.
  * @returns available, frozen and credit line in milli-yuan
  * @throws AppError `not_found` (404) `Customer not found` for a customer the account never had
- * @see cloud spec part 4 `GET /billing/balance?customer_id=`; DESIGN §8 Balance
+ * @see docs/api/cloud.md §4 `GET /billing/balance?customer_id=`; docs/architecture.md §8 Balance
  */
 export async function getCustomerBalance(db: Executor, accountId: string, customerId: string): Promise<CustomerBalance> {
   const row = typeof customerId === "string" && customerId.length <= 64 ? await db("customers").where({ account_id: accountId, customer_id: customerId }).first() : undefined;

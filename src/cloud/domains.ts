@@ -1,6 +1,6 @@
 /**
- * CDN accelerated domains (cloud spec part 4 `POST /domains`, `GET /domains/{domain}/status`;
- * DESIGN §8 domain body and domain status fields).
+ * CDN accelerated domains (docs/api/cloud.md §4 `POST /domains`, `GET /domains/{domain}/status`;
+ * docs/architecture.md §8 domain body and domain status fields).
  *
  * The vendor side is simulated statelessly, like the generation simulator: every status is
  * derived from the time elapsed since the domain was created, in steps of `stepMs`, so the
@@ -40,7 +40,7 @@
  *   protocol's default port).
  * - `protocol` and `origin.type` are matched exactly (lower case). Unknown body fields are
  *   ignored. A body that is not a JSON object is 400 `invalid_request`.
- * - Check order (DESIGN §4): body shape 400 → fields 422 → origin host's DNS answers 422 (field
+ * - Check order (docs/architecture.md §4): body shape 400 → fields 422 → origin host's DNS answers 422 (field
  *   `origin.address`) → order exists in the caller's account
  *   404 → order's customer matches 422 (field `customer_id`) → product category `cdn` 409 →
  *   order `active` 409 → domain not taken by any account 409.
@@ -81,7 +81,7 @@ export interface DomainOrigin {
 }
 
 /**
- * A domain with its statuses as of the moment it was read (DESIGN §8 domain status fields, in
+ * A domain with its statuses as of the moment it was read (docs/architecture.md §8 domain status fields, in
  * camelCase). Times are ISO 8601 UTC.
  */
 export interface DomainRecord {
@@ -127,7 +127,7 @@ const TOP_LABEL = /^(?:[a-z]{2,63}|xn--[a-z0-9-]{1,59})$/;
  * Normalizes a hostname: lower case, one trailing root dot removed.
  * Takes any value; returns the normalized FQDN, or null when it is not a valid FQDN of at least
  * two LDH labels (1-63 characters each, total at most `maxLength`) with an alphabetic top label.
- * Never throws. Spec: DESIGN §8 domain body.
+ * Never throws. Spec: docs/architecture.md §8 domain body.
  */
 export function normalizeHostname(value: unknown, maxLength = 253): string | null {
   if (typeof value !== "string") return null;
@@ -147,7 +147,7 @@ function inCnameZone(name: string): boolean {
 }
 
 /**
- * The CNAME target of a domain (DESIGN §8 domain status field `cname`).
+ * The CNAME target of a domain (docs/architecture.md §8 domain status field `cname`).
  * @param domain a normalized domain name
  * @returns `<domain>.cdn.switchyard.example`
  * @throws nothing
@@ -192,7 +192,7 @@ interface ValidDomainBody {
 }
 
 /**
- * Validates a create-domain body (DESIGN §8).
+ * Validates a create-domain body (docs/architecture.md §8).
  * @throws AppError `invalid_request` (400) when the body is not an object; `validation_failed`
  *   (422) with `details.field` naming the first bad field
  */
@@ -286,7 +286,7 @@ function toRecord(row: any, stepMs: number, now = Date.now()): DomainRecord {
 
 /**
  * Creates an accelerated domain for an active CDN order of the caller's account
- * (cloud spec part 4 `POST /domains`; DESIGN §8 domain body; issue 3 item 5).
+ * (docs/api/cloud.md §4 `POST /domains`; docs/architecture.md §8 domain body; issue 3 item 5).
  * @param body `{domain, origin: {type: "ip"|"domain", address, port?}, protocol: "http"|"https",
  *   order_id, customer_id}` as parsed from JSON
  * @param opts `idempotencyKey` (Idempotency-Key, Stripe semantics), `stepMs` (simulator step),
@@ -361,7 +361,7 @@ function lookupName(domain: string): string | null {
 
 /**
  * Reads a domain of the caller's account with its current statuses
- * (cloud spec part 4 `GET /domains/{domain}/status`; DESIGN §8 domain status fields).
+ * (docs/api/cloud.md §4 `GET /domains/{domain}/status`; docs/architecture.md §8 domain status fields).
  * @param domain the domain name (case-insensitive; a trailing dot is ignored)
  * @param stepMs milliseconds per simulated status step
  * @returns the domain record
@@ -376,7 +376,7 @@ export async function getDomain(db: Db | Knex.Transaction, caller: Pick<Caller, 
 }
 
 /**
- * Batch read for GraphQL loaders (cloud spec part 4 domain status).
+ * Batch read for GraphQL loaders (docs/api/cloud.md §4 domain status).
  * @param names domain names (case-insensitive)
  * @param stepMs milliseconds per simulated status step
  * @returns one entry per name, in the same order: the record, or null when the name is unknown

@@ -1,5 +1,5 @@
 /**
- * Idempotency keys (cloud spec part 5; Stripe's semantics): the same key and request replay the
+ * Idempotency keys (docs/api/cloud.md §5; Stripe's semantics): the same key and request replay the
  * first result without doing anything again; the same key with another request is 409
  * `conflict`; a retry while the first is still running is 409 too. Keys are kept 24 hours.
  * Only completed results are kept: a request that fails releases its key, so a corrected retry

@@ -1,6 +1,6 @@
 /**
- * Cloud-resource orders and resources (cloud spec parts 2-4 `POST /orders`, `GET /orders/{id}`,
- * `POST /orders/{id}/renew`, `GET /resources`; part 6 order callbacks; DESIGN §3, §4, §6, §8).
+ * Cloud-resource orders and resources (docs/api/cloud.md §2-4 `POST /orders`, `GET /orders/{id}`,
+ * `POST /orders/{id}/renew`, `GET /resources`; §6 order callbacks; docs/architecture.md §3, §4, §6, §8).
  *
  * The order state machine (`status`, with `payment_status` / `provisioning_status`):
  *
@@ -31,11 +31,11 @@ import { withIdempotency } from "./idempotency.ts";
 import { appendTransactionEvent, checkCustomerId, ensureCustomer } from "./customers.ts";
 import { toProductRecord, type BillingCycle, type ProductRecord } from "./catalog.ts";
 
-/** Overall order state (DESIGN §8 `status`). */
+/** Overall order state (docs/architecture.md §8 `status`). */
 export type OrderStatus = "unpaid" | "provisioning" | "active" | "failed";
-/** Payment state (DESIGN §8 `payment_status`). */
+/** Payment state (docs/architecture.md §8 `payment_status`). */
 export type PaymentStatus = "unpaid" | "paid" | "refunded";
-/** Provisioning state (DESIGN §8 `provisioning_status`). */
+/** Provisioning state (docs/architecture.md §8 `provisioning_status`). */
 export type ProvisioningStatus = "pending" | "provisioning" | "active" | "failed";
 
 /** An order as the domain sees it: money in milli-yuan, times ISO 8601. */
@@ -62,7 +62,7 @@ export interface OrderRecord {
   updatedAt: string;
 }
 
-/** A resource held by a customer (cloud spec part 2 "Resource"). */
+/** A resource held by a customer (docs/api/cloud.md §2 "Resource"). */
 export interface ResourceRecord {
   id: string;
   accountId: string;
@@ -97,7 +97,7 @@ export interface RenewResult {
 
 /** Per-request facts of a write. */
 export interface WriteOptions {
-  /** The `Idempotency-Key` header (cloud spec part 5); null or empty: no idempotency. */
+  /** The `Idempotency-Key` header (docs/api/cloud.md §5); null or empty: no idempotency. */
   idempotencyKey?: string | null;
   /** The request id echoed in callbacks. */
   requestId?: string | null;
@@ -125,7 +125,7 @@ export const PROVISION_LEASE_MS = 60_000;
 /** The failure reason the vendor simulator gives for `metadata.simulate: "fail"`. */
 export const SIMULATED_FAILURE_REASON = "Vendor rejected the order (simulated)";
 
-/** A validated create-order body (cloud spec part 2). */
+/** A validated create-order body (docs/api/cloud.md §2). */
 export interface OrderRequest {
   clientOrderNo: string;
   productId: string;
@@ -225,7 +225,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 /**
  * Validates the shape of a create-order body (everything that does not need the catalog).
  * Unknown top-level fields are ignored.
- * @param body the parsed JSON body, snake_case as in cloud spec part 2
+ * @param body the parsed JSON body, snake_case as in docs/api/cloud.md §2
  * @returns the validated request
  * @throws AppError `invalid_request` (400) when the body is not a JSON object;
  *   `validation_failed` (422) naming the first bad field (`client_order_no`, `product_id`,
@@ -293,7 +293,7 @@ async function loadProduct(trx: Knex.Transaction, id: string): Promise<(ProductR
   return { ...toProductRecord(row), vendorActive: row.vendor_status === "active" };
 }
 
-/** The data of an order event (cloud spec part 6: order_id, client_order_no, resource_id, status; DESIGN §8 names). */
+/** The data of an order event (docs/api/cloud.md §6: order_id, client_order_no, resource_id, status; docs/architecture.md §8 names). */
 function orderPayload(order: OrderRecord): Record<string, unknown> {
   return {
     order_id: order.id,
@@ -376,7 +376,7 @@ export function createOrderService(deps: OrderServiceDeps) {
 
   /**
    * Creates an order and tries to pay it from the customer's wallet, atomically (cloud spec
-   * part 4 `POST /orders`; issue 3 "Orders"). An order the wallet (balance + credit line) cannot
+   * §4 `POST /orders`; issue 3 "Orders"). An order the wallet (balance + credit line) cannot
    * cover is stored `unpaid` and takes nothing; a paid one moves to `provisioning` and is
    * settled later by {@link provisionDue}. With an idempotency key, a retry with the same body
    * replays the first result (the order as it was then) with `replayed: true`.
@@ -493,7 +493,7 @@ export function createOrderService(deps: OrderServiceDeps) {
   }
 
   /**
-   * Validates a renew body (DESIGN §8: `{"periods": 1, "billing_cycle"?: "..."}`); an absent body
+   * Validates a renew body (docs/architecture.md §8: `{"periods": 1, "billing_cycle"?: "..."}`); an absent body
    * means the defaults.
    * @throws AppError `invalid_request` (400) for a body that is not an object;
    *   `validation_failed` (422, field `periods` or `billing_cycle`)
@@ -519,7 +519,7 @@ export function createOrderService(deps: OrderServiceDeps) {
   }
 
   /**
-   * Renews an active order's resource (cloud spec part 4 `POST /orders/{id}/renew`): charges
+   * Renews an active order's resource (docs/api/cloud.md §4 `POST /orders/{id}/renew`): charges
    * cycle price × quantity × periods from the customer's wallet and extends the resource's expiry
    * by months × periods (calendar months, UTC, from the later of the current expiry and now).
    * Writes ledger ref `order:<id>:renew:<n>`, `order.paid` (with `renewal`) and
@@ -590,7 +590,7 @@ export function createOrderService(deps: OrderServiceDeps) {
   }
 
   /**
-   * Reads an order of the caller's account (cloud spec part 4 `GET /orders/{order_id}`).
+   * Reads an order of the caller's account (docs/api/cloud.md §4 `GET /orders/{order_id}`).
    * @throws AppError `not_found` (404) `Order not found` for an unknown id or another account's order
    */
   async function get(caller: Caller, id: string): Promise<OrderRecord> {
@@ -674,7 +674,7 @@ export function createOrderService(deps: OrderServiceDeps) {
   }
 
   /**
-   * The vendor simulator's step (run by a worker; DESIGN §8 `PROVISION_DELAY_MS`): settles every
+   * The vendor simulator's step (run by a worker; docs/architecture.md §8 `PROVISION_DELAY_MS`): settles every
    * `provisioning` order whose `provision_due_at` has passed, each in its own transaction with a
    * compare-and-swap on `status` (so two workers never both settle one). The batch is claimed
    * first with a lease of {@link PROVISION_LEASE_MS} ({@link claimBatch}: `FOR UPDATE SKIP LOCKED`
@@ -684,7 +684,7 @@ export function createOrderService(deps: OrderServiceDeps) {
    * `billing.transaction.created`; otherwise → `active` with a new resource (`res_…`, expiring
    * one billing cycle from now) and `order.provisioned`.
    * @returns how many orders this call settled
-   * @see cloud spec part 3 (order.provisioned → active) and part 6
+   * @see docs/api/cloud.md §3 (order.provisioned → active) and §6
    */
   async function provisionDue(): Promise<number> {
     // Lease the batch (provision_due_at pushed forward) so other workers skip it; settling clears
@@ -716,7 +716,7 @@ export function createOrderService(deps: OrderServiceDeps) {
 
   /**
    * Lists the resources of the caller's account, newest first, optionally of one customer
-   * (cloud spec part 4 `GET /resources`).
+   * (docs/api/cloud.md §4 `GET /resources`).
    * @param page `first` (1-100) and the opaque cursor `after`
    * @param customerId only this customer's resources
    * @throws AppError `invalid_request` (400, field `cursor`) for a bad cursor

@@ -1,5 +1,5 @@
 /**
- * Cache purge tasks (cloud spec part 4 `POST /domains/{domain}/purge`; DESIGN §8 purge body
+ * Cache purge tasks (docs/api/cloud.md §4 `POST /domains/{domain}/purge`; docs/architecture.md §8 purge body
  * `{"type": "url"|"directory", "targets": [...]}` answering `data.task_id`).
  *
  * Like the domain statuses, a task's status is derived from the time since it was created, in
@@ -16,10 +16,10 @@
  *   domain's protocol (`https://example.com/images/`).
  * - Targets are stored in WHATWG-normalized form (`new URL(...).href`); duplicates after
  *   normalization are dropped, keeping the first.
- * - Check order (DESIGN §4): body shape 400 → fields 422 → domain of the caller 404 → review
+ * - Check order (docs/architecture.md §4): body shape 400 → fields 422 → domain of the caller 404 → review
  *   not rejected 409. A domain whose review is still pending may be purged (nothing is cached
  *   yet; the task completes as usual).
- * - Purge tasks emit no callback (spec part 6 lists none); their state is read by id.
+ * - Purge tasks emit no callback (docs/api/cloud.md §6 lists none); their state is read by id.
  * - An idempotent replay returns the snapshot stored by the first request.
  */
 import type { Knex } from "knex";
@@ -135,7 +135,7 @@ function toRecord(row: any, stepMs: number, now = Date.now()): PurgeTaskRecord {
 
 /**
  * Submits a URL or directory cache purge for a domain of the caller's account
- * (cloud spec part 4 `POST /domains/{domain}/purge`; DESIGN §8 purge body; issue 3 item 5).
+ * (docs/api/cloud.md §4 `POST /domains/{domain}/purge`; docs/architecture.md §8 purge body; issue 3 item 5).
  * @param domain the domain name from the path (case-insensitive)
  * @param body `{type: "url"|"directory", targets: string[]}` as parsed from JSON
  * @param opts `idempotencyKey` (Stripe semantics), `stepMs` (simulator step)
@@ -155,7 +155,7 @@ export async function purgeDomain(
   const name = normalizeHostname(domain);
   if (!name) throw new AppError("not_found", "Domain not found");
   // The protocol only matters for bare directory paths; validation needs the domain's row for it,
-  // but the 404 comes after validation (DESIGN §4), so the row is read here without the account
+  // but the 404 comes after validation (docs/architecture.md §4), so the row is read here without the account
   // filter, used for nothing else, and the ownership check happens inside the transaction.
   const row = await db("domains").where("domain", name).first("protocol");
   const valid = validatePurgeBody(body, name, row?.protocol ?? "https");

@@ -1,6 +1,6 @@
 /**
- * Simulated CDN usage per resource (cloud spec part 4 `GET /usage/bandwidth`,
- * `GET /usage/traffic`, part 6 `usage.threshold_reached`; DESIGN §8 bandwidth and traffic shapes;
+ * Simulated CDN usage per resource (docs/api/cloud.md §4 `GET /usage/bandwidth`,
+ * `GET /usage/traffic`, §6 `usage.threshold_reached`; docs/architecture.md §8 bandwidth and traffic shapes;
  * issue 3 item 6).
  *
  * The vendor simulator is a pure function of the resource id and time, so every instance and
@@ -46,7 +46,7 @@ const DAY_MS = 86_400_000;
 /** Longest range a usage query may cover, in days. */
 export const MAX_RANGE_DAYS = 31;
 
-/** A bandwidth curve (DESIGN §8 bandwidth). */
+/** A bandwidth curve (docs/architecture.md §8 bandwidth). */
 export interface BandwidthUsage {
   resourceId: string;
   intervalSeconds: number;
@@ -56,7 +56,7 @@ export interface BandwidthUsage {
   points: { time: string; bps: number }[];
 }
 
-/** Traffic per UTC day (DESIGN §8 traffic); `totalBytes` is exactly the sum of the items. */
+/** Traffic per UTC day (docs/architecture.md §8 traffic); `totalBytes` is exactly the sum of the items. */
 export interface TrafficUsage {
   resourceId: string;
   totalBytes: number;
@@ -124,7 +124,7 @@ function slotCounts(slot: number, createdMs: number, nowMs: number): boolean {
 
 /**
  * Simulated bandwidth of a resource in one 300-second slot, before clipping to its lifetime
- * (the vendor simulator behind cloud spec part 4 `/usage/bandwidth`; issue 3 item 6).
+ * (the vendor simulator behind docs/api/cloud.md §4 `/usage/bandwidth`; issue 3 item 6).
  * @param resourceId the resource id (the seed)
  * @param timeMs any instant inside the slot, Unix milliseconds
  * @returns bits per second, an integer; deterministic per (resource, slot)
@@ -137,7 +137,7 @@ export function simulatedSlotBps(resourceId: string, timeMs: number): number {
 
 /**
  * Cumulative simulated traffic of a resource from its creation up to `nowMs` (completed slots
- * only). This is what usage thresholds compare with (cloud spec part 6
+ * only). This is what usage thresholds compare with (docs/api/cloud.md §6
  * `usage.threshold_reached`; issue 3 item 6).
  * @param resourceId the resource id (the seed)
  * @param createdAt the resource's `created_at`, ISO 8601
@@ -242,8 +242,8 @@ function intervalFor(rangeMs: number): number {
 // Queries
 
 /**
- * The bandwidth curve of a resource over a time range (cloud spec part 4
- * `GET /usage/bandwidth?resource_id=&start=&end=`; DESIGN §8 bandwidth).
+ * The bandwidth curve of a resource over a time range (docs/api/cloud.md §4
+ * `GET /usage/bandwidth?resource_id=&start=&end=`; docs/architecture.md §8 bandwidth).
  * @param query `resourceId`; `start` and `end` ISO 8601 date-times with a time zone
  * @returns points at a fixed interval (300, 3600 or 14400 seconds) aligned to it, and the peak
  * @throws AppError `invalid_request` (400): field `resource_id` when missing, `start`/`end` when
@@ -277,8 +277,8 @@ export async function bandwidthUsage(db: Db | Knex.Transaction, caller: Pick<Cal
 }
 
 /**
- * Traffic of a resource per UTC day over an inclusive date range (cloud spec part 4
- * `GET /usage/traffic?resource_id=&start=&end=`; DESIGN §8 traffic).
+ * Traffic of a resource per UTC day over an inclusive date range (docs/api/cloud.md §4
+ * `GET /usage/traffic?resource_id=&start=&end=`; docs/architecture.md §8 traffic).
  * @param query `resourceId`; `start` and `end` dates `YYYY-MM-DD`, inclusive
  * @returns one item per day (integer bytes) and their exact sum
  * @throws AppError `invalid_request` (400): field `resource_id` when missing, `start`/`end` when
@@ -308,7 +308,7 @@ export async function trafficUsage(db: Db | Knex.Transaction, caller: Pick<Calle
 // Thresholds
 
 /**
- * Sets or clears the usage alert threshold of a resource (issue 3 item 6; spec part 6
+ * Sets or clears the usage alert threshold of a resource (issue 3 item 6; docs/api/cloud.md §6
  * `usage.threshold_reached`). A different value re-arms the alert; the same value changes
  * nothing.
  * @param bytes a positive integer of bytes of cumulative traffic, or null to clear
@@ -340,7 +340,7 @@ export async function setUsageThreshold(
 /**
  * Worker step: emits `usage.threshold_reached` for every active resource whose cumulative
  * traffic since creation has reached its threshold and whose alert has not fired for that
- * threshold yet (spec part 6; DESIGN §6). Each event is written to the outbox in the same
+ * threshold yet (docs/api/cloud.md §6; docs/architecture.md §6). Each event is written to the outbox in the same
  * transaction as a compare-and-swap of `threshold_notified_bytes`, so concurrent workers emit it
  * once. The callback goes to the key that placed the resource's order.
  * @param options `now` (defaults to the current time)

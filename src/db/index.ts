@@ -1,5 +1,5 @@
 /**
- * The knex instance (DESIGN §2 storage): SQLite under DATA_DIR by default, PostgreSQL when
+ * The knex instance (docs/architecture.md §2 storage): SQLite under DATA_DIR by default, PostgreSQL when
  * DATABASE_URL is `postgres://…`. The same migrations and queries run on both; what differs
  * between them lives here: connection set-up, unique-violation detection and work-queue claims.
  */

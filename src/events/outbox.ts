@@ -1,5 +1,5 @@
 /**
- * The outbox (DESIGN §6): every observable state change is written here in the same transaction
+ * The outbox (docs/architecture.md §6): every observable state change is written here in the same transaction
  * as the change, and published after the commit by the dispatcher.
  */
 import { EventEmitter } from "node:events";

@@ -1,5 +1,5 @@
 /**
- * Pub/sub (DESIGN §2 pub/sub, §6 events): the dispatcher publishes every outbox row to the topic
+ * Pub/sub (docs/architecture.md §2 pub/sub, §6 events): the dispatcher publishes every outbox row to the topic
  * of its account, `account:<accountId>`, and GraphQL subscriptions listen there and filter by
  * task, order or key. In-process here (one `EventEmitter`); the Redis implementation of the same
  * interface (`redis-pubsub.ts`) takes over when `REDIS_URL` is set, so events reach every instance.
@@ -30,7 +30,7 @@ export interface PubSub {
 }
 
 /**
- * An outbox row as published on `account:<accountId>` (DESIGN §6). `payload` is the row's JSON
+ * An outbox row as published on `account:<accountId>` (docs/architecture.md §6). `payload` is the row's JSON
  * payload, parsed; `createdAt` is ISO 8601 (the time of the state change).
  */
 export interface OutboxMessage {

@@ -1,5 +1,5 @@
 /**
- * Pub/sub across processes (DESIGN §2 pub/sub; scale-out issue item 2): the {@link PubSub} of
+ * Pub/sub across processes (docs/architecture.md §2 pub/sub; scale-out issue item 2): the {@link PubSub} of
  * `pubsub.ts` over Redis, so an event the dispatcher of one instance publishes reaches the
  * GraphQL subscriptions of every instance.
  *

@@ -1,5 +1,5 @@
 /**
- * The outbox dispatcher and webhook callbacks (cloud spec part 6; DESIGN §6 events, §8 callbacks;
+ * The outbox dispatcher and webhook callbacks (docs/api/cloud.md §6; docs/architecture.md §6 events, §8 callbacks;
  * issue 3 item 9).
  *
  * Each round of the dispatcher:
@@ -22,9 +22,9 @@
  *    `webhook_attempts` (time, HTTP status, error, duration).
  *
  * Callbacks (which outbox rows become which events): see {@link callbackEventsFor}.
- * Body: exactly `{"event","request_id","created_at","data"}` (spec part 6), stored once so
+ * Body: exactly `{"event","request_id","created_at","data"}` (docs/api/cloud.md §6), stored once so
  * every attempt signs and sends the same bytes.
- * Signature (DESIGN §8): `X-Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(webhook_secret, "<t>.<raw body>")>`,
+ * Signature (docs/architecture.md §8): `X-Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(webhook_secret, "<t>.<raw body>")>`,
  * computed at each attempt with the key's current `webhook_secret`; receivers verify it with
  * {@link verifyWebhookSignature} and may drop duplicates by `X-Service-Delivery`.
  */
@@ -47,7 +47,7 @@ function webhookPayload(rawBody: string | Uint8Array, t: number): string | Buffe
 }
 
 /**
- * Signs a callback body (DESIGN §8).
+ * Signs a callback body (docs/architecture.md §8).
  * @param secret the key's `webhook_secret`
  * @param rawBody the exact body bytes sent (a string is taken as UTF-8)
  * @param t unix seconds
@@ -59,7 +59,7 @@ export function signWebhook(secret: string, rawBody: string | Uint8Array, t: num
 }
 
 /**
- * Verifies a callback's `X-Service-Signature` (DESIGN §8), for receivers and tests: one `v1`
+ * Verifies a callback's `X-Service-Signature` (docs/architecture.md §8), for receivers and tests: one `v1`
  * value must match (several are allowed while a secret rotates), compared in constant time, and
  * `t` must be within the tolerance of now, in either direction.
  * @param secret the key's `webhook_secret`
@@ -85,7 +85,7 @@ export function verifyWebhookSignature(
 // Which outbox rows become callbacks
 // ---------------------------------------------------------------------------------------------
 
-/** The cloud events of spec part 6 delivered as callbacks under their outbox topic. */
+/** The cloud events of docs/api/cloud.md §6 delivered as callbacks under their outbox topic. */
 export const CLOUD_CALLBACK_EVENTS: readonly string[] = [
   "order.created",
   "order.paid",
@@ -104,13 +104,13 @@ export interface CallbackEvent {
 }
 
 /**
- * Maps an outbox row to the callbacks it causes (cloud spec part 6; issue 3 item 9).
- * - The six cloud events of spec part 6 (`order.*`, `billing.transaction.created`,
+ * Maps an outbox row to the callbacks it causes (docs/api/cloud.md §6; issue 3 item 9).
+ * - The six cloud events of docs/api/cloud.md §6 (`order.*`, `billing.transaction.created`,
  *   `usage.threshold_reached`): one callback named after the topic, `data` = the payload as written.
  * - `task.status_changed`: `task.succeeded` (status 1) or `task.failed` (status 2), and also
  *   `task.refunded` when `refunded` > 0; other statuses cause none. `data` is
  *   `{task_id, status, result, images, error, refunded, updated_at}` with `refunded` in yuan
- *   (a JSON number, DESIGN §3).
+ *   (a JSON number, docs/architecture.md §3).
  * - Any other topic: none (published to subscribers only).
  * @returns the events, in the order they are delivered
  */
@@ -137,7 +137,7 @@ export function callbackEventsFor(topic: string, payload: Record<string, unknown
 }
 
 /**
- * The exact callback body (spec part 6), keys in this order.
+ * The exact callback body (docs/api/cloud.md §6), keys in this order.
  * @param requestId the outbox row's `request_id`, or `evt_<outbox id>` for events no request caused
  */
 function callbackBody(event: CallbackEvent, requestId: string, createdAt: string): string {
@@ -205,7 +205,7 @@ interface DueDelivery {
 }
 
 /**
- * Starts the outbox dispatcher (DESIGN §6; see the module docstring for each step).
+ * Starts the outbox dispatcher (docs/architecture.md §6; see the module docstring for each step).
  * Rounds of the background loop never overlap; a round that found a full batch is followed at
  * once by the next. Errors are logged and retried next round, never thrown by the loop.
  * @param options database, logger, pub/sub, retry policy, interval, request timeout, clock

@@ -1,5 +1,5 @@
 /**
- * The model catalog (generation spec parts 1, 2 and 8; DESIGN §5): the one data table that
+ * The model catalog (docs/api/generation.md §1, §2 and §8; docs/architecture.md §5): the one data table that
  * validation, pricing, `/health`, GraphQL `models` and the /test page all read. Change a model
  * here and every reader follows.
  */
@@ -10,7 +10,7 @@ export type ModelKind = "video" | "image";
 /** A kind of reference media a model accepts. */
 export type ReferenceKind = "image" | "audio" | "video";
 
-/** How a model is billed. All amounts are integer milli-yuan (DESIGN §3). */
+/** How a model is billed. All amounts are integer milli-yuan (docs/architecture.md §3). */
 export type ModelPricing =
   /** Milli-yuan per second of video, per resolution. */
   | { kind: "per_second"; milliPerSecond: Readonly<Record<string, number>> }
@@ -22,7 +22,7 @@ export type ModelPricing =
   /** Milli-yuan per generated image. */
   | { kind: "per_image"; milliPerImage: number };
 
-/** Which reference media a model takes, and how many (spec parts 2 and 8). */
+/** Which reference media a model takes, and how many (docs/api/generation.md §2 and §8). */
 export interface ReferenceRules {
   /** Kinds accepted through reference_image(s), reference_audio(s), reference_video(s). */
   kinds: readonly ReferenceKind[];
@@ -34,7 +34,7 @@ export interface ReferenceRules {
   maxVideos: number | null;
   /** Limit on images + audios + videos together; null when only per-kind limits apply. */
   maxTotal: number | null;
-  /** True when a request with audio must also carry at least one image or video (spec 4, rule 4). */
+  /** True when a request with audio must also carry at least one image or video (docs/api/generation.md §4 rule 4). */
   audioNeedsVisual: boolean;
 }
 
@@ -53,7 +53,7 @@ export interface ModelSpec {
   defaultSeconds: number | null;
   pricing: ModelPricing;
   references: ReferenceRules;
-  /** Largest `count` per request (spec part 8). */
+  /** Largest `count` per request (docs/api/generation.md §8). */
   maxCount: 4;
   /**
    * Seconds a task may stay open (status 0, 3 or 4) after its submission; past it the task is
@@ -76,7 +76,7 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-// Spec part 8: every video model but 67 takes at most 9 images, 3 audios, 3 videos.
+// docs/api/generation.md §8: every video model but 67 takes at most 9 images, 3 audios, 3 videos.
 const STANDARD_VIDEO_REFERENCES = {
   kinds: ["image", "audio", "video"],
   frames: false,
@@ -150,7 +150,7 @@ export const MODELS: readonly ModelSpec[] = deepFreeze<ModelSpec[]>([
     durations: { "480P": range(4, 15), "720P": range(4, 15) },
     defaultSeconds: 4,
     pricing: { kind: "per_second", milliPerSecond: { "480P": 1000, "720P": 1000 } },
-    // Spec 4 rule 4 names 52, 67 and 69 only: 51 takes audio alone.
+    // docs/api/generation.md §4 rule 4 names 52, 67 and 69 only: 51 takes audio alone.
     references: { ...STANDARD_VIDEO_REFERENCES, audioNeedsVisual: false },
     maxCount: 4,
     deadlineSeconds: VIDEO_DEADLINE_SECONDS,
@@ -200,10 +200,10 @@ export const MODELS: readonly ModelSpec[] = deepFreeze<ModelSpec[]>([
   },
 ]);
 
-/** The model a video request without model_id uses (spec part 1). */
+/** The model a video request without model_id uses (docs/api/generation.md §1). */
 export const DEFAULT_VIDEO_MODEL_ID = 52;
 
-/** The one image model (spec part 1). */
+/** The one image model (docs/api/generation.md §1). */
 export const IMAGE_MODEL_ID = 45;
 
 const BY_ID = new Map(MODELS.map((model) => [model.id, model]));
@@ -218,7 +218,7 @@ export function getModel(id: number): ModelSpec | undefined {
 }
 
 /**
- * Matches a resolution case-insensitively against a model's resolutions (DESIGN §5):
+ * Matches a resolution case-insensitively against a model's resolutions (docs/architecture.md §5):
  * "720p" → "720P", "1K" → "1k".
  * @returns the catalog's canonical spelling, or undefined when the model does not offer it
  */

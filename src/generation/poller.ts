@@ -1,5 +1,5 @@
 /**
- * The task poller (DESIGN §5): refreshes open tasks from the upstream in batches with bounded
+ * The task poller (docs/architecture.md §5): refreshes open tasks from the upstream in batches with bounded
  * concurrency and settles them through {@link GenerationService.applyUpstreamState}.
  */
 import pLimit from "p-limit";

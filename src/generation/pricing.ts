@@ -1,5 +1,5 @@
 /**
- * Prices of generation requests (generation spec part 4, "Billing"; DESIGN §3): integer
+ * Prices of generation requests (docs/api/generation.md §4, "Billing"; docs/architecture.md §3): integer
  * milli-yuan, integer arithmetic only, read from the catalog's pricing entries.
  */
 import type { MilliYuan } from "../money.ts";
@@ -49,7 +49,7 @@ export function unitPriceOf(model: ModelSpec, req: { seconds: number | null; res
 }
 
 /**
- * The amount deducted for a generation request (spec part 4, "Billing"): seconds × count ×
+ * The amount deducted for a generation request (docs/api/generation.md §4, "Billing"): seconds × count ×
  * per-second price (52, 51, 39; 67 by resolution), count × ceil(seconds × rate) points × 125
  * milli-yuan (69), or count × 300 milli-yuan (image 45, settled later to the images generated).
  * @param model the catalog model

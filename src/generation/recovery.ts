@@ -1,5 +1,5 @@
 /**
- * The recovery sweep of generation tasks (DESIGN §5; issue 6 item 4): what a crash or a silent
+ * The recovery sweep of generation tasks (docs/architecture.md §5; issue 6 item 4): what a crash or a silent
  * upstream would otherwise leave open forever. Runs at start-up and then periodically in every
  * process of the generation role; every step is a compare-and-swap, so any number of processes
  * may sweep the same database without handling an item twice.

@@ -1,5 +1,5 @@
 /**
- * Generation tasks (generation spec parts 2-4; DESIGN §5): submission with the debit, reads,
+ * Generation tasks (docs/api/generation.md §2-4; docs/architecture.md §5): submission with the debit, reads,
  * lists, and settlement of upstream results with refunds.
  */
 import type { Knex } from "knex";
@@ -73,7 +73,7 @@ export function toTaskRecord(row: any): TaskRecord {
 export interface GenerationServiceDeps {
   db: Db;
   upstream: GenerationUpstream;
-  /** True when a URL is a public HTTPS URL (generation spec part 4 rule 3). */
+  /** True when a URL is a public HTTPS URL (docs/api/generation.md §4 rule 3). */
   checkUrl: UrlCheck;
   /** Milliseconds until the poller first looks at a newly sent task. */
   pollIntervalMs: number;
@@ -81,7 +81,7 @@ export interface GenerationServiceDeps {
   deadlineSeconds?: number;
 }
 
-/** The error of a task failed by its deadline (DESIGN §5; src/generation/recovery.ts). */
+/** The error of a task failed by its deadline (docs/architecture.md §5; src/generation/recovery.ts). */
 export const DEADLINE_ERROR = "Generation timed out";
 
 /** Where a submission stands: `pending` until the upstream answers, `resending` while the recovery sweep holds it. */
@@ -96,12 +96,12 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   const { db, upstream } = deps;
 
   /**
-   * Submits a generation task (spec part 4): validates, prices, debits the price atomically with
+   * Submits a generation task (docs/api/generation.md §4): validates, prices, debits the price atomically with
    * the task row, hands the task to the upstream, and refunds in the same transaction that
    * records an upstream failure.
    * @param caller the authenticated key
    * @param kind `video` or `image` (the endpoint)
-   * @param body the REST-shaped request (snake_case fields of spec part 2)
+   * @param body the REST-shaped request (snake_case fields of docs/api/generation.md §2)
    * @returns the new task (status 0)
    * @throws AppError 400 (validation), 402 `insufficient_balance`, 502 `upstream_failed`, 504 `upstream_timeout`
    */
@@ -242,7 +242,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   }
 
   /**
-   * Reads a task of the caller (spec part 4: a task is visible only to the key that created it).
+   * Reads a task of the caller (docs/api/generation.md §4: a task is visible only to the key that created it).
    * @throws AppError `task_not_found` (404) when it does not exist or belongs to another key
    */
   async function getTask(caller: Caller, id: string): Promise<TaskRecord> {

@@ -1,5 +1,5 @@
 /**
- * Usage of a key (generation spec part 4 `GET /api/v1/usage`; DESIGN §8): balance, spent,
+ * Usage of a key (docs/api/generation.md §4 `GET /api/v1/usage`; docs/architecture.md §8): balance, spent,
  * billed seconds and images, and the recent requests of the calling key.
  */
 import { AsyncLocalStorage } from "node:async_hooks";

@@ -1,5 +1,5 @@
 /**
- * Validation of generation request bodies (generation spec parts 2, 4, 7 and 8; DESIGN §5).
+ * Validation of generation request bodies (docs/api/generation.md §2, §4, §7 and §8; docs/architecture.md §5).
  *
  * The body is REST-shaped: snake case, exactly the spec's field names. GraphQL inputs are mapped
  * to this shape first so the rules and messages live once. `null` means omitted for every optional
@@ -92,7 +92,7 @@ function isInteger(value: unknown): value is number {
   return typeof value === "number" && Number.isSafeInteger(value);
 }
 
-/** Spec part 2: model_id is optional (52) for video and must be 45 for images. */
+/** docs/api/generation.md §2: model_id is optional (52) for video and must be 45 for images. */
 function selectModel(kind: ModelKind, value: unknown): ModelSpec {
   if (kind === "video" && isAbsent(value)) return getModel(DEFAULT_VIDEO_MODEL_ID)!;
   const model = isInteger(value) ? getModel(value) : undefined;
@@ -154,7 +154,7 @@ const NO_REFERENCES: ReferenceGroup = {
 };
 
 /**
- * Spec parts 2, 4 (rule 4) and 8: which reference kinds the model takes and how many.
+ * docs/api/generation.md §2, §4 (rule 4) and §8: which reference kinds the model takes and how many.
  * Image requests read only reference_image(s).
  */
 function readReferences(
@@ -198,7 +198,7 @@ function readReferences(
 }
 
 /**
- * Spec part 4, rule 3: every reference URL must be public HTTPS. Checks run concurrently; the
+ * docs/api/generation.md §4, rule 3: every reference URL must be public HTTPS. Checks run concurrently; the
  * first failure in field order is reported. A non-string, empty or over-long value fails without
  * a check; a check that throws counts as a failure (fail closed).
  */
@@ -231,8 +231,8 @@ async function checkReferenceUrls(fields: ReferenceField[], checkUrl: UrlCheck):
 }
 
 /**
- * Validates a video or image generation request body (generation spec part 2 fields, part 4 rules
- * 1-4, part 7 messages, part 8 limits).
+ * Validates a video or image generation request body (docs/api/generation.md §2 fields, §4 rules
+ * 1-4, §7 messages, §8 limits).
  *
  * Checks in order: body is an object, prompt (a string with a non-blank character, no U+0000,
  * at most {@link MAX_PROMPT_CODE_POINTS} code points), model_id, resolution, seconds (video), size, count,
@@ -257,7 +257,7 @@ export async function validateGenerationRequest(
   const prompt = body.prompt;
   // U+0000 cannot be stored in PostgreSQL text: invalid on every database.
   if (typeof prompt !== "string" || prompt.trim() === "" || prompt.includes("\u0000")) throw invalidFieldError("prompt");
-  // Spec part 7 has one message for a bad prompt; details carry the limit for GraphQL clients.
+  // docs/api/generation.md §7 has one message for a bad prompt; details carry the limit for GraphQL clients.
   if (!withinCodePoints(prompt, MAX_PROMPT_CODE_POINTS)) {
     throw new AppError("invalid_request", validationMessages.prompt, { field: "prompt", max_code_points: MAX_PROMPT_CODE_POINTS });
   }
@@ -295,7 +295,7 @@ export async function validateGenerationRequest(
   }
 
   const refs = readReferences(body, model);
-  // Field order of the spec's part 2 table: images, frames, audios, videos.
+  // Field order of the docs/api/generation.md §2 table: images, frames, audios, videos.
   await checkReferenceUrls(
     [
       refs.images.single,

@@ -1,5 +1,5 @@
 /**
- * The ledger (DESIGN §3): every balance change is an append-only entry written in the same
+ * The ledger (docs/architecture.md §3): every balance change is an append-only entry written in the same
  * transaction as the change it pays for. The stored balance is a cache of the entries' sum.
  */
 import { AppError } from "../errors.ts";
@@ -14,7 +14,7 @@ export type LedgerEntryKind = "topup" | "debit" | "refund" | "adjustment";
 export interface LedgerMovement {
   accountId: string;
   /**
-   * A cloud customer's wallet inside the account (cloud spec part 2 "Balance"); omitted for the
+   * A cloud customer's wallet inside the account (docs/api/cloud.md §2 "Balance"); omitted for the
    * account's own wallet (generation tasks).
    */
   customerId?: string | null;

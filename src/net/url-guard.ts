@@ -1,11 +1,11 @@
 /**
  * Public-HTTPS URL guard (SSRF protection) for reference URLs, and its host check for CDN origin
- * host names (`checkHost`; cloud spec part 4 `POST /domains`).
+ * host names (`checkHost`; docs/api/cloud.md §4 `POST /domains`).
  *
- * Implements generation spec part 4 rule 3 ("Every reference URL ... must be a public HTTPS URL,
+ * Implements docs/api/generation.md §4 rule 3 ("Every reference URL ... must be a public HTTPS URL,
  * else 400. Rejected: HTTP, localhost, private or local IP addresses, URLs with embedded
  * credentials, and domains whose DNS resolution points to a private or local address") and the
- * DNS row of DESIGN §2 (`DNS_SERVERS` overrides the system resolver; unresolvable hosts are
+ * DNS row of docs/architecture.md §2 (`DNS_SERVERS` overrides the system resolver; unresolvable hosts are
  * rejected).
  *
  * Decisions:
@@ -46,7 +46,7 @@ const NAT64_WELL_KNOWN = ipaddr.IPv6.parseCIDR("64:ff9b::/96");
 /**
  * Options of {@link createUrlGuard}.
  *
- * Spec: generation spec part 4 rule 3; DESIGN §2 (DNS row).
+ * Spec: docs/api/generation.md §4 rule 3; docs/architecture.md §2 (DNS row).
  */
 export interface UrlGuardOptions {
   /**
@@ -70,7 +70,7 @@ export interface UrlGuardOptions {
  * (IPv4-mapped, IPv4-translated, NAT64 64:ff9b::/96, 6to4), and for text that is not an address.
  * Never throws.
  *
- * Spec: generation spec part 4 rule 3 ("private or local IP addresses").
+ * Spec: docs/api/generation.md §4 rule 3 ("private or local IP addresses").
  */
 export function isPublicAddress(ip: string): boolean {
   if (typeof ip !== "string") return false;
@@ -108,14 +108,14 @@ function isPublicV6(addr: ipaddr.IPv6): boolean {
  * Outcome of {@link UrlGuard.check}: `{ ok: true }` for a public HTTPS URL, otherwise
  * `{ ok: false, reason }` with a short human-readable reason suitable for a 400 response.
  *
- * Spec: generation spec part 4 rule 3.
+ * Spec: docs/api/generation.md §4 rule 3.
  */
 export type UrlCheckResult = { ok: true } | { ok: false; reason: string };
 
 /**
  * Checks that a URL is a public HTTPS URL.
  *
- * Spec: generation spec part 4 rule 3; DESIGN §2 (DNS row).
+ * Spec: docs/api/generation.md §4 rule 3; docs/architecture.md §2 (DNS row).
  */
 export interface UrlGuard {
   /**
@@ -137,7 +137,7 @@ export interface UrlGuard {
    * `*.localhost` or single-label, and its A and AAAA answers (at least one family answering)
    * must all be public. A trailing root dot is ignored and case is folded. Takes the host text;
    * returns the verdict, whose reason never names an address learnt from DNS. Never throws and
-   * never rejects. Resolves afresh on every call. Used for CDN origins (cloud spec part 4
+   * never rejects. Resolves afresh on every call. Used for CDN origins (docs/api/cloud.md §4
    * `POST /domains`), which we never fetch ourselves but must not point at our network.
    */
   checkHost(host: string): Promise<UrlCheckResult>;
@@ -158,7 +158,7 @@ function reject(reason: string): UrlCheckResult {
  *   is not an IP address with optional port, or RangeError when `timeoutMs` is not a positive
  *   integer. Configuration errors surface at construction, never during `check`.
  *
- * Spec: generation spec part 4 rule 3; DESIGN §2 (DNS row).
+ * Spec: docs/api/generation.md §4 rule 3; docs/architecture.md §2 (DNS row).
  */
 export function createUrlGuard(options: UrlGuardOptions = {}): UrlGuard {
   const timeout = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;

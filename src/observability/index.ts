@@ -1,5 +1,5 @@
 /**
- * Observability of one stack (DESIGN §2 `/metrics`; README "Observability"): its metrics registry,
+ * Observability of one stack (docs/architecture.md §2 `/metrics`; README "Observability"): its metrics registry,
  * the `/metrics` handler the subgraph ports serve, and tracing when OTEL_EXPORTER_OTLP_ENDPOINT
  * is set.
  */

@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics of a process (DESIGN §2 `/metrics`): one prom-client registry per stack,
+ * Prometheus metrics of a process (docs/architecture.md §2 `/metrics`): one prom-client registry per stack,
  * never the global default (several stacks share a test process). The hot path only increments
  * counters and observes histograms; what costs a query (outbox lag, ledger totals) is computed in
  * `collect()` callbacks, that is only while `/metrics` is being scraped.
@@ -104,7 +104,7 @@ function singleFlight<T>(query: () => Promise<T>): () => Promise<T> {
  * - `switchyard_outbox_lag_seconds`: age of the oldest of them (0 when none);
  * - `switchyard_ledger_entries_total{kind}`: ledger entries by kind (topup, debit, refund, adjustment);
  * - `switchyard_ledger_milliyuan_total{kind,direction}`: their amounts in milli-yuan, credits and
- *   debits apart (DESIGN §3), so each series only grows: the ledger is append-only.
+ *   debits apart (docs/architecture.md §3), so each series only grows: the ledger is append-only.
  * Each is a whole-database figure: processes sharing one database report the same values
  * (aggregate them with `max`, not `sum`). A failed query is logged and the last values are kept.
  * @param now clock in milliseconds (tests)

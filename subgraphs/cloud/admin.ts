@@ -1,5 +1,5 @@
 /**
- * The admin mutations of the cloud subgraph (DESIGN §2 `ADMIN_TOKEN`; issue 3 "Catalog": admins
+ * The admin mutations of the cloud subgraph (docs/architecture.md §2 `ADMIN_TOKEN`; issue 3 "Catalog": admins
  * manage the catalog with the CLI or admin GraphQL mutations). Each one checks the admin token
  * first (401/403, never through API-key authentication), then turns decimal yuan strings into
  * milli-yuan (422 `validation_failed` naming the field) and calls the same functions of `src/` as

@@ -1,5 +1,5 @@
 /**
- * The cloud subgraph (DESIGN §1, §7): schema/cloud.graphql served on CLOUD_PORT.
+ * The cloud subgraph (docs/architecture.md §1, §7): schema/cloud.graphql served on CLOUD_PORT.
  */
 import fs from "node:fs";
 import { parse } from "graphql";

@@ -15,10 +15,10 @@ import { pageSize, toConnection } from "../shared/connection.ts";
 import type { GenerationContext } from "./context.ts";
 import type { TypeScope } from "../shared/scopes.ts";
 
-/** Enum names of the status codes 0-4 (generation spec part 3). */
+/** Enum names of the status codes 0-4 (docs/api/generation.md §3). */
 export const TASK_STATUS_ENUM = ["QUEUED", "SUCCEEDED", "FAILED", "PROCESSING", "SUBMITTED"] as const;
 
-/** Localized status labels (DESIGN §5). */
+/** Localized status labels (docs/architecture.md §5). */
 export const STATUS_NAMES = {
   zh: ["排队中", "生成成功", "生成失败", "处理中", "已提交"],
   en: ["Queued", "Succeeded", "Failed", "Processing", "Submitted"],

@@ -1,5 +1,5 @@
 /**
- * The generation subgraph (DESIGN §1, §7): schema/generation.graphql served on GENERATION_PORT.
+ * The generation subgraph (docs/architecture.md §1, §7): schema/generation.graphql served on GENERATION_PORT.
  */
 import fs from "node:fs";
 import { parse, type GraphQLFormattedError } from "graphql";

@@ -1,5 +1,5 @@
 /**
- * Authentication and key policy for every subgraph (generation spec part 5, cloud spec part 5):
+ * Authentication and key policy for every subgraph (docs/api/generation.md §5, docs/api/cloud.md §5):
  * the key (401/403 disabled), its source-IP allow-list (403), its request signature when present
  * or required (401), its rate limit (429) and, per field, its scopes (403). The facts only the
  * router knows (client IP, count id, signed method/path/body digest) come in the router's signed

@@ -1,4 +1,4 @@
-/** Relay connection helpers shared by the subgraphs (DESIGN §7). */
+/** Relay connection helpers shared by the subgraphs (docs/architecture.md §7). */
 import { AppError } from "../../src/errors.ts";
 import type { Page } from "../../src/pagination.ts";
 

@@ -1,5 +1,5 @@
 /**
- * Error formatting shared by every subgraph (DESIGN §4): an {@link AppError} becomes a GraphQL
+ * Error formatting shared by every subgraph (docs/architecture.md §4): an {@link AppError} becomes a GraphQL
  * error with `extensions.code` and `extensions.http.status` (and its details); anything
  * unexpected is logged and masked as `internal` so no stack trace leaves the process.
  */

@@ -1,5 +1,5 @@
 /**
- * Per-request helpers built on first use (DESIGN §7 context): a request, or a subscription that
+ * Per-request helpers built on first use (docs/architecture.md §7 context): a request, or a subscription that
  * lives for hours, that never asks for a DataLoader or a usage reader never builds one.
  */
 

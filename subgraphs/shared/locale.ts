@@ -1,4 +1,4 @@
-/** Locale negotiation for localized labels (DESIGN §5): Chinese by default, English when preferred. */
+/** Locale negotiation for localized labels (docs/architecture.md §5): Chinese by default, English when preferred. */
 import Negotiator from "negotiator";
 
 /** The UI languages we localize into. */

@@ -1,5 +1,5 @@
 /**
- * One way to run a subgraph (DESIGN §1, §7): Apollo Server + @apollo/subgraph on node:http,
+ * One way to run a subgraph (docs/architecture.md §1, §7): Apollo Server + @apollo/subgraph on node:http,
  * serving `/graphql`. Each subgraph brings its SDL, resolvers, context and plugins.
  */
 import http from "node:http";
@@ -46,7 +46,7 @@ export interface LocalOperation {
 /**
  * A subgraph's in-process entry: the schema, context builder, plugins and error format of its
  * HTTP `/graphql` and graphql-ws, minus the socket and the JSON round trip. For a router in the
- * same process (DESIGN §1).
+ * same process (docs/architecture.md §1).
  */
 export interface LocalSubgraph {
   /**
@@ -287,7 +287,7 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
     res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ errors: [{ message: "Not found" }] }));
   });
   httpServer.keepAliveTimeout = 65_000;
-  // Subscriptions (DESIGN §6): graphql-ws on the same path. Each operation is authorized on its
+  // Subscriptions (docs/architecture.md §6): graphql-ws on the same path. Each operation is authorized on its
   // own, by the router's signature and the key in its internal context: a connection by itself
   // can do nothing.
   const wsServer = new WebSocketServer({ server: httpServer, path: "/graphql" });

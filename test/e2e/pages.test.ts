@@ -1,5 +1,5 @@
 /**
- * The two web pages (issue 5; generation spec parts 1 and 4 "Pages") in a real browser: Debian's
+ * The two web pages (issue 5; docs/api/generation.md §1 and §4 "Pages") in a real browser: Debian's
  * chromium driven by playwright-core (never a downloaded browser), against a real stack whose
  * simulator steps are slow enough (300 ms) for the live status to be seen changing.
  *

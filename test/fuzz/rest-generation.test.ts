@@ -58,7 +58,7 @@ const TOO_DEEP = "Request body is nested too deeply: at most 64 levels of object
 const VIDEO = "/api/v1/video/generations";
 const IMAGE = "/api/v1/images/generations";
 
-/** The request fields of each submission and their JSON kinds (generation spec part 2). */
+/** The request fields of each submission and their JSON kinds (docs/api/generation.md §2). */
 const VIDEO_FIELDS: Record<string, FieldKind> = {
   prompt: "string",
   model_id: "integer",

@@ -1,5 +1,5 @@
 /**
- * The admin GraphQL mutations through the router (DESIGN §2 `ADMIN_TOKEN`; issue 3 "Catalog"):
+ * The admin GraphQL mutations through the router (docs/architecture.md §2 `ADMIN_TOKEN`; issue 3 "Catalog"):
  * an admin manages the catalog, keys and money with `Authorization: Bearer <ADMIN_TOKEN>`; no API
  * key can stand in for the token; without ADMIN_TOKEN the admin API is off.
  */

@@ -1,6 +1,6 @@
 /**
- * Authentication, task visibility and request ids through the router (generation spec part 5,
- * part 4 "GET /api/v1/tasks/{task_id}", part 7; DESIGN §4 order of checks).
+ * Authentication, task visibility and request ids through the router (docs/api/generation.md §5,
+ * §4 "GET /api/v1/tasks/{task_id}", §7; docs/architecture.md §4 order of checks).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey, setKeyStatus } from "../../src/auth/keys.ts";

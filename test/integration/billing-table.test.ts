@@ -1,6 +1,6 @@
 /**
- * The billing check table of generation spec part 4 ("Billing", "Checks"), row by row through the
- * REST API: the submission's `amount` and the drop in the balance are both exact (DESIGN §3:
+ * The billing check table of docs/api/generation.md §4 ("Billing", "Checks"), row by row through the
+ * REST API: the submission's `amount` and the drop in the balance are both exact (docs/architecture.md §3:
  * integer milli-yuan inside, yuan with at most three decimals outside).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -44,7 +44,7 @@ const ROWS: Row[] = [
   image(2, 0.6),
   image(3, 0.9),
   image(4, 1.2),
-  // DESIGN §3: points are rounded up per item, so a 6 s 480P item is ceil(9) = 9 points.
+  // docs/architecture.md §3: points are rounded up per item, so a 6 s 480P item is ceil(9) = 9 points.
   video("model 69, 6 s, 480P", { model_id: 69, seconds: 6, resolution: "480P" }, 1.125),
   video("model 69, 5 s, 480P (7.5 points round up to 8)", { model_id: 69, seconds: 5, resolution: "480P" }, 1),
   video("model 69, 5 s, 480P, ×3", { model_id: 69, seconds: 5, resolution: "480P", count: 3 }, 3),

@@ -1,6 +1,6 @@
 /**
- * The cloud open API through the router (cloud spec part 4): every endpoint's happy path, every
- * error code of part 7, the order state machine, idempotency, tenant isolation and the books.
+ * The cloud open API through the router (docs/api/cloud.md §4): every endpoint's happy path, every
+ * error code of §7, the order state machine, idempotency, tenant isolation and the books.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";

@@ -1,6 +1,6 @@
 /**
- * Cloud billing against a real SQLite database (cloud spec part 2 "Balance", "Transaction",
- * "Statement"; part 4 `/billing/*`; issue 3 "Billing"; DESIGN §3 money, §8 names): balances,
+ * Cloud billing against a real SQLite database (docs/api/cloud.md §2 "Balance", "Transaction",
+ * "Statement"; §4 `/billing/*`; issue 3 "Billing"; docs/architecture.md §3 money, §8 names): balances,
  * transactions with filters and ranges, monthly statements and their CSV export.
  */
 import { appErrorOf as errorOf } from "../support/errors.ts";

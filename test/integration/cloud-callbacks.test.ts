@@ -1,5 +1,5 @@
 /**
- * Signed callbacks end to end (cloud spec part 6, DESIGN §6): events caused through the router
+ * Signed callbacks end to end (docs/api/cloud.md §6, docs/architecture.md §6): events caused through the router
  * reach a real HTTP receiver, signed, retried until it accepts, every attempt visible in GraphQL.
  */
 import http from "node:http";

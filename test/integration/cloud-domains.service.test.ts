@@ -1,6 +1,6 @@
 /**
- * CDN domains and cache purges at the service layer (cloud spec part 4 `/domains`,
- * `/domains/{domain}/status`, `/domains/{domain}/purge`; DESIGN §8; issue 3 item 5), on a real
+ * CDN domains and cache purges at the service layer (docs/api/cloud.md §4 `/domains`,
+ * `/domains/{domain}/status`, `/domains/{domain}/purge`; docs/architecture.md §8; issue 3 item 5), on a real
  * SQLite database. Time is driven by moving rows' `created_at` into the past, never by sleeping.
  */
 import { appErrorOf as failure } from "../support/errors.ts";

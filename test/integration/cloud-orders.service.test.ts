@@ -1,6 +1,6 @@
 /**
- * The cloud order service against a real SQLite database (cloud spec parts 2-6; issue 3
- * "Orders", "Idempotency"; DESIGN §3 money, §4 errors, §6 events, §8 names). Provisioning is
+ * The cloud order service against a real SQLite database (docs/api/cloud.md §2-6; issue 3
+ * "Orders", "Idempotency"; docs/architecture.md §3 money, §4 errors, §6 events, §8 names). Provisioning is
  * driven by calling provisionDue() with a controlled clock, never by sleeping.
  */
 import { appErrorOf as errorOf } from "../support/errors.ts";

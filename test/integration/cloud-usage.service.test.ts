@@ -1,6 +1,6 @@
 /**
- * Simulated CDN usage at the service layer (cloud spec part 4 `/usage/bandwidth`,
- * `/usage/traffic`, part 6 `usage.threshold_reached`; DESIGN §8; issue 3 item 6), on a real
+ * Simulated CDN usage at the service layer (docs/api/cloud.md §4 `/usage/bandwidth`,
+ * `/usage/traffic`, §6 `usage.threshold_reached`; docs/architecture.md §8; issue 3 item 6), on a real
  * SQLite database. Time is driven by resources created in the past and by the `now` option of the
  * threshold check, never by sleeping.
  */

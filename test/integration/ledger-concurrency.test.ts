@@ -1,6 +1,6 @@
 /**
- * The balance under concurrent submissions (DESIGN §3: a debit never takes a balance below zero,
- * even under concurrent requests; generation spec part 4 rule 5: insufficient balance is 402).
+ * The balance under concurrent submissions (docs/architecture.md §3: a debit never takes a balance below zero,
+ * even under concurrent requests; docs/api/generation.md §4 rule 5: insufficient balance is 402).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyLedger } from "../../src/ledger/index.ts";

@@ -1,5 +1,5 @@
 /**
- * `/metrics` (DESIGN §2; README "Observability") on a real stack: the router counts requests by
+ * `/metrics` (docs/architecture.md §2; README "Observability") on a real stack: the router counts requests by
  * route pattern and GraphQL operations by capped name, follows open subscriptions over graphql-ws
  * and SSE, the generation upstream's failures are counted by kind, and ledger totals and outbox
  * backlog are read from the database when scraped. Values are compared before and after each

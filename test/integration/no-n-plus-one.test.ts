@@ -1,5 +1,5 @@
 /**
- * No N+1 (issue 4 item 5; DESIGN §7): a dashboard query through the router over 100 tasks and 100
+ * No N+1 (issue 4 item 5; docs/architecture.md §7): a dashboard query through the router over 100 tasks and 100
  * orders runs a small, constant number of SQL statements — the same as over 10 tasks and 10
  * orders — because every entity and list resolution is batched per request (DataLoader), and the
  * router makes one fetch per subgraph.

@@ -353,10 +353,10 @@ describe("generation answers match the generation document", () => {
     expect(answers.map((a) => a.status)).toContain(429);
   });
 
-  // Known gap, reported: DESIGN §8 promises `Retry-After` with every 429, but sendGenerationError
+  // Known gap, reported: docs/architecture.md §8 promises `Retry-After` with every 429, but sendGenerationError
   // drops it (the cloud shim sends it). When this starts failing, document the header on the
   // generation 429 (router/openapi/generation.ts) and turn this into a plain `it`.
-  it("sends Retry-After with a generation 429 (DESIGN §8)", async () => {
+  it("sends Retry-After with a generation 429 (docs/architecture.md §8)", async () => {
     const limited = await t.createKey("10", { rateLimit: 1 });
     let answer: RestAnswer | undefined;
     for (let i = 0; i < 3 && answer?.status !== 429; i++) answer = await t.rest("GET", "/api/v1/usage", { key: limited.key });

@@ -1,5 +1,5 @@
 /**
- * The request log (generation spec part 4 `GET /api/v1/usage`, "recent requests"): rows are
+ * The request log (docs/api/generation.md §4 `GET /api/v1/usage`, "recent requests"): rows are
  * batched (src/generation/usage.ts), one INSERT per 10 ms instead of one transaction per request,
  * and a key still sees its own requests at once.
  */

@@ -1,5 +1,5 @@
 /**
- * Request signatures (`X-Service-Signature`, cloud spec part 5; algorithm in src/auth/policy.ts)
+ * Request signatures (`X-Service-Signature`, docs/api/cloud.md §5; algorithm in src/auth/policy.ts)
  * end to end through the router: on both REST shims and on `/graphql`, for a key created with
  * `--require-signature`.
  */

@@ -1,5 +1,5 @@
 /**
- * REST and GraphQL are two doors to one implementation (DESIGN §1, §4, §8): the same request
+ * REST and GraphQL are two doors to one implementation (docs/architecture.md §1, §4, §8): the same request
  * gets the same price, status, task and errors through `/api/v1/*` and `/graphql`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * Live task status through the router (DESIGN §6; issue "live graph" items 1-3): graphql-ws and
+ * Live task status through the router (docs/architecture.md §6; issue "live graph" items 1-3): graphql-ws and
  * SSE clients, authorization at connection time, isolation, order, late subscribers, freshness.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

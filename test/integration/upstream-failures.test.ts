@@ -1,5 +1,5 @@
 /**
- * Upstream failures through the whole stack (generation spec part 4 rule 6; DESIGN §5): the
+ * Upstream failures through the whole stack (docs/api/generation.md §4 rule 6; docs/architecture.md §5): the
  * router and generation subgraph talk to a real fake provider over HTTP, and every way the
  * provider can fail leaves the caller's balance exact.
  */

@@ -1,6 +1,6 @@
 /**
- * The public-HTTPS rule for reference URLs through the API (generation spec part 4 rule 3;
- * DESIGN §2 DNS row): the router and subgraph resolve names with a real DNS server on loopback
+ * The public-HTTPS rule for reference URLs through the API (docs/api/generation.md §4 rule 3;
+ * docs/architecture.md §2 DNS row): the router and subgraph resolve names with a real DNS server on loopback
  * (DNS_SERVERS), and every refused URL leaves the balance untouched. The same guard checks CDN
  * origins given as host names (cloud `POST /domains`, GraphQL `createDomain`).
  */

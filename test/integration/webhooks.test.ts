@@ -1,5 +1,5 @@
 /**
- * The outbox dispatcher and webhook callbacks (cloud spec part 6; DESIGN §6 events, §8 callback
+ * The outbox dispatcher and webhook callbacks (docs/api/cloud.md §6; docs/architecture.md §6 events, §8 callback
  * signature; issue 3 item 9), against a real SQLite database and a real HTTP receiver.
  */
 import { createHmac } from "node:crypto";
@@ -176,7 +176,7 @@ describe("webhook callbacks", () => {
       expect(request.headers["x-service-delivery"]).toBe(String(delivery.id));
       const header = request.headers["x-service-signature"] as string;
       expect(() => verifyWebhookSignature(key.webhook_secret, request.body, header, 300, request.nowSeconds)).not.toThrow();
-      // DESIGN §8, recomputed from scratch: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>.
+      // docs/architecture.md §8, recomputed from scratch: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>.
       const match = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(header)!;
       expect(match).not.toBeNull();
       expect(Number(match[1])).toBe(request.nowSeconds);

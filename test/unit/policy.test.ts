@@ -1,5 +1,5 @@
 /**
- * Key policy (cloud spec part 5 and 7; DESIGN §8): scopes, source-IP allow-lists, the per-key
+ * Key policy (docs/api/cloud.md §5 and §7; docs/architecture.md §8): scopes, source-IP allow-lists, the per-key
  * rate limit and request signatures.
  */
 import { createHmac } from "node:crypto";

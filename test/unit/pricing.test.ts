@@ -14,7 +14,7 @@ function yuan(id: number, seconds: number | null, resolution: string, count: num
   return formatYuan(priceOf(model(id), { seconds, resolution, count }));
 }
 
-describe("billing check table of spec part 4", () => {
+describe("billing check table of docs/api/generation.md §4", () => {
   it.each([
     [52, 5, "720P", 1, "5.00"],
     [52, 15, "720P", 4, "60.00"],
@@ -45,7 +45,7 @@ describe("billing check table of spec part 4", () => {
   });
 });
 
-describe("model 69 points rounding (DESIGN §3)", () => {
+describe("model 69 points rounding (docs/architecture.md §3)", () => {
   it.each([
     // seconds, resolution, count, points per item, milli-yuan
     [5, "480P", 1, 8, 1000], // 7.5 points → 8

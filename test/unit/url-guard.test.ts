@@ -1,5 +1,5 @@
 /**
- * URL guard (generation spec part 4 rule 3; DESIGN §2 DNS row). Despite the folder, the DNS cases
+ * URL guard (docs/api/generation.md §4 rule 3; docs/architecture.md §2 DNS row). Despite the folder, the DNS cases
  * talk to a real dns2 UDP server on loopback.
  */
 import { createSocket, type Socket } from "node:dgram";

@@ -9,7 +9,7 @@ export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable("accounts", (t) => {
     t.string("id", 40).primary();
     t.string("name", 200).notNullable();
-    // Cached balance: always equals the sum of this account's ledger entries (DESIGN §3).
+    // Cached balance: always equals the sum of this account's ledger entries (docs/architecture.md §3).
     t.bigInteger("balance").notNullable().defaultTo(0);
     t.bigInteger("credit_line").notNullable().defaultTo(0);
     t.string("created_at", 30).notNullable();
@@ -59,7 +59,7 @@ export async function up(knex: Knex): Promise<void> {
     t.integer("model_id").notNullable();
     t.text("prompt").notNullable();
     t.text("request").notNullable(); // normalized request JSON (what is sent upstream)
-    t.integer("status").notNullable(); // spec part 3: 0 queued, 1 succeeded, 2 failed, 3 processing, 4 submitted
+    t.integer("status").notNullable(); // docs/api/generation.md §3: 0 queued, 1 succeeded, 2 failed, 3 processing, 4 submitted
     // pending: debited, not yet accepted upstream; sent: upstream has it; failed: the upstream refused it
     t.string("submit_state", 10).notNullable().defaultTo("pending");
     t.integer("count").notNullable();

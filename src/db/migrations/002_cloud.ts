@@ -1,5 +1,5 @@
 /**
- * Cloud open API tables (cloud spec parts 2-6): customers (wallets inside an account), catalog,
+ * Cloud open API tables (docs/api/cloud.md §2-6): customers (wallets inside an account), catalog,
  * orders, resources, idempotency keys, domains, purge tasks, webhook deliveries, statement
  * exports; and what the outbox and ledger need for them.
  */
@@ -10,7 +10,7 @@ export async function up(knex: Knex): Promise<void> {
     t.string("account_id", 40).notNullable().references("accounts.id");
     t.string("customer_id", 64).notNullable();
     t.string("contact", 200);
-    // Cached balance: always equals the sum of this customer's ledger entries (DESIGN §3).
+    // Cached balance: always equals the sum of this customer's ledger entries (docs/architecture.md §3).
     t.bigInteger("balance").notNullable().defaultTo(0);
     t.bigInteger("credit_line").notNullable().defaultTo(0);
     t.string("created_at", 30).notNullable();

@@ -1,5 +1,5 @@
 /**
- * Webhook deliveries keyed by event (DESIGN §6; issue 3 item 9): one outbox row can cause more
+ * Webhook deliveries keyed by event (docs/architecture.md §6; issue 3 item 9): one outbox row can cause more
  * than one callback to the same key — a `task.status_changed` row of a failed task is both
  * `task.failed` and `task.refunded` — so a delivery is unique per (outbox row, key, event)
  * instead of per (outbox row, key). Also indexes deliveries by account, newest first, for the

@@ -1,5 +1,5 @@
 /**
- * The HTTP adapter (DESIGN §5): speaks the generation API itself to another provider.
+ * The HTTP adapter (docs/architecture.md §5): speaks the generation API itself to another provider.
  * `POST {base}/api/v1/video/generations` (or `/images/generations`) with
  * `Authorization: Bearer {key}`; success is HTTP 200 with `{"code":200,"data":{"task_id":...}}`;
  * status from `GET {base}/api/v1/tasks/{id}`.

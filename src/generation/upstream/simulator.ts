@@ -1,5 +1,5 @@
 /**
- * The embedded simulator (DESIGN §5): the default upstream. Takes a task through
+ * The embedded simulator (docs/architecture.md §5): the default upstream. Takes a task through
  * 4 → 0 → 3 → 1 one step per `stepMs`; a prompt containing `#fail` ends in 2, and an image
  * prompt containing `#partial` generates one image fewer than asked (a sandbox hook, like a
  * payment sandbox's magic values). Stateless: the provider task id carries everything the

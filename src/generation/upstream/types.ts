@@ -1,10 +1,10 @@
 /**
- * The upstream provider interface (DESIGN §5): one interface, two adapters (the embedded
+ * The upstream provider interface (docs/architecture.md §5): one interface, two adapters (the embedded
  * simulator and the HTTP adapter).
  */
 import type { GenerationRequest } from "../validation.ts";
 
-/** Task status codes of generation spec part 3. */
+/** Task status codes of docs/api/generation.md §3. */
 export type TaskStatusCode = 0 | 1 | 2 | 3 | 4;
 
 /** What the upstream reports about a task. */
@@ -44,7 +44,7 @@ export interface GenerationUpstream {
    * @param taskId our task id: the reference the submission carries (the HTTP adapter sends it as
    *   `client_reference` and `Idempotency-Key`; the simulator derives its media from it)
    * @returns the provider's task id
-   * @throws UpstreamError on any failure (generation spec part 4 rule 6)
+   * @throws UpstreamError on any failure (docs/api/generation.md §4 rule 6)
    */
   submit(request: GenerationRequest, taskId: string): Promise<{ upstreamTaskId: string }>;
   /**
