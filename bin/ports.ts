@@ -4,7 +4,7 @@
  */
 import net from "node:net";
 import { ConfigError, type Config } from "../src/config.ts";
-import type { Role } from "./stack.ts";
+import type { Role } from "./roles.ts";
 
 /** A port this process listens on, and the variable that sets it. */
 interface Listener {

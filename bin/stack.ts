@@ -33,12 +33,9 @@ import type { Registry } from "prom-client";
 import { startObservability } from "../src/observability/index.ts";
 import { countUpstreamErrors, watchDatabase } from "../src/observability/metrics.ts";
 import { assertPortsFree } from "./ports.ts";
+import { ALL_ROLES, type Role } from "./roles.ts";
 
-/** A process role. */
-export type Role = "router" | "generation" | "cloud";
-
-/** Every role, in start order. */
-export const ALL_ROLES: readonly Role[] = ["generation", "cloud", "router"];
+export { ALL_ROLES, type Role } from "./roles.ts";
 
 /** A running stack. */
 export interface Stack {

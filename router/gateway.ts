@@ -13,7 +13,6 @@ import { createGatewayRuntime, type GatewayPlugin, type GatewayRuntime } from "@
 export type Gateway = GatewayRuntime<Record<string, any>>;
 import { SUPERGRAPH_FILE } from "./compose.ts";
 import { gatewayLimitOptions } from "./limits.ts";
-import { subscriptionKeyCheck } from "./key-check.ts";
 import { statusFollowsData } from "./graphql-status.ts";
 import { graphiqlHeaders, graphiqlOptions, renderGraphiQL } from "./devtools/graphiql.ts";
 import httpTransport from "@graphql-mesh/transport-http";
@@ -216,6 +215,8 @@ export function createGateway(options: {
   requestTimeoutMs?: number;
   /** SUBGRAPH_SECRET: the key of the HMAC signature on every request to a subgraph reached over the network. */
   subgraphSecret: string;
+  /** Refuses SSE subscriptions whose key is bad (router/key-check.ts `subscriptionKeyCheck`). */
+  keyCheck?: GatewayPlugin;
   /** Further plugins: metrics and tracing (router/metrics.ts, src/observability/tracing.ts). */
   plugins?: GatewayPlugin[];
 }) {
@@ -241,7 +242,9 @@ export function createGateway(options: {
       keepHttpStatusInErrors,
       statusFollowsData,
       variableErrorsAsResult,
-      subscriptionKeyCheck(() => gateway),
+      // The key check of SSE subscriptions (router/key-check.ts), given by the router: it runs an
+      // operation through this gateway, so it cannot be imported here without a cycle.
+      ...(options.keyCheck ? [options.keyCheck] : []),
       ...(options.production ? [hideServiceNames] : [graphiqlHeaders]),
       ...limits.plugins,
       ...(options.plugins ?? []),

@@ -10,7 +10,9 @@ import FindMyWay from "find-my-way";
 import proxyaddr from "proxy-addr";
 import type { Logger } from "pino";
 import type { GraphQLSchema } from "graphql";
-import { answerThroughFetch, createGateway } from "./gateway.ts";
+import { answerThroughFetch, createGateway, type Gateway } from "./gateway.ts";
+import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
+import { subscriptionKeyCheck } from "./key-check.ts";
 import { limitGraphqlBody } from "./limits.ts";
 import { attachWebSockets } from "./websocket.ts";
 import { createRevocations, endEventStream, onRequestKey } from "./revocation.ts";
@@ -91,7 +93,8 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   const metrics = createRouterMetrics(options.metrics ?? createRegistry());
   // Operation, key id and RateLimit headers of each request, as the gateway learns them (request-report.ts).
   const reports = createRequestReports();
-  const gateway = createGateway({
+  const gateway: Gateway = createGateway({
+    keyCheck: subscriptionKeyCheck(() => gateway) as GatewayPlugin,
     subgraphUrls: options.subgraphUrls,
     localSubgraphs: options.localSubgraphs,
     production: options.production,

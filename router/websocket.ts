@@ -76,7 +76,7 @@ function refusingServerOnlyMessages(wss: WebSocketServer): WebSocketServer {
         prop === "on"
           ? (event: string, listener: (...args: any[]) => void) =>
               target.on(event, event !== "message" ? listener : (data: unknown, ...rest: unknown[]) => {
-                if (isServerOnlyMessage(data)) return void target.close(4400, "Invalid message received");
+                if (isServerOnlyMessage(data)) return void target.close(CloseCode.BadRequest, "Invalid message received");
                 listener(data, ...rest);
               })
           : passThrough(target, prop),

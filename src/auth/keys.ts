@@ -7,6 +7,7 @@ import type { Knex } from "knex";
 import { AppError } from "../errors.ts";
 import { credit } from "../ledger/index.ts";
 import { isValidAllowListEntry } from "./policy.ts";
+import type { Caller } from "./caller.ts";
 import { KEY_DISABLED_EVENT } from "./revocation.ts";
 import { appendOutbox } from "../events/outbox.ts";
 import { nowIso, type Db } from "../db/index.ts";
@@ -33,18 +34,7 @@ export const ALL_SCOPES = [
 ] as const;
 export type Scope = (typeof ALL_SCOPES)[number];
 
-/** The authenticated caller of a request: its key and the account the key belongs to. */
-export interface Caller {
-  keyId: string;
-  accountId: string;
-  scopes: readonly string[];
-  allowIps: readonly string[] | null;
-  rateLimit: number | null;
-  /** Whether every request must carry a valid `X-Service-Signature`. */
-  requireSignature: boolean;
-  /** Secret of request signatures and callback signatures. Never logged or returned. */
-  signingSecret: string | null;
-}
+export type { Caller } from "./caller.ts";
 
 /** What `keys create` returns: the only time the key itself is shown. */
 export interface CreatedKey {

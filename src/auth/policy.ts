@@ -42,7 +42,7 @@ import ipaddr from "ipaddr.js";
 import type { Redis } from "ioredis";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
 import { AppError } from "../errors.ts";
-import type { Caller } from "./keys.ts";
+import type { Caller } from "./caller.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Scopes

@@ -14,7 +14,7 @@ import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, Trace
 import type { ApolloServerPlugin, BaseContext } from "@apollo/server";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 import { getOperationAST, type DocumentNode } from "graphql";
-import type { Tracing, TracingOptions } from "./tracing.ts";
+import type { Tracing, TracingOptions } from "./tracing-types.ts";
 
 let contextManagerInstalled = false;
 
