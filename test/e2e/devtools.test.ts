@@ -7,19 +7,12 @@
  * Saves screenshots under test/artifacts/, like test/e2e/pages.test.ts.
  */
 import fs from "node:fs";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, print } from "graphql";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { startTestStack, type TestStack } from "../support/stack.ts";
+import { ARTIFACTS, DESKTOP, LAUNCH, PHONE } from "../support/browser.ts";
 
-const ARTIFACTS = fileURLToPath(new URL("../artifacts/", import.meta.url));
-const DESKTOP = { width: 1280, height: 800 };
-const PHONE = { width: 390, height: 844 };
-const LAUNCH = {
-  executablePath: "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-};
 
 let t: TestStack;
 let browser: Browser;

@@ -7,19 +7,12 @@
  * prints the pages' weight on first load (bytes transferred, from the browser's resource timing).
  */
 import fs from "node:fs";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser, type BrowserContext, type Locator, type Page, type WebSocket } from "playwright-core";
 import { startTestStack, type TestStack } from "../support/stack.ts";
+import { ARTIFACTS, DESKTOP, LAUNCH, PHONE } from "../support/browser.ts";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";
 
-const ARTIFACTS = fileURLToPath(new URL("../artifacts/", import.meta.url));
-const DESKTOP = { width: 1280, height: 800 };
-const PHONE = { width: 390, height: 844 };
-const LAUNCH = {
-  executablePath: "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-};
 
 let t: TestStack;
 let browser: Browser;
