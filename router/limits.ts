@@ -83,6 +83,16 @@ export const LIMITS = {
 export const GRAPHQL_WS_INIT_TIMEOUT_MS = 3_000;
 
 /**
+ * The most operations (subscriptions, in practice) one graphql-ws socket runs at once. Each costs
+ * an upstream subscription and a pub/sub listener: without a cap one socket could hold thousands.
+ * A client needing more opens another connection.
+ */
+export const GRAPHQL_WS_MAX_OPERATIONS = 100;
+
+/** `extensions.code` of the error refusing a subscribe past {@link GRAPHQL_WS_MAX_OPERATIONS}. */
+export const TOO_MANY_SUBSCRIPTIONS = "too_many_subscriptions";
+
+/**
  * graphql-ws: the largest WebSocket message the router takes, in bytes (BODY_LIMIT_BYTES's
  * default; `ws` would otherwise take up to 100 MiB). For router/websocket.ts's
  * `new WebSocketServer({ ..., maxPayload: GRAPHQL_WS_MAX_PAYLOAD_BYTES })`; a larger message

@@ -16,7 +16,7 @@ import { getGraphQLWSOptions } from "@graphql-hive/gateway-runtime";
 import type { Logger } from "pino";
 import type { Gateway } from "./gateway.ts";
 import { checkKey } from "./key-check.ts";
-import { GRAPHQL_WS_INIT_TIMEOUT_MS, GRAPHQL_WS_MAX_PAYLOAD_BYTES, limitError } from "./limits.ts";
+import { GRAPHQL_WS_INIT_TIMEOUT_MS, GRAPHQL_WS_MAX_PAYLOAD_BYTES, limitError, GRAPHQL_WS_MAX_OPERATIONS, TOO_MANY_SUBSCRIPTIONS } from "./limits.ts";
 import type { Revocations } from "./revocation.ts";
 import { closeWebSockets } from "../src/net/drain.ts";
 import type { InternalHeaders } from "../subgraphs/shared/internal-context.ts";
@@ -30,15 +30,7 @@ export function normalizeConnectionParams(params: unknown): Record<string, strin
   return out;
 }
 
-/**
- * The most operations (subscriptions, in practice) one graphql-ws socket runs at once. Each costs
- * an upstream subscription and a pub/sub listener: without a cap one socket could hold thousands.
- * A client needing more opens another connection.
- */
-export const GRAPHQL_WS_MAX_OPERATIONS = 100;
-
-/** `extensions.code` of the error refusing a subscribe past {@link GRAPHQL_WS_MAX_OPERATIONS}. */
-export const TOO_MANY_SUBSCRIPTIONS = "too_many_subscriptions";
+export { GRAPHQL_WS_MAX_OPERATIONS, TOO_MANY_SUBSCRIPTIONS } from "./limits.ts";
 
 /** How long a client revoked with 4403 has to answer the close before its socket is cut. */
 const REVOKED_CLOSE_GRACE_MS = 1_000;

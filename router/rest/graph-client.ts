@@ -2,7 +2,6 @@
  * How the REST shims run GraphQL operations: in-process through the gateway's fetch handler,
  * so a REST call takes exactly the path a GraphQL call takes, minus a socket.
  */
-import { createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { GraphQLFormattedError } from "graphql";
 import { ERROR_CODES, type ErrorCode } from "../../src/errors.ts";
@@ -79,10 +78,7 @@ export function policyHeaders(req: IncomingMessage, bodySha256: string): Record<
   return headers;
 }
 
-/** Hex SHA-256 of a body (a string is taken as UTF-8). */
-export function sha256Hex(text: string | Uint8Array): string {
-  return createHash("sha256").update(text).digest("hex");
-}
+export { sha256Hex } from "../../src/auth/policy.ts";
 
 /**
  * Translates the first GraphQL error to a registry error. Errors without one of our codes (the
