@@ -4,16 +4,10 @@
  * orders — because every entity and list resolution is batched per request (DataLoader), and the
  * router makes one fetch per subgraph.
  *
- * Counting: the stack runs in this process, so knex's `query` event on `t.stack.db` sees every
- * statement. Background workers (task poller, outbox dispatcher, provisioning, statement exports)
- * share that knex instance and tick every few tens of milliseconds, so a statement is counted only
- * when it runs on behalf of an HTTP request: every `request` event of a node:http server in this
- * process is wrapped in an AsyncLocalStorage scope naming the server, which follows the request's
- * promises, DataLoader batches and knex calls, and never the workers' timers.
+ * Counting: test/support/sql-count.ts counts only the statements run on behalf of an HTTP request,
+ * by server, never the background workers'.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
-import { AsyncLocalStorage } from "node:async_hooks";
+import { measureStatements } from "../support/sql-count.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
@@ -25,8 +19,6 @@ const DASHBOARD = `{ viewer { id balance { amount } spent { amount }
   orders(first: 100) { totalCount nodes { id status amount { amount } product { id name vendor { id name } } resource { id expiresAt } customer { customerId } } } } }`;
 
 /** The HTTP server (by port) a piece of work runs for, when it runs for a request. */
-const requestScope = new AsyncLocalStorage<{ port: number | undefined; url: string | undefined }>();
-const originalEmit = http.Server.prototype.emit as (this: http.Server, event: string | symbol, ...args: unknown[]) => boolean;
 
 let t: TestStack;
 const ports: Record<string, number> = {};
@@ -92,26 +84,8 @@ async function seedAccount(tasks: number, orders: number): Promise<{ key: string
 
 /** Runs the dashboard query once; returns its body, the SQL statements run for it and the HTTP requests each server received. */
 async function measureDashboard(key: string) {
-  const statements: { sql: string; port: number | undefined }[] = [];
-  const requests: { port: number | undefined; url: string | undefined }[] = [];
-  const onQuery = (query: { sql: string }) => {
-    const scope = requestScope.getStore();
-    if (scope) statements.push({ sql: query.sql, port: scope.port });
-  };
-  http.Server.prototype.emit = function (this: http.Server, event: string | symbol, ...args: unknown[]) {
-    if (event !== "request") return originalEmit.call(this, event, ...args);
-    const scope = { port: (this.address() as AddressInfo | null)?.port, url: (args[0] as http.IncomingMessage).url };
-    requests.push(scope);
-    return requestScope.run(scope, () => originalEmit.call(this, event, ...args));
-  } as typeof http.Server.prototype.emit;
-  t.stack.db!.on("query", onQuery);
-  try {
-    const response = await t.graphql(DASHBOARD, {}, key);
-    return { response, statements, requests };
-  } finally {
-    t.stack.db!.removeListener("query", onQuery);
-    http.Server.prototype.emit = originalEmit as typeof http.Server.prototype.emit;
-  }
+  const { result: response, statements, requests } = await measureStatements(t.stack.db!, () => t.graphql(DASHBOARD, {}, key));
+  return { response, statements, requests };
 }
 
 const portOf = (url: string) => Number(new URL(url).port);
@@ -135,7 +109,6 @@ beforeAll(async () => {
   large = await seedAccount(100, 100);
 }, 120_000);
 afterAll(async () => {
-  http.Server.prototype.emit = originalEmit as typeof http.Server.prototype.emit;
   await t?.close();
 });
 

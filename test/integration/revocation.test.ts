@@ -6,6 +6,7 @@
  * holds at most 100 subscriptions.
  */
 import { signSubgraphRequest } from "../../subgraphs/shared/internal-context.ts";
+import { sseEvents } from "../support/graphql-ws.ts";
 import { randomBytes, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
@@ -105,21 +106,8 @@ function recordSse(url: string, key: string, query: string): Recorded {
       body: JSON.stringify({ query }),
       signal: controller.signal,
     });
-    const decoder = new TextDecoder();
-    let buffer = "";
     try {
-      for await (const chunk of response.body as any as AsyncIterable<Uint8Array>) {
-        buffer += decoder.decode(chunk, { stream: true });
-        let index: number;
-        while ((index = buffer.indexOf("\n\n")) >= 0) {
-          const block = buffer.slice(0, index);
-          buffer = buffer.slice(index + 2);
-          const event = /^event: (.*)$/m.exec(block)?.[1];
-          const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (event === "next" && data) rec.push(JSON.parse(data));
-          if (event === "complete") return {};
-        }
-      }
+      for await (const event of sseEvents(response.body!)) rec.push(event);
       return {};
     } catch (error) {
       return { error };

@@ -51,9 +51,18 @@ export async function collectSse(routerUrl: string, query: string, variables: Re
   });
   const events: any[] = [];
   if (!response.body) return { status: response.status, events };
+  for await (const event of sseEvents(response.body)) events.push(event);
+  return { status: response.status, events };
+}
+
+/**
+ * The `next` payloads of a graphql-sse stream (distinct connections mode), parsed, until its
+ * `complete` event or its end.
+ */
+export async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<any> {
   const decoder = new TextDecoder();
   let buffer = "";
-  for await (const chunk of response.body as any as AsyncIterable<Uint8Array>) {
+  for await (const chunk of body as any as AsyncIterable<Uint8Array>) {
     buffer += decoder.decode(chunk, { stream: true });
     let index: number;
     while ((index = buffer.indexOf("\n\n")) >= 0) {
@@ -61,9 +70,8 @@ export async function collectSse(routerUrl: string, query: string, variables: Re
       buffer = buffer.slice(index + 2);
       const event = /^event: (.*)$/m.exec(block)?.[1];
       const data = /^data: (.*)$/m.exec(block)?.[1];
-      if (event === "next" && data) events.push(JSON.parse(data));
-      if (event === "complete") return { status: response.status, events };
+      if (event === "next" && data) yield JSON.parse(data);
+      if (event === "complete") return;
     }
   }
-  return { status: response.status, events };
 }
