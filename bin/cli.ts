@@ -11,7 +11,8 @@ import { formatYuan, parseYuan } from "../src/money.ts";
 import { isAppError } from "../src/errors.ts";
 import type { Db } from "../src/db/index.ts";
 import type { KeyListing } from "../src/auth/keys.ts";
-import type { Role, Stack } from "./stack.ts";
+import type { Stack } from "./stack.ts";
+import { ALL_ROLES, type Role } from "./roles.ts";
 import type { ProductRecord, VendorRecord } from "../src/cloud/catalog.ts";
 import type { Page } from "../src/pagination.ts";
 
@@ -467,7 +468,7 @@ function cycleOption(text: string): { cycle: string; months: number | null; pric
 
 async function start(config: Config, roleArg: string | undefined): Promise<void> {
   const roles = roleArg ? (roleArg.split(",").map((r) => r.trim()) as Role[]) : undefined;
-  const unknown = roles?.filter((r) => !["router", "generation", "cloud"].includes(r));
+  const unknown = roles?.filter((r) => !ALL_ROLES.includes(r));
   if (unknown?.length) throw new UsageError(`unknown role: ${unknown.join(", ")}`);
   // Graceful shutdown: stop accepting, drain requests in flight (SHUTDOWN_TIMEOUT_MS), close
   // WebSockets with 1001, stop the loops, then close the database; exit 0. Should closing hang,

@@ -91,13 +91,14 @@ export const validationMessages = {
  * `prompt` and `model_id` have their own messages, every other field "{field} has an unsupported
  * value".
  * @param field the REST (snake case) field name
+ * @param extra further details (for example the limit that was passed)
  */
-export function invalidFieldError(field: string): AppError {
+export function invalidFieldError(field: string, extra: ErrorDetails = {}): AppError {
   const message =
     field === "prompt"
       ? validationMessages.prompt
       : field === "model_id"
         ? validationMessages.modelId
         : validationMessages.unsupported(field);
-  return new AppError("invalid_request", message, { field });
+  return new AppError("invalid_request", message, { field, ...extra });
 }

@@ -300,8 +300,8 @@ export async function setKeyStatus(db: Db, keyId: string, status: KeyStatus): Pr
     // waits out the busy timeout. The CLI disables keys while a server writes.
     const updated = await trx("api_keys").where("id", keyId).update({ status });
     if (!updated) throw new AppError("not_found", "API key not found");
-    const row = await trx("api_keys").where("id", keyId).first("account_id");
     if (status === "disabled") {
+      const row = await trx("api_keys").where("id", keyId).first("account_id");
       await appendOutbox(trx, { topic: KEY_DISABLED_EVENT, accountId: row.account_id, aggregateId: keyId, payload: { key_id: keyId } });
     }
   });

@@ -93,7 +93,7 @@ export class RequestBudget {
   }
 
   /** @throws AppError `request_timeout` (504) past the deadline */
-  checkDeadline(): void {
+  private checkDeadline(): void {
     if (Date.now() > this.deadline) throw this.timeoutError();
   }
 
@@ -143,11 +143,6 @@ const current = new AsyncLocalStorage<RequestBudget>();
  */
 export function runWithBudget<T>(budget: RequestBudget, work: () => T): T {
   return current.run(budget, work);
-}
-
-/** The budget the current code runs in, if any. */
-export function currentBudget(): RequestBudget | undefined {
-  return current.getStore();
 }
 
 /** What we use of a knex client: connections from its pool. */

@@ -259,7 +259,7 @@ export async function validateGenerationRequest(
   if (typeof prompt !== "string" || prompt.trim() === "" || prompt.includes("\u0000")) throw invalidFieldError("prompt");
   // docs/api/generation.md §7 has one message for a bad prompt; details carry the limit for GraphQL clients.
   if (!withinCodePoints(prompt, MAX_PROMPT_CODE_POINTS)) {
-    throw new AppError("invalid_request", validationMessages.prompt, { field: "prompt", max_code_points: MAX_PROMPT_CODE_POINTS });
+    throw invalidFieldError("prompt", { max_code_points: MAX_PROMPT_CODE_POINTS });
   }
 
   const model = selectModel(kind, body.model_id);
