@@ -497,7 +497,7 @@ async function start(config: Config, roleArg: string | undefined): Promise<void>
   };
   ownTerminationSignals((signal) => void shutdown(signal));
   // Loaded on demand: the gateway and servers are heavy, and key commands need none of them.
-  const { startStack, createLogger, ALL_ROLES } = await import("./stack.ts");
+  const { startStack, createLogger } = await import("./stack.ts");
   // Log lines and the banner share one ordered stream on stdout, so they never interleave.
   const pino = (await import("pino")).default;
   const stdout = pino.destination({ dest: 1, sync: false });

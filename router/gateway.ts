@@ -37,7 +37,7 @@ import {
 export const internalContextPlugin: GatewayPlugin = {
   onSubgraphExecute({ executionRequest }) {
     const context = (executionRequest.context ?? {}) as { internalHeaders?: InternalHeaders; request?: Request };
-    const headers = context.internalHeaders ?? (context.request ? pickInternalHeaders(Object.fromEntries(context.request.headers)) : {});
+    const headers = context.internalHeaders ?? (context.request ? pickInternalHeaders((name) => context.request!.headers.get(name)) : {});
     const internal: InternalContext = { issuedAt: Math.floor(Date.now() / 1000), headers };
     executionRequest.extensions = { ...executionRequest.extensions, [INTERNAL_EXTENSION]: internal };
   },

@@ -39,8 +39,8 @@
  */
 import fs from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { readBodyBytes } from "./rest/body.ts";
-import { AppError, ERROR_CODES } from "../src/errors.ts";
+import { bodyReadError, readBodyBytes } from "./rest/body.ts";
+import { AppError } from "../src/errors.ts";
 import {
   GraphQLError,
   Kind,
@@ -446,18 +446,17 @@ export function supergraphSchema(): GraphQLSchema {
  * `content-length` or the bytes received pass `limit`, before the body is read whole. Within the
  * limit the body is handed to the gateway already read (as `req.body`, which its Node adapter
  * takes as the request body).
- * @param hasCredentials whether the request carries an `Authorization` header: without one an
- *   oversized body is refused 401 `unauthorized` (authentication first), with one 413
+ * Authentication comes first (rest/body.ts `bodyReadError`): without an `Authorization` header an
+ * oversized body is refused 401 `unauthorized`.
  * @returns true when the request may go on to the gateway; false when the 413 (or 401) was sent
  */
-export function limitGraphqlBody(req: IncomingMessage, res: ServerResponse, limit: number, hasCredentials = true): Promise<boolean> {
+export function limitGraphqlBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<boolean> {
   if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") return Promise.resolve(true);
-  const tooLarge = () => {
-    // Authentication comes first: no operation without a key needs a body this large, so a
-    // request without credentials learns that, not the size limit.
-    const error = hasCredentials
-      ? { message: `Request body is too large: the limit is ${limit} bytes`, extensions: { code: LIMIT_CODES.bodySize, http: { status: 413 } } }
-      : { message: ERROR_CODES.unauthorized.message, extensions: { code: "unauthorized", http: { status: 401 } } };
+  const tooLarge = (refusal: AppError) => {
+    const error =
+      refusal.code === "payload_too_large"
+        ? { message: `Request body is too large: the limit is ${limit} bytes`, extensions: { code: LIMIT_CODES.bodySize, http: { status: refusal.status } } }
+        : { message: refusal.message, extensions: { code: refusal.code, http: { status: refusal.status } } };
     const body = JSON.stringify({ errors: [error] });
     res.writeHead(error.extensions.http.status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close" });
     res.end(body);
@@ -471,7 +470,7 @@ export function limitGraphqlBody(req: IncomingMessage, res: ServerResponse, limi
     },
     (error: unknown) => {
       if (!(error instanceof AppError && error.code === "payload_too_large")) throw error;
-      tooLarge();
+      tooLarge(bodyReadError(req, error));
       return false;
     },
   );

@@ -222,7 +222,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
         });
       }
       req.headers["x-switchyard-route"] = `${req.method} /graphql`;
-      if (!(await limitGraphqlBody(req, res, options.bodyLimit, Boolean(req.headers.authorization)))) return;
+      if (!(await limitGraphqlBody(req, res, options.bodyLimit))) return;
       // A signed request: the subgraphs check the signature over the method, path and body the
       // client sent, exactly as for the REST shims.
       const raw = (req as http.IncomingMessage & { body?: Buffer }).body;

@@ -142,7 +142,9 @@ const current = new AsyncLocalStorage<RequestBudget>();
  * and DataLoader batches it starts, count against `budget`.
  */
 export function runWithBudget<T>(budget: RequestBudget, work: () => T): T {
-  return current.run(budget, work);
+  // A field resolved inside its parent's budget needs no scope of its own (one per field of
+  // every row would be most of the cost).
+  return current.getStore() === budget ? work() : current.run(budget, work);
 }
 
 /** What we use of a knex client: connections from its pool. */

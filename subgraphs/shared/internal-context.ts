@@ -61,11 +61,15 @@ export const INTERNAL_HEADER_NAMES = [
   "x-switchyard-body-sha256",
 ] as const;
 
-/** Picks the internal headers out of a header map (missing or empty ones left out). */
-export function pickInternalHeaders(source: Record<string, string | undefined>): InternalHeaders {
+/**
+ * Picks the internal headers (missing or empty ones left out).
+ * @param source a header map, or a lookup by lower-case name (a fetch `Headers`' `get`)
+ */
+export function pickInternalHeaders(source: Record<string, string | undefined> | ((name: string) => string | null | undefined)): InternalHeaders {
   const headers: InternalHeaders = {};
+  const read = typeof source === "function" ? source : (name: string) => source[name];
   for (const name of INTERNAL_HEADER_NAMES) {
-    const value = source[name];
+    const value = read(name);
     if (typeof value === "string" && value) headers[name] = value;
   }
   return headers;
@@ -146,6 +150,24 @@ export function createInternalVerifier(secret: string): { verify(params: SignedP
   };
 }
 
+/** The library's signing plugin as a tool outside the gateway uses it. */
+interface Signer {
+  onYogaInit(payload: unknown): void;
+  onSubgraphExecute(payload: unknown): unknown;
+}
+
+/** One signer per secret: the plugin caches its imported HMAC key, so reusing it signs at the router's cost. */
+const signers = new Map<string, Signer>();
+function signerFor(secret: string): Signer {
+  let signer = signers.get(secret);
+  if (!signer) {
+    signer = internalSigningPlugin(secret, () => true) as unknown as Signer;
+    signer.onYogaInit({ yoga: { fetchAPI: globalThis } });
+    signers.set(secret, signer);
+  }
+  return signer;
+}
+
 /**
  * Signs one subgraph request outside the gateway, exactly as the router's plugin does (the same
  * library call): for tools that speak to a subgraph directly — the benchmark's direct-subgraph
@@ -158,11 +180,7 @@ export async function signSubgraphRequest(
   secret: string,
   request: { query: string; variables?: Record<string, unknown>; operationName?: string; headers: InternalHeaders },
 ): Promise<SignedParams> {
-  const plugin = internalSigningPlugin(secret, () => true) as unknown as {
-    onYogaInit(payload: unknown): void;
-    onSubgraphExecute(payload: unknown): unknown;
-  };
-  plugin.onYogaInit({ yoga: { fetchAPI: globalThis } });
+  const plugin = signerFor(secret);
   const internal: InternalContext = { issuedAt: Math.floor(Date.now() / 1000), headers: request.headers };
   const executionRequest = {
     document: parse(request.query),
