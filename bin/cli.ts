@@ -172,7 +172,8 @@ function buildProgram(result: { code: number }): Command {
       const limit = Number(values.limit);
       if (!/^\d+$/.test(values.limit) || limit < 1 || limit > 1000) throw new UsageError("--limit must be a whole number from 1 to 1000");
       await withDb(async (db) => {
-        const { listKeys, ALL_SCOPES } = await import("../src/auth/keys.ts");
+        const { listKeys } = await import("../src/auth/keys.ts");
+        const { ALL_SCOPES } = await import("../src/auth/scopes.ts");
         const page = await listKeys(db, { accountId: values.account, status: values.status }, { first: limit, after: values.after });
         if (values.json) console.log(JSON.stringify(page.items.map((k) => keyJson(k, false))));
         else if (page.items.length === 0) console.log("no keys");
@@ -381,7 +382,7 @@ function buildProgram(result: { code: number }): Command {
   act(webhooks.command("resend").description("send a callback delivery again").argument("<DELIVERY_ID>", "numeric delivery id"), async (id) => {
     if (!/^\d+$/.test(id!)) throw new UsageError("webhooks resend needs a numeric DELIVERY_ID");
     await withDb(async (db) => {
-      const { resendDelivery } = await import("../src/events/webhooks.ts");
+      const { resendDelivery } = await import("../src/events/deliveries.ts");
       await resendDelivery(db, Number(id));
       console.log(`delivery ${id} queued to be sent again`);
     });

@@ -12,7 +12,7 @@
 import type { ServerResponse } from "node:http";
 import { getOperationAST, type DocumentNode } from "graphql";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
-import type { RateLimitQuota } from "../src/auth/policy.ts";
+import type { RateLimitQuota } from "../src/auth/rate-limit.ts";
 import { CALLER_EXTENSION, type CallerReport } from "../subgraphs/shared/caller-report.ts";
 
 /** The name of our single quota policy in the RateLimit headers. */

@@ -21,7 +21,7 @@ export const requestIdParameter: Parameter = {
   schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,80}$" },
 };
 
-/** The `X-Service-Signature` request header (docs/architecture.md §8; algorithm in src/auth/policy.ts). */
+/** The `X-Service-Signature` request header (docs/architecture.md §8; algorithm in src/auth/signatures.ts). */
 export const signatureParameter: Parameter = {
   name: "X-Service-Signature",
   in: "header",

@@ -78,7 +78,7 @@ export function policyHeaders(req: IncomingMessage, bodySha256: string): Record<
   return headers;
 }
 
-export { sha256Hex } from "../../src/auth/policy.ts";
+export { sha256Hex } from "../../src/digest.ts";
 
 /**
  * Translates the first GraphQL error to a registry error. Errors without one of our codes (the

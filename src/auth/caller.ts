@@ -1,7 +1,7 @@
 /**
  * The authenticated caller of one request: the key and its policy (docs/architecture.md §8). Its
- * own module so that key storage (keys.ts) and key policy (policy.ts) both use it without
- * importing each other.
+ * own module so that key storage (keys.ts) and key policy (allow-list.ts, rate-limit.ts, scopes.ts,
+ * authenticate.ts) all use it without importing each other.
  */
 
 /** The authenticated caller of a request: its key and the account the key belongs to. */

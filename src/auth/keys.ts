@@ -2,37 +2,20 @@
  * API keys (docs/api/generation.md §5; docs/architecture.md §2 CLI `keys`, §8 scopes).
  * Only the SHA-256 hash of a key is stored; the key itself is shown once, at creation.
  */
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import type { Knex } from "knex";
 import { AppError } from "../errors.ts";
 import { credit } from "../ledger/index.ts";
-import { isValidAllowListEntry } from "./policy.ts";
+import { isValidAllowListEntry } from "./allow-list.ts";
+import { ALL_SCOPES } from "./scopes.ts";
 import type { Caller } from "./caller.ts";
 import { KEY_DISABLED_EVENT } from "./revocation.ts";
 import { appendOutbox } from "../events/outbox.ts";
 import { nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
+import { sha256Hex } from "../digest.ts";
 import type { MilliYuan } from "../money.ts";
 import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
-
-/**
- * Every scope a key can hold (docs/architecture.md §8; README "Scopes" says what each operation needs); a key
- * created without scopes holds them all. `resources:write` came later (ADR 0007): migration 007
- * gave it to every key that held `resources:read`.
- */
-export const ALL_SCOPES = [
-  "generation",
-  "catalog:read",
-  "orders:read",
-  "orders:write",
-  "domains:read",
-  "domains:write",
-  "usage:read",
-  "resources:read",
-  "resources:write",
-  "billing:read",
-] as const;
-export type Scope = (typeof ALL_SCOPES)[number];
 
 export type { Caller } from "./caller.ts";
 
@@ -59,7 +42,7 @@ export interface CreateKeyOptions {
 
 /** SHA-256 hex of a key: what is stored and looked up. */
 export function hashKey(key: string): string {
-  return createHash("sha256").update(key).digest("hex");
+  return sha256Hex(key);
 }
 
 /** Largest single top-up of a key's account (and opening balance): 100 million yuan, in milli-yuan. */

@@ -1,6 +1,6 @@
 /**
- * The outbox dispatcher and webhook callbacks (docs/api/cloud.md §6; docs/architecture.md §6 events, §8 callbacks;
- * issue 3 item 9).
+ * The outbox dispatcher: publishes outbox rows and delivers webhook callbacks (docs/api/cloud.md §6;
+ * docs/architecture.md §6 events, §8.4 callbacks).
  *
  * Each round of the dispatcher:
  * 1. **Publishes** unpublished outbox rows in id order (200 a round), each on its account's topic
@@ -21,132 +21,21 @@
  *    until `maxAttempts` attempts, then the delivery is `failed`. Every attempt is recorded in
  *    `webhook_attempts` (time, HTTP status, error, duration).
  *
- * Callbacks (which outbox rows become which events): see {@link callbackEventsFor}.
+ * Callbacks (which outbox rows become which events): callbacks.ts `callbackEventsFor`; reading and
+ * re-sending deliveries: deliveries.ts.
  * Body: exactly `{"event","request_id","created_at","data"}` (docs/api/cloud.md §6), stored once so
  * every attempt signs and sends the same bytes.
  * Signature (docs/architecture.md §8): `X-Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(webhook_secret, "<t>.<raw body>")>`,
  * computed at each attempt with the key's current `webhook_secret`; receivers verify it with
- * {@link verifyWebhookSignature} and may drop duplicates by `X-Service-Delivery`.
+ * `verifyWebhookSignature` (webhook-signing.ts) and may drop duplicates by `X-Service-Delivery`.
  */
 import pLimit from "p-limit";
 import type { Logger } from "pino";
-import { AppError } from "../errors.ts";
 import { claimBatch, type Db } from "../db/index.ts";
-import { firstRowsByParent } from "../pagination.ts";
-import { toYuanNumber } from "../money.ts";
-import { hmacSha256Hex, verifySignatureHeader } from "../auth/policy.ts";
 import { accountTopic, type OutboxMessage, type PubSub } from "./pubsub.ts";
 import { topicsOfRow } from "../auth/revocation.ts";
-
-// ---------------------------------------------------------------------------------------------
-// Signatures
-// ---------------------------------------------------------------------------------------------
-
-function webhookPayload(rawBody: string | Uint8Array, t: number): string | Buffer {
-  return typeof rawBody === "string" ? `${t}.${rawBody}` : Buffer.concat([Buffer.from(`${t}.`), rawBody]);
-}
-
-/**
- * Signs a callback body (docs/architecture.md §8).
- * @param secret the key's `webhook_secret`
- * @param rawBody the exact body bytes sent (a string is taken as UTF-8)
- * @param t unix seconds
- * @returns the `X-Service-Signature` value `t=<t>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`
- */
-export function signWebhook(secret: string, rawBody: string | Uint8Array, t: number): string {
-  const seconds = Math.floor(t);
-  return `t=${seconds},v1=${hmacSha256Hex(secret, webhookPayload(rawBody, seconds))}`;
-}
-
-/**
- * Verifies a callback's `X-Service-Signature` (docs/architecture.md §8), for receivers and tests: one `v1`
- * value must match (several are allowed while a secret rotates), compared in constant time, and
- * `t` must be within the tolerance of now, in either direction.
- * @param secret the key's `webhook_secret`
- * @param rawBody the body bytes exactly as received
- * @param header the header value, null or undefined when absent
- * @param toleranceSeconds allowed clock difference (default 300)
- * @param nowSeconds the receiver's unix time in seconds (default: the clock)
- * @returns nothing when valid
- * @throws AppError `unauthorized` (401): `Missing request signature`, `Invalid request signature`,
- *   `Request signature timestamp outside the tolerance`
- */
-export function verifyWebhookSignature(
-  secret: string,
-  rawBody: string | Uint8Array,
-  header: string | null | undefined,
-  toleranceSeconds = 300,
-  nowSeconds = Math.floor(Date.now() / 1000),
-): void {
-  verifySignatureHeader(header, (t) => hmacSha256Hex(secret, webhookPayload(rawBody, t)), toleranceSeconds, nowSeconds);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Which outbox rows become callbacks
-// ---------------------------------------------------------------------------------------------
-
-/** The cloud events of docs/api/cloud.md §6 delivered as callbacks under their outbox topic. */
-export const CLOUD_CALLBACK_EVENTS: readonly string[] = [
-  "order.created",
-  "order.paid",
-  "order.provisioned",
-  "order.failed",
-  "billing.transaction.created",
-  "usage.threshold_reached",
-];
-
-/** One callback event derived from an outbox row. */
-export interface CallbackEvent {
-  /** The callback's `event`. */
-  event: string;
-  /** The callback's `data`. */
-  data: Record<string, unknown>;
-}
-
-/**
- * Maps an outbox row to the callbacks it causes (docs/api/cloud.md §6; issue 3 item 9).
- * - The six cloud events of docs/api/cloud.md §6 (`order.*`, `billing.transaction.created`,
- *   `usage.threshold_reached`): one callback named after the topic, `data` = the payload as written.
- * - `task.status_changed`: `task.succeeded` (status 1) or `task.failed` (status 2), and also
- *   `task.refunded` when `refunded` > 0; other statuses cause none. `data` is
- *   `{task_id, status, result, images, error, refunded, updated_at}` with `refunded` in yuan
- *   (a JSON number, docs/architecture.md §3).
- * - Any other topic: none (published to subscribers only).
- * @returns the events, in the order they are delivered
- */
-export function callbackEventsFor(topic: string, payload: Record<string, unknown>): CallbackEvent[] {
-  if (CLOUD_CALLBACK_EVENTS.includes(topic)) return [{ event: topic, data: payload }];
-  if (topic !== "task.status_changed") return [];
-  const status = Number(payload.status);
-  const refundedMilli = Number(payload.refunded ?? 0);
-  const data: Record<string, unknown> = {
-    task_id: payload.task_id,
-    status,
-    result: payload.result ?? null,
-    images: payload.images ?? null,
-    error: payload.error ?? null,
-    refunded: Number.isSafeInteger(refundedMilli) ? toYuanNumber(refundedMilli) : 0,
-    updated_at: payload.updated_at ?? null,
-  };
-  const events: CallbackEvent[] = [];
-  if (status === 1) events.push({ event: "task.succeeded", data });
-  else if (status === 2) events.push({ event: "task.failed", data });
-  else return [];
-  if (Number.isSafeInteger(refundedMilli) && refundedMilli > 0) events.push({ event: "task.refunded", data });
-  return events;
-}
-
-/**
- * The exact callback body (docs/api/cloud.md §6), keys in this order.
- * @param requestId the outbox row's `request_id`, or `evt_<outbox id>` for events no request caused
- */
-function callbackBody(event: CallbackEvent, requestId: string, createdAt: string): string {
-  return JSON.stringify({ event: event.event, request_id: requestId, created_at: createdAt, data: event.data });
-}
-
-// ---------------------------------------------------------------------------------------------
-// The dispatcher
-// ---------------------------------------------------------------------------------------------
+import { callbackBody, callbackEventsFor } from "./callbacks.ts";
+import { signWebhook } from "./webhook-signing.ts";
 
 /** The longest wait between two attempts, before jitter: one day (15 attempts ≈ three days at the default 30 s base). */
 export const MAX_RETRY_DELAY_MS = 24 * 60 * 60 * 1000;
@@ -485,159 +374,4 @@ function describeTransportError(error: unknown, timeoutMs: number): string {
   if (e?.name === "TimeoutError" || e?.name === "AbortError") return `Timed out after ${timeoutMs} ms`;
   const cause = e?.cause?.code ?? e?.cause?.message;
   return cause ? `${e?.message ?? "fetch failed"}: ${cause}` : String(e?.message ?? error);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Reading and re-sending deliveries
-// ---------------------------------------------------------------------------------------------
-
-/** One recorded attempt of a delivery. */
-export interface WebhookAttemptRecord {
-  /** When the attempt started, ISO 8601. */
-  at: string;
-  /** The HTTP status answered; null on a transport error or timeout. */
-  status: number | null;
-  /** Why it failed (`HTTP 500`, `Timed out after 10000 ms`, ...); null on success. */
-  error: string | null;
-  durationMs: number | null;
-}
-
-/** A callback delivery with its attempts (oldest first). Times are ISO 8601. */
-export interface WebhookDeliveryRecord {
-  /** Also the `X-Service-Delivery` header value. */
-  id: number;
-  outboxId: number;
-  accountId: string;
-  keyId: string;
-  /** The task or order the event is about. */
-  aggregateId: string;
-  event: string;
-  url: string;
-  /** The exact JSON body sent. */
-  body: string;
-  status: "pending" | "delivered" | "failed";
-  /** Attempts since the delivery was created or last re-sent. */
-  attemptCount: number;
-  nextAttemptAt: string | null;
-  createdAt: string;
-  deliveredAt: string | null;
-  /** Every attempt ever made, re-sends included, oldest first. */
-  attempts: WebhookAttemptRecord[];
-}
-
-function toDeliveryRecord(row: any, attempts: WebhookAttemptRecord[]): WebhookDeliveryRecord {
-  return {
-    id: Number(row.id),
-    outboxId: Number(row.outbox_id),
-    accountId: row.account_id,
-    keyId: row.key_id,
-    aggregateId: row.aggregate_id,
-    event: row.event,
-    url: row.url,
-    body: row.body,
-    status: row.status,
-    attemptCount: Number(row.attempts),
-    nextAttemptAt: row.next_attempt_at ?? null,
-    createdAt: row.created_at,
-    deliveredAt: row.delivered_at ?? null,
-    attempts,
-  };
-}
-
-async function withAttempts(db: Db, rows: any[]): Promise<WebhookDeliveryRecord[]> {
-  if (rows.length === 0) return [];
-  const attemptRows = await db("webhook_attempts")
-    .whereIn("delivery_id", rows.map((r) => r.id))
-    .orderBy("id");
-  const byDelivery = new Map<number, WebhookAttemptRecord[]>();
-  for (const a of attemptRows) {
-    const list = byDelivery.get(Number(a.delivery_id)) ?? [];
-    list.push({ at: a.at, status: a.status == null ? null : Number(a.status), error: a.error ?? null, durationMs: a.duration_ms == null ? null : Number(a.duration_ms) });
-    byDelivery.set(Number(a.delivery_id), list);
-  }
-  return rows.map((r) => toDeliveryRecord(r, byDelivery.get(Number(r.id)) ?? []));
-}
-
-function parseDeliveryId(value: number | string): number | null {
-  const text = String(value).trim();
-  return /^\d{1,15}$/.test(text) ? Number(text) : null;
-}
-
-/**
- * Lists an account's callback deliveries, newest first, each with every attempt (issue 3 item 9:
- * every attempt visible in GraphQL).
- * @param filter `accountId`; `aggregateId` (a task or order id) narrows it; `first` 1-100
- *   (clamped; fetch `first + 1` to learn whether more follow); `after` the id of the last delivery
- *   of the previous page
- * @returns at most `first` deliveries, newest first
- * @throws AppError `invalid_request` for an `after` that is not a delivery id
- */
-export async function listDeliveries(
-  db: Db,
-  filter: { accountId: string; aggregateId?: string | null; first: number; after?: number | string | null },
-): Promise<WebhookDeliveryRecord[]> {
-  const first = Math.min(Math.max(Math.trunc(filter.first) || 20, 1), 100);
-  const query = db("webhook_deliveries").where("account_id", filter.accountId);
-  if (filter.aggregateId) query.andWhere("aggregate_id", filter.aggregateId);
-  if (filter.after !== undefined && filter.after !== null && filter.after !== "") {
-    const after = parseDeliveryId(filter.after);
-    if (after === null) throw new AppError("invalid_request", "after is not a valid cursor", { field: "after" });
-    query.andWhere("id", "<", after);
-  }
-  return withAttempts(db, await query.orderBy("id", "desc").limit(first));
-}
-
-/**
- * The newest deliveries of many tasks or orders of one account, each with every attempt, in two
- * SQL statements whatever their number (GraphQL `Order.deliveries`, batched per request): what
- * {@link listDeliveries} with `aggregateId` returns for each.
- * @param aggregateIds task or order ids (duplicates allowed)
- * @param first deliveries per aggregate, 1-100 (clamped, as {@link listDeliveries})
- * @returns each aggregate's deliveries, newest first (an empty list for one without deliveries)
- */
-export async function listDeliveriesOfAggregates(db: Db, accountId: string, aggregateIds: readonly string[], first: number): Promise<Map<string, WebhookDeliveryRecord[]>> {
-  const size = Math.min(Math.max(Math.trunc(first) || 20, 1), 100);
-  const rowsById = await firstRowsByParent(db, db("webhook_deliveries").select("*").where("account_id", accountId), "aggregate_id", aggregateIds, ["id"], size);
-  const rows = [...rowsById.values()].flat();
-  const records = await withAttempts(db, rows);
-  const byRow = new Map(rows.map((row, i) => [row, records[i]!]));
-  return new Map([...rowsById].map(([id, list]) => [id, list.map((row) => byRow.get(row)!)]));
-}
-
-/**
- * Reads one delivery with its attempts.
- * @param accountId when given, a delivery of another account is not found
- * @throws AppError `not_found` (404) when there is no such delivery (for that account)
- */
-export async function getDelivery(db: Db, deliveryId: number | string, accountId?: string): Promise<WebhookDeliveryRecord> {
-  const id = parseDeliveryId(deliveryId);
-  const query = db("webhook_deliveries").where("id", id ?? -1);
-  if (accountId) query.andWhere("account_id", accountId);
-  const row = id === null ? undefined : await query.first();
-  if (!row) throw new AppError("not_found", "Webhook delivery not found");
-  return (await withAttempts(db, [row]))[0]!;
-}
-
-/**
- * Re-sends a delivery (issue 3 item 9: a CLI verb re-sends a delivery). A `delivered` or
- * `failed` delivery goes back to `pending`, due now, with its attempt count reset so the full
- * retry policy applies again (its earlier attempts stay in the log); a `pending` one is just
- * made due now. The dispatcher sends it at its next round.
- * @param deliveryId the delivery id (`X-Service-Delivery`)
- * @param accountId when given, a delivery of another account is not found
- * @param nowMs the clock, epoch milliseconds (default `Date.now()`)
- * @returns the delivery after the change
- * @throws AppError `not_found` (404) when there is no such delivery (for that account)
- */
-export async function resendDelivery(db: Db, deliveryId: number | string, accountId?: string, nowMs: number = Date.now()): Promise<WebhookDeliveryRecord> {
-  const current = await getDelivery(db, deliveryId, accountId);
-  const at = new Date(nowMs).toISOString();
-  if (current.status === "pending") {
-    await db("webhook_deliveries").where({ id: current.id, status: "pending" }).update({ next_attempt_at: at });
-  } else {
-    await db("webhook_deliveries")
-      .where({ id: current.id, status: current.status })
-      .update({ status: "pending", attempts: 0, next_attempt_at: at, lease_until: null, delivered_at: null });
-  }
-  return getDelivery(db, current.id, accountId);
 }

@@ -5,13 +5,13 @@
 import DataLoader from "dataloader";
 import { withLazy } from "../shared/lazy.ts";
 import type { Caller } from "../../src/auth/keys.ts";
-import type { RateLimiter } from "../../src/auth/policy.ts";
+import type { RateLimiter } from "../../src/auth/rate-limit.ts";
 import type { Db } from "../../src/db/index.ts";
 import { getProductsByIds, getVendorsByIds, listProductsOfVendors, type ProductRecord, type VendorRecord } from "../../src/cloud/catalog.ts";
 import type { OrderRecord, ResourceRecord } from "../../src/cloud/orders.ts";
 import { getDomainsByNames, type DomainRecord } from "../../src/cloud/domains.ts";
 import { listPurgeTasksOfDomains, type PurgeTaskRecord } from "../../src/cloud/purge.ts";
-import { listDeliveriesOfAggregates, type WebhookDeliveryRecord } from "../../src/events/webhooks.ts";
+import { listDeliveriesOfAggregates, type WebhookDeliveryRecord } from "../../src/events/deliveries.ts";
 import type { Page } from "../../src/pagination.ts";
 import { checkAdminToken } from "../../src/auth/admin.ts";
 import { callerAccess, headerOf, type RequestLike } from "../shared/auth.ts";

@@ -12,7 +12,7 @@ import { getStatement, listTransactions, type TransactionRecord } from "../../sr
 import { createDomain, type DomainRecord } from "../../src/cloud/domains.ts";
 import { getPurgeTask, purgeDomain } from "../../src/cloud/purge.ts";
 import { bandwidthUsage, setUsageThreshold, trafficUsage } from "../../src/cloud/usage.ts";
-import { resendDelivery } from "../../src/events/webhooks.ts";
+import { resendDelivery } from "../../src/events/deliveries.ts";
 import { pageSize, toConnection } from "../shared/connection.ts";
 import type { CloudContext } from "./context.ts";
 import { accountTopic, eventStream, type OutboxMessage } from "../../src/events/pubsub.ts";

@@ -5,7 +5,7 @@ import fs from "node:fs";
 import { parse } from "graphql";
 import type { Logger } from "pino";
 import type { Db } from "../../src/db/index.ts";
-import type { RateLimiter } from "../../src/auth/policy.ts";
+import type { RateLimiter } from "../../src/auth/rate-limit.ts";
 import { startSubgraph, type SubgraphHandle, type SubgraphObservability } from "../shared/server.ts";
 import { createCloudContext, type CloudContext } from "./context.ts";
 import { resolvers, TYPE_SCOPES } from "./resolvers.ts";

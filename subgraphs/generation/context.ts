@@ -4,7 +4,7 @@
  */
 import DataLoader from "dataloader";
 import type { Caller } from "../../src/auth/keys.ts";
-import type { RateLimiter } from "../../src/auth/policy.ts";
+import type { RateLimiter } from "../../src/auth/rate-limit.ts";
 import type { PubSub } from "../../src/events/pubsub.ts";
 import type { Db } from "../../src/db/index.ts";
 import type { GenerationService, TaskRecord } from "../../src/generation/tasks.ts";

@@ -5,7 +5,7 @@ import fs from "node:fs";
 import { parse, type GraphQLFormattedError } from "graphql";
 import type { Logger } from "pino";
 import { nowIso, type Db } from "../../src/db/index.ts";
-import type { RateLimiter } from "../../src/auth/policy.ts";
+import type { RateLimiter } from "../../src/auth/rate-limit.ts";
 import type { PubSub } from "../../src/events/pubsub.ts";
 import type { GenerationService } from "../../src/generation/tasks.ts";
 import { flushRequestLog, recordRequest } from "../../src/generation/usage.ts";

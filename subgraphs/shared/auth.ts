@@ -1,17 +1,17 @@
 /**
- * Authentication and key policy for every subgraph (docs/api/generation.md §5, docs/api/cloud.md §5):
- * the key (401/403 disabled), its source-IP allow-list (403), its request signature when present
- * or required (401), its rate limit (429) and, per field, its scopes (403). The facts only the
- * router knows (client IP, count id, signed method/path/body digest) come in the router's signed
- * internal context (internal-context.ts): `req.headers` here are those verified headers, never
- * the HTTP headers of the subgraph request.
+ * Authentication and key policy for every subgraph: a thin adapter of src/auth/authenticate.ts (the
+ * order of the checks) and src/auth/scopes.ts (per field). The facts only the router knows (client
+ * IP, count id, signed method/path/body digest) come in the router's signed internal context
+ * (internal-context.ts): `req.headers` here are those verified headers, never the HTTP headers of
+ * the subgraph request.
  */
 import type { IncomingMessage } from "node:http";
-import { randomUUID } from "node:crypto";
-import { authenticate, type Caller } from "../../src/auth/keys.ts";
-import { checkSourceIp, requireScope, verifyRequestSignature, type RateLimiter } from "../../src/auth/policy.ts";
+import { authenticateRequest, type RequestFacts } from "../../src/auth/authenticate.ts";
+import type { Caller } from "../../src/auth/caller.ts";
+import type { RateLimiter } from "../../src/auth/rate-limit.ts";
+import { requireScope } from "../../src/auth/scopes.ts";
 import type { Db } from "../../src/db/index.ts";
-import { countAndNote, noteCaller } from "./caller-report.ts";
+import { callerObserver } from "./caller-report.ts";
 
 /** What a subgraph reads of a request: its headers (HTTP, or graphql-ws connection params lower-cased). */
 export type RequestLike = Pick<IncomingMessage, "headers">;
@@ -20,6 +20,19 @@ export type RequestLike = Pick<IncomingMessage, "headers">;
 export function headerOf(req: RequestLike, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** The facts of a request as the router stated them in its signed internal context. */
+function requestFacts(req: RequestLike): RequestFacts {
+  return {
+    authorization: headerOf(req, "authorization"),
+    clientIp: headerOf(req, "x-switchyard-client-ip") ?? null,
+    signature: headerOf(req, "x-service-signature") ?? null,
+    method: headerOf(req, "x-switchyard-method") ?? "",
+    path: headerOf(req, "x-switchyard-path") ?? "",
+    bodySha256: headerOf(req, "x-switchyard-body-sha256") ?? "",
+    countId: headerOf(req, "x-switchyard-count-id") ?? null,
+  };
 }
 
 /** The caller of one request, authenticated once, checked per scope. */
@@ -39,27 +52,8 @@ export interface CallerAccess {
  */
 export function callerAccess(db: Db, rateLimiter: RateLimiter, req: RequestLike): CallerAccess {
   let checked: Promise<Caller> | undefined;
-  const check = () =>
-    (checked ??= (async () => {
-      const caller = await authenticate(db, headerOf(req, "authorization"));
-      noteCaller(req, caller); // for the router's request log and RateLimit headers (caller-report.ts)
-      checkSourceIp(caller, headerOf(req, "x-switchyard-client-ip") ?? null);
-      const signature = headerOf(req, "x-service-signature") ?? null;
-      // The id the router minted for the client request (never the client's X-Request-Id): one
-      // client request reaching both subgraphs counts once, and may show its signature twice.
-      const countId = headerOf(req, "x-switchyard-count-id") ?? null;
-      if (caller.requireSignature || signature) {
-        const verified = verifyRequestSignature(caller.signingSecret ?? "", signature, {
-          method: headerOf(req, "x-switchyard-method") ?? "",
-          path: headerOf(req, "x-switchyard-path") ?? "",
-          bodySha256: headerOf(req, "x-switchyard-body-sha256") ?? "",
-          nowSeconds: Math.floor(Date.now() / 1000),
-        });
-        await rateLimiter.claimSignature(caller.keyId, verified, countId ?? randomUUID());
-      }
-      await countAndNote(rateLimiter, caller, countId, req);
-      return caller;
-    })());
+  // The router's request log and RateLimit headers learn the key and quota (caller-report.ts).
+  const check = () => (checked ??= authenticateRequest(db, rateLimiter, requestFacts(req), callerObserver(req)));
   return {
     async caller(scope) {
       const caller = await check();

@@ -2,13 +2,12 @@
  * What a subgraph tells the router about the caller of one request, in the response extension
  * `switchyardCaller`: the key id (for the router's request log) and the key's rate-limit quota
  * after this request (for the `RateLimit-Policy` / `RateLimit` headers; router/request-report.ts).
- * The rate limit is counted here, in the subgraphs (src/auth/policy.ts), so only they know it.
+ * The rate limit is counted here, in the subgraphs (src/auth/authenticate.ts), so only they know it.
  * The router reads the extension and strips it: clients never see it.
  */
 import type { ApolloServerPlugin, BaseContext } from "@apollo/server";
-import type { Caller } from "../../src/auth/keys.ts";
-import { AppError } from "../../src/errors.ts";
-import { RATE_LIMIT_WINDOW_SECONDS, type RateLimiter, type RateLimitQuota } from "../../src/auth/policy.ts";
+import type { AuthenticationObserver } from "../../src/auth/authenticate.ts";
+import type { RateLimitQuota } from "../../src/auth/rate-limit.ts";
 
 /** The name of the response extension. */
 export const CALLER_EXTENSION = "switchyardCaller";
@@ -32,29 +31,21 @@ function reportFor(req: object): CallerReport {
   return report;
 }
 
-/** Notes the key that authenticated a request. */
-export function noteCaller(req: object, caller: Pick<Caller, "keyId">): void {
-  reportFor(req).keyId = caller.keyId;
-}
-
 /**
- * Counts one request of the caller's key ({@link RateLimiter.consume}) and notes the quota it
- * leaves, a refusal (429) included: remaining 0, reset = `Retry-After`.
- * @throws AppError `rate_limited` (429), as `consume` does
+ * What authentication tells the report of a request: the key as soon as it is known (a request
+ * its policy refuses still names it), and the quota the rate limit left, a refusal (429) included.
  */
-export async function countAndNote(rateLimiter: RateLimiter, caller: Pick<Caller, "keyId" | "rateLimit">, countId: string | null, req: object): Promise<void> {
-  try {
-    const quota = await rateLimiter.consume(caller, countId);
-    if (quota) reportFor(req).rateLimit = quota;
-  } catch (error) {
-    const retryAfter = error instanceof AppError && error.code === "rate_limited" ? (error.details as { retry_after_seconds?: unknown }).retry_after_seconds : undefined;
-    if (typeof retryAfter === "number" && caller.rateLimit) {
+export function callerObserver(req: object): AuthenticationObserver {
+  return {
+    authenticated(caller) {
+      reportFor(req).keyId = caller.keyId;
+    },
+    quota(quota, retryAfterSeconds) {
       const report = reportFor(req);
-      report.rateLimit = { limit: caller.rateLimit, windowSeconds: RATE_LIMIT_WINDOW_SECONDS, remaining: 0, resetSeconds: retryAfter };
-      report.retryAfterSeconds = retryAfter;
-    }
-    throw error;
-  }
+      report.rateLimit = quota;
+      if (retryAfterSeconds !== undefined) report.retryAfterSeconds = retryAfterSeconds;
+    },
+  };
 }
 
 /**

@@ -15,7 +15,7 @@
  *   link fields are nullable, so the link becomes null and its siblings survive.
  */
 import { defaultFieldResolver, Kind, type DocumentNode, type FieldDefinitionNode, type GraphQLFieldResolver } from "graphql";
-import { ALL_SCOPES } from "../../src/auth/keys.ts";
+import { ALL_SCOPES } from "../../src/auth/scopes.ts";
 
 /** The scope a type's data needs, and the fields any key that reached it may read. */
 export interface TypeScope {

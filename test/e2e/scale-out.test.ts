@@ -16,7 +16,7 @@ import { runCli } from "../support/process.ts";
 import { waitUntil } from "../support/stack.ts";
 import { collect, wsClient } from "../support/graphql-ws.ts";
 import { openDb, type Db } from "../../src/db/index.ts";
-import { verifyWebhookSignature } from "../../src/events/webhooks.ts";
+import { verifyWebhookSignature } from "../../src/events/webhook-signing.ts";
 
 const SUBMISSIONS = Number(process.env.SCALE_SUBMISSIONS ?? 2000);
 const CONCURRENCY = 24;

@@ -15,7 +15,7 @@ import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { DEMO_CATALOG, listProducts, listProductsOfVendors, upsertProduct, upsertVendor } from "../../src/cloud/catalog.ts";
 import { createDomain } from "../../src/cloud/domains.ts";
 import { listPurgeTasks, purgeDomain } from "../../src/cloud/purge.ts";
-import { listDeliveries } from "../../src/events/webhooks.ts";
+import { listDeliveries } from "../../src/events/deliveries.ts";
 import { parseYuan } from "../../src/money.ts";
 
 let t: TestStack;

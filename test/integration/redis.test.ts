@@ -11,7 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRateLimiter, type RateLimiter } from "../../src/auth/policy.ts";
+import { createRateLimiter, type RateLimiter } from "../../src/auth/rate-limit.ts";
 import { loadConfig } from "../../src/config.ts";
 import { accountTopic, eventStream, type OutboxMessage } from "../../src/events/pubsub.ts";
 import { createPubSub, createRedisPubSub, type RedisPubSub } from "../../src/events/redis-pubsub.ts";

@@ -1,11 +1,11 @@
 /**
- * Request signatures (`X-Service-Signature`, docs/api/cloud.md §5; algorithm in src/auth/policy.ts)
+ * Request signatures (`X-Service-Signature`, docs/api/cloud.md §5; algorithm in src/auth/signatures.ts)
  * end to end through the router: on both REST shims and on `/graphql`, for a key created with
  * `--require-signature`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, type TestStack } from "../support/stack.ts";
-import { signRequest } from "../../src/auth/policy.ts";
+import { signRequest } from "../../src/auth/signatures.ts";
 
 describe("request signatures through the router", () => {
   let stack: TestStack;

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 import { wsClient, collect, collectSse } from "../support/graphql-ws.ts";
 import { runCli } from "../support/process.ts";
-import { signRequest } from "../../src/auth/policy.ts";
+import { signRequest } from "../../src/auth/signatures.ts";
 import { signSubgraphRequest } from "../../subgraphs/shared/internal-context.ts";
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";

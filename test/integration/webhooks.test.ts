@@ -13,15 +13,9 @@ import { openTestDb, type TestDb } from "../support/db.ts";
 import { createKey } from "../../src/auth/keys.ts";
 import { appendOutbox, type OutboxEvent } from "../../src/events/outbox.ts";
 import { accountTopic, createInProcessPubSub, type OutboxMessage } from "../../src/events/pubsub.ts";
-import {
-  listDeliveries,
-  resendDelivery,
-  signWebhook,
-  startDispatcher,
-  verifyWebhookSignature,
-  type Dispatcher,
-  type DispatcherOptions,
-} from "../../src/events/webhooks.ts";
+import { listDeliveries, resendDelivery } from "../../src/events/deliveries.ts";
+import { startDispatcher, type Dispatcher, type DispatcherOptions } from "../../src/events/dispatcher.ts";
+import { signWebhook, verifyWebhookSignature } from "../../src/events/webhook-signing.ts";
 
 const logger = pino({ level: "silent" });
 

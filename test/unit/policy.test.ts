@@ -6,14 +6,11 @@ import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { RateLimiterMemory } from "rate-limiter-flexible";
 import { AppError } from "../../src/errors.ts";
-import {
-  checkSourceIp,
-  createRateLimiter,
-  requireScope,
-  sha256Hex,
-  signRequest,
-  verifyRequestSignature,
-} from "../../src/auth/policy.ts";
+import { checkSourceIp } from "../../src/auth/allow-list.ts";
+import { createRateLimiter } from "../../src/auth/rate-limit.ts";
+import { requireScope } from "../../src/auth/scopes.ts";
+import { signRequest, verifyRequestSignature } from "../../src/auth/signatures.ts";
+import { sha256Hex } from "../../src/digest.ts";
 
 /** Runs `fn` and returns the AppError it throws (fails the test when it throws nothing or something else). */
 function appErrorOf(fn: () => unknown): AppError {
