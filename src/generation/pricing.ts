@@ -5,6 +5,7 @@
 import type { MilliYuan } from "../money.ts";
 import { assertMilli } from "../money.ts";
 import { canonicalResolution, type ModelSpec } from "./catalog.ts";
+import { validatePriceParams, type PriceParams } from "./validation.ts";
 
 /** What a price depends on: seconds (null for images), resolution, and the number of items. */
 export interface PriceInput {
@@ -63,4 +64,17 @@ export function priceOf(model: ModelSpec, req: PriceInput): MilliYuan {
     throw new RangeError(`not a count of 0-${model.maxCount}: ${req.count}`);
   }
   return assertMilli(req.count * unitPriceOf(model, req));
+}
+
+/**
+ * The price preview of a request (GraphQL `Model.quote`; docs/api/generation.md §4 "Billing"): what
+ * {@link priceOf} would debit for these parameters, checked as a submission checks them.
+ * @param model the catalog model
+ * @param params seconds per video, resolution (any letter case), count; absent or null take the
+ *   model's defaults
+ * @returns integer milli-yuan
+ * @throws AppError `invalid_request` (400) with `details.field` for a parameter the model does not take
+ */
+export function quote(model: ModelSpec, params: PriceParams): MilliYuan {
+  return priceOf(model, validatePriceParams(model, params));
 }

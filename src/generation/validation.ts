@@ -230,6 +230,54 @@ async function checkReferenceUrls(fields: ReferenceField[], checkUrl: UrlCheck):
   });
 }
 
+/** The resolution in the catalog's spelling; the model's first when absent. */
+function readResolution(model: ModelSpec, value: unknown): string {
+  if (isAbsent(value)) return model.resolutions[0]!;
+  const found = typeof value === "string" ? canonicalResolution(model, value) : undefined;
+  if (found === undefined) throw unsupported("resolution");
+  return found;
+}
+
+/** Seconds per video (the model's default when absent), allowed at `resolution`; null for images. */
+function readSeconds(model: ModelSpec, resolution: string, value: unknown): number | null {
+  if (model.kind !== "video") return null;
+  let seconds = model.defaultSeconds;
+  if (!isAbsent(value)) {
+    if (!isInteger(value)) throw unsupported("seconds");
+    seconds = value;
+  }
+  // The default is checked too: it must hold at whatever resolution was chosen.
+  if (seconds === null || !model.durations?.[resolution]?.includes(seconds)) throw unsupported("seconds");
+  return seconds;
+}
+
+/** Items requested, 1 to the model's maximum (1 when absent). */
+function readCount(model: ModelSpec, value: unknown): number {
+  if (isAbsent(value)) return 1;
+  if (!isInteger(value) || value < 1 || value > model.maxCount) throw unsupported("count");
+  return value;
+}
+
+/** What a price depends on, as a client sends it (GraphQL `Model.quote`); absent takes the default. */
+export interface PriceParams {
+  seconds?: number | null;
+  resolution?: string | null;
+  count?: number | null;
+}
+
+/**
+ * Validates the priced parameters of a request for one model with the rules and messages of
+ * {@link validateGenerationRequest} (docs/api/generation.md §2, §7): resolution, seconds (video),
+ * count, defaults filled in.
+ * @returns seconds per video (null for images), resolution in the catalog's spelling, count 1-4
+ * @throws AppError `invalid_request` (400) with `details.field` = `resolution`, `seconds` or `count`
+ */
+export function validatePriceParams(model: ModelSpec, params: PriceParams): { seconds: number | null; resolution: string; count: number } {
+  const resolution = readResolution(model, params.resolution);
+  const seconds = readSeconds(model, resolution, params.seconds);
+  return { seconds, resolution, count: readCount(model, params.count) };
+}
+
 /**
  * Validates a video or image generation request body (docs/api/generation.md §2 fields, §4 rules
  * 1-4, §7 messages, §8 limits).
@@ -264,23 +312,8 @@ export async function validateGenerationRequest(
 
   const model = selectModel(kind, body.model_id);
 
-  let resolution = model.resolutions[0]!;
-  if (!isAbsent(body.resolution)) {
-    const found = typeof body.resolution === "string" ? canonicalResolution(model, body.resolution) : undefined;
-    if (found === undefined) throw unsupported("resolution");
-    resolution = found;
-  }
-
-  let seconds: number | null = null;
-  if (model.kind === "video") {
-    seconds = model.defaultSeconds;
-    if (!isAbsent(body.seconds)) {
-      if (!isInteger(body.seconds)) throw unsupported("seconds");
-      seconds = body.seconds;
-    }
-    // The default is checked too: it must hold at whatever resolution was chosen.
-    if (seconds === null || !model.durations?.[resolution]?.includes(seconds)) throw unsupported("seconds");
-  }
+  const resolution = readResolution(model, body.resolution);
+  const seconds = readSeconds(model, resolution, body.seconds);
 
   let size: string | null = null;
   if (!isAbsent(body.size)) {
@@ -288,11 +321,7 @@ export async function validateGenerationRequest(
     size = body.size;
   }
 
-  let count = 1;
-  if (!isAbsent(body.count)) {
-    if (!isInteger(body.count) || body.count < 1 || body.count > model.maxCount) throw unsupported("count");
-    count = body.count;
-  }
+  const count = readCount(model, body.count);
 
   const refs = readReferences(body, model);
   // Field order of the docs/api/generation.md §2 table: images, frames, audios, videos.

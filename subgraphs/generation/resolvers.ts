@@ -3,8 +3,8 @@
  * src/generation; these only translate arguments and shapes.
  */
 import { MODELS, getModel, type ModelSpec } from "../../src/generation/catalog.ts";
-import { priceOf } from "../../src/generation/pricing.ts";
-import { validateGenerationRequest } from "../../src/generation/validation.ts";
+import { quote } from "../../src/generation/pricing.ts";
+import type { PriceParams } from "../../src/generation/validation.ts";
 import { isTerminal, type TaskRecord } from "../../src/generation/tasks.ts";
 import { accountTopic, eventStream, type OutboxMessage } from "../../src/events/pubsub.ts";
 import { revocationFor, revokesKey } from "../../src/auth/revocation.ts";
@@ -258,16 +258,11 @@ export const resolvers = {
       }
       return { kind: p.kind, perImage: toMoney(p.milliPerImage) };
     },
-    quote: async (model: ModelSpec, args: { seconds?: number | null; resolution?: string | null; count?: number | null }) => {
+    quote: (model: ModelSpec, args: PriceParams) => {
       try {
-        const request = await validateGenerationRequest(
-          model.kind,
-          { prompt: "quote", model_id: model.id, seconds: args.seconds, resolution: args.resolution, count: args.count },
-          async () => true,
-        );
-        return toMoney(priceOf(model, request));
+        return toMoney(quote(model, args));
       } catch (error) {
-        if (isAppError(error)) return null;
+        if (isAppError(error)) return null; // parameters the model does not take have no price
         throw error;
       }
     },

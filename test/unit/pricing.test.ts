@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { MODELS, getModel, type ModelSpec } from "../../src/generation/catalog.ts";
-import { priceOf, unitPriceOf } from "../../src/generation/pricing.ts";
+import { priceOf, quote, unitPriceOf } from "../../src/generation/pricing.ts";
+import { validateGenerationRequest } from "../../src/generation/validation.ts";
+import { AppError } from "../../src/errors.ts";
 import { formatYuan } from "../../src/money.ts";
 
 function model(id: number): ModelSpec {
@@ -123,5 +125,44 @@ describe("pricing details", () => {
   it("refuses a count above 4 or a fractional count", () => {
     expect(() => priceOf(model(52), { seconds: 5, resolution: "720P", count: 5 })).toThrow(RangeError);
     expect(() => priceOf(model(45), { seconds: null, resolution: "1k", count: 1.5 })).toThrow(RangeError);
+  });
+});
+
+describe("quote (GraphQL Model.quote, the price preview)", () => {
+  it("quotes what a submission with the same parameters is charged, for every combination of every model", async () => {
+    for (const spec of MODELS) {
+      for (const resolution of spec.resolutions) {
+        for (const seconds of spec.durations?.[resolution] ?? [null]) {
+          for (let count = 1; count <= spec.maxCount; count++) {
+            const body = { prompt: "a fox", model_id: spec.id, seconds, resolution: resolution.toLowerCase(), count };
+            const charged = priceOf(spec, await validateGenerationRequest(spec.kind, body, async () => true));
+            expect(quote(spec, { seconds, resolution: resolution.toLowerCase(), count }), `${spec.id} ${resolution} ${seconds} ${count}`).toBe(charged);
+          }
+        }
+      }
+    }
+  });
+
+  it("fills in the model's defaults for absent parameters", () => {
+    expect(quote(model(52), {})).toBe(5_000); // 5 s at 720P, one video
+    expect(quote(model(69), { seconds: null, resolution: null, count: null })).toBe(750); // 4 s at 480P: 6 points
+    expect(quote(model(45), {})).toBe(300);
+  });
+
+  it.each([
+    [52, { resolution: "480P" }, "resolution"],
+    [52, { seconds: 3 }, "seconds"],
+    [67, { resolution: "480P", seconds: 4 }, "seconds"],
+    [45, { count: 5 }, "count"],
+    [39, { count: 0 }, "count"],
+  ])("refuses model %i with %o as invalid_request naming %s", (id, params, field) => {
+    let error: unknown;
+    try {
+      quote(model(id), params);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(AppError);
+    expect(error).toMatchObject({ code: "invalid_request", details: { field } });
   });
 });
