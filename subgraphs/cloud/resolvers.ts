@@ -15,9 +15,9 @@ import { bandwidthUsage, setUsageThreshold, trafficUsage } from "../../src/cloud
 import { resendDelivery } from "../../src/events/deliveries.ts";
 import { pageSize, toConnection } from "../shared/connection.ts";
 import type { CloudContext } from "./context.ts";
-import { accountTopic, eventStream, type OutboxMessage } from "../../src/events/pubsub.ts";
+import type { OutboxMessage } from "../../src/events/pubsub.ts";
+import { keyEventStream } from "../shared/key-events.ts";
 import { grantRead, type TypeScope } from "../shared/scopes.ts";
-import { revocationFor, revokesKey } from "../../src/auth/revocation.ts";
 
 /** An order as one event left it: the fresh row, with the state the event recorded. */
 function orderAtEvent(order: OrderRecord, event: OutboxMessage): OrderRecord {
@@ -197,22 +197,11 @@ export const resolvers = {
       subscribe: async (_: unknown, { orderId }: { orderId?: string | null }, ctx: CloudContext) => {
         const caller = await ctx.caller("orders:read");
         if (orderId) await ctx.services.orders.get(caller, orderId);
-        const stream = eventStream<OutboxMessage>(
-          ctx.services.pubsub,
-          accountTopic(caller.accountId),
-          // The event disabling the key passes too: it ends the stream (revocationFor).
-          (e) => (e.topic.startsWith("order.") && (!orderId || e.aggregateId === orderId)) || revokesKey(e, caller.keyId),
-        );
+        const stream = keyEventStream(ctx.services.pubsub, ctx.db, caller, (e) => e.topic.startsWith("order.") && (!orderId || e.aggregateId === orderId));
         await stream.ready;
         return (async function* () {
           try {
             for await (const event of stream) {
-              const revoked = await revocationFor(ctx.db, caller.keyId, event);
-              if (revoked) {
-                // The key was disabled: its last result is that error.
-                yield { orderEvents: revoked };
-                return;
-              }
               const order = await ctx.services.orders.get(caller, event.aggregateId).catch(() => null);
               if (!order) continue;
               // Each event's fields are resolved on a database budget of their own.
@@ -226,6 +215,8 @@ export const resolvers = {
                 },
               };
             }
+            // The key was disabled: its last result is that error.
+            if (stream.revoked) yield { orderEvents: stream.revoked };
           } finally {
             stream.close();
           }

@@ -6,12 +6,12 @@ import { MODELS, getModel, type ModelSpec } from "../../src/generation/catalog.t
 import { quote } from "../../src/generation/pricing.ts";
 import type { PriceParams } from "../../src/generation/validation.ts";
 import { isTerminal, type TaskRecord } from "../../src/generation/tasks.ts";
-import { accountTopic, eventStream, type OutboxMessage } from "../../src/events/pubsub.ts";
-import { revocationFor, revokesKey } from "../../src/auth/revocation.ts";
+import type { OutboxMessage } from "../../src/events/pubsub.ts";
 import { recentRequests, usageByDay, usageDays } from "../../src/generation/usage.ts";
 import { AppError, isAppError } from "../../src/errors.ts";
 import { formatYuan, toMoney } from "../../src/money.ts";
 import { pageSize, toConnection } from "../shared/connection.ts";
+import { keyEventStream } from "../shared/key-events.ts";
 import type { GenerationContext } from "./context.ts";
 import type { TypeScope } from "../shared/scopes.ts";
 
@@ -71,17 +71,13 @@ function taskAtEvent(row: TaskRecord, event: OutboxMessage): TaskRecord {
   };
 }
 
-/**
- * Status-change events of the caller's key (a task is visible only to its key), and the event
- * that disables the key (the stream then ends: {@link revocationFor}).
- */
+/** Status-change events of the caller's key (a task is visible only to its key), until the key is disabled. */
 function taskEvents(ctx: GenerationContext, caller: { accountId: string; keyId: string }, taskId?: string) {
-  return eventStream<OutboxMessage>(
+  return keyEventStream(
     ctx.pubsub,
-    accountTopic(caller.accountId),
-    (e) =>
-      (e.topic === "task.status_changed" && (e.payload as any).key_id === caller.keyId && (!taskId || e.aggregateId === taskId)) ||
-      revokesKey(e, caller.keyId),
+    ctx.db,
+    caller,
+    (e) => e.topic === "task.status_changed" && (e.payload as any).key_id === caller.keyId && (!taskId || e.aggregateId === taskId),
   );
 }
 
@@ -158,12 +154,6 @@ export const resolvers = {
             yield { taskStatusChanged: task };
             if (isTerminal(task.status)) return;
             for await (const event of stream) {
-              const revoked = await revocationFor(ctx.db, caller.keyId, event);
-              if (revoked) {
-                // The key was disabled: its last result is that error.
-                yield { taskStatusChanged: revoked };
-                return;
-              }
               const next = taskAtEvent(task, event);
               if (next.updatedAt <= task.updatedAt) continue;
               task = next;
@@ -171,6 +161,8 @@ export const resolvers = {
               yield { taskStatusChanged: task };
               if (isTerminal(task.status)) return;
             }
+            // The key was disabled: its last result is that error.
+            if (stream.revoked) yield { taskStatusChanged: stream.revoked };
           } finally {
             stream.close();
           }
@@ -185,17 +177,12 @@ export const resolvers = {
         return (async function* () {
           try {
             for await (const event of stream) {
-              const revoked = await revocationFor(ctx.db, caller.keyId, event);
-              if (revoked) {
-                // The key was disabled: its last result is that error.
-                yield { tasks: revoked };
-                return;
-              }
               const row = await taskForEvent(ctx, caller, event);
               if (!row) continue;
               ctx.budget.renew();
               yield { tasks: taskAtEvent(row, event) };
             }
+            if (stream.revoked) yield { tasks: stream.revoked };
           } finally {
             stream.close();
           }
