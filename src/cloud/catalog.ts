@@ -13,16 +13,8 @@ import { nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
 import { keysetPage, keysetPagesByParent, type Page, type PageRequest } from "../pagination.ts";
 import type { MilliYuan } from "../money.ts";
-
-/** Vendor sale states. */
-export const VENDOR_STATUSES = ["active", "inactive"] as const;
-/** A vendor's state: only an `active` vendor's products can be ordered. */
-export type VendorStatus = (typeof VENDOR_STATUSES)[number];
-
-/** Product sale states (docs/architecture.md §8). */
-export const PRODUCT_STATUSES = ["available", "sold_out", "offline"] as const;
-/** A product's sale state: only `available` products can be ordered or shown to end customers. */
-export type ProductStatus = (typeof PRODUCT_STATUSES)[number];
+import { invalid } from "./validation.ts";
+import { isOneOf, PRODUCT_STATUSES, VENDOR_STATUSES, type ProductStatus, type VendorStatus } from "./states.ts";
 
 /** An upstream vendor. Times ISO 8601. */
 export interface VendorRecord {
@@ -178,7 +170,7 @@ export async function listProducts(db: Db, filter: ProductFilter, page: PageRequ
   if (filter.category != null && filter.category !== "") query.where("category", filter.category);
   if (filter.vendorId != null && filter.vendorId !== "") query.where("vendor_id", filter.vendorId);
   if (filter.status != null && filter.status !== "") {
-    if (!(PRODUCT_STATUSES as readonly string[]).includes(filter.status)) {
+    if (!isOneOf(PRODUCT_STATUSES, filter.status)) {
       throw new AppError("invalid_request", `status must be one of: ${PRODUCT_STATUSES.join(", ")}`, { field: "status" });
     }
     query.where("status", filter.status);
@@ -231,10 +223,6 @@ export async function getVendorsByIds(db: Db, ids: readonly string[]): Promise<(
   return ids.map((id) => byId.get(id) ?? null);
 }
 
-function invalid(field: string, message: string): AppError {
-  return new AppError("validation_failed", message, { field });
-}
-
 function checkId(value: unknown, field: string): string | null {
   if (value == null || value === "") return null;
   if (typeof value !== "string" || !ID_PATTERN.test(value)) throw invalid(field, `${field} must be 1-40 letters, digits, '_' or '-'`);
@@ -259,7 +247,7 @@ export async function upsertVendor(db: Db, input: VendorInput): Promise<VendorRe
   const id = checkId(input.id, "id") ?? newId("vnd");
   const name = checkName(input.name, "name", 200);
   const status = input.status ?? "active";
-  if (!(VENDOR_STATUSES as readonly string[]).includes(status)) throw invalid("status", `status must be one of: ${VENDOR_STATUSES.join(", ")}`);
+  if (!isOneOf(VENDOR_STATUSES, status)) throw invalid("status", `status must be one of: ${VENDOR_STATUSES.join(", ")}`);
   const now = nowIso();
   await db("vendors").insert({ id, name, status, created_at: now }).onConflict("id").merge(["name", "status"]);
   return toVendorRecord(await db("vendors").where("id", id).first());
@@ -287,7 +275,7 @@ function validateProductInput(input: ProductInput) {
     description = input.description;
   }
   const status = input.status ?? "available";
-  if (!(PRODUCT_STATUSES as readonly string[]).includes(status)) throw invalid("status", `status must be one of: ${PRODUCT_STATUSES.join(", ")}`);
+  if (!isOneOf(PRODUCT_STATUSES, status)) throw invalid("status", `status must be one of: ${PRODUCT_STATUSES.join(", ")}`);
   if (!Array.isArray(input.billingCycles) || input.billingCycles.length === 0 || input.billingCycles.length > 20) {
     throw invalid("billingCycles", "billingCycles must list 1-20 cycles");
   }
