@@ -13,7 +13,7 @@ import { authenticate, createKey, type Caller } from "../src/auth/keys.ts";
 import { parseYuan } from "../src/money.ts";
 import { createGenerationService } from "../src/generation/tasks.ts";
 import { createOrderService } from "../src/cloud/orders.ts";
-import { seedDemoCatalog } from "../src/cloud/catalog.ts";
+import { seedDemoCatalog } from "../src/cloud/demo-seed.ts";
 import { topUpCustomer } from "../src/cloud/customers.ts";
 import type { GenerationUpstream } from "../src/generation/upstream/types.ts";
 

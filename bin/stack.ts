@@ -24,7 +24,7 @@ import { createPubSub } from "../src/events/redis-pubsub.ts";
 import { startDispatcher } from "../src/events/dispatcher.ts";
 import { outboxSignal } from "../src/events/outbox.ts";
 import { createOrderService } from "../src/cloud/orders.ts";
-import { seedDemoCatalog } from "../src/cloud/catalog.ts";
+import { seedDemoCatalog } from "../src/cloud/demo-seed.ts";
 import { processStatementExports } from "../src/cloud/billing.ts";
 import { checkUsageThresholds } from "../src/cloud/usage.ts";
 import { startCloudSubgraph } from "../subgraphs/cloud/server.ts";

@@ -6,6 +6,7 @@
 import type { ServerResponse } from "node:http";
 import type { GraphQLInputObjectType, GraphQLSchema } from "graphql";
 import { AppError } from "../../src/errors.ts";
+import { isOneOf, PRODUCT_STATUSES, TRANSACTION_TYPES } from "../../src/cloud/states.ts";
 import type { Gateway } from "../gateway.ts";
 import { bodyReadError, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "./body.ts";
 import { policyHeaders, runOperation, sha256Hex, toShimError, type ShimError } from "./graph-client.ts";
@@ -268,8 +269,8 @@ export function createCloudShim(deps: CloudShimDeps) {
     products: (call: RestCall) =>
       withPage(call, (page) => {
         const status = param(call.query, "status");
-        if (status && !["available", "sold_out", "offline"].includes(status)) {
-          return rejectAfterAuth(call, new AppError("invalid_request", "status must be one of: available, sold_out, offline", { field: "status" }));
+        if (status && !isOneOf(PRODUCT_STATUSES, status)) {
+          return rejectAfterAuth(call, new AppError("invalid_request", `status must be one of: ${PRODUCT_STATUSES.join(", ")}`, { field: "status" }));
         }
         return query(
           call,
@@ -303,8 +304,8 @@ export function createCloudShim(deps: CloudShimDeps) {
     transactions: (call: RestCall) =>
       withPage(call, (page) => {
         const type = param(call.query, "type");
-        if (type && !["topup", "deduction", "refund", "adjustment"].includes(type)) {
-          return rejectAfterAuth(call, new AppError("invalid_request", "type must be one of: topup, deduction, refund, adjustment", { field: "type" }));
+        if (type && !isOneOf(TRANSACTION_TYPES, type)) {
+          return rejectAfterAuth(call, new AppError("invalid_request", `type must be one of: ${TRANSACTION_TYPES.join(", ")}`, { field: "type" }));
         }
         return query(
           call,

@@ -12,11 +12,7 @@ import { nowIso, type Db } from "../db/index.ts";
 import type { Caller } from "../auth/keys.ts";
 import { formatYuan, type MilliYuan } from "../money.ts";
 import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
-
-/** Transaction types of the cloud API (docs/architecture.md §8); the ledger kind `debit` shows as `deduction`. */
-export const TRANSACTION_TYPES = ["topup", "deduction", "refund", "adjustment"] as const;
-/** A transaction type. */
-export type TransactionType = (typeof TRANSACTION_TYPES)[number];
+import { isOneOf, TRANSACTION_TYPES, type TransactionType } from "./states.ts";
 
 /** One money movement of a customer wallet. Amounts in signed milli-yuan, times ISO 8601. */
 export interface TransactionRecord {
@@ -131,7 +127,7 @@ function rangeOf(filter: TransactionFilter): { from: string | null; until: strin
 export async function listTransactions(db: Db, caller: Caller, filter: TransactionFilter, page: PageRequest): Promise<Page<TransactionRecord>> {
   const query = db("ledger_entries").where("account_id", caller.accountId).whereNotNull("customer_id");
   if (filter.type != null && filter.type !== "") {
-    if (!(TRANSACTION_TYPES as readonly string[]).includes(filter.type)) {
+    if (!isOneOf(TRANSACTION_TYPES, filter.type)) {
       throw new AppError("invalid_request", `type must be one of: ${TRANSACTION_TYPES.join(", ")}`, { field: "type" });
     }
     query.andWhere("kind", filter.type === "deduction" ? "debit" : filter.type);

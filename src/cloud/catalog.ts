@@ -6,23 +6,15 @@
  * cycles with prices (integer milli-yuan, docs/architecture.md §3), stock (null = unlimited), the metadata
  * keys required for activation, and a sale status. Only `available` products can be ordered.
  * Admins manage the catalog through {@link upsertVendor} and {@link upsertProduct}; `npm start`
- * seeds {@link seedDemoCatalog}.
+ * seeds the demo catalog (demo-seed.ts).
  */
 import { AppError } from "../errors.ts";
 import { nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
 import { keysetPage, keysetPagesByParent, type Page, type PageRequest } from "../pagination.ts";
 import type { MilliYuan } from "../money.ts";
-
-/** Vendor sale states. */
-export const VENDOR_STATUSES = ["active", "inactive"] as const;
-/** A vendor's state: only an `active` vendor's products can be ordered. */
-export type VendorStatus = (typeof VENDOR_STATUSES)[number];
-
-/** Product sale states (docs/architecture.md §8). */
-export const PRODUCT_STATUSES = ["available", "sold_out", "offline"] as const;
-/** A product's sale state: only `available` products can be ordered or shown to end customers. */
-export type ProductStatus = (typeof PRODUCT_STATUSES)[number];
+import { invalid } from "./validation.ts";
+import { isOneOf, PRODUCT_STATUSES, VENDOR_STATUSES, type ProductStatus, type VendorStatus } from "./states.ts";
 
 /** An upstream vendor. Times ISO 8601. */
 export interface VendorRecord {
@@ -178,7 +170,7 @@ export async function listProducts(db: Db, filter: ProductFilter, page: PageRequ
   if (filter.category != null && filter.category !== "") query.where("category", filter.category);
   if (filter.vendorId != null && filter.vendorId !== "") query.where("vendor_id", filter.vendorId);
   if (filter.status != null && filter.status !== "") {
-    if (!(PRODUCT_STATUSES as readonly string[]).includes(filter.status)) {
+    if (!isOneOf(PRODUCT_STATUSES, filter.status)) {
       throw new AppError("invalid_request", `status must be one of: ${PRODUCT_STATUSES.join(", ")}`, { field: "status" });
     }
     query.where("status", filter.status);
@@ -231,10 +223,6 @@ export async function getVendorsByIds(db: Db, ids: readonly string[]): Promise<(
   return ids.map((id) => byId.get(id) ?? null);
 }
 
-function invalid(field: string, message: string): AppError {
-  return new AppError("validation_failed", message, { field });
-}
-
 function checkId(value: unknown, field: string): string | null {
   if (value == null || value === "") return null;
   if (typeof value !== "string" || !ID_PATTERN.test(value)) throw invalid(field, `${field} must be 1-40 letters, digits, '_' or '-'`);
@@ -259,7 +247,7 @@ export async function upsertVendor(db: Db, input: VendorInput): Promise<VendorRe
   const id = checkId(input.id, "id") ?? newId("vnd");
   const name = checkName(input.name, "name", 200);
   const status = input.status ?? "active";
-  if (!(VENDOR_STATUSES as readonly string[]).includes(status)) throw invalid("status", `status must be one of: ${VENDOR_STATUSES.join(", ")}`);
+  if (!isOneOf(VENDOR_STATUSES, status)) throw invalid("status", `status must be one of: ${VENDOR_STATUSES.join(", ")}`);
   const now = nowIso();
   await db("vendors").insert({ id, name, status, created_at: now }).onConflict("id").merge(["name", "status"]);
   return toVendorRecord(await db("vendors").where("id", id).first());
@@ -287,7 +275,7 @@ function validateProductInput(input: ProductInput) {
     description = input.description;
   }
   const status = input.status ?? "available";
-  if (!(PRODUCT_STATUSES as readonly string[]).includes(status)) throw invalid("status", `status must be one of: ${PRODUCT_STATUSES.join(", ")}`);
+  if (!isOneOf(PRODUCT_STATUSES, status)) throw invalid("status", `status must be one of: ${PRODUCT_STATUSES.join(", ")}`);
   if (!Array.isArray(input.billingCycles) || input.billingCycles.length === 0 || input.billingCycles.length > 20) {
     throw invalid("billingCycles", "billingCycles must list 1-20 cycles");
   }
@@ -354,109 +342,4 @@ export async function upsertProduct(db: Db, input: ProductInput): Promise<Produc
     .onConflict("id")
     .merge(Object.keys(columns));
   return toProductRecord(await db("products").where("id", id).first());
-}
-
-/** Ids of the demo catalog (stable, so the README walk-through and tests can name them). */
-export const DEMO_CATALOG = {
-  vendors: { nimbus: "vnd_nimbus", stratus: "vnd_stratus" },
-  products: {
-    cdn: "prd_cdn_standard",
-    compute: "prd_vm_2c4g",
-    soldOut: "prd_vm_gpu_a10",
-    offline: "prd_cdn_legacy",
-  },
-} as const;
-
-const DEMO_VENDORS: VendorRecord[] = [
-  { id: DEMO_CATALOG.vendors.nimbus, name: "Nimbus Cloud", status: "active", createdAt: "" },
-  { id: DEMO_CATALOG.vendors.stratus, name: "Stratus Networks", status: "active", createdAt: "" },
-];
-
-const DEMO_PRODUCTS: Omit<ProductRecord, "createdAt" | "updatedAt">[] = [
-  {
-    id: DEMO_CATALOG.products.cdn,
-    vendorId: DEMO_CATALOG.vendors.nimbus,
-    category: "cdn",
-    name: "CDN acceleration, standard",
-    description: "Edge acceleration for one domain; 1 TB of traffic per month per unit.",
-    status: "available",
-    billingCycles: [
-      { cycle: "monthly", months: 1, price: 30_000 },
-      { cycle: "quarterly", months: 3, price: 85_000 },
-      { cycle: "yearly", months: 12, price: 300_000 },
-    ],
-    stock: null,
-    requiredFields: ["domain"],
-  },
-  {
-    id: DEMO_CATALOG.products.compute,
-    vendorId: DEMO_CATALOG.vendors.stratus,
-    category: "compute",
-    name: "Cloud server 2 vCPU / 4 GiB",
-    description: "A general-purpose virtual machine with a 40 GiB system disk.",
-    status: "available",
-    billingCycles: [
-      { cycle: "monthly", months: 1, price: 99_000 },
-      { cycle: "quarterly", months: 3, price: 285_000 },
-      { cycle: "yearly", months: 12, price: 999_000 },
-    ],
-    stock: 500,
-    requiredFields: [],
-  },
-  {
-    id: DEMO_CATALOG.products.soldOut,
-    vendorId: DEMO_CATALOG.vendors.stratus,
-    category: "compute",
-    name: "GPU server A10, 8 vCPU / 32 GiB",
-    description: "Sold out until the vendor adds capacity.",
-    status: "sold_out",
-    billingCycles: [{ cycle: "monthly", months: 1, price: 2_999_000 }],
-    stock: 0,
-    requiredFields: [],
-  },
-  {
-    id: DEMO_CATALOG.products.offline,
-    vendorId: DEMO_CATALOG.vendors.nimbus,
-    category: "cdn",
-    name: "CDN acceleration, legacy plan",
-    description: "Withdrawn from sale; existing resources keep working.",
-    status: "offline",
-    billingCycles: [{ cycle: "monthly", months: 1, price: 25_000 }],
-    stock: null,
-    requiredFields: ["domain"],
-  },
-];
-
-/**
- * Seeds the demo catalog (docs/architecture.md §8): two vendors, a CDN product (category `cdn`, requires
- * `metadata.domain`, monthly/quarterly/yearly), a compute product with limited stock, a
- * `sold_out` product (stock 0) and an `offline` one. Idempotent: rows that exist are left as
- * they are, so admin edits survive a restart. Ids are in {@link DEMO_CATALOG}.
- * @returns nothing
- */
-export async function seedDemoCatalog(db: Db): Promise<void> {
-  const now = nowIso();
-  await db.transaction(async (trx) => {
-    for (const v of DEMO_VENDORS) {
-      await trx("vendors").insert({ id: v.id, name: v.name, status: v.status, created_at: now }).onConflict("id").ignore();
-    }
-    for (const p of DEMO_PRODUCTS) {
-      await trx("products")
-        .insert({
-          id: p.id,
-          vendor_id: p.vendorId,
-          category: p.category,
-          name: p.name,
-          description: p.description,
-          status: p.status,
-          billing_cycles: JSON.stringify(p.billingCycles),
-          stock: p.stock,
-          required_fields: JSON.stringify(p.requiredFields),
-          created_at: now,
-          updated_at: now,
-        })
-        .onConflict("id")
-        .ignore();
-    }
-  });
 }

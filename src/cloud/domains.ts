@@ -19,7 +19,8 @@
  * error `review_rejected`.
  *
  * Decisions where the spec is silent:
- * - A domain is a lower-cased FQDN: at least two labels, LDH labels of 1-63 characters that
+ * - A domain is a lower-cased FQDN (validation.ts `normalizeHostname`, the rule of every host name
+ *   in the cloud API): at least two labels, LDH labels of 1-63 characters that
  *   neither start nor end with a hyphen, an alphabetic (or `xn--`) top-level label, so IP
  *   literals never pass. Upper case is folded; one trailing root dot is dropped. Unicode must be
  *   sent as its A-label (`xn--…`). Wildcards (`*.example.com`) are rejected.
@@ -56,22 +57,13 @@ import { isUniqueViolation, nowIso, type Db } from "../db/index.ts";
 import type { Caller } from "../auth/keys.ts";
 import { isPublicAddress } from "../net/url-guard.ts";
 import { withIdempotency } from "./idempotency.ts";
+import { invalid, isPlainObject, normalizeHostname, requireJsonObject } from "./validation.ts";
+import type { AccelerationStatus, CertificateStatus, DomainErrorStatus, ResolutionStatus, ReviewStatus } from "./states.ts";
 
 /** The zone under which every domain's CNAME target lives. */
 export const CNAME_ZONE = "cdn.switchyard.example";
 /** The longest domain accepted, so `<domain>.<CNAME_ZONE>` stays within 253 characters. */
 export const MAX_DOMAIN_LENGTH = 253 - CNAME_ZONE.length - 1;
-
-/** Review of a domain by the vendor. */
-export type ReviewStatus = "pending" | "approved" | "rejected";
-/** Whether the customer's CNAME record has been seen. */
-export type ResolutionStatus = "pending" | "resolved";
-/** TLS certificate of an `https` domain (`none` for `http`). */
-export type CertificateStatus = "none" | "issuing" | "issued";
-/** Deployment of the domain on the CDN edge. */
-export type AccelerationStatus = "pending" | "deploying" | "online" | "offline";
-/** `none`, or the code of the error that stopped the domain. */
-export type DomainErrorStatus = "none" | "review_rejected";
 
 /** Origin configuration of a domain; `port` null means the protocol's default port. */
 export interface DomainOrigin {
@@ -120,27 +112,6 @@ export interface CreateDomainOptions {
   stepMs: number;
 }
 
-const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
-const TOP_LABEL = /^(?:[a-z]{2,63}|xn--[a-z0-9-]{1,59})$/;
-
-/**
- * Normalizes a hostname: lower case, one trailing root dot removed.
- * Takes any value; returns the normalized FQDN, or null when it is not a valid FQDN of at least
- * two LDH labels (1-63 characters each, total at most `maxLength`) with an alphabetic top label.
- * Never throws. Spec: docs/architecture.md §8 domain body.
- */
-export function normalizeHostname(value: unknown, maxLength = 253): string | null {
-  if (typeof value !== "string") return null;
-  let name = value.toLowerCase();
-  if (name.endsWith(".")) name = name.slice(0, -1);
-  if (name.length === 0 || name.length > maxLength) return null;
-  const labels = name.split(".");
-  if (labels.length < 2) return null;
-  if (!labels.every((label) => LABEL.test(label))) return null;
-  if (!TOP_LABEL.test(labels[labels.length - 1]!)) return null;
-  return name;
-}
-
 /** True when `name` is the CNAME zone or inside it. */
 function inCnameZone(name: string): boolean {
   return name === CNAME_ZONE || name.endsWith(`.${CNAME_ZONE}`);
@@ -154,14 +125,6 @@ function inCnameZone(name: string): boolean {
  */
 export function cnameFor(domain: string): string {
   return `${domain}.${CNAME_ZONE}`;
-}
-
-function invalid(field: string, message: string): AppError {
-  return new AppError("validation_failed", message, { field });
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** A publicly routable IP literal in canonical form, or null. */
@@ -196,8 +159,8 @@ interface ValidDomainBody {
  * @throws AppError `invalid_request` (400) when the body is not an object; `validation_failed`
  *   (422) with `details.field` naming the first bad field
  */
-function validateDomainBody(body: unknown): ValidDomainBody {
-  if (!isPlainObject(body)) throw new AppError("invalid_request", "Request body must be a JSON object");
+function validateDomainBody(input: unknown): ValidDomainBody {
+  const body = requireJsonObject(input);
   const domain = normalizeHostname(body.domain, MAX_DOMAIN_LENGTH);
   if (!domain || inCnameZone(domain)) {
     throw invalid("domain", `domain must be a fully qualified domain name of at most ${MAX_DOMAIN_LENGTH} characters, without wildcards`);

@@ -29,10 +29,9 @@ import type { Caller } from "../auth/keys.ts";
 import { newId } from "../ids.ts";
 import { withIdempotency } from "./idempotency.ts";
 import { firstRowsByParent } from "../pagination.ts";
-import { getDomain, normalizeHostname } from "./domains.ts";
-
-/** Status of a purge task. */
-export type PurgeStatus = "pending" | "running" | "done";
+import { getDomain } from "./domains.ts";
+import { invalid, normalizeHostname, requireJsonObject } from "./validation.ts";
+import type { PurgeStatus } from "./states.ts";
 
 /** A purge task as read now. Times are ISO 8601 UTC. */
 export interface PurgeTaskRecord {
@@ -59,10 +58,6 @@ export interface PurgeOptions {
 /** Most targets in one purge request. */
 export const MAX_PURGE_TARGETS = 100;
 const MAX_TARGET_LENGTH = 2048;
-
-function invalid(field: string, message: string): AppError {
-  return new AppError("validation_failed", message, { field });
-}
 
 /** Parses one target; returns its normalized URL or null. */
 function normalizeTarget(type: "url" | "directory", target: unknown, domain: string, protocol: string): string | null {
@@ -92,10 +87,7 @@ function normalizeTarget(type: "url" | "directory", target: unknown, domain: str
  *   (422) with field `type`, `targets` or `targets[i]`
  */
 function validatePurgeBody(body: unknown, domain: string, protocol: string): { type: "url" | "directory"; targets: string[] } {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw new AppError("invalid_request", "Request body must be a JSON object");
-  }
-  const { type, targets } = body as Record<string, unknown>;
+  const { type, targets } = requireJsonObject(body);
   if (type !== "url" && type !== "directory") throw invalid("type", 'type must be "url" or "directory"');
   if (!Array.isArray(targets) || targets.length < 1 || targets.length > MAX_PURGE_TARGETS) {
     throw invalid("targets", `targets must be an array of 1 to ${MAX_PURGE_TARGETS} items`);

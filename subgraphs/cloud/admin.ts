@@ -7,7 +7,8 @@
  */
 import { AppError } from "../../src/errors.ts";
 import { parseYuan, toMoney, type MilliYuan } from "../../src/money.ts";
-import { upsertProduct, upsertVendor, type ProductStatus, type VendorStatus } from "../../src/cloud/catalog.ts";
+import { upsertProduct, upsertVendor } from "../../src/cloud/catalog.ts";
+import type { ProductStatus, VendorStatus } from "../../src/cloud/states.ts";
 import { checkCustomerId, getCustomerBalance, setCreditLine, topUpCustomer } from "../../src/cloud/customers.ts";
 import { createKey, getKeyInfo, setKeyStatus, topUpKey, type KeyInfo, type KeyStatus } from "../../src/auth/keys.ts";
 import type { CloudContext } from "./context.ts";

@@ -8,13 +8,15 @@ import type { Caller } from "../../src/auth/keys.ts";
 import type { RateLimiter } from "../../src/auth/rate-limit.ts";
 import type { Db } from "../../src/db/index.ts";
 import { getProductsByIds, getVendorsByIds, listProductsOfVendors, type ProductRecord, type VendorRecord } from "../../src/cloud/catalog.ts";
-import type { OrderRecord, ResourceRecord } from "../../src/cloud/orders.ts";
+import type { OrderRecord } from "../../src/cloud/order-records.ts";
+import type { ResourceRecord } from "../../src/cloud/resources.ts";
 import { getDomainsByNames, type DomainRecord } from "../../src/cloud/domains.ts";
 import { listPurgeTasksOfDomains, type PurgeTaskRecord } from "../../src/cloud/purge.ts";
 import { listDeliveriesOfAggregates, type WebhookDeliveryRecord } from "../../src/events/deliveries.ts";
 import type { Page } from "../../src/pagination.ts";
 import { checkAdminToken } from "../../src/auth/admin.ts";
 import { callerAccess, headerOf, type RequestLike } from "../shared/auth.ts";
+import { ownAccountCaller } from "../shared/own-account.ts";
 import type { CloudServices } from "./services.ts";
 import { RequestBudget, type BudgetLimits } from "../../src/db/budget.ts";
 
@@ -28,6 +30,11 @@ export interface CloudContext {
   caller(scope?: string): Promise<Caller>;
   /** The caller when the key passes every policy, else null. */
   callerOrNull(): Promise<Caller | null>;
+  /**
+   * The caller holding `scope` when `accountId` is its account, else null (own-account.ts).
+   * @throws AppError 403 for the caller's own account without `scope`
+   */
+  ownAccount(accountId: string, scope: string): Promise<Caller | null>;
   /**
    * Checks that the request carries the admin token (`Authorization: Bearer <ADMIN_TOKEN>`); API
    * keys play no part.
@@ -111,6 +118,7 @@ export function createCloudContext(db: Db, services: CloudServices, rateLimiter:
     services,
     caller: (scope?: string) => access.caller(scope),
     callerOrNull: access.callerOrNull,
+    ownAccount: (accountId: string, scope: string) => ownAccountCaller(access, accountId, scope),
     requireAdmin,
     isAdmin: () =>
       (admin ??= (() => {

@@ -6,7 +6,8 @@ import { GraphQLScalarType, Kind, type ValueNode } from "graphql";
 import { AppError } from "../../src/errors.ts";
 import { toMoney } from "../../src/money.ts";
 import { listProducts, listVendors, type ProductRecord, type VendorRecord } from "../../src/cloud/catalog.ts";
-import type { OrderRecord, ResourceRecord } from "../../src/cloud/orders.ts";
+import type { OrderRecord } from "../../src/cloud/order-records.ts";
+import type { ResourceRecord } from "../../src/cloud/resources.ts";
 import { getCustomerBalance } from "../../src/cloud/customers.ts";
 import { getStatement, listTransactions, type TransactionRecord } from "../../src/cloud/billing.ts";
 import { createDomain, type DomainRecord } from "../../src/cloud/domains.ts";
@@ -231,20 +232,16 @@ export const resolvers = {
       return { id: ref.id };
     },
     orders: async (account: { id: string }, args: any, ctx: CloudContext) => {
-      const caller = await ctx.callerOrNull();
-      if (!caller || caller.accountId !== account.id) return null;
-      return toConnection(await ctx.services.orders.list(await ctx.caller("orders:read"), pageOf(args)));
+      const caller = await ctx.ownAccount(account.id, "orders:read");
+      return caller ? toConnection(await ctx.services.orders.list(caller, pageOf(args))) : null;
     },
     resources: async (account: { id: string }, args: any, ctx: CloudContext) => {
-      const caller = await ctx.callerOrNull();
-      if (!caller || caller.accountId !== account.id) return null;
-      return toConnection(await ctx.services.orders.listResources(await ctx.caller("resources:read"), pageOf(args), args.customerId ?? undefined));
+      const caller = await ctx.ownAccount(account.id, "resources:read");
+      return caller ? toConnection(await ctx.services.orders.listResources(caller, pageOf(args), args.customerId ?? undefined)) : null;
     },
     customerBalance: async (account: { id: string }, { customerId }: { customerId: string }, ctx: CloudContext) => {
-      const caller = await ctx.callerOrNull();
-      if (!caller || caller.accountId !== account.id) return null;
-      await ctx.caller("billing:read");
-      return getCustomerBalance(ctx.db, caller.accountId, customerId);
+      const caller = await ctx.ownAccount(account.id, "billing:read");
+      return caller ? getCustomerBalance(ctx.db, caller.accountId, customerId) : null;
     },
   },
   Vendor: {

@@ -12,6 +12,7 @@ import { usageReader, type UsageReader } from "../../src/generation/usage.ts";
 import { negotiateLocale, type Locale } from "../shared/locale.ts";
 import { callerAccess, headerOf, type RequestLike } from "../shared/auth.ts";
 import { withLazy } from "../shared/lazy.ts";
+import { ownAccountCaller } from "../shared/own-account.ts";
 import { RequestBudget, type BudgetLimits } from "../../src/db/budget.ts";
 
 /** What every resolver receives. */
@@ -32,6 +33,11 @@ export interface GenerationContext {
    * `Account` fields, which then check their own scope. @throws AppError 401/403/429
    */
   anyCaller(): Promise<Caller>;
+  /**
+   * The caller holding the `generation` scope when `accountId` is its account, else null
+   * (own-account.ts). @throws AppError 403 for the caller's own account without the scope
+   */
+  ownAccount(accountId: string): Promise<Caller | null>;
   /** Tasks of the caller by id, batched per request. */
   taskLoader: DataLoader<string, TaskRecord | null>;
   /** The caller's usage totals, each read once per request and only when a field asks for it. */
@@ -60,6 +66,7 @@ export function createContext(db: Db, service: GenerationService, rateLimiter: R
     caller,
     callerOrNull: () => caller().catch(() => null),
     anyCaller: () => access.caller(),
+    ownAccount: (accountId: string) => ownAccountCaller(access, accountId, "generation"),
     route: match ? { method: match[1]!, path: match[2]!, status: Number(header("x-switchyard-route-status")) || null } : null,
     requestId: header("x-request-id") ?? null,
   };

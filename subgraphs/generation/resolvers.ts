@@ -44,16 +44,6 @@ async function taskConnection(ctx: GenerationContext, args: { first?: number | n
 }
 
 /**
- * The caller when `id` is the caller's account (else null: accounts never leak) and its key
- * holds the `generation` scope.
- * @throws AppError 403 `forbidden` for the caller's own account without the `generation` scope
- */
-async function ownAccount(ctx: GenerationContext, id: string) {
-  const caller = await ctx.anyCaller().catch(() => null);
-  return caller && caller.accountId === id ? ctx.caller() : null;
-}
-
-/**
  * A task as it was at one status change: the fresh row for what never changes (model, price,
  * prompt), the event's own fields for what the change set. Events carry the publishing
  * subgraph's fields, so they are never stale joins.
@@ -197,22 +187,22 @@ export const resolvers = {
       return { id: ref.id };
     },
     balance: async (account: { id: string }, _: unknown, ctx: GenerationContext) =>
-      (await ownAccount(ctx, account.id)) ? toMoney(await ctx.usage.balance()) : null,
+      (await ctx.ownAccount(account.id)) ? toMoney(await ctx.usage.balance()) : null,
     spent: async (account: { id: string }, _: unknown, ctx: GenerationContext) =>
-      (await ownAccount(ctx, account.id)) ? toMoney(await ctx.usage.spent()) : null,
+      (await ctx.ownAccount(account.id)) ? toMoney(await ctx.usage.spent()) : null,
     billedSeconds: async (account: { id: string }, _: unknown, ctx: GenerationContext) =>
-      (await ownAccount(ctx, account.id)) ? await ctx.usage.billedSeconds() : null,
+      (await ctx.ownAccount(account.id)) ? await ctx.usage.billedSeconds() : null,
     billedImages: async (account: { id: string }, _: unknown, ctx: GenerationContext) =>
-      (await ownAccount(ctx, account.id)) ? await ctx.usage.billedImages() : null,
+      (await ctx.ownAccount(account.id)) ? await ctx.usage.billedImages() : null,
     tasks: async (account: { id: string }, args: any, ctx: GenerationContext) =>
-      (await ownAccount(ctx, account.id)) ? taskConnection(ctx, args) : null,
+      (await ctx.ownAccount(account.id)) ? taskConnection(ctx, args) : null,
     recentRequests: async (account: { id: string }, args: { first?: number }, ctx: GenerationContext) => {
-      const caller = await ownAccount(ctx, account.id);
+      const caller = await ctx.ownAccount(account.id);
       return caller ? recentRequests(ctx.db, caller, pageSize(args.first)) : null;
     },
     usageByDay: async (account: { id: string }, args: { days?: number | null }, ctx: GenerationContext) => {
       const days = usageDays(args.days);
-      const caller = await ownAccount(ctx, account.id);
+      const caller = await ctx.ownAccount(account.id);
       if (!caller) return null;
       return (await usageByDay(ctx.db, caller, days)).map((day) => ({ ...day, spent: toMoney(day.spent) }));
     },

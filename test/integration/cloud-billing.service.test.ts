@@ -11,7 +11,7 @@ import { authenticate, createKey, type Caller } from "../../src/auth/keys.ts";
 import { verifyLedger } from "../../src/ledger/index.ts";
 import { AppError } from "../../src/errors.ts";
 import { parseYuan } from "../../src/money.ts";
-import { DEMO_CATALOG, seedDemoCatalog } from "../../src/cloud/catalog.ts";
+import { DEMO_CATALOG, seedDemoCatalog } from "../../src/cloud/demo-seed.ts";
 import { adjustCustomer, getCustomerBalance, setCreditLine, topUpCustomer } from "../../src/cloud/customers.ts";
 import { createOrderService, type OrderService } from "../../src/cloud/orders.ts";
 import {

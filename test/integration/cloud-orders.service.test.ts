@@ -11,10 +11,14 @@ import { authenticate, createKey, type Caller } from "../../src/auth/keys.ts";
 import { verifyLedger } from "../../src/ledger/index.ts";
 import { AppError } from "../../src/errors.ts";
 import { parseYuan } from "../../src/money.ts";
-import { DEMO_CATALOG, getProduct, getProductsByIds, getVendorsByIds, listProducts, listVendors, seedDemoCatalog, upsertProduct, upsertVendor } from "../../src/cloud/catalog.ts";
+import { getProduct, getProductsByIds, getVendorsByIds, listProducts, listVendors, upsertProduct, upsertVendor } from "../../src/cloud/catalog.ts";
+import { DEMO_CATALOG, seedDemoCatalog } from "../../src/cloud/demo-seed.ts";
 import { adjustCustomer, getCustomerBalance, setCreditLine, topUpCustomer } from "../../src/cloud/customers.ts";
 import { listTransactions } from "../../src/cloud/billing.ts";
-import { addMonthsUtc, createOrderService, isHostname, SIMULATED_FAILURE_REASON, type OrderService } from "../../src/cloud/orders.ts";
+import { createOrderService, type OrderService } from "../../src/cloud/orders.ts";
+import { SIMULATED_FAILURE_REASON } from "../../src/cloud/provisioning.ts";
+import { addMonthsUtc } from "../../src/cloud/resources.ts";
+import { normalizeHostname } from "../../src/cloud/validation.ts";
 
 const PROVISION_DELAY_MS = 2000;
 const P = DEMO_CATALOG.products;
@@ -412,10 +416,21 @@ describe("order validation", () => {
     const caller = await newCaller();
     const { order } = await svc.create(caller, cdnBody(customer(), { metadata: { domain: "CDN.Example.COM", note: 1 } }), {});
     expect(order.metadata).toEqual({ domain: "cdn.example.com", note: 1 });
-    expect(isHostname("a-b.example.co.uk")).toBe(true);
-    expect(isHostname("xn--fiqs8s.cn")).toBe(true);
-    expect(isHostname("-bad.example.com")).toBe(false);
-    expect(isHostname(`${"a".repeat(64)}.com`)).toBe(false);
+    expect(normalizeHostname("a-b.example.co.uk")).toBe("a-b.example.co.uk");
+    expect(normalizeHostname("xn--fiqs8s.cn")).toBe("xn--fiqs8s.cn");
+    expect(normalizeHostname("-bad.example.com")).toBeNull();
+    expect(normalizeHostname(`${"a".repeat(64)}.com`)).toBeNull();
+  });
+
+  it("takes metadata.domain by the CDN domain rule: a trailing root dot is dropped, a top label that is not alphabetic is 422", async () => {
+    const caller = await newCaller();
+    const { order } = await svc.create(caller, cdnBody(customer(), { metadata: { domain: " www.Example.com. " } }), {});
+    expect(order.metadata).toEqual({ domain: "www.example.com" });
+    for (const domain of ["example.c0m", "example.c", "example.a-b"]) {
+      const error = await errorOf(svc.create(caller, cdnBody(customer(), { metadata: { domain } }), {}));
+      expect(error.code).toBe("validation_failed");
+      expect(error.details).toEqual({ field: "metadata.domain" });
+    }
   });
 
   it("refuses more than the stock left with 409 conflict and takes nothing", async () => {

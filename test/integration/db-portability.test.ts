@@ -12,7 +12,7 @@ import { createGenerationService } from "../../src/generation/tasks.ts";
 import type { GenerationUpstream } from "../../src/generation/upstream/types.ts";
 import { upsertProduct, upsertVendor } from "../../src/cloud/catalog.ts";
 import { usageTotals } from "../../src/generation/usage.ts";
-import { parseOrderBody } from "../../src/cloud/orders.ts";
+import { parseOrderBody } from "../../src/cloud/order-request.ts";
 import { openTestDb, type TestDb } from "../support/db.ts";
 
 /** The error parseOrderBody throws for an otherwise valid body with `overrides`. */

@@ -13,7 +13,7 @@ import { parseYuan } from "../../src/money.ts";
 import { createGenerationService } from "../../src/generation/tasks.ts";
 import { startPoller } from "../../src/generation/poller.ts";
 import type { GenerationUpstream, UpstreamTaskState } from "../../src/generation/upstream/types.ts";
-import { DEMO_CATALOG, seedDemoCatalog } from "../../src/cloud/catalog.ts";
+import { DEMO_CATALOG, seedDemoCatalog } from "../../src/cloud/demo-seed.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { createOrderService } from "../../src/cloud/orders.ts";
 import { appendOutbox } from "../../src/events/outbox.ts";

@@ -8,7 +8,7 @@ import { signSubgraphRequest } from "../../subgraphs/shared/internal-context.ts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
-import { DEMO_CATALOG } from "../../src/cloud/catalog.ts";
+import { DEMO_CATALOG } from "../../src/cloud/demo-seed.ts";
 import { verifyLedger } from "../../src/ledger/index.ts";
 import { parseYuan } from "../../src/money.ts";
 

@@ -11,7 +11,7 @@ import { measureStatements } from "../support/sql-count.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
-import { DEMO_CATALOG } from "../../src/cloud/catalog.ts";
+import { DEMO_CATALOG } from "../../src/cloud/demo-seed.ts";
 import { parseYuan } from "../../src/money.ts";
 
 const DASHBOARD = `{ viewer { id balance { amount } spent { amount }

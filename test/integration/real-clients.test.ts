@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApolloClient, HttpLink, InMemoryCache, gql } from "@apollo/client";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
-import { DEMO_CATALOG } from "../../src/cloud/catalog.ts";
+import { DEMO_CATALOG } from "../../src/cloud/demo-seed.ts";
 import { parseYuan } from "../../src/money.ts";
 
 const DASHBOARD = gql`

@@ -17,7 +17,7 @@ import { startRecovery, type RecoveryOptions } from "../../src/generation/recove
 import { UpstreamError, type GenerationUpstream, type UpstreamTaskState } from "../../src/generation/upstream/types.ts";
 import { createHttpUpstream } from "../../src/generation/upstream/http.ts";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";
-import { DEMO_CATALOG, seedDemoCatalog } from "../../src/cloud/catalog.ts";
+import { DEMO_CATALOG, seedDemoCatalog } from "../../src/cloud/demo-seed.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { createOrderService } from "../../src/cloud/orders.ts";
 
