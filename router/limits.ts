@@ -39,7 +39,7 @@
  */
 import fs from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { bodyReadError, readBodyBytes } from "./rest/body.ts";
+import { bodyReadError, readBodyBytes } from "./http/body.ts";
 import { AppError } from "../src/errors.ts";
 import {
   GraphQLError,

@@ -15,7 +15,7 @@
 import fs from "node:fs";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 import { contentSecurityPolicy } from "../pages.ts";
-import { DEVTOOLS_ASSET_BASE } from "./assets.ts";
+import { DEVTOOLS_ASSET_BASE } from "../http/assets.ts";
 
 /** The title of the GraphiQL page. */
 export const GRAPHIQL_TITLE = "Switchyard GraphiQL";

@@ -19,7 +19,7 @@ import fs from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { negotiateLocale, type Locale } from "../../subgraphs/shared/locale.ts";
 import { contentSecurityPolicy, represent, send, type Representation } from "../pages.ts";
-import { DEVTOOLS_ASSET_BASE } from "./assets.ts";
+import { DEVTOOLS_ASSET_BASE } from "../http/assets.ts";
 
 const DIR = new URL("../pages/", import.meta.url);
 

@@ -11,21 +11,21 @@ import { createGatewayRuntime, type GatewayPlugin, type GatewayRuntime } from "@
 
 /** The gateway runtime: a fetch handler and a node:http request listener. */
 export type Gateway = GatewayRuntime<Record<string, any>>;
-import { SUPERGRAPH_FILE } from "./compose.ts";
-import { gatewayLimitOptions } from "./limits.ts";
-import { statusFollowsData } from "./graphql-status.ts";
-import { graphiqlHeaders, graphiqlOptions, renderGraphiQL } from "./devtools/graphiql.ts";
+import { SUPERGRAPH_FILE } from "../compose.ts";
+import { gatewayLimitOptions } from "../limits.ts";
+import { statusFollowsData } from "../graphql-status.ts";
+import { graphiqlHeaders, graphiqlOptions, renderGraphiQL } from "../devtools/graphiql.ts";
 import httpTransport from "@graphql-mesh/transport-http";
 import wsTransport from "@graphql-mesh/transport-ws";
-import { IN_PROCESS_KIND, inProcessTransport, type SubgraphRequest } from "./transport/in-process.ts";
-import type { LocalSubgraph } from "../subgraphs/shared/server.ts";
+import { IN_PROCESS_KIND, inProcessTransport, type SubgraphRequest } from "../transport/in-process.ts";
+import type { LocalSubgraph } from "../../subgraphs/shared/server.ts";
 import {
   INTERNAL_EXTENSION,
   internalSigningPlugin,
   pickInternalHeaders,
   type InternalContext,
   type InternalHeaders,
-} from "../subgraphs/shared/internal-context.ts";
+} from "../../subgraphs/shared/internal-context.ts";
 
 /**
  * Puts the internal context of a subgraph request (subgraphs/shared/internal-context.ts) in its

@@ -5,7 +5,7 @@
 import type { IncomingMessage } from "node:http";
 import type { GraphQLFormattedError } from "graphql";
 import { ERROR_CODES, type ErrorCode } from "../../src/errors.ts";
-import { postParsed, type Gateway } from "../gateway.ts";
+import { postParsed, type Gateway } from "./gateway.ts";
 
 /** The result of one operation. */
 export interface GraphResult<T = any> {
