@@ -446,7 +446,7 @@ export function supergraphSchema(): GraphQLSchema {
  * `content-length` or the bytes received pass `limit`, before the body is read whole. Within the
  * limit the body is handed to the gateway already read (as `req.body`, which its Node adapter
  * takes as the request body).
- * Authentication comes first (rest/body.ts `bodyReadError`): without an `Authorization` header an
+ * Authentication comes first (router/http/body.ts `bodyReadError`): without an `Authorization` header an
  * oversized body is refused 401 `unauthorized`.
  * @returns true when the request may go on to the gateway; false when the 413 (or 401) was sent
  */

@@ -110,7 +110,7 @@ export function attachWebSockets(server: http.Server, gateway: Gateway, logger: 
       req: ctx.extra?.request,
       socket: ctx.extra?.socket,
       connectionParams,
-      // Read by router/gateway.ts internalContextPlugin: the only facts the subgraphs get.
+      // Read by router/graph/gateway.ts internalContextPlugin: the only facts the subgraphs get.
       internalHeaders: operationHeaders(connectionParams, clientIpOf(ctx.extra.request)),
     };
   });

@@ -2,7 +2,7 @@
  * GraphiQL in development (`GET /graphql` with `Accept: text/html`), titled "Switchyard GraphiQL"
  * and working offline: the gateway's `renderGraphiQL` option renders our page, whose script,
  * stylesheet and editor workers are files of @graphql-yoga/render-graphiql served by the router
- * (router/devtools/assets.ts), never a CDN. Production has no GraphiQL (`graphiql: false`).
+ * (router/http/assets.ts), never a CDN. Production has no GraphiQL (`graphiql: false`).
  *
  * Its Content-Security-Policy is the pages' (router/pages.ts) with three differences, each needed
  * by GraphiQL 5's editor (Monaco) and nothing wider:

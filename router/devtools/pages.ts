@@ -7,7 +7,7 @@
  *   `?lang=en|zh` overrides it (the switch in the header is two links: no script on `/`).
  * - `/` links /test, /client, GraphiQL (development only: absent in production), /docs, /health
  *   and the two OpenAPI documents.
- * - `/docs` shows one OpenAPI document at a time with swagger-ui-dist (router/devtools/assets.ts):
+ * - `/docs` shows one OpenAPI document at a time with swagger-ui-dist (router/http/assets.ts):
  *   `?api=generation` (the default, `/api/v1`) or `?api=cloud` (`/openapi/v1`), chosen by two
  *   links. Swagger UI because it runs from its own files with no inline script, no eval and no
  *   injected `<style>` (Redoc and Scalar inject styles at run time, which a strict style-src
