@@ -17,7 +17,7 @@ import { createSimulatorUpstream } from "../src/generation/upstream/simulator.ts
 import type { GenerationUpstream } from "../src/generation/upstream/types.ts";
 import { startGenerationSubgraph } from "../subgraphs/generation/server.ts";
 import { startRouter } from "../router/server.ts";
-import type { LocalSubgraph } from "../subgraphs/shared/server.ts";
+import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { createRateLimiter } from "../src/auth/policy.ts";
 import type { PubSub } from "../src/events/pubsub.ts";
 import { createPubSub } from "../src/events/redis-pubsub.ts";

@@ -33,7 +33,7 @@ import { createRegistry, serveMetrics } from "../src/observability/metrics.ts";
 import type { Tracing } from "../src/observability/tracing.ts";
 import { createRouterMetrics } from "./metrics.ts";
 import { createRequestReports } from "./request-report.ts";
-import type { LocalSubgraph } from "../subgraphs/shared/server.ts";
+import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { ERROR_CODES } from "../src/errors.ts";
 
 /** Settings of the router. */

@@ -17,7 +17,7 @@ import { graphiqlHeaders, graphiqlOptions, renderGraphiQL } from "../devtools/gr
 import httpTransport from "@graphql-mesh/transport-http";
 import wsTransport from "@graphql-mesh/transport-ws";
 import { IN_PROCESS_KIND, inProcessTransport, type SubgraphRequest } from "../transport/in-process.ts";
-import type { LocalSubgraph } from "../../subgraphs/shared/server.ts";
+import type { LocalSubgraph } from "../../subgraphs/shared/contract.ts";
 import {
   INTERNAL_EXTENSION,
   internalSigningPlugin,
