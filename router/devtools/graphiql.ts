@@ -18,7 +18,7 @@ import { contentSecurityPolicy } from "../pages.ts";
 import { DEVTOOLS_ASSET_BASE } from "../http/assets.ts";
 
 /** The title of the GraphiQL page. */
-export const GRAPHIQL_TITLE = "Switchyard GraphiQL";
+const GRAPHIQL_TITLE = "Switchyard GraphiQL";
 
 const ICON = `data:image/svg+xml;base64,${fs.readFileSync(new URL("../pages/icon.svg", import.meta.url)).toString("base64")}`;
 
@@ -88,7 +88,7 @@ export function renderGraphiQL(options: Record<string, unknown> = {}): string {
 }
 
 /** The Content-Security-Policy of the GraphiQL page (why it differs from the pages': module docstring). */
-export function graphiqlContentSecurityPolicy(host: string | undefined | null): string {
+function graphiqlContentSecurityPolicy(host: string | undefined | null): string {
   // connect-src as the pages have it: this origin, and its ws:/wss: for subscriptions.
   const connect = contentSecurityPolicy(host ?? undefined).split("; ").find((directive) => directive.startsWith("connect-src "))!;
   return [

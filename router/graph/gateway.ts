@@ -33,7 +33,7 @@ import {
  * sends and sets its own); for graphql-ws operations the `internalHeaders` the router built when
  * the operation started (router/websocket.ts). Nothing else a client sends reaches a subgraph.
  */
-export const internalContextPlugin: GatewayPlugin = {
+const internalContextPlugin: GatewayPlugin = {
   onSubgraphExecute({ executionRequest }) {
     const context = (executionRequest.context ?? {}) as { internalHeaders?: InternalHeaders; request?: Request };
     const headers = context.internalHeaders ?? (context.request ? pickInternalHeaders((name) => context.request!.headers.get(name)) : {});
@@ -59,7 +59,7 @@ function withoutServiceNames(result: any): any {
  * In production, answers do not say which subgraph an error came from (the gateway adds
  * `extensions.serviceName`): queries, mutations and every event of a subscription.
  */
-export const hideServiceNames: GatewayPlugin = {
+const hideServiceNames: GatewayPlugin = {
   onExecute() {
     return {
       onExecuteDone({ result, setResult }: { result: any; setResult(result: any): void }) {

@@ -11,7 +11,7 @@ import { runOperation } from "./client.ts";
 import { requestKeyIdentified } from "../revocation.ts";
 
 /** The outcome of {@link checkKey}: the key's id, or the error refusing it. */
-export type KeyCheck = { keyId: string; error: null } | { keyId: null; error: GraphQLError };
+type KeyCheck = { keyId: string; error: null } | { keyId: null; error: GraphQLError };
 
 /**
  * Checks an Authorization value (with or without `Bearer `) for a client at `clientIp`, with
