@@ -27,7 +27,8 @@ import { serveCloudOpenApi, serveGenerationOpenApi } from "./openapi/index.ts";
 import { drainHttpServer } from "../src/net/drain.ts";
 import { createPages } from "./pages.ts";
 import { createDevtoolsPages } from "./devtools/pages.ts";
-import { serveDevtoolsAsset } from "./http/assets.ts";
+import { serveAsset } from "./http/assets.ts";
+import { devtoolsAssets } from "./devtools/files.ts";
 import type { Registry } from "prom-client";
 import { createRegistry, serveMetrics } from "../src/observability/metrics.ts";
 import type { Tracing } from "../src/observability/tracing.ts";
@@ -147,11 +148,12 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   on("GET", "/client", pages.client);
   on("GET", "/test", pages.test);
   // The landing page and the API reference (router/devtools/); GraphiQL is the gateway's.
-  const devtools = createDevtoolsPages({ production: options.production, assetBase: pages.assetBase });
+  const devtools = createDevtoolsPages({ production: options.production, assetBase: pages.assets.base });
+  const assets = [pages.assets, devtoolsAssets({ production: options.production })];
   on("GET", "/", devtools.home);
   on("GET", "/docs", devtools.docs);
   on("GET", "/assets/:version/:file", async (call) => {
-    if (!pages.asset(call) && !(await serveDevtoolsAsset(call, { production: options.production }))) {
+    if (!(await serveAsset(call, assets))) {
       sendGenerationError(call.res, { status: 404, message: "Not found" });
     }
   });
