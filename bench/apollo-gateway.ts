@@ -12,7 +12,7 @@ import { ApolloGateway, RemoteGraphQLDataSource } from "@apollo/gateway";
 import { ApolloServer } from "@apollo/server";
 import { startStandaloneServer } from "@apollo/server/standalone";
 import { SUPERGRAPH_FILE } from "../router/compose.ts";
-import { supergraphWithUrls } from "../router/gateway.ts";
+import { supergraphWithUrls } from "../router/graph/gateway.ts";
 import { signSubgraphRequest } from "../subgraphs/shared/internal-context.ts";
 
 const generationUrl = process.env.GENERATION_URL;

@@ -17,7 +17,7 @@ import { createSimulatorUpstream } from "../src/generation/upstream/simulator.ts
 import type { GenerationUpstream } from "../src/generation/upstream/types.ts";
 import { startGenerationSubgraph } from "../subgraphs/generation/server.ts";
 import { startRouter } from "../router/server.ts";
-import type { LocalSubgraph } from "../subgraphs/shared/server.ts";
+import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { createRateLimiter } from "../src/auth/rate-limit.ts";
 import type { PubSub } from "../src/events/pubsub.ts";
 import { createPubSub } from "../src/events/redis-pubsub.ts";
@@ -31,7 +31,9 @@ import { startCloudSubgraph } from "../subgraphs/cloud/server.ts";
 import { startLoop } from "../src/loop.ts";
 import type { Registry } from "prom-client";
 import { startObservability } from "../src/observability/index.ts";
-import { countUpstreamErrors, watchDatabase } from "../src/observability/metrics.ts";
+import { countUpstreamErrors } from "../src/generation/upstream/metrics.ts";
+import { watchOutbox } from "../src/events/metrics.ts";
+import { watchLedger } from "../src/ledger/metrics.ts";
 import { assertPortsFree } from "./ports.ts";
 import { ALL_ROLES, type Role } from "./roles.ts";
 
@@ -151,7 +153,9 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         await dispatcher.stop();
       });
       Object.assign(stack, { db: opened, pubsub });
-      watchDatabase(observability.registry, opened, logger);
+      // The domain's figures, read from the database on scrape (docs/architecture.md §2 `/metrics`).
+      watchOutbox(observability.registry, opened, logger);
+      watchLedger(observability.registry, opened, logger);
     }
     // A port in use is one line naming its variable, not a server's error (bin/ports.ts).
     await assertPortsFree(config, roles);

@@ -29,10 +29,10 @@ import {
 } from "graphql";
 
 /** Items a paginated field returns when the request gives no size (the schema's and resolvers' default). */
-export const DEFAULT_PAGE_SIZE = 20;
+const DEFAULT_PAGE_SIZE = 20;
 
 /** Items counted for a list field that takes no page argument. */
-export const ASSUMED_LIST_SIZE = 1;
+const ASSUMED_LIST_SIZE = 1;
 
 /** The page-size (slicing) arguments. */
 const SLICING_ARGUMENTS = ["first", "last"] as const;

@@ -3,8 +3,8 @@
  * router and every subgraph answer; 503 otherwise, naming what is not ready.
  */
 import type { ServerResponse } from "node:http";
-import type { Gateway } from "./gateway.ts";
-import { runOperation } from "./rest/graph-client.ts";
+import type { Gateway } from "./graph/gateway.ts";
+import { runOperation } from "./graph/client.ts";
 import { OPERATIONS, sendJson } from "./rest/generation.ts";
 
 /** The REST shape of a model in `/health` (docs/architecture.md §8). */

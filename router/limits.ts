@@ -26,7 +26,7 @@
  *
  * The cost (router/cost.ts) is about the number of objects an answer can hold: an object field
  * costs 1, a scalar 0, and a field with `first`/`last` multiplies its selection by that page size
- * (literal or variable; 20 when absent). Measured with {@link measureOperation} (pinned by
+ * (literal or variable; 20 when absent). Measured with bench/measure.ts `measureOperation` (pinned by
  * test/integration/router-limits.test.ts), the operations the router itself sends — the REST
  * shims' OPERATIONS and CLOUD_OPERATIONS, /health's `RestModels` — with every page at 100 peak at
  * 91 tokens (`RestTransactions`), depth 5 (`RestUsage`, `RestProducts`), cost 703 (`RestUsage`:
@@ -37,14 +37,12 @@
  * products(first: 100) { nodes { id } } } } }`, 10,000 rows) cost 20300, four times the limit, and
  * the issue's aliased products → vendor → products → vendor → products about 20 million.
  */
-import fs from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { bodyReadError, readBodyBytes } from "./rest/body.ts";
+import { bodyReadError, readBodyBytes } from "./http/body.ts";
 import { AppError } from "../src/errors.ts";
 import {
   GraphQLError,
   Kind,
-  validate,
   type ASTNode,
   type DocumentNode,
   type FragmentDefinitionNode,
@@ -53,16 +51,14 @@ import {
   type SelectionSetNode,
   type ValidationContext,
   type ValidationRule,
-  buildSchema,
 } from "graphql";
 import { maxDepthRule } from "@escape.tech/graphql-armor-max-depth";
 import { maxAliasesRule } from "@escape.tech/graphql-armor-max-aliases";
 import { maxDirectivesRule } from "@escape.tech/graphql-armor-max-directives";
-import { MaxTokensParserWLexer, maxTokensPlugin } from "@escape.tech/graphql-armor-max-tokens";
+import { maxTokensPlugin } from "@escape.tech/graphql-armor-max-tokens";
 import { blockFieldSuggestionsPlugin } from "@escape.tech/graphql-armor-block-field-suggestions";
 import { useRequestDeadline } from "@whatwg-node/server";
 import { MAX_COST_NODES, operationCost } from "./cost.ts";
-import { SUPERGRAPH_FILE } from "./compose.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 
 /** The limits (see the table above). */
@@ -236,7 +232,7 @@ export const pageSizeLimit: GatewayPlugin = {
  * The cost limit's error for an operation, or null when it is within {@link LIMITS.cost}.
  * @param variables the request's variables as sent
  */
-export function costError(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined): GraphQLError | null {
+function costError(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined): GraphQLError | null {
   let cost: number | null;
   try {
     cost = operationCost(schema, document, operationName, variables);
@@ -257,7 +253,7 @@ export function costError(schema: GraphQLSchema, document: DocumentNode, operati
  * so a page over 100 is refused for that, and not also for its cost. Not a validation rule: the
  * gateway caches validation per document, and a variable's value is not part of the document.
  */
-export const costLimit: GatewayPlugin = {
+const costLimit: GatewayPlugin = {
   onExecute({ args, setResultAndStopExecution }) {
     const error = costError(args.schema, args.document, args.operationName, args.variableValues as Record<string, unknown>);
     if (error) setResultAndStopExecution({ errors: [error] });
@@ -402,51 +398,12 @@ export function gatewayLimitOptions(options: LimitOptions) {
   };
 }
 
-/** Sizes of one operation as the limits count them. */
-export interface OperationSize {
-  tokens: number;
-  depth: number;
-  aliases: number;
-  directives: number;
-  /** router/cost.ts's cost with the given variables (null: they do not coerce). */
-  cost: number | null;
-}
-
-/**
- * Measures an operation with the limits' own counters (for choosing and documenting the limits):
- * Armor's for tokens, depth, aliases and directives (they need no schema but the document's
- * fragments), router/cost.ts's for the cost, over the checked-in supergraph.
- * @param variables the variables to cost it with (a page size given in a variable counts its value)
- */
-export function measureOperation(source: string, variables: Record<string, unknown> = {}): OperationSize {
-  const parser = new MaxTokensParserWLexer(source, { n: Number.MAX_SAFE_INTEGER });
-  const document = parser.parseDocument();
-  const size: OperationSize = { tokens: parser.tokenCount, depth: 0, aliases: 0, directives: 0, cost: 0 };
-  const record = (key: "depth" | "aliases" | "directives") => ({
-    n: Number.MAX_SAFE_INTEGER,
-    onAccept: [(_: unknown, details: { n: number }) => (size[key] = Math.max(size[key], details.n))],
-  });
-  validate(measuringSchema, document, [maxDepthRule(record("depth")), maxAliasesRule(record("aliases")), maxDirectivesRule(record("directives"))] as ValidationRule[]);
-  size.cost = operationCost(supergraphSchema(), document, undefined, variables);
-  return size;
-}
-
-/** The counting rules look at the document only; graphql's validate wants some schema. */
-const measuringSchema: GraphQLSchema = buildSchema("type Query { ok: Boolean }");
-
-let supergraph: GraphQLSchema | undefined;
-
-/** The checked-in supergraph as a schema (built on first use). */
-export function supergraphSchema(): GraphQLSchema {
-  return (supergraph ??= buildSchema(fs.readFileSync(SUPERGRAPH_FILE, "utf8"), { assumeValidSDL: true }));
-}
-
 /**
  * The body size limit of `POST /graphql`: 413 with a JSON GraphQL error as soon as the declared
  * `content-length` or the bytes received pass `limit`, before the body is read whole. Within the
  * limit the body is handed to the gateway already read (as `req.body`, which its Node adapter
  * takes as the request body).
- * Authentication comes first (rest/body.ts `bodyReadError`): without an `Authorization` header an
+ * Authentication comes first (router/http/body.ts `bodyReadError`): without an `Authorization` header an
  * oversized body is refused 401 `unauthorized`.
  * @returns true when the request may go on to the gateway; false when the 413 (or 401) was sent
  */

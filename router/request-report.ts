@@ -16,7 +16,7 @@ import type { RateLimitQuota } from "../src/auth/rate-limit.ts";
 import { CALLER_EXTENSION, type CallerReport } from "../subgraphs/shared/caller-report.ts";
 
 /** The name of our single quota policy in the RateLimit headers. */
-export const RATE_LIMIT_POLICY = "default";
+const RATE_LIMIT_POLICY = "default";
 
 /** Longest operation name kept for the log (a client chooses it). */
 const MAX_OPERATION_NAME = 200;
@@ -38,7 +38,7 @@ export interface RequestReport {
  * items with a String policy name): `RateLimit-Policy: "default";q=<limit>;w=<window s>` and
  * `RateLimit: "default";r=<remaining>;t=<seconds to reset>`.
  */
-export function rateLimitHeaders(quota: RateLimitQuota): { "ratelimit-policy": string; ratelimit: string } {
+function rateLimitHeaders(quota: RateLimitQuota): { "ratelimit-policy": string; ratelimit: string } {
   return {
     "ratelimit-policy": `"${RATE_LIMIT_POLICY}";q=${quota.limit};w=${quota.windowSeconds}`,
     ratelimit: `"${RATE_LIMIT_POLICY}";r=${quota.remaining};t=${quota.resetSeconds}`,

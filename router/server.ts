@@ -10,29 +10,31 @@ import FindMyWay from "find-my-way";
 import proxyaddr from "proxy-addr";
 import type { Logger } from "pino";
 import type { GraphQLSchema } from "graphql";
-import { answerThroughFetch, createGateway, type Gateway } from "./gateway.ts";
+import { createGateway, type Gateway } from "./graph/gateway.ts";
+import { answerThroughFetch } from "./http/graphql.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
-import { subscriptionKeyCheck } from "./key-check.ts";
+import { subscriptionKeyCheck } from "./graph/key-check.ts";
 import { limitGraphqlBody } from "./limits.ts";
 import { attachWebSockets } from "./websocket.ts";
 import { createRevocations, endEventStream, onRequestKey } from "./revocation.ts";
 import type { PubSub } from "../src/events/pubsub.ts";
 import { createGenerationShim, sendGenerationError, type RestCall } from "./rest/generation.ts";
 import { createCloudShim, sendCloudError } from "./rest/cloud.ts";
-import { policyHeaders, sha256Hex } from "./rest/graph-client.ts";
+import { policyHeaders, sha256Hex } from "./graph/client.ts";
 import { serveSimulatorMedia } from "./media.ts";
 import { createHealth } from "./health.ts";
 import { serveCloudOpenApi, serveGenerationOpenApi } from "./openapi/index.ts";
 import { drainHttpServer } from "../src/net/drain.ts";
 import { createPages } from "./pages.ts";
 import { createDevtoolsPages } from "./devtools/pages.ts";
-import { serveDevtoolsAsset } from "./devtools/assets.ts";
+import { serveAsset } from "./http/assets.ts";
+import { devtoolsAssets } from "./devtools/files.ts";
 import type { Registry } from "prom-client";
 import { createRegistry, serveMetrics } from "../src/observability/metrics.ts";
 import type { Tracing } from "../src/observability/tracing.ts";
 import { createRouterMetrics } from "./metrics.ts";
 import { createRequestReports } from "./request-report.ts";
-import type { LocalSubgraph } from "../subgraphs/shared/server.ts";
+import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { ERROR_CODES } from "../src/errors.ts";
 
 /** Settings of the router. */
@@ -146,11 +148,12 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   on("GET", "/client", pages.client);
   on("GET", "/test", pages.test);
   // The landing page and the API reference (router/devtools/); GraphiQL is the gateway's.
-  const devtools = createDevtoolsPages({ production: options.production, assetBase: pages.assetBase });
+  const devtools = createDevtoolsPages({ production: options.production, assetBase: pages.assets.base });
+  const assets = [pages.assets, devtoolsAssets({ production: options.production })];
   on("GET", "/", devtools.home);
   on("GET", "/docs", devtools.docs);
   on("GET", "/assets/:version/:file", async (call) => {
-    if (!pages.asset(call) && !(await serveDevtoolsAsset(call, { production: options.production }))) {
+    if (!(await serveAsset(call, assets))) {
       sendGenerationError(call.res, { status: 404, message: "Not found" });
     }
   });

@@ -14,8 +14,8 @@ import { useServer } from "graphql-ws/use/ws";
 import { CloseCode } from "graphql-ws";
 import { getGraphQLWSOptions } from "@graphql-hive/gateway-runtime";
 import type { Logger } from "pino";
-import type { Gateway } from "./gateway.ts";
-import { checkKey } from "./key-check.ts";
+import type { Gateway } from "./graph/gateway.ts";
+import { checkKey } from "./graph/key-check.ts";
 import { GRAPHQL_WS_INIT_TIMEOUT_MS, GRAPHQL_WS_MAX_PAYLOAD_BYTES, limitError, GRAPHQL_WS_MAX_OPERATIONS, TOO_MANY_SUBSCRIPTIONS } from "./limits.ts";
 import type { Revocations } from "./revocation.ts";
 import { closeWebSockets } from "../src/net/drain.ts";
@@ -110,7 +110,7 @@ export function attachWebSockets(server: http.Server, gateway: Gateway, logger: 
       req: ctx.extra?.request,
       socket: ctx.extra?.socket,
       connectionParams,
-      // Read by router/gateway.ts internalContextPlugin: the only facts the subgraphs get.
+      // Read by router/graph/gateway.ts internalContextPlugin: the only facts the subgraphs get.
       internalHeaders: operationHeaders(connectionParams, clientIpOf(ctx.extra.request)),
     };
   });

@@ -2,23 +2,24 @@
  * GraphiQL in development (`GET /graphql` with `Accept: text/html`), titled "Switchyard GraphiQL"
  * and working offline: the gateway's `renderGraphiQL` option renders our page, whose script,
  * stylesheet and editor workers are files of @graphql-yoga/render-graphiql served by the router
- * (router/devtools/assets.ts), never a CDN. Production has no GraphiQL (`graphiql: false`).
+ * (router/devtools/files.ts), never a CDN. Production has no GraphiQL (`graphiql: false`).
  *
- * Its Content-Security-Policy is the pages' (router/pages.ts) with three differences, each needed
+ * Its Content-Security-Policy is the pages' (router/http/assets.ts) with these differences, each needed
  * by GraphiQL 5's editor (Monaco) and nothing wider:
  * - `style-src 'self' 'unsafe-inline'`: Monaco adds `<style>` elements and writes `style="…"`
  *   attributes through innerHTML as it lays out lines; a nonce cannot cover attributes. Scripts
  *   stay `'self'` only: the page has no inline script (its options are a JSON data block).
  * - `worker-src 'self'`: Monaco's language workers, loaded from `/assets/<version>/`.
- * - `img-src` and `font-src` also `data:`: the stylesheet embeds its fonts and icons as data URLs.
+ * - `img-src` and `font-src` also `data:`: the stylesheet embeds its fonts and icons as data URLs
+ *   (and no https: images or media: the page shows none).
  */
 import fs from "node:fs";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
-import { contentSecurityPolicy } from "../pages.ts";
-import { DEVTOOLS_ASSET_BASE } from "./assets.ts";
+import { contentSecurityPolicy, escapeHtml } from "../http/assets.ts";
+import { DEVTOOLS_ASSET_BASE } from "./files.ts";
 
 /** The title of the GraphiQL page. */
-export const GRAPHIQL_TITLE = "Switchyard GraphiQL";
+const GRAPHIQL_TITLE = "Switchyard GraphiQL";
 
 const ICON = `data:image/svg+xml;base64,${fs.readFileSync(new URL("../pages/icon.svg", import.meta.url)).toString("base64")}`;
 
@@ -53,8 +54,6 @@ export const graphiqlOptions = {
   defaultQuery: DEFAULT_QUERY,
 };
 
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
 /**
  * The gateway's `renderGraphiQL` option: the GraphiQL page, with the options the gateway resolved
  * (ours above, merged over its defaults) in a JSON data block that graphiql-start.js reads.
@@ -87,23 +86,14 @@ export function renderGraphiQL(options: Record<string, unknown> = {}): string {
 `;
 }
 
-/** The Content-Security-Policy of the GraphiQL page (why it differs from the pages': module docstring). */
-export function graphiqlContentSecurityPolicy(host: string | undefined | null): string {
-  // connect-src as the pages have it: this origin, and its ws:/wss: for subscriptions.
-  const connect = contentSecurityPolicy(host ?? undefined).split("; ").find((directive) => directive.startsWith("connect-src "))!;
-  return [
-    "default-src 'none'",
-    "script-src 'self'",
-    "style-src 'self' 'unsafe-inline'",
-    "img-src 'self' data:",
-    "font-src 'self' data:",
-    "worker-src 'self'",
-    connect,
-    "base-uri 'none'",
-    "form-action 'none'",
-    "frame-ancestors 'none'",
-  ].join("; ");
-}
+/** How the GraphiQL page's CSP differs from the pages' (why: module docstring). */
+const CSP_CHANGES = {
+  "style-src": "'self' 'unsafe-inline'",
+  "img-src": "'self' data:",
+  "media-src": null,
+  "font-src": "'self' data:",
+  "worker-src": "'self'",
+};
 
 /**
  * Gives the GraphiQL page (the gateway's only HTML answer) the headers of our pages: its CSP,
@@ -113,7 +103,7 @@ export const graphiqlHeaders: GatewayPlugin = {
   onResponse({ request, response }) {
     if (request.method !== "GET" || !response.headers.get("content-type")?.startsWith("text/html")) return;
     response.headers.set("content-type", "text/html; charset=utf-8");
-    response.headers.set("content-security-policy", graphiqlContentSecurityPolicy(request.headers.get("host")));
+    response.headers.set("content-security-policy", contentSecurityPolicy(request.headers.get("host"), CSP_CHANGES));
     response.headers.set("x-frame-options", "DENY");
     response.headers.set("x-content-type-options", "nosniff");
     response.headers.set("referrer-policy", "no-referrer");

@@ -7,7 +7,7 @@
  *   `?lang=en|zh` overrides it (the switch in the header is two links: no script on `/`).
  * - `/` links /test, /client, GraphiQL (development only: absent in production), /docs, /health
  *   and the two OpenAPI documents.
- * - `/docs` shows one OpenAPI document at a time with swagger-ui-dist (router/devtools/assets.ts):
+ * - `/docs` shows one OpenAPI document at a time with swagger-ui-dist (router/devtools/files.ts):
  *   `?api=generation` (the default, `/api/v1`) or `?api=cloud` (`/openapi/v1`), chosen by two
  *   links. Swagger UI because it runs from its own files with no inline script, no eval and no
  *   injected `<style>` (Redoc and Scalar inject styles at run time, which a strict style-src
@@ -18,8 +18,8 @@
 import fs from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { negotiateLocale, type Locale } from "../../subgraphs/shared/locale.ts";
-import { contentSecurityPolicy, represent, send, type Representation } from "../pages.ts";
-import { DEVTOOLS_ASSET_BASE } from "./assets.ts";
+import { contentTypeOf, escapeHtml, pageHeaders, represent, send, type Representation } from "../http/assets.ts";
+import { DEVTOOLS_ASSET_BASE } from "./files.ts";
 
 const DIR = new URL("../pages/", import.meta.url);
 
@@ -99,24 +99,13 @@ const MESSAGES: Record<Locale, Record<string, string>> = {
   },
 };
 
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
-/** The headers of both pages (those of /client and /test, with data: images for Swagger UI's icons). */
-function pageHeaders(req: IncomingMessage): Record<string, string> {
-  return {
-    "cache-control": "no-cache",
-    vary: "Accept-Language",
-    "content-security-policy": contentSecurityPolicy(req.headers.host).replace("img-src 'self' https:", "img-src 'self' data:"),
-    "x-frame-options": "DENY",
-    "cross-origin-opener-policy": "same-origin",
-    "permissions-policy": "camera=(), microphone=(), geolocation=(), payment=()",
-  };
-}
+/** Swagger UI's stylesheet draws its icons as data: images; https: images are not needed here. */
+const CSP_CHANGES = { "img-src": "'self' data:" };
 
 /** Handlers of `/` and `/docs` (each takes the router's call: req, res and the query string). */
 export interface DevtoolsPages {
-  home(call: { req: IncomingMessage; res: ServerResponse; query?: URLSearchParams }): void;
-  docs(call: { req: IncomingMessage; res: ServerResponse; query?: URLSearchParams }): void;
+  home(call: { req: IncomingMessage; res: ServerResponse; query?: URLSearchParams }): Promise<void>;
+  docs(call: { req: IncomingMessage; res: ServerResponse; query?: URLSearchParams }): Promise<void>;
 }
 
 /**
@@ -142,7 +131,7 @@ export function createDevtoolsPages(options: { production: boolean; assetBase: s
         .replaceAll("%ASSETS%", options.assetBase)
         .replaceAll("%DEVTOOLS%", DEVTOOLS_ASSET_BASE)
         .replace(/\{\{([\w.]+)\}\}/g, (_, name: string) => escapeHtml(extra[name] ?? MESSAGES[locale][name] ?? MESSAGES.en[name] ?? name));
-      made.set(key, (file = represent(Buffer.from(html), "text/html; charset=utf-8")));
+      made.set(key, (file = represent(Buffer.from(html), contentTypeOf(`${page}.html`))));
     }
     return file;
   }
@@ -162,7 +151,7 @@ export function createDevtoolsPages(options: { production: boolean; assetBase: s
     home(call) {
       const { locale } = language(call);
       const extra = { "html.lang": htmlLang(locale), "lang.en": current(locale === "en"), "lang.zh": current(locale === "zh") };
-      send(call.req, call.res, render("home", locale, extra), pageHeaders(call.req));
+      return send(call.req, call.res, render("home", locale, extra), pageHeaders(call.req, CSP_CHANGES));
     },
     docs(call) {
       const { locale, keep } = language(call);
@@ -180,7 +169,7 @@ export function createDevtoolsPages(options: { production: boolean; assetBase: s
         "api.cloud": current(api === "cloud", "page"),
         "api.document": APIS[api].document,
       };
-      send(call.req, call.res, render("docs", locale, extra), pageHeaders(call.req));
+      return send(call.req, call.res, render("docs", locale, extra), pageHeaders(call.req, CSP_CHANGES));
     },
   };
 }

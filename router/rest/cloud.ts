@@ -7,9 +7,9 @@ import type { ServerResponse } from "node:http";
 import type { GraphQLInputObjectType, GraphQLSchema } from "graphql";
 import { AppError } from "../../src/errors.ts";
 import { isOneOf, PRODUCT_STATUSES, TRANSACTION_TYPES } from "../../src/cloud/states.ts";
-import type { Gateway } from "../gateway.ts";
-import { bodyReadError, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "./body.ts";
-import { policyHeaders, runOperation, sha256Hex, toShimError, type ShimError } from "./graph-client.ts";
+import type { Gateway } from "../graph/gateway.ts";
+import { bodyReadError, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "../http/body.ts";
+import { policyHeaders, runOperation, sha256Hex, toShimError, type ShimError } from "../graph/client.ts";
 import { restBodyToInput, type TypeErrorFactory } from "./input.ts";
 import type { RestCall } from "./generation.ts";
 

@@ -6,9 +6,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GraphQLInputObjectType, type GraphQLSchema } from "graphql";
 import { AppError, invalidFieldError, validationMessages } from "../../src/errors.ts";
-import type { Gateway } from "../gateway.ts";
-import { bodyReadError, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "./body.ts";
-import { policyHeaders, runOperation, sha256Hex, toShimError, type CallContext, type ShimError } from "./graph-client.ts";
+import type { Gateway } from "../graph/gateway.ts";
+import { bodyReadError, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "../http/body.ts";
+import { policyHeaders, runOperation, sha256Hex, toShimError, type CallContext, type ShimError } from "../graph/client.ts";
 import { restBodyToInput, type TypeErrorFactory } from "./input.ts";
 
 /**

@@ -8,7 +8,7 @@
  */
 import { GraphQLError, print, type DocumentNode, type FormattedExecutionResult } from "graphql";
 import type { Executor, Transport } from "@graphql-mesh/transport-common";
-import { mapStream, type LocalSubgraph } from "../../subgraphs/shared/server.ts";
+import { mapStream, type LocalSubgraph } from "../../subgraphs/shared/contract.ts";
 
 /** The transport kind of in-process subgraphs (`transportEntries: { name: { kind } }`). */
 export const IN_PROCESS_KIND = "in-process";

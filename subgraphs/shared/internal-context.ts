@@ -25,9 +25,9 @@ import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 /** Name of the extension carrying the internal context. */
 export const INTERNAL_EXTENSION = "switchyard";
 /** Name of the extension carrying the HMAC signature (the library's default). */
-export const SIGNATURE_EXTENSION = "hmac-signature";
+const SIGNATURE_EXTENSION = "hmac-signature";
 /** How far (seconds) a signed request's `issuedAt` may be from the subgraph's clock. */
-export const INTERNAL_CONTEXT_TOLERANCE_SECONDS = 300;
+const INTERNAL_CONTEXT_TOLERANCE_SECONDS = 300;
 
 /**
  * The facts of one client request as the router states them, as lower-case header names so that
@@ -47,7 +47,7 @@ export interface InternalContext {
 }
 
 /** The header names the router states (and the only ones a subgraph reads). */
-export const INTERNAL_HEADER_NAMES = [
+const INTERNAL_HEADER_NAMES = [
   "authorization",
   "accept-language",
   "x-service-signature",

@@ -30,38 +30,7 @@ import type { Tracing } from "../../src/observability/tracing.ts";
 import { AppError } from "../../src/errors.ts";
 import { createInternalVerifier, InternalContextError, type InternalContext, type SignedParams } from "./internal-context.ts";
 import { callerReportPlugin, reportingContext, withCallerReport } from "./caller-report.ts";
-
-/** One operation handed to a subgraph in-process (router/transport/in-process.ts). */
-export interface LocalOperation {
-  /** The operation text; parsed and validated once per distinct text (Apollo's document cache). */
-  query: string;
-  /** The parsed operation (subscriptions run it directly). */
-  document: DocumentNode;
-  variables?: Record<string, unknown>;
-  operationName?: string;
-  /** The headers the router forwards, lower-cased names (as over HTTP: auth, locale, x-switchyard-*). */
-  headers: Record<string, string>;
-}
-
-/**
- * A subgraph's in-process entry: the schema, context builder, plugins and error format of its
- * HTTP `/graphql` and graphql-ws, minus the socket and the JSON round trip. For a router in the
- * same process (docs/architecture.md §1).
- */
-export interface LocalSubgraph {
-  /**
-   * Runs a query or mutation: validated once per document object (the gateway reuses one per
-   * planned fetch), executed by graphql-js with the subgraph's context, errors formatted and the
-   * response hook run as over HTTP. With tracing on, through Apollo Server (its spans).
-   * @returns the formatted result (errors carry `extensions.code` and `extensions.http.status`)
-   */
-  execute(operation: LocalOperation): Promise<FormattedExecutionResult>;
-  /**
-   * Starts a subscription as graphql-ws would.
-   * @returns one error result when it cannot start, else its stream of formatted results
-   */
-  subscribe(operation: LocalOperation): Promise<FormattedExecutionResult | AsyncIterableIterator<FormattedExecutionResult>>;
-}
+import { mapStream, type LocalSubgraph } from "./contract.ts";
 
 /** A running subgraph. */
 export interface SubgraphHandle {
@@ -70,31 +39,6 @@ export interface SubgraphHandle {
   /** The same subgraph for a router in this process. */
   local: LocalSubgraph;
   close(): Promise<void>;
-}
-
-/**
- * Maps each value of a stream; `return()` reaches the source at once, so a subscription ended by
- * its client stops listening even while no event comes (an async generator would wait for one).
- */
-export function mapStream<T, U>(source: AsyncIterator<T>, map: (value: T) => U): AsyncIterableIterator<U> {
-  const done = { value: undefined, done: true } as const;
-  return {
-    [Symbol.asyncIterator]() {
-      return this;
-    },
-    async next() {
-      const step = await source.next();
-      return step.done ? done : { value: map(step.value), done: false };
-    },
-    async return() {
-      await source.return?.();
-      return done;
-    },
-    async throw(error: unknown) {
-      if (source.throw) await source.throw(error);
-      return done;
-    },
-  };
 }
 
 /**

@@ -26,7 +26,8 @@ import {
   type GraphQLNamedType,
   type NamedTypeNode,
 } from "graphql";
-import { LIMITS, measureOperation, supergraphSchema } from "../../router/limits.ts";
+import { LIMITS } from "../../router/limits.ts";
+import { measureOperation, supergraphSchema } from "../../bench/measure.ts";
 import { collect, collectSse, wsClient } from "../support/graphql-ws.ts";
 import { OPERATIONS } from "../../router/rest/generation.ts";
 import { CLOUD_OPERATIONS } from "../../router/rest/cloud.ts";

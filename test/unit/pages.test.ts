@@ -1,8 +1,9 @@
 /**
- * The pages' serving rules (router/pages.ts): content negotiation of encodings and the CSP.
+ * The pages' serving rules (router/http/assets.ts, router/pages.ts): content negotiation of encodings and the CSP.
  */
 import { describe, expect, it } from "vitest";
-import { contentSecurityPolicy, createPages, pickEncoding } from "../../router/pages.ts";
+import { contentSecurityPolicy, pickEncoding } from "../../router/http/assets.ts";
+import { createPages } from "../../router/pages.ts";
 
 describe("pickEncoding", () => {
   it("prefers br, then gzip, honours q=0 and *, and falls back to identity", () => {
@@ -31,7 +32,7 @@ describe("contentSecurityPolicy", () => {
 describe("createPages", () => {
   it("versions the assets by their content", () => {
     const pages = createPages();
-    expect(pages.assetBase).toMatch(/^\/assets\/[0-9a-f]{12}$/);
-    expect(createPages().assetBase).toBe(pages.assetBase);
+    expect(pages.assets.base).toMatch(/^\/assets\/[0-9a-f]{12}$/);
+    expect(createPages().assets.base).toBe(pages.assets.base);
   });
 });

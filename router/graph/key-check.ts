@@ -5,13 +5,13 @@
  */
 import { randomUUID } from "node:crypto";
 import { GraphQLError } from "graphql";
-import { ERROR_CODES } from "../src/errors.ts";
+import { ERROR_CODES } from "../../src/errors.ts";
 import type { Gateway } from "./gateway.ts";
-import { runOperation } from "./rest/graph-client.ts";
-import { requestKeyIdentified } from "./revocation.ts";
+import { runOperation } from "./client.ts";
+import { requestKeyIdentified } from "../revocation.ts";
 
 /** The outcome of {@link checkKey}: the key's id, or the error refusing it. */
-export type KeyCheck = { keyId: string; error: null } | { keyId: null; error: GraphQLError };
+type KeyCheck = { keyId: string; error: null } | { keyId: null; error: GraphQLError };
 
 /**
  * Checks an Authorization value (with or without `Bearer `) for a client at `clientIp`, with

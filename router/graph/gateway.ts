@@ -3,7 +3,6 @@
  * with each subgraph's routing URL taken from config at start-up.
  */
 import fs from "node:fs";
-import type { IncomingMessage, ServerResponse } from "node:http";
 import { GraphQLError } from "graphql";
 import { unifiedGraphHandler } from "@graphql-hive/router-runtime";
 import { Logger } from "@graphql-hive/logger";
@@ -11,21 +10,21 @@ import { createGatewayRuntime, type GatewayPlugin, type GatewayRuntime } from "@
 
 /** The gateway runtime: a fetch handler and a node:http request listener. */
 export type Gateway = GatewayRuntime<Record<string, any>>;
-import { SUPERGRAPH_FILE } from "./compose.ts";
-import { gatewayLimitOptions } from "./limits.ts";
-import { statusFollowsData } from "./graphql-status.ts";
-import { graphiqlHeaders, graphiqlOptions, renderGraphiQL } from "./devtools/graphiql.ts";
+import { SUPERGRAPH_FILE } from "../compose.ts";
+import { gatewayLimitOptions } from "../limits.ts";
+import { statusFollowsData } from "../graphql-status.ts";
+import { graphiqlHeaders, graphiqlOptions, renderGraphiQL } from "../devtools/graphiql.ts";
 import httpTransport from "@graphql-mesh/transport-http";
 import wsTransport from "@graphql-mesh/transport-ws";
-import { IN_PROCESS_KIND, inProcessTransport, type SubgraphRequest } from "./transport/in-process.ts";
-import type { LocalSubgraph } from "../subgraphs/shared/server.ts";
+import { IN_PROCESS_KIND, inProcessTransport, type SubgraphRequest } from "../transport/in-process.ts";
+import type { LocalSubgraph } from "../../subgraphs/shared/contract.ts";
 import {
   INTERNAL_EXTENSION,
   internalSigningPlugin,
   pickInternalHeaders,
   type InternalContext,
   type InternalHeaders,
-} from "../subgraphs/shared/internal-context.ts";
+} from "../../subgraphs/shared/internal-context.ts";
 
 /**
  * Puts the internal context of a subgraph request (subgraphs/shared/internal-context.ts) in its
@@ -34,7 +33,7 @@ import {
  * sends and sets its own); for graphql-ws operations the `internalHeaders` the router built when
  * the operation started (router/websocket.ts). Nothing else a client sends reaches a subgraph.
  */
-export const internalContextPlugin: GatewayPlugin = {
+const internalContextPlugin: GatewayPlugin = {
   onSubgraphExecute({ executionRequest }) {
     const context = (executionRequest.context ?? {}) as { internalHeaders?: InternalHeaders; request?: Request };
     const headers = context.internalHeaders ?? (context.request ? pickInternalHeaders((name) => context.request!.headers.get(name)) : {});
@@ -60,7 +59,7 @@ function withoutServiceNames(result: any): any {
  * In production, answers do not say which subgraph an error came from (the gateway adds
  * `extensions.serviceName`): queries, mutations and every event of a subscription.
  */
-export const hideServiceNames: GatewayPlugin = {
+const hideServiceNames: GatewayPlugin = {
   onExecute() {
     return {
       onExecuteDone({ result, setResult }: { result: any; setResult(result: any): void }) {
@@ -215,7 +214,7 @@ export function createGateway(options: {
   requestTimeoutMs?: number;
   /** SUBGRAPH_SECRET: the key of the HMAC signature on every request to a subgraph reached over the network. */
   subgraphSecret: string;
-  /** Refuses SSE subscriptions whose key is bad (router/key-check.ts `subscriptionKeyCheck`). */
+  /** Refuses SSE subscriptions whose key is bad (router/graph/key-check.ts `subscriptionKeyCheck`). */
   keyCheck?: GatewayPlugin;
   /** Further plugins: metrics and tracing (router/metrics.ts, src/observability/tracing.ts). */
   plugins?: GatewayPlugin[];
@@ -242,7 +241,7 @@ export function createGateway(options: {
       keepHttpStatusInErrors,
       statusFollowsData,
       variableErrorsAsResult,
-      // The key check of SSE subscriptions (router/key-check.ts), given by the router: it runs an
+      // The key check of SSE subscriptions (router/graph/key-check.ts), given by the router: it runs an
       // operation through this gateway, so it cannot be imported here without a cycle.
       ...(options.keyCheck ? [options.keyCheck] : []),
       ...(options.production ? [hideServiceNames] : [graphiqlHeaders]),
@@ -270,11 +269,11 @@ export function createGateway(options: {
   return gateway;
 }
 
-/** Request headers that describe the client's connection or body framing, not the request itself. */
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "expect", "upgrade", "te", "trailer"]);
-
-/** Where {@link answerThroughFetch} leaves the parsed body of a request for {@link preparsedParams}. */
-const PARSED_BODY = Symbol("switchyard.parsedBody");
+/**
+ * Where router/graph/client.ts `postParsed` leaves the parsed body of a request for
+ * {@link preparsedParams} (the server context of the gateway's fetch handler).
+ */
+export const PARSED_BODY = Symbol("switchyard.parsedBody");
 
 /**
  * Lets the gateway take a JSON body the router has already read, limited and parsed: the request
@@ -288,53 +287,3 @@ export const preparsedParams = {
     if (params) setRequestParser(() => params);
   },
 };
-
-/**
- * POSTs GraphQL parameters the caller already holds to the gateway, in-process and without a
- * body ({@link preparsedParams}): the router's `/graphql` after reading a JSON body, and every
- * operation of the REST shims.
- * @param target an absolute URL whose path is the gateway's `/graphql`
- * @returns the gateway's response
- */
-export function postParsed(gateway: Gateway, target: string, headers: Record<string, string>, params: Record<string, unknown>): Promise<Response> {
-  return Promise.resolve(gateway.fetch(target, { method: "POST", headers }, { [PARSED_BODY]: params }));
-}
-
-/** A JSON request body as GraphQL parameters: a JSON object, else null (the gateway answers anything else itself). */
-function jsonParams(contentType: string | undefined, body: Buffer | undefined): Record<string, unknown> | null {
-  // The content types of GraphQL Yoga's own JSON body parser; any other body goes in as it came.
-  if (!body?.length || !/^application\/(graphql\+)?json\b/i.test(contentType ?? "")) return null;
-  try {
-    const parsed: unknown = JSON.parse(body.toString("utf8"));
-    return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * Answers one `/graphql` request through the gateway's fetch handler. The body was already read
- * and limited (router/limits.ts): a JSON object goes in parsed ({@link preparsedParams}), any other
- * body as it came; the answer is written back whole. The gateway's node:http adapter would stream
- * the body a second time and tie an AbortSignal to the socket (measured in bench/README.md).
- * Event streams (SSE) keep the adapter.
- * @param url the request URL (path and query string are passed on)
- * @param body the raw body (POST), or undefined
- */
-export async function answerThroughFetch(gateway: Gateway, req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer | undefined): Promise<void> {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = Array.isArray(value) ? value.join(", ") : value;
-  }
-  const method = req.method ?? "GET";
-  const target = `http://router.internal${url.pathname}${url.search}`;
-  const params = method === "POST" ? jsonParams(headers["content-type"], body) : null;
-  const response = params
-    ? await postParsed(gateway, target, headers, params)
-    : await gateway.fetch(target, { method, headers, body: method === "GET" || method === "HEAD" ? undefined : (body ?? "") });
-  res.statusCode = response.status;
-  response.headers.forEach((value, name) => {
-    if (name !== "content-length") res.setHeader(name, value);
-  });
-  res.end(Buffer.from(await response.arrayBuffer()));
-}

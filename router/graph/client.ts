@@ -1,11 +1,12 @@
 /**
- * How the REST shims run GraphQL operations: in-process through the gateway's fetch handler,
- * so a REST call takes exactly the path a GraphQL call takes, minus a socket.
+ * The router's client of its own gateway: how `/graphql`, the REST shims, `/health` and the key
+ * check run GraphQL operations, in-process through the gateway's fetch handler, so a REST call
+ * takes exactly the path a GraphQL call takes, minus a socket (docs/architecture.md §1.2).
  */
 import type { IncomingMessage } from "node:http";
 import type { GraphQLFormattedError } from "graphql";
 import { ERROR_CODES, type ErrorCode } from "../../src/errors.ts";
-import { postParsed, type Gateway } from "../gateway.ts";
+import { PARSED_BODY, type Gateway } from "./gateway.ts";
 
 /** The result of one operation. */
 export interface GraphResult<T = any> {
@@ -35,8 +36,20 @@ export interface CallContext {
 }
 
 /**
+ * POSTs GraphQL parameters the caller already holds to the gateway, in-process and without a
+ * body (router/graph/gateway.ts `preparsedParams`): the router's `/graphql` after reading a JSON body, and every
+ * operation of the REST shims.
+ * @param target an absolute URL whose path is the gateway's `/graphql`
+ * @returns the gateway's response
+ */
+export function postParsed(gateway: Gateway, target: string, headers: Record<string, string>, params: Record<string, unknown>): Promise<Response> {
+  return Promise.resolve(gateway.fetch(target, { method: "POST", headers }, { [PARSED_BODY]: params }));
+}
+
+
+/**
  * Runs a GraphQL operation through the gateway, in-process, its parameters handed over already
- * parsed (router/gateway.ts postParsed): no URL or body to encode and parse again. Queries used
+ * parsed ({@link postParsed}): no URL or body to encode and parse again. Queries used
  * to go as GET to avoid GraphQL Yoga's body stream; with no body at all, POST is at least as
  * cheap (paired runs: REST read 1.45-1.5 vs 1.55-1.6 CPU ms) and one path is simpler.
  * @returns the GraphQL result (errors included, never thrown for GraphQL errors)

@@ -1,0 +1,49 @@
+/**
+ * `/graphql` over HTTP (docs/architecture.md §9): the router hands a request it has already read
+ * and limited to the gateway's fetch handler and writes the answer back.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Gateway } from "../graph/gateway.ts";
+import { postParsed } from "../graph/client.ts";
+
+/** Request headers that describe the client's connection or body framing, not the request itself. */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "expect", "upgrade", "te", "trailer"]);
+
+/** A JSON request body as GraphQL parameters: a JSON object, else null (the gateway answers anything else itself). */
+function jsonParams(contentType: string | undefined, body: Buffer | undefined): Record<string, unknown> | null {
+  // The content types of GraphQL Yoga's own JSON body parser; any other body goes in as it came.
+  if (!body?.length || !/^application\/(graphql\+)?json\b/i.test(contentType ?? "")) return null;
+  try {
+    const parsed: unknown = JSON.parse(body.toString("utf8"));
+    return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Answers one `/graphql` request through the gateway's fetch handler. The body was already read
+ * and limited (router/limits.ts): a JSON object goes in parsed (router/graph/gateway.ts `preparsedParams`), any other
+ * body as it came; the answer is written back whole. The gateway's node:http adapter would stream
+ * the body a second time and tie an AbortSignal to the socket (measured in bench/README.md).
+ * Event streams (SSE) keep the adapter.
+ * @param url the request URL (path and query string are passed on)
+ * @param body the raw body (POST), or undefined
+ */
+export async function answerThroughFetch(gateway: Gateway, req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer | undefined): Promise<void> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  const method = req.method ?? "GET";
+  const target = `http://router.internal${url.pathname}${url.search}`;
+  const params = method === "POST" ? jsonParams(headers["content-type"], body) : null;
+  const response = params
+    ? await postParsed(gateway, target, headers, params)
+    : await gateway.fetch(target, { method, headers, body: method === "GET" || method === "HEAD" ? undefined : (body ?? "") });
+  res.statusCode = response.status;
+  response.headers.forEach((value, name) => {
+    if (name !== "content-length") res.setHeader(name, value);
+  });
+  res.end(Buffer.from(await response.arrayBuffer()));
+}
