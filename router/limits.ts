@@ -207,8 +207,9 @@ export function pageSizeErrors(document: DocumentNode, operationName: string | n
           const variable = argument.value.name.value;
           value = variables && variables[variable] !== undefined ? variables[variable] : defaults.get(variable);
         }
-        // The one rule of src/pagination.ts; absent or null is the default size.
-        const refusal = value == null ? null : pageSizeError(value, name);
+        // The one rule of src/pagination.ts; absent or null is the default size, and a value
+        // that is no number is variable coercion's to refuse.
+        const refusal = typeof value === "number" ? pageSizeError(value, name) : null;
         if (refusal) errors.push(limitError(refusal.message, refusal.code, { ...refusal.details, field: selection.name.value, argument: name }, argument));
       }
     }
