@@ -2,7 +2,7 @@
  * Safety limits of the router's `/graphql` (issue 4 item 6; docs/architecture.md §1, §4): what a dashboard or a
  * REST shim sends stays far below every limit, and anything past one is refused at the router,
  * before a subgraph sees it, with a GraphQL error carrying `extensions.code` and
- * `extensions.http.status`.
+ * `extensions.http.status`: a code of the error registry (src/errors.ts) with its status.
  *
  * | limit | value | enforced by | code (HTTP status) |
  * |---|---|---|---|
@@ -11,7 +11,7 @@
  * | directives | 20 | GraphQL Armor max-directives (validation) | `too_many_directives` (400) |
  * | tokens | 2000 | GraphQL Armor max-tokens (parser) | `too_many_tokens` (400) |
  * | cost | 5000 | {@link costLimit}: graphql-query-complexity with the request's variables (router/cost.ts), before execution | `query_too_costly` (400) |
- * | `first`/`last` | 100 | {@link pageSizeLimit} (before execution; literals and variables) | `page_size_too_large` (400) |
+ * | `first`/`last` | 1-100 (src/pagination.ts, the one page-size rule) | {@link pageSizeLimit} (before execution; literals and variables) | `page_size_too_large` above, `invalid_request` below 1 (400) |
  * | request time | REQUEST_TIMEOUT_MS (30000) | `useRequestDeadline` of @whatwg-node/server (the gateway's `requestDeadline`) | `request_timeout` (504) |
  * | body size | BODY_LIMIT_BYTES (1 MiB) | {@link limitGraphqlBody} | `payload_too_large` (413) |
  * | nesting the parser cannot recurse through | the stack (~2000 nested lists) | {@link deepDocumentIs400} | `query_too_deep` (400) |
@@ -40,7 +40,7 @@
 import fs from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { bodyReadError, readBodyBytes } from "./rest/body.ts";
-import { AppError, ERROR_CODES, graphqlExtensions, registryCodeOf, type ErrorCode } from "../src/errors.ts";
+import { AppError, ERROR_CODES, graphqlExtensions, type ErrorCode } from "../src/errors.ts";
 import { MAX_PAGE_SIZE, pageSizeError } from "../src/pagination.ts";
 import {
   GraphQLError,
