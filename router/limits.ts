@@ -2,7 +2,7 @@
  * Safety limits of the router's `/graphql` (issue 4 item 6; docs/architecture.md §1, §4): what a dashboard or a
  * REST shim sends stays far below every limit, and anything past one is refused at the router,
  * before a subgraph sees it, with a GraphQL error carrying `extensions.code` and
- * `extensions.http.status`.
+ * `extensions.http.status`: a code of the error registry (src/errors.ts) with its status.
  *
  * | limit | value | enforced by | code (HTTP status) |
  * |---|---|---|---|
@@ -11,7 +11,7 @@
  * | directives | 20 | GraphQL Armor max-directives (validation) | `too_many_directives` (400) |
  * | tokens | 2000 | GraphQL Armor max-tokens (parser) | `too_many_tokens` (400) |
  * | cost | 5000 | {@link costLimit}: graphql-query-complexity with the request's variables (router/cost.ts), before execution | `query_too_costly` (400) |
- * | `first`/`last` | 100 | {@link pageSizeLimit} (before execution; literals and variables) | `page_size_too_large` (400) |
+ * | `first`/`last` | 1-100 (src/pagination.ts, the one page-size rule) | {@link pageSizeLimit} (before execution; literals and variables) | `page_size_too_large` above, `invalid_request` below 1 (400) |
  * | request time | REQUEST_TIMEOUT_MS (30000) | `useRequestDeadline` of @whatwg-node/server (the gateway's `requestDeadline`) | `request_timeout` (504) |
  * | body size | BODY_LIMIT_BYTES (1 MiB) | {@link limitGraphqlBody} | `payload_too_large` (413) |
  * | nesting the parser cannot recurse through | the stack (~2000 nested lists) | {@link deepDocumentIs400} | `query_too_deep` (400) |
@@ -39,7 +39,8 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { bodyReadError, readBodyBytes } from "./http/body.ts";
-import { AppError } from "../src/errors.ts";
+import { AppError, ERROR_CODES, graphqlExtensions, type ErrorCode } from "../src/errors.ts";
+import { MAX_PAGE_SIZE, pageSizeError } from "../src/pagination.ts";
 import {
   GraphQLError,
   Kind,
@@ -68,7 +69,8 @@ export const LIMITS = {
   directives: 20,
   tokens: 2000,
   cost: 5_000,
-  pageSize: 100,
+  /** src/pagination.ts's {@link MAX_PAGE_SIZE}: the one page-size rule. */
+  pageSize: MAX_PAGE_SIZE,
 } as const;
 
 /**
@@ -86,7 +88,7 @@ export const GRAPHQL_WS_INIT_TIMEOUT_MS = 3_000;
 export const GRAPHQL_WS_MAX_OPERATIONS = 100;
 
 /** `extensions.code` of the error refusing a subscribe past {@link GRAPHQL_WS_MAX_OPERATIONS}. */
-export const TOO_MANY_SUBSCRIPTIONS = "too_many_subscriptions";
+export const TOO_MANY_SUBSCRIPTIONS = "too_many_subscriptions" satisfies ErrorCode;
 
 /**
  * graphql-ws: the largest WebSocket message the router takes, in bytes (BODY_LIMIT_BYTES's
@@ -96,7 +98,7 @@ export const TOO_MANY_SUBSCRIPTIONS = "too_many_subscriptions";
  */
 export const GRAPHQL_WS_MAX_PAYLOAD_BYTES = 1_048_576;
 
-/** `extensions.code` of each limit's error. */
+/** The registry code (src/errors.ts) of each limit's error. */
 export const LIMIT_CODES = {
   depth: "query_too_deep",
   aliases: "too_many_aliases",
@@ -106,11 +108,15 @@ export const LIMIT_CODES = {
   pageSize: "page_size_too_large",
   timeout: "request_timeout",
   bodySize: "payload_too_large",
-} as const;
+} as const satisfies Record<string, ErrorCode>;
 
-/** What the router answers past a limit: a GraphQL error with its code and HTTP status. */
-export function limitError(message: string, code: string, status: number, nodes?: ASTNode | readonly ASTNode[]): GraphQLError {
-  return new GraphQLError(message, { nodes, extensions: { code, http: { status } } });
+/**
+ * What the router answers past a limit: a GraphQL error with its registry code and that code's
+ * HTTP status (src/errors.ts).
+ * @param details further `extensions` (the limit, the measured value)
+ */
+export function limitError(message: string, code: ErrorCode, details: Record<string, unknown> = {}, nodes?: ASTNode | readonly ASTNode[]): GraphQLError {
+  return new GraphQLError(message, { nodes, extensions: graphqlExtensions(code, details) });
 }
 
 /** Armor prefixes every message with "Syntax Error: " even for a valid but too deep query. */
@@ -120,13 +126,13 @@ const armorMessage = (error: GraphQLError) => error.message.replace(/^Syntax Err
  * Armor's options for one validation rule: report a coded error through the validation context
  * instead of Armor's uncoded throw.
  */
-function reportAs(code: string) {
+function reportAs(code: ErrorCode) {
   return {
     exposeLimits: true,
     propagateOnRejection: false,
     onReject: [
       (context: ValidationContext | null, error: GraphQLError) => {
-        const coded = limitError(armorMessage(error), code, 400);
+        const coded = limitError(armorMessage(error), code);
         if (context) context.reportError(coded);
         else throw coded;
       },
@@ -197,14 +203,10 @@ export function pageSizeErrors(document: DocumentNode, operationName: string | n
           const variable = argument.value.name.value;
           value = variables && variables[variable] !== undefined ? variables[variable] : defaults.get(variable);
         }
-        if (typeof value === "number" && value > LIMITS.pageSize) {
-          errors.push(
-            new GraphQLError(`${name} must be at most ${LIMITS.pageSize}`, {
-              nodes: argument,
-              extensions: { code: LIMIT_CODES.pageSize, http: { status: 400 }, field: selection.name.value, argument: name, limit: LIMITS.pageSize },
-            }),
-          );
-        }
+        // The one rule of src/pagination.ts; absent or null is the default size, and a value
+        // that is no number is variable coercion's to refuse.
+        const refusal = typeof value === "number" ? pageSizeError(value, name) : null;
+        if (refusal) errors.push(limitError(refusal.message, refusal.code, { ...refusal.details, field: selection.name.value, argument: name }, argument));
       }
     }
   }
@@ -212,7 +214,7 @@ export function pageSizeErrors(document: DocumentNode, operationName: string | n
 }
 
 /**
- * `first`/`last` capped at {@link LIMITS.pageSize}: checked just before the gateway plans the
+ * `first`/`last` within src/pagination.ts's rule (1 to {@link LIMITS.pageSize}): checked just before the gateway plans the
  * operation (queries, mutations and subscriptions alike), with the request's own variables, so a
  * subgraph never sees a larger page. Not a validation rule: the gateway caches validation per
  * document, and a variable's value is not part of the document.
@@ -238,12 +240,10 @@ function costError(schema: GraphQLSchema, document: DocumentNode, operationName:
     cost = operationCost(schema, document, operationName, variables);
   } catch (error) {
     if (!(error instanceof GraphQLError)) throw error;
-    return limitError(`Query cost cannot be estimated: more than ${MAX_COST_NODES} selections to walk`, LIMIT_CODES.cost, 400);
+    return limitError(`Query cost cannot be estimated: more than ${MAX_COST_NODES} selections to walk`, LIMIT_CODES.cost);
   }
   if (cost === null || cost <= LIMITS.cost) return null;
-  const error = limitError(`Query cost limit of ${LIMITS.cost} exceeded, found ${cost}.`, LIMIT_CODES.cost, 400);
-  Object.assign(error.extensions, { cost, limit: LIMITS.cost });
-  return error;
+  return limitError(`Query cost limit of ${LIMITS.cost} exceeded, found ${cost}.`, LIMIT_CODES.cost, { cost, limit: LIMITS.cost });
 }
 
 /**
@@ -274,13 +274,14 @@ export function requestDeadline(timeoutMs: number): GatewayPlugin {
   return useRequestDeadline({
     timeout: timeoutMs,
     response: () =>
-      graphqlErrorResponse(504, `Request timed out after ${timeoutMs} ms`, LIMIT_CODES.timeout, { connection: "close" }),
+      graphqlErrorResponse(LIMIT_CODES.timeout, `Request timed out after ${timeoutMs} ms`, { connection: "close" }),
   }) as GatewayPlugin;
 }
 
-/** A JSON GraphQL error response (fetch API). */
-function graphqlErrorResponse(status: number, message: string, code: string, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify({ errors: [{ message, extensions: { code, http: { status } } }] }), {
+/** A JSON GraphQL error response (fetch API) with the registry code's status. */
+function graphqlErrorResponse(code: ErrorCode, message: string, headers: Record<string, string> = {}): Response {
+  const status = ERROR_CODES[code].status;
+  return new Response(JSON.stringify({ errors: [{ message, extensions: graphqlExtensions(code) }] }), {
     status,
     headers: { "content-type": "application/json; charset=utf-8", ...headers },
   });
@@ -327,7 +328,8 @@ export const hideSuggestions: GatewayPlugin = {
  * GraphQL over HTTP: `variables` or `extensions` that are not JSON, in a GET query string or a
  * form-encoded body, are the client's error. Yoga's parsers let JSON.parse's SyntaxError through
  * as a 500; this wraps whichever parser Yoga chose (user plugins run after its parsers) and
- * answers 400 `BAD_REQUEST`, as Yoga does for such a parameter that is JSON but not an object.
+ * answers 400 `invalid_request`, as Yoga does (`BAD_REQUEST`, translated by {@link registryCodes})
+ * for such a parameter that is JSON but not an object.
  */
 export const paramsJsonErrorsAre400: GatewayPlugin = {
   onRequestParse({ requestParser, setRequestParser }) {
@@ -337,7 +339,7 @@ export const paramsJsonErrorsAre400: GatewayPlugin = {
         return await requestParser(request);
       } catch (error) {
         if (!(error instanceof SyntaxError)) throw error;
-        throw limitError(`variables and extensions must be valid JSON: ${error.message}`, "BAD_REQUEST", 400);
+        throw limitError(`variables and extensions must be valid JSON: ${error.message}`, "invalid_request");
       }
     });
   },
@@ -354,7 +356,7 @@ export const deepDocumentIs400: GatewayPlugin = {
       try {
         return parseFn(source, options);
       } catch (error) {
-        if (error instanceof RangeError) throw limitError("Document is nested too deeply to parse", LIMIT_CODES.depth, 400);
+        if (error instanceof RangeError) throw limitError("Document is nested too deeply to parse", LIMIT_CODES.depth);
         throw error;
       }
     });
@@ -410,12 +412,9 @@ export function gatewayLimitOptions(options: LimitOptions) {
 export function limitGraphqlBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<boolean> {
   if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") return Promise.resolve(true);
   const tooLarge = (refusal: AppError) => {
-    const error =
-      refusal.code === "payload_too_large"
-        ? { message: `Request body is too large: the limit is ${limit} bytes`, extensions: { code: LIMIT_CODES.bodySize, http: { status: refusal.status } } }
-        : { message: refusal.message, extensions: { code: refusal.code, http: { status: refusal.status } } };
-    const body = JSON.stringify({ errors: [error] });
-    res.writeHead(error.extensions.http.status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close" });
+    const message = refusal.code === LIMIT_CODES.bodySize ? `Request body is too large: the limit is ${limit} bytes` : refusal.message;
+    const body = JSON.stringify({ errors: [{ message, extensions: graphqlExtensions(refusal.code) }] });
+    res.writeHead(refusal.status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close" });
     res.end(body);
     // Discard (not keep) what the client still sends, so it reads the answer; the socket closes after it.
     req.resume();

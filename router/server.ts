@@ -35,7 +35,7 @@ import type { Tracing } from "../src/observability/tracing.ts";
 import { createRouterMetrics } from "./metrics.ts";
 import { createRequestReports } from "./request-report.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
-import { ERROR_CODES } from "../src/errors.ts";
+import { registryCodes } from "./error-codes.ts";
 
 /** Settings of the router. */
 export interface RouterOptions {
@@ -102,7 +102,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     production: options.production,
     requestTimeoutMs: options.requestTimeoutMs,
     subgraphSecret: options.subgraphSecret,
-    plugins: [metrics.gatewayPlugin, reports.gatewayPlugin, ...(options.tracing ? [options.tracing.gatewayPlugin] : [])],
+    plugins: [registryCodes, metrics.gatewayPlugin, reports.gatewayPlugin, ...(options.tracing ? [options.tracing.gatewayPlugin] : [])],
   });
   let schema: Promise<GraphQLSchema> | undefined;
   const shimDeps = { gateway, schema: () => (schema ??= Promise.resolve(gateway.getSchema())), bodyLimit: options.bodyLimit };
@@ -112,7 +112,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   type Handler = (call: RestCall) => Promise<void> | void;
   const routes = FindMyWay({
     ignoreTrailingSlash: true,
-    defaultRoute: (req, res) => sendGenerationError(res, { status: 404, message: "Not found" }),
+    defaultRoute: (req, res) => sendGenerationError(res, { code: "not_found" }),
   });
   const on = (method: "GET" | "POST", path: string, handler: Handler) =>
     routes.on(method, path, (req, res, params, store: any) => handler({ req, res, params, requestId: store?.requestId, query: store?.query }), { route: path });
@@ -154,7 +154,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   on("GET", "/docs", devtools.docs);
   on("GET", "/assets/:version/:file", async (call) => {
     if (!(await serveAsset(call, assets))) {
-      sendGenerationError(call.res, { status: 404, message: "Not found" });
+      sendGenerationError(call.res, { code: "not_found" });
     }
   });
   on("GET", "/metrics", (call) =>
@@ -197,17 +197,17 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     if (!url) {
       req.resume();
       if ((req.url ?? "").startsWith("/openapi/")) {
-        return sendCloudError(res, requestId, { code: "invalid_request", status: 400, message: "Malformed request URL", details: {} });
+        return sendCloudError(res, requestId, { code: "invalid_request", message: "Malformed request URL" });
       }
-      return sendGenerationError(res, { status: 400, message: "Malformed request URL" });
+      return sendGenerationError(res, { code: "invalid_request", message: "Malformed request URL" });
     }
     const run = () => handle(req, res, url, requestId, served);
     (options.tracing ? options.tracing.traceHttp(req, res, () => served.route, run) : run()).catch((error) => {
       options.logger.error({ request_id: requestId, err: error }, "request failed");
       if (res.headersSent) return void res.end();
       if (url.pathname.startsWith("/openapi/")) {
-        sendCloudError(res, requestId, { code: "internal", status: 500, message: "Internal server error", details: {} });
-      } else sendGenerationError(res, { status: 500, message: "Internal server error" });
+        sendCloudError(res, requestId, { code: "internal" });
+      } else sendGenerationError(res, { code: "internal" });
     });
   });
 
@@ -243,11 +243,9 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     if (!found) {
       const anyMethod = ["GET", "POST"].some((m) => routes.find(m as "GET", path));
       if (path.startsWith("/openapi/")) {
-        return sendCloudError(res, requestId, anyMethod
-          ? { code: "method_not_allowed", status: ERROR_CODES.method_not_allowed.status, message: ERROR_CODES.method_not_allowed.message, details: { method: req.method } }
-          : { code: "not_found", status: 404, message: "Path not found", details: { path } });
+        return sendCloudError(res, requestId, anyMethod ? { code: "method_not_allowed", details: { method: req.method } } : { code: "not_found", message: "Path not found", details: { path } });
       }
-      return sendGenerationError(res, anyMethod ? { status: ERROR_CODES.method_not_allowed.status, message: ERROR_CODES.method_not_allowed.message } : { status: 404, message: "Not found" });
+      return sendGenerationError(res, { code: anyMethod ? "method_not_allowed" : "not_found" });
     }
     served.route = (found.store as { route?: string } | null)?.route ?? "other";
     await (found.handler as any)(req, res, found.params, { requestId, query: url.searchParams });

@@ -133,7 +133,7 @@ export function attachWebSockets(server: http.Server, gateway: Gateway, logger: 
       onSubscribe: (ctx, id, payload) => {
         // graphql-ws has already reserved this id in ctx.subscriptions.
         if (Object.keys(ctx.subscriptions).length > GRAPHQL_WS_MAX_OPERATIONS) {
-          return [limitError(`Too many subscriptions on one connection: at most ${GRAPHQL_WS_MAX_OPERATIONS} at once`, TOO_MANY_SUBSCRIPTIONS, 429)];
+          return [limitError(`Too many subscriptions on one connection: at most ${GRAPHQL_WS_MAX_OPERATIONS} at once`, TOO_MANY_SUBSCRIPTIONS)];
         }
         return options.onSubscribe!(ctx, id, payload); // the gateway's: getGraphQLWSOptions always sets it
       },

@@ -1,40 +1,139 @@
 /**
- * One error hierarchy for the whole system (docs/architecture.md §4).
+ * The one error registry of the whole system (docs/architecture.md §4), in the style of fastify's
+ * `lib/errors.js`: every code a client can see, with what each surface answers for it.
  *
- * Every error a user can see is an {@link AppError}: a stable `code`, an HTTP `status`, a
- * message and optional `details`. GraphQL carries them as `extensions.code` and
- * `extensions.http.status`; the REST shims map them to their spec's bodies. Codes are
- * lower snake case because the cloud spec's error bodies use them verbatim
- * (`validation_failed`, `conflict`, ...); GraphQL uses the same strings so a code never has two
- * spellings.
+ * | column | what it is |
+ * |---|---|
+ * | key | the stable code, lower snake case everywhere (the cloud spec's bodies use them verbatim) |
+ * | `status` | the HTTP status: of the generation body `{code: <status>, message}`, of `/graphql` (`extensions.http.status`) and of graphql-ws errors |
+ * | `message` | the default message; for the generation API's codes it is the spec's text (docs/api/generation.md §7) |
+ * | `cloud` | the code of the cloud body (docs/api/cloud.md §7); the cloud answer's status is that code's own `status` (so `upstream_timeout` is 502 there) |
+ * | `graphql` | `extensions.code` of a GraphQL error (always the key: a code never has two spellings) |
+ *
+ * Everything reads from it: {@link AppError} (domain code), the subgraphs' `formatError`, the router's
+ * limits and its own refusals, both REST shims and both OpenAPI documents; the codes the libraries
+ * below us spell in upper case (Apollo Server, GraphQL Yoga) are translated by {@link registryCodeOf}
+ * before any answer leaves. test/integration/error-registry.test.ts walks the table over every surface.
  */
+import { MODEL_IDS } from "./generation/catalog.ts";
 
-/** The registry: every code with its HTTP status and default message. */
-export const ERROR_CODES = {
-  invalid_json: { status: 400, message: "Request body must be valid JSON" },
-  invalid_request: { status: 400, message: "Invalid request" },
-  validation_failed: { status: 422, message: "Validation failed" },
-  unauthorized: { status: 401, message: "Invalid or missing API key" },
-  key_disabled: { status: 403, message: "API key is disabled" },
-  forbidden: { status: 403, message: "Forbidden" },
-  insufficient_balance: { status: 402, message: "Insufficient balance" },
-  not_found: { status: 404, message: "Not found" },
-  method_not_allowed: { status: 405, message: "Method not allowed" },
-  task_not_found: { status: 404, message: "Task not found" },
-  conflict: { status: 409, message: "Conflict" },
-  query_too_costly: { status: 400, message: "Query is too costly" },
-  payload_too_large: { status: 413, message: "Request body is too large" },
-  rate_limited: { status: 429, message: "Too many requests" },
-  internal: { status: 500, message: "Internal server error" },
-  upstream_failed: { status: 502, message: "Upstream request failed" },
-  service_unavailable: { status: 503, message: "Service unavailable" },
-  upstream_timeout: { status: 504, message: "Upstream request timed out" },
-  request_timeout: { status: 504, message: "Request timed out" },
-  upstream_error: { status: 502, message: "Upstream vendor error" },
-} as const satisfies Record<string, { status: number; message: string }>;
+/** One row of the registry. */
+interface ErrorEntry<Code extends string, Cloud extends string> {
+  status: number;
+  message: string;
+  cloud: Cloud;
+  graphql: Code;
+}
+
+/** Checks the table's shape: each `graphql` is its key, each `cloud` another key. */
+function defineErrors<T extends { [Code in keyof T]: ErrorEntry<Code & string, keyof T & string> }>(table: T): Readonly<T> {
+  return Object.freeze(table);
+}
+
+/** The registry. */
+export const ERROR_CODES = defineErrors({
+  // 400: the request is wrong.
+  invalid_json: { status: 400, message: "Request body must be valid JSON", cloud: "invalid_request", graphql: "invalid_json" },
+  invalid_request: { status: 400, message: "Invalid request", cloud: "invalid_request", graphql: "invalid_request" },
+  graphql_parse_failed: { status: 400, message: "The GraphQL document cannot be parsed", cloud: "invalid_request", graphql: "graphql_parse_failed" },
+  graphql_validation_failed: { status: 400, message: "The GraphQL document is not valid against the schema", cloud: "invalid_request", graphql: "graphql_validation_failed" },
+  bad_user_input: { status: 400, message: "A variable or argument has an invalid value", cloud: "invalid_request", graphql: "bad_user_input" },
+  operation_resolution_failure: { status: 400, message: "Could not determine what operation to execute", cloud: "invalid_request", graphql: "operation_resolution_failure" },
+  // Apollo clients recognise these two by their message: it stays Apollo's.
+  persisted_query_not_found: { status: 400, message: "PersistedQueryNotFound", cloud: "invalid_request", graphql: "persisted_query_not_found" },
+  persisted_query_not_supported: { status: 400, message: "PersistedQueryNotSupported", cloud: "invalid_request", graphql: "persisted_query_not_supported" },
+  query_too_deep: { status: 400, message: "Query is too deep", cloud: "invalid_request", graphql: "query_too_deep" },
+  too_many_aliases: { status: 400, message: "Too many aliases", cloud: "invalid_request", graphql: "too_many_aliases" },
+  too_many_directives: { status: 400, message: "Too many directives", cloud: "invalid_request", graphql: "too_many_directives" },
+  too_many_tokens: { status: 400, message: "Too many tokens", cloud: "invalid_request", graphql: "too_many_tokens" },
+  query_too_costly: { status: 400, message: "Query is too costly", cloud: "invalid_request", graphql: "query_too_costly" },
+  page_size_too_large: { status: 400, message: "Page size is too large", cloud: "invalid_request", graphql: "page_size_too_large" },
+  unauthorized: { status: 401, message: "Invalid or missing API key", cloud: "unauthorized", graphql: "unauthorized" },
+  insufficient_balance: { status: 402, message: "Insufficient balance", cloud: "insufficient_balance", graphql: "insufficient_balance" },
+  key_disabled: { status: 403, message: "API key is disabled", cloud: "forbidden", graphql: "key_disabled" },
+  forbidden: { status: 403, message: "Forbidden", cloud: "forbidden", graphql: "forbidden" },
+  not_found: { status: 404, message: "Not found", cloud: "not_found", graphql: "not_found" },
+  task_not_found: { status: 404, message: "Task not found", cloud: "not_found", graphql: "task_not_found" },
+  method_not_allowed: { status: 405, message: "Method not allowed", cloud: "method_not_allowed", graphql: "method_not_allowed" },
+  conflict: { status: 409, message: "Conflict", cloud: "conflict", graphql: "conflict" },
+  payload_too_large: { status: 413, message: "Request body is too large", cloud: "payload_too_large", graphql: "payload_too_large" },
+  validation_failed: { status: 422, message: "Validation failed", cloud: "validation_failed", graphql: "validation_failed" },
+  rate_limited: { status: 429, message: "Too many requests", cloud: "rate_limited", graphql: "rate_limited" },
+  too_many_subscriptions: { status: 429, message: "Too many subscriptions on one connection", cloud: "rate_limited", graphql: "too_many_subscriptions" },
+  internal: { status: 500, message: "Internal server error", cloud: "internal", graphql: "internal" },
+  upstream_failed: { status: 502, message: "Upstream request failed", cloud: "upstream_error", graphql: "upstream_failed" },
+  upstream_error: { status: 502, message: "Upstream vendor error", cloud: "upstream_error", graphql: "upstream_error" },
+  service_unavailable: { status: 503, message: "Service unavailable", cloud: "service_unavailable", graphql: "service_unavailable" },
+  upstream_timeout: { status: 504, message: "Upstream request timed out", cloud: "upstream_error", graphql: "upstream_timeout" },
+  request_timeout: { status: 504, message: "Request timed out", cloud: "request_timeout", graphql: "request_timeout" },
+});
 
 /** A stable error code of {@link ERROR_CODES}. */
 export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** A code the cloud API answers (docs/api/cloud.md §7): the `cloud` column. */
+export type CloudCode = (typeof ERROR_CODES)[ErrorCode]["cloud"];
+
+/** Every cloud code, in registry order, once (the cloud OpenAPI document's enum). */
+export const CLOUD_CODES: readonly CloudCode[] = Object.freeze([...new Set(Object.values(ERROR_CODES).map((entry) => entry.cloud))]);
+
+/** True when `code` is a registry code. */
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === "string" && Object.hasOwn(ERROR_CODES, code);
+}
+
+/**
+ * The cloud API's code and status for a registry code (docs/api/cloud.md §7).
+ * @returns `{code, status}`: the `cloud` column and that code's own status
+ */
+export function cloudErrorOf(code: ErrorCode): { code: CloudCode; status: number } {
+  const cloud = ERROR_CODES[code].cloud;
+  return { code: cloud, status: ERROR_CODES[cloud].status };
+}
+
+/**
+ * `extensions` of a GraphQL error for a registry code: the details, `code` and `http.status`.
+ * @param details extra facts (`field`, `limit`, ...), spread before the code so they cannot replace it
+ */
+export function graphqlExtensions(code: ErrorCode, details: ErrorDetails = {}): { code: string; http: { status: number } } & ErrorDetails {
+  return { ...details, code: ERROR_CODES[code].graphql, http: { status: ERROR_CODES[code].status } };
+}
+
+/**
+ * The upper-case codes of the libraries under us (Apollo Server's `ApolloServerErrorCode`, GraphQL
+ * Yoga's, graphql-ws's) in the registry's spelling.
+ */
+const FOREIGN_CODES: Readonly<Record<string, ErrorCode>> = {
+  GRAPHQL_PARSE_FAILED: "graphql_parse_failed",
+  GRAPHQL_VALIDATION_FAILED: "graphql_validation_failed",
+  BAD_USER_INPUT: "bad_user_input",
+  BAD_REQUEST: "invalid_request",
+  OPERATION_RESOLUTION_FAILURE: "operation_resolution_failure",
+  PERSISTED_QUERY_NOT_FOUND: "persisted_query_not_found",
+  PERSISTED_QUERY_NOT_SUPPORTED: "persisted_query_not_supported",
+  INTROSPECTION_DISABLED: "graphql_validation_failed",
+  MAX_RECURSIVE_SELECTIONS_EXCEEDED: "graphql_validation_failed",
+  INTERNAL_SERVER_ERROR: "internal",
+  UNAUTHENTICATED: "unauthorized",
+  FORBIDDEN: "forbidden",
+};
+
+/**
+ * The registry code for a code found on an error (ours, or a library's), given the HTTP status the
+ * error carries.
+ * @param code `extensions.code` as found (any value)
+ * @param status `extensions.http.status`, if any: decides for a code the registry does not know
+ *   (below 500: `invalid_request`, else `service_unavailable`, the gateway's word for a subgraph
+ *   it could not use) and turns a library's `BAD_REQUEST` 405 into `method_not_allowed`
+ * @returns always a registry code
+ */
+export function registryCodeOf(code: unknown, status?: number): ErrorCode {
+  if (isErrorCode(code)) return code;
+  if (status === 405) return "method_not_allowed";
+  const foreign = typeof code === "string" ? FOREIGN_CODES[code] : undefined;
+  if (foreign) return foreign;
+  return status !== undefined && status < 500 ? "invalid_request" : "service_unavailable";
+}
 
 /** Extra machine-readable facts about an error, such as `{ field: "seconds" }`. */
 export type ErrorDetails = Record<string, unknown>;
@@ -61,14 +160,6 @@ export class AppError extends Error {
   }
 }
 
-/**
- * Creates an {@link AppError}; Directus-style shorthand.
- * @throws nothing; returns the error for the caller to throw
- */
-export function createError(code: ErrorCode, message?: string, details?: ErrorDetails): AppError {
-  return new AppError(code, message, details);
-}
-
 /** True when `value` is an {@link AppError}. */
 export function isAppError(value: unknown): value is AppError {
   return value instanceof AppError;
@@ -77,11 +168,11 @@ export function isAppError(value: unknown): value is AppError {
 /**
  * docs/api/generation.md §7: the generation service's exact validation messages.
  * Kept here so the validator and the REST shim (which maps GraphQL type errors of a field to the
- * same message) share one wording.
+ * same message) share one wording. The model ids come from the catalog, in its order.
  */
 export const validationMessages = {
   prompt: "prompt must be a non-empty string",
-  modelId: "model_id must be one of: 52, 51, 67, 69, 39, 45",
+  modelId: `model_id must be one of: ${MODEL_IDS.join(", ")}`,
   unsupported: (field: string) => `${field} has an unsupported value`,
   publicUrl: (field: string) => `${field} must be a public HTTPS URL`,
 } as const;

@@ -5,6 +5,41 @@
 import type { Knex } from "knex";
 import { AppError } from "./errors.ts";
 
+/** Items in a page when the client names no size. */
+export const DEFAULT_PAGE_SIZE = 20;
+
+/** The most items one page may hold. */
+export const MAX_PAGE_SIZE = 100;
+
+/**
+ * The one page-size rule (docs/api/generation.md §4, docs/api/cloud.md §4): an integer from 1 to
+ * {@link MAX_PAGE_SIZE}, else 400 with one message. Above the maximum is refused, never capped: a
+ * client asking for 500 learns it got at most 100 instead of reading a short page as the end.
+ * @param field the argument or query parameter as the client spelled it (`first`, `last`, `limit`)
+ * @returns the error for `value`, or null when it is a valid page size
+ */
+export function pageSizeError(value: unknown, field: string): AppError | null {
+  if (typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= MAX_PAGE_SIZE) return null;
+  const tooLarge = typeof value === "number" && value > MAX_PAGE_SIZE;
+  return new AppError(tooLarge ? "page_size_too_large" : "invalid_request", `${field} must be an integer from 1 to ${MAX_PAGE_SIZE}`, {
+    field,
+    limit: MAX_PAGE_SIZE,
+  });
+}
+
+/**
+ * Reads a page size: absent (null, undefined or "") is {@link DEFAULT_PAGE_SIZE}; a string is read
+ * as a decimal number (a REST query parameter).
+ * @throws AppError from {@link pageSizeError}
+ */
+export function pageSize(value: number | string | null | undefined, field = "first"): number {
+  if (value == null || value === "") return DEFAULT_PAGE_SIZE;
+  const size = typeof value === "string" ? Number(value) : value;
+  const error = pageSizeError(size, field);
+  if (error) throw error;
+  return size;
+}
+
 /** A page request: `first` 1-100 items after the opaque cursor `after`. */
 export interface PageRequest {
   first: number;

@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage } from "node:http";
 import type { GraphQLFormattedError } from "graphql";
-import { ERROR_CODES, type ErrorCode } from "../../src/errors.ts";
+import { ERROR_CODES, registryCodeOf, type ErrorCode } from "../../src/errors.ts";
 import { PARSED_BODY, type Gateway } from "./gateway.ts";
 
 /** The result of one operation. */
@@ -14,9 +14,9 @@ export interface GraphResult<T = any> {
   errors?: GraphQLFormattedError[];
 }
 
-/** A GraphQL error translated to the registry: code, HTTP status, message, details. */
+/** A GraphQL error translated to the registry: code, its HTTP status (src/errors.ts), message, details. */
 export interface ShimError {
-  code: ErrorCode | string;
+  code: ErrorCode;
   status: number;
   message: string;
   details: Record<string, unknown>;
@@ -94,20 +94,15 @@ export function policyHeaders(req: IncomingMessage, bodySha256: string): Record<
 export { sha256Hex } from "../../src/digest.ts";
 
 /**
- * Translates the first GraphQL error to a registry error. Errors without one of our codes (the
- * gateway could not reach a subgraph, for example) are 503 `service_unavailable`.
+ * Translates the first GraphQL error to a registry error (src/errors.ts `registryCodeOf`): a
+ * registry code keeps its message; a 5xx without one (the gateway could not use a subgraph) is
+ * `service_unavailable` with the registry's message.
  */
 export function toShimError(error: GraphQLFormattedError): ShimError {
   const extensions = (error.extensions ?? {}) as Record<string, any>;
-  const code = extensions.code as string | undefined;
   // serviceName is the gateway's note of which subgraph answered: not part of our error contract.
-  const { code: _c, http, serviceName: _s, ...details } = extensions;
-  if (code && code in ERROR_CODES) {
-    const known = ERROR_CODES[code as ErrorCode];
-    return { code, status: http?.status ?? known.status, message: error.message, details };
-  }
-  if (typeof http?.status === "number" && http.status < 500) {
-    return { code: "invalid_request", status: 400, message: error.message, details: {} };
-  }
-  return { code: "service_unavailable", status: 503, message: ERROR_CODES.service_unavailable.message, details: {} };
+  const { code: found, http, serviceName: _s, ...details } = extensions;
+  const code = registryCodeOf(found, typeof http?.status === "number" ? http.status : undefined);
+  const { status, message } = ERROR_CODES[code];
+  return code === "service_unavailable" && found !== code ? { code, status, message, details: {} } : { code, status, message: error.message, details };
 }

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { GraphQLError } from "graphql";
-import { ERROR_CODES } from "../../src/errors.ts";
+import { ERROR_CODES, graphqlExtensions, type ErrorCode } from "../../src/errors.ts";
 import type { Gateway } from "./gateway.ts";
 import { runOperation } from "./client.ts";
 import { requestKeyIdentified } from "../revocation.ts";
@@ -26,7 +26,7 @@ export async function checkKey(
   authorization: string | undefined | null,
   client: { clientIp: string; countId?: string },
 ): Promise<KeyCheck> {
-  if (!authorization) return { keyId: null, error: new GraphQLError(ERROR_CODES.unauthorized.message, { extensions: { code: "unauthorized", http: { status: ERROR_CODES.unauthorized.status } } }) };
+  if (!authorization) return { keyId: null, error: registryError("unauthorized") };
   const result = await runOperation<{ apiKey: { id: string } }>(gateway, "query KeyCheck { apiKey { id } }", {}, {
     authorization,
     requestId: randomUUID(),
@@ -36,7 +36,12 @@ export async function checkKey(
   const error = result.errors?.[0];
   if (error) return { keyId: null, error: new GraphQLError(error.message, { extensions: error.extensions }) };
   const keyId = result.data?.apiKey?.id;
-  return keyId ? { keyId, error: null } : { keyId: null, error: new GraphQLError(ERROR_CODES.internal.message, { extensions: { code: "internal", http: { status: ERROR_CODES.internal.status } } }) };
+  return keyId ? { keyId, error: null } : { keyId: null, error: registryError("internal") };
+}
+
+/** A GraphQL error of a registry code with its message and status (src/errors.ts). */
+function registryError(code: ErrorCode): GraphQLError {
+  return new GraphQLError(ERROR_CODES[code].message, { extensions: graphqlExtensions(code) });
 }
 
 /**

@@ -33,6 +33,8 @@ import {
   VENDOR_STATUSES,
 } from "../../src/cloud/states.ts";
 import type { Header, JsonSchema, OpenApiDocument, Operation, Parameter, Reference, Response } from "./types.ts";
+import { CLOUD_CODES, ERROR_CODES, type CloudCode } from "../../src/errors.ts";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, pageSizeError } from "../../src/pagination.ts";
 
 const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
 const responseRef = (name: string): Reference => ({ $ref: `#/components/responses/${name}` });
@@ -41,24 +43,30 @@ const headerRef = (name: string): Reference => ({ $ref: `#/components/headers/${
 
 const API = "/openapi/v1";
 
-/** Error codes of docs/api/cloud.md §7 and the registry codes the shim also answers. */
-export const CLOUD_ERROR_CODES = [
-  "invalid_request",
-  "unauthorized",
-  "forbidden",
-  "not_found",
-  "method_not_allowed",
-  "conflict",
-  "validation_failed",
-  "rate_limited",
-  "upstream_error",
-  "insufficient_balance",
-  "payload_too_large",
-  "service_unavailable",
-  "internal",
-  "query_too_costly",
-  "request_timeout",
-] as const;
+/**
+ * Error codes of docs/api/cloud.md §7 and those the shim adds: the registry's `cloud` column
+ * (src/errors.ts), whose own statuses the answers carry.
+ */
+export const CLOUD_ERROR_CODES = CLOUD_CODES;
+
+/** The cloud code (hence the status) of each error response of this document. */
+const ERROR_RESPONSE_CODES = {
+  BadRequest: "invalid_request",
+  Unauthorized: "unauthorized",
+  Forbidden: "forbidden",
+  NotFound: "not_found",
+  Conflict: "conflict",
+  ValidationFailed: "validation_failed",
+  InsufficientBalance: "insufficient_balance",
+  PayloadTooLarge: "payload_too_large",
+  TooManyRequests: "rate_limited",
+  ServiceUnavailable: "service_unavailable",
+} as const satisfies Record<string, CloudCode>;
+
+/** Error responses by status, for an operation's `responses`. */
+function errors(...names: (keyof typeof ERROR_RESPONSE_CODES)[]): Record<string, Reference> {
+  return Object.fromEntries(names.map((name) => [String(ERROR_CODES[ERROR_RESPONSE_CODES[name]].status), responseRef(name)]));
+}
 
 /** No whitespace or control characters (client_order_no, customer_id). */
 const TOKEN = "^[^\\s\\x00-\\x1f\\x7f]+$";
@@ -87,7 +95,7 @@ function ok(description: string, data: JsonSchema, extraHeaders: Record<string, 
 }
 
 /** An error answer whose `error.code` is fixed; `details` may be required to hold more. */
-function errorResponse(code: (typeof CLOUD_ERROR_CODES)[number], description: string, details?: JsonSchema, extraHeaders: Record<string, Header | Reference> = {}): Response {
+function errorResponse(code: CloudCode, description: string, details?: JsonSchema, extraHeaders: Record<string, Header | Reference> = {}): Response {
   const error: JsonSchema = { type: "object", properties: { code: { const: code } } };
   if (details) error.properties!.details = details;
   return {
@@ -107,20 +115,10 @@ const COMMON_PARAMETERS = [parameterRef("XServiceSignature"), parameterRef("XReq
 const WRITE_PARAMETERS = [parameterRef("IdempotencyKey"), ...COMMON_PARAMETERS];
 
 /** Statuses every authenticated operation can answer. */
-const AUTH_ERRORS = {
-  "401": responseRef("Unauthorized"),
-  "403": responseRef("Forbidden"),
-  "429": responseRef("TooManyRequests"),
-  "503": responseRef("ServiceUnavailable"),
-} as const;
+const AUTH_ERRORS = errors("Unauthorized", "Forbidden", "TooManyRequests", "ServiceUnavailable");
 
 /** Statuses of a write with a JSON body. */
-const WRITE_ERRORS = {
-  "400": responseRef("BadRequest"),
-  "413": responseRef("PayloadTooLarge"),
-  "422": responseRef("ValidationFailed"),
-  "409": responseRef("Conflict"),
-} as const;
+const WRITE_ERRORS = errors("BadRequest", "PayloadTooLarge", "ValidationFailed", "Conflict");
 
 /**
  * An operation needing `scope`, with the common parameters and errors; a write (a create with a
@@ -162,7 +160,8 @@ export const cloudOpenApi: OpenApiDocument = {
     version: "1.0.0",
     description:
       "Vendors, products, orders, CDN domains and purges, usage, resources and billing (cloud spec). Answers are `{success: true, request_id, data}`; " +
-      "errors `{success: false, request_id, error: {code, message, details}}`. Lists take `limit` (default 20, capped at 100) and `cursor` and answer `data.items` and `data.next_cursor`. " +
+      "errors `{success: false, request_id, error: {code, message, details}}`. " +
+      `Lists take \`limit\` (an integer from 1 to ${MAX_PAGE_SIZE}, default ${DEFAULT_PAGE_SIZE}; anything else is 400 \`invalid_request\`) and \`cursor\` and answer \`data.items\` and \`data.next_cursor\`. ` +
       "Money is yuan as JSON numbers with at most three decimals. Creates take an `Idempotency-Key` (Stripe's semantics, kept 24 hours). " +
       "Key scopes appear in each operation's security requirement. An unknown path is 404 `not_found`; a known path with another method is 405 with code `method_not_allowed`; " +
       "a request target that is not a URL is 400 `invalid_request`. A request line and headers over 16 KiB are refused by the HTTP server itself with 431 and no body.",
@@ -184,7 +183,7 @@ export const cloudOpenApi: OpenApiDocument = {
         summary: "List vendors",
         tags: ["catalog"],
         parameters: PAGE_PARAMETERS,
-        responses: { "200": ok("A page of vendors.", ref("VendorPage")), "400": responseRef("BadRequest") },
+        responses: { "200": ok("A page of vendors.", ref("VendorPage")), ...errors("BadRequest") },
       }),
     },
     [`${API}/products`]: {
@@ -199,7 +198,7 @@ export const cloudOpenApi: OpenApiDocument = {
           query("status", "Sale status; anything else is 400.", { type: "string", enum: [...PRODUCT_STATUSES] }),
           ...PAGE_PARAMETERS,
         ],
-        responses: { "200": ok("A page of products.", ref("ProductPage")), "400": responseRef("BadRequest") },
+        responses: { "200": ok("A page of products.", ref("ProductPage")), ...errors("BadRequest") },
       }),
     },
     [`${API}/products/{product_id}`]: {
@@ -208,7 +207,7 @@ export const cloudOpenApi: OpenApiDocument = {
         summary: "Product detail",
         tags: ["catalog"],
         parameters: [pathParameter("product_id", "Product id.")],
-        responses: { "200": ok("The product.", ref("Product")), "404": responseRef("NotFound") },
+        responses: { "200": ok("The product.", ref("Product")), ...errors("NotFound") },
       }),
     },
     [`${API}/orders`]: {
@@ -228,7 +227,7 @@ export const cloudOpenApi: OpenApiDocument = {
         summary: "List the account's orders, newest first",
         tags: ["orders"],
         parameters: PAGE_PARAMETERS,
-        responses: { "200": ok("A page of orders.", ref("OrderPage")), "400": responseRef("BadRequest") },
+        responses: { "200": ok("A page of orders.", ref("OrderPage")), ...errors("BadRequest") },
       }),
     },
     [`${API}/orders/{order_id}`]: {
@@ -238,7 +237,7 @@ export const cloudOpenApi: OpenApiDocument = {
         description: "Another account's order is 404.",
         tags: ["orders"],
         parameters: [pathParameter("order_id", "`order_id` returned at creation.")],
-        responses: { "200": ok("The order.", ref("Order")), "404": responseRef("NotFound") },
+        responses: { "200": ok("The order.", ref("Order")), ...errors("NotFound") },
       }),
     },
     [`${API}/orders/{order_id}/renew`]: {
@@ -254,8 +253,8 @@ export const cloudOpenApi: OpenApiDocument = {
         responses: {
           "200": ok("The order after the renewal.", ref("Order"), replayedHeader),
           ...WRITE_ERRORS,
-          "402": responseRef("InsufficientBalance"),
-          "404": responseRef("NotFound"),
+          ...errors("InsufficientBalance"),
+          ...errors("NotFound"),
         },
       }),
     },
@@ -271,7 +270,7 @@ export const cloudOpenApi: OpenApiDocument = {
         responses: {
           "201": ok("The domain and its statuses at creation.", ref("Domain"), replayedHeader),
           ...WRITE_ERRORS,
-          "404": responseRef("NotFound"),
+          ...errors("NotFound"),
         },
       }),
     },
@@ -281,7 +280,7 @@ export const cloudOpenApi: OpenApiDocument = {
         summary: "Domain status",
         tags: ["domains"],
         parameters: [pathParameter("domain", "The accelerated domain.")],
-        responses: { "200": ok("The domain and its statuses now.", ref("Domain")), "404": responseRef("NotFound") },
+        responses: { "200": ok("The domain and its statuses now.", ref("Domain")), ...errors("NotFound") },
       }),
     },
     [`${API}/domains/{domain}/purge`]: {
@@ -295,7 +294,7 @@ export const cloudOpenApi: OpenApiDocument = {
         responses: {
           "201": ok("The purge task.", ref("PurgeTask"), replayedHeader),
           ...WRITE_ERRORS,
-          "404": responseRef("NotFound"),
+          ...errors("NotFound"),
         },
       }),
     },
@@ -310,7 +309,7 @@ export const cloudOpenApi: OpenApiDocument = {
           query("start", "ISO 8601 date-time with a time zone, inclusive.", { type: "string", format: "date-time" }, true),
           query("end", "ISO 8601 date-time with a time zone, exclusive.", { type: "string", format: "date-time" }, true),
         ],
-        responses: { "200": ok("The curve.", ref("Bandwidth")), "400": responseRef("BadRequest"), "404": responseRef("NotFound") },
+        responses: { "200": ok("The curve.", ref("Bandwidth")), ...errors("BadRequest"), ...errors("NotFound") },
       }),
     },
     [`${API}/usage/traffic`]: {
@@ -324,7 +323,7 @@ export const cloudOpenApi: OpenApiDocument = {
           query("start", "First day, YYYY-MM-DD.", { type: "string", format: "date" }, true),
           query("end", "Last day, YYYY-MM-DD.", { type: "string", format: "date" }, true),
         ],
-        responses: { "200": ok("The traffic.", ref("Traffic")), "400": responseRef("BadRequest"), "404": responseRef("NotFound") },
+        responses: { "200": ok("The traffic.", ref("Traffic")), ...errors("BadRequest"), ...errors("NotFound") },
       }),
     },
     [`${API}/resources`]: {
@@ -333,7 +332,7 @@ export const cloudOpenApi: OpenApiDocument = {
         summary: "Resources held by the account's customers",
         tags: ["orders"],
         parameters: [query("customer_id", "Only this customer's resources.", { type: "string" }), ...PAGE_PARAMETERS],
-        responses: { "200": ok("A page of resources.", ref("ResourcePage")), "400": responseRef("BadRequest") },
+        responses: { "200": ok("A page of resources.", ref("ResourcePage")), ...errors("BadRequest") },
       }),
     },
     [`${API}/billing/balance`]: {
@@ -343,7 +342,7 @@ export const cloudOpenApi: OpenApiDocument = {
         description: "A customer the account never had is 404.",
         tags: ["billing"],
         parameters: [query("customer_id", "The customer.", { type: "string", minLength: 1, maxLength: 64 }, true)],
-        responses: { "200": ok("The balance.", ref("Balance")), "400": responseRef("BadRequest"), "404": responseRef("NotFound") },
+        responses: { "200": ok("The balance.", ref("Balance")), ...errors("BadRequest"), ...errors("NotFound") },
       }),
     },
     [`${API}/billing/transactions`]: {
@@ -359,7 +358,7 @@ export const cloudOpenApi: OpenApiDocument = {
           query("end", "Until: ISO 8601 date (the whole day) or date-time, inclusive.", { type: "string" }),
           ...PAGE_PARAMETERS,
         ],
-        responses: { "200": ok("A page of transactions.", ref("TransactionPage")), "400": responseRef("BadRequest") },
+        responses: { "200": ok("A page of transactions.", ref("TransactionPage")), ...errors("BadRequest") },
       }),
     },
     [`${API}/billing/statements/{statement_id}`]: {
@@ -369,7 +368,7 @@ export const cloudOpenApi: OpenApiDocument = {
         description: "Reading a statement requests its CSV export, which becomes `ready` shortly after. Another form of id, or a month that has not begun, is 404.",
         tags: ["billing"],
         parameters: [pathParameter("statement_id", "`stm_YYYY-MM` (UTC month).", { type: "string", pattern: "^stm_\\d{4}-\\d{2}$" })],
-        responses: { "200": ok("The statement.", ref("Statement")), "404": responseRef("NotFound") },
+        responses: { "200": ok("The statement.", ref("Statement")), ...errors("NotFound") },
       }),
     },
     [`${API}/billing/statements/{statement_id}/export`]: {
@@ -389,8 +388,8 @@ export const cloudOpenApi: OpenApiDocument = {
             },
             content: { "text/csv": { schema: { type: "string", pattern: "^transaction_id,customer_id,order_id,type,amount,balance_after,created_at\\n" } } },
           },
-          "404": responseRef("NotFound"),
-          "409": responseRef("Conflict"),
+          ...errors("NotFound"),
+          ...errors("Conflict"),
         },
       }),
     },
@@ -424,7 +423,13 @@ export const cloudOpenApi: OpenApiDocument = {
           "another body, or a retry while the first is still running, is 409. Longer than 255 characters: 400.",
         schema: { type: "string", minLength: 1, maxLength: 255 },
       },
-      Limit: { name: "limit", in: "query", required: false, description: "Page size; values above 100 are capped at 100.", schema: { type: "integer", minimum: 1, default: 20 } },
+      Limit: {
+        name: "limit",
+        in: "query",
+        required: false,
+        description: `Page size: an integer from 1 to ${MAX_PAGE_SIZE}; anything else is 400 \`invalid_request\` \`${pageSizeError(0, "limit")!.message}\`.`,
+        schema: { type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
+      },
       Cursor: { name: "cursor", in: "query", required: false, description: "`next_cursor` of the previous page; a malformed cursor is 400.", schema: { type: "string" } },
     },
     headers: {

@@ -3,10 +3,14 @@
  * `GET /api/v1/openapi.json`. Shapes: docs/api/generation.md §2-8, docs/architecture.md §4 and §8, README
  * "REST answers"; implementation router/rest/generation.ts and router/health.ts.
  *
- * The router imports nothing from src/ but config, errors and types (docs/architecture.md §1), so the model
- * values below are written out; test/integration/openapi.test.ts compares them with the catalog
- * and validates real answers against this document.
+ * Model ids come from the catalog (src/generation/catalog.ts, data only), statuses and messages from
+ * the error registry (src/errors.ts); the sizes below are written out and
+ * test/integration/openapi.test.ts compares them with the catalog and validates real answers
+ * against this document.
  */
+import { ERROR_CODES, validationMessages, type ErrorCode } from "../../src/errors.ts";
+import { IMAGE_MODEL_ID, DEFAULT_VIDEO_MODEL_ID, MODEL_IDS, VIDEO_MODEL_IDS } from "../../src/generation/catalog.ts";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, pageSizeError } from "../../src/pagination.ts";
 import {
   bearerAuth,
   dateTime,
@@ -26,10 +30,6 @@ const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}
 const responseRef = (name: string): Reference => ({ $ref: `#/components/responses/${name}` });
 const parameterRef = (name: string): Reference => ({ $ref: `#/components/parameters/${name}` });
 
-/** Video model ids (docs/api/generation.md §1). */
-const VIDEO_MODEL_IDS = [52, 67, 69, 51, 39] as const;
-/** Every model id (docs/api/generation.md §1). */
-const MODEL_IDS = [52, 67, 69, 51, 39, 45] as const;
 /** Union of the video models' aspect ratios (docs/api/generation.md §2). */
 const VIDEO_SIZES = ["9:16", "16:9", "1:1", "4:3", "3:4", "3:2", "2:3", "21:9"] as const;
 /** The image model's aspect ratios (docs/api/generation.md §2). */
@@ -49,8 +49,9 @@ const prompt = (what: string): JsonSchema => ({
 const url = (description: string): JsonSchema => ({ ...ref("PublicHttpsUrl"), description });
 const urls = (description: string, maxItems: number): JsonSchema => ({ type: "array", description, maxItems, items: ref("PublicHttpsUrl") });
 
-/** An error answer whose `code` is the HTTP status. */
-function errorResponse(status: number, description: string): Response {
+/** An error answer whose `code` is the HTTP status of the registry code. */
+function errorResponse(code: ErrorCode, description: string): Response {
+  const status = ERROR_CODES[code].status;
   return {
     description,
     headers: { "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" }, ...rateLimitHeaderRefs },
@@ -71,13 +72,36 @@ function jsonResponse(description: string, schema: JsonSchema): Response {
   };
 }
 
+/** `` `message` `` of a registry code, for descriptions. */
+const said = (code: ErrorCode) => `\`${ERROR_CODES[code].message}\``;
+
+/** The error responses of this document: their registry code (the status) and description. */
+const ERROR_RESPONSES = {
+  BadRequest: {
+    code: "invalid_request",
+    description:
+      `Invalid request. Messages: ${said("invalid_json")}, \`${validationMessages.prompt}\`, \`${validationMessages.modelId}\`, ` +
+      `\`${validationMessages.unsupported("{field}")}\`, \`${validationMessages.publicUrl("{field}")}\`, \`${pageSizeError(0, "limit")!.message}\`, ` +
+      "`Request body is nested too deeply: at most 64 levels of objects and arrays`.",
+  },
+  Unauthorized: { code: "unauthorized", description: `${said("unauthorized")}, or a missing, invalid or stale \`X-Service-Signature\`.` },
+  PaymentRequired: { code: "insufficient_balance", description: `${said("insufficient_balance")}: nothing was debited.` },
+  Forbidden: { code: "key_disabled", description: `${said("key_disabled")}, the key lacks the \`generation\` scope, or the source IP is outside the key's allow-list.` },
+  NotFound: { code: "task_not_found", description: `${said("task_not_found")}: unknown, or submitted with another key.` },
+  PayloadTooLarge: { code: "payload_too_large", description: `${said("payload_too_large")} (\`BODY_LIMIT_BYTES\`, 1 MiB by default).` },
+  TooManyRequests: { code: "rate_limited", description: "The key's rate limit (requests per second) is exceeded." },
+  BadGateway: { code: "upstream_failed", description: `${said("upstream_failed")}: the price was refunded in full.` },
+  ServiceUnavailable: { code: "service_unavailable", description: `${said("service_unavailable")}: the generation subgraph cannot be reached.` },
+  GatewayTimeout: { code: "upstream_timeout", description: `${said("upstream_timeout")}: the price was refunded in full.` },
+} as const satisfies Record<string, { code: ErrorCode; description: string }>;
+
+/** Error responses by status, for an operation's `responses`. */
+function errors(...names: (keyof typeof ERROR_RESPONSES)[]): Record<string, Reference> {
+  return Object.fromEntries(names.map((name) => [String(ERROR_CODES[ERROR_RESPONSES[name].code].status), responseRef(name)]));
+}
+
 /** The responses every authenticated operation can give. */
-const AUTH_ERRORS = {
-  "401": responseRef("Unauthorized"),
-  "403": responseRef("Forbidden"),
-  "429": responseRef("TooManyRequests"),
-  "503": responseRef("ServiceUnavailable"),
-} as const;
+const AUTH_ERRORS = errors("Unauthorized", "Forbidden", "TooManyRequests", "ServiceUnavailable");
 
 function submitOperation(kind: "video" | "image"): Operation {
   const video = kind === "video";
@@ -97,12 +121,9 @@ function submitOperation(kind: "video" | "image"): Operation {
     },
     responses: {
       "200": jsonResponse("Accepted: the task exists with status 0 and its price is debited.", ref("SubmissionAnswer")),
-      "400": responseRef("BadRequest"),
-      "402": responseRef("PaymentRequired"),
-      "413": responseRef("PayloadTooLarge"),
+      ...errors("BadRequest", "PaymentRequired", "PayloadTooLarge"),
       ...AUTH_ERRORS,
-      "502": responseRef("BadGateway"),
-      "504": responseRef("GatewayTimeout"),
+      ...errors("BadGateway", "GatewayTimeout"),
     },
   };
 }
@@ -144,7 +165,7 @@ export const generationOpenApi: OpenApiDocument = {
         ],
         responses: {
           "200": jsonResponse("The task.", ref("TaskAnswer")),
-          "404": responseRef("NotFound"),
+          ...errors("NotFound"),
           ...AUTH_ERRORS,
         },
       },
@@ -159,8 +180,8 @@ export const generationOpenApi: OpenApiDocument = {
             name: "limit",
             in: "query",
             required: false,
-            description: "How many tasks and recent requests to list; values above 100 are capped at 100.",
-            schema: { type: "integer", minimum: 1, default: 20 },
+            description: `How many tasks and recent requests to list: an integer from 1 to ${MAX_PAGE_SIZE}; anything else is 400.`,
+            schema: { type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
           },
           parameterRef("AcceptLanguage"),
           parameterRef("XServiceSignature"),
@@ -168,7 +189,7 @@ export const generationOpenApi: OpenApiDocument = {
         ],
         responses: {
           "200": jsonResponse("The usage of the calling key.", ref("UsageAnswer")),
-          "400": responseRef("BadRequest"),
+          ...errors("BadRequest"),
           ...AUTH_ERRORS,
         },
       },
@@ -211,24 +232,11 @@ export const generationOpenApi: OpenApiDocument = {
     },
     headers: { "X-Request-Id": requestIdHeader, "RateLimit-Policy": rateLimitPolicyHeader, RateLimit: rateLimitHeader },
     responses: {
-      BadRequest: errorResponse(
-        400,
-        "Invalid request. Messages: `Request body must be valid JSON`, `prompt must be a non-empty string`, `model_id must be one of: 52, 51, 67, 69, 39, 45`, " +
-          "`{field} has an unsupported value`, `{field} must be a public HTTPS URL`, `limit has an unsupported value`, " +
-          "`Request body is nested too deeply: at most 64 levels of objects and arrays`.",
-      ),
-      Unauthorized: errorResponse(401, "`Invalid or missing API key`, or a missing, invalid or stale `X-Service-Signature`."),
-      PaymentRequired: errorResponse(402, "`Insufficient balance`: nothing was debited."),
-      Forbidden: errorResponse(403, "`API key is disabled`, the key lacks the `generation` scope, or the source IP is outside the key's allow-list."),
-      NotFound: errorResponse(404, "`Task not found`: unknown, or submitted with another key."),
-      PayloadTooLarge: errorResponse(413, "`Request body is too large` (`BODY_LIMIT_BYTES`, 1 MiB by default)."),
+      ...Object.fromEntries(Object.entries(ERROR_RESPONSES).map(([name, { code, description }]) => [name, errorResponse(code, description)])),
       TooManyRequests: {
-        ...errorResponse(429, "The key's rate limit (requests per second) is exceeded."),
+        ...errorResponse(ERROR_RESPONSES.TooManyRequests.code, ERROR_RESPONSES.TooManyRequests.description),
         headers: { "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" }, "Retry-After": retryAfterHeader, ...rateLimitHeaderRefs },
       },
-      BadGateway: errorResponse(502, "`Upstream request failed`: the price was refunded in full."),
-      ServiceUnavailable: errorResponse(503, "`Service unavailable`: the generation subgraph cannot be reached."),
-      GatewayTimeout: errorResponse(504, "`Upstream request timed out`: the price was refunded in full."),
     },
     schemas: {
       Money: moneySchema,
@@ -257,7 +265,7 @@ export const generationOpenApi: OpenApiDocument = {
         required: ["prompt"],
         properties: {
           prompt: prompt("video"),
-          model_id: { type: "integer", enum: [...VIDEO_MODEL_IDS], default: 52, description: "52, 67, 69, 51 or 39." },
+          model_id: { type: "integer", enum: [...VIDEO_MODEL_IDS], default: DEFAULT_VIDEO_MODEL_ID, description: `${VIDEO_MODEL_IDS.join(", ")}.` },
           size: { type: "string", enum: [...VIDEO_SIZES], description: "Aspect ratio allowed by the model; omitted: not sent upstream." },
           seconds: { type: "integer", minimum: 4, maximum: 30, description: "Duration allowed by the model at the resolution; default the model's (52, 67, 39: 5; 69, 51: 4)." },
           resolution: { type: "string", pattern: "^(?:480|720|1080)[Pp]$", description: "480P, 720P or 1080P as the model allows, any case; default the model's lowest." },
@@ -278,7 +286,7 @@ export const generationOpenApi: OpenApiDocument = {
         required: ["prompt", "model_id"],
         properties: {
           prompt: prompt("image"),
-          model_id: { type: "integer", const: 45, description: "Always 45." },
+          model_id: { type: "integer", const: IMAGE_MODEL_ID, description: `Always ${IMAGE_MODEL_ID}.` },
           size: { type: "string", enum: [...IMAGE_SIZES], description: "Aspect ratio, or auto." },
           resolution: { type: "string", pattern: "^1[Kk]$", description: "Only 1k (any case)." },
           count: { type: "integer", minimum: 1, maximum: 4, default: 1, description: "Images to generate; billed for the images actually generated." },

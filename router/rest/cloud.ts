@@ -5,7 +5,8 @@
  */
 import type { ServerResponse } from "node:http";
 import type { GraphQLInputObjectType, GraphQLSchema } from "graphql";
-import { AppError } from "../../src/errors.ts";
+import { AppError, ERROR_CODES, cloudErrorOf, type ErrorCode, type ErrorDetails } from "../../src/errors.ts";
+import { pageSize } from "../../src/pagination.ts";
 import { isOneOf, PRODUCT_STATUSES, TRANSACTION_TYPES } from "../../src/cloud/states.ts";
 import type { Gateway } from "../graph/gateway.ts";
 import { bodyReadError, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "../http/body.ts";
@@ -122,23 +123,6 @@ export const cloudShapes = {
 /** docs/api/cloud.md §7 for JSON type errors: 422 `validation_failed` naming the field. */
 const cloudTypeError: TypeErrorFactory = (field) => new AppError("validation_failed", `${field} has the wrong type`, { field });
 
-/** Map of cloud error codes (docs/api/cloud.md §7) from the registry's. */
-function cloudCode(error: ShimError): string {
-  switch (error.code) {
-    case "key_disabled":
-      return "forbidden";
-    case "upstream_failed":
-    case "upstream_timeout":
-      return "upstream_error";
-    case "task_not_found":
-      return "not_found";
-    case "invalid_json":
-      return "invalid_request";
-    default:
-      return error.code;
-  }
-}
-
 /** Dependencies of the shim. */
 export interface CloudShimDeps {
   gateway: Gateway;
@@ -153,15 +137,18 @@ function send(res: ServerResponse, status: number, requestId: string, data: unkn
   res.end(text);
 }
 
-/** Writes the error body (docs/api/cloud.md §7), with `Retry-After` on 429. */
-export function sendCloudError(res: ServerResponse, requestId: string, error: Pick<ShimError, "code" | "status" | "message" | "details">): void {
-  const code = cloudCode(error as ShimError);
-  // docs/api/cloud.md §7: every upstream vendor failure, timeouts included, is 502 upstream_error.
-  const status = code === "upstream_error" ? 502 : error.status;
+/**
+ * Writes the error body (docs/api/cloud.md §7) with the registry's cloud code and status for the
+ * error's code (src/errors.ts `cloudErrorOf`: `upstream_timeout` is 502 `upstream_error`), with
+ * `Retry-After` on 429.
+ * @param error a registry code, the message (default: the registry's) and details
+ */
+export function sendCloudError(res: ServerResponse, requestId: string, error: { code: ErrorCode; message?: string; details?: ErrorDetails }): void {
+  const { code, status } = cloudErrorOf(error.code);
   const details = { ...(error.details ?? {}) };
   const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8" };
   if (status === 429 && typeof details.retry_after_seconds === "number") headers["retry-after"] = String(details.retry_after_seconds);
-  const text = JSON.stringify({ success: false, request_id: requestId, error: { code, message: error.message, details } });
+  const text = JSON.stringify({ success: false, request_id: requestId, error: { code, message: error.message ?? ERROR_CODES[error.code].message, details } });
   res.writeHead(status, { ...headers, "content-length": String(Buffer.byteLength(text)) });
   res.end(text);
 }
@@ -169,14 +156,11 @@ export function sendCloudError(res: ServerResponse, requestId: string, error: Pi
 const fromAppError = (error: AppError): ShimError => ({ code: error.code, status: error.status, message: error.message, details: error.details ?? {} });
 
 /**
- * Reads `limit` (default 20, at most 100: larger values are capped) and `cursor`.
- * @throws AppError invalid_request for a limit that is not a positive integer
+ * Reads `limit` (src/pagination.ts's one rule: default 20, an integer from 1 to 100) and `cursor`.
+ * @throws AppError from src/pagination.ts `pageSize` (400 `invalid_request` on this surface)
  */
 function pageParams(query: URLSearchParams): { first: number; after: string | null } {
-  const raw = query.get("limit");
-  const limit = raw === null || raw === "" ? 20 : Number(raw);
-  if (!Number.isInteger(limit) || limit < 1) throw new AppError("invalid_request", "limit must be a positive integer", { field: "limit" });
-  return { first: Math.min(limit, 100), after: query.get("cursor") || null };
+  return { first: pageSize(query.get("limit"), "limit"), after: query.get("cursor") || null };
 }
 
 /** Optional query parameter: absent or empty → undefined. */
@@ -327,7 +311,7 @@ export function createCloudShim(deps: CloudShimDeps) {
       if (result.errors?.length) return sendCloudError(call.res, call.requestId, toShimError(result.errors[0]!));
       const statement = result.data.statement;
       if (statement.exportStatus !== "ready" || statement.csv == null) {
-        return sendCloudError(call.res, call.requestId, { code: "conflict", status: 409, message: "Statement export is not ready yet", details: { export_status: statement.exportStatus } });
+        return sendCloudError(call.res, call.requestId, { code: "conflict", message: "Statement export is not ready yet", details: { export_status: statement.exportStatus } });
       }
       call.res.writeHead(200, { "content-type": "text/csv; charset=utf-8", "content-disposition": `attachment; filename="${statement.id}.csv"` });
       call.res.end(statement.csv);

@@ -5,7 +5,8 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GraphQLInputObjectType, type GraphQLSchema } from "graphql";
-import { AppError, invalidFieldError, validationMessages } from "../../src/errors.ts";
+import { AppError, ERROR_CODES, invalidFieldError, validationMessages, type ErrorCode, type ErrorDetails } from "../../src/errors.ts";
+import { pageSize } from "../../src/pagination.ts";
 import type { Gateway } from "../graph/gateway.ts";
 import { bodyReadError, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "../http/body.ts";
 import { policyHeaders, runOperation, sha256Hex, toShimError, type CallContext, type ShimError } from "../graph/client.ts";
@@ -68,11 +69,16 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.end(text);
 }
 
-/** Writes a generation error body (docs/architecture.md §4), with `Retry-After` on 429 (docs/architecture.md §8). */
-export function sendGenerationError(res: ServerResponse, error: Pick<ShimError, "status" | "message"> & { details?: Record<string, unknown> }): void {
+/**
+ * Writes a generation error body (docs/api/generation.md §7): `{code: <status>, message}`, the status
+ * being the registry code's (src/errors.ts), with `Retry-After` on 429 (docs/architecture.md §8).
+ * @param error a registry code, the message (default: the registry's) and details
+ */
+export function sendGenerationError(res: ServerResponse, error: { code: ErrorCode; message?: string; details?: ErrorDetails }): void {
+  const { status, message } = ERROR_CODES[error.code];
   const retryAfter = error.details?.retry_after_seconds;
-  if (error.status === 429 && typeof retryAfter === "number") res.setHeader("retry-after", String(retryAfter));
-  sendJson(res, error.status, { code: error.status, message: error.message });
+  if (status === 429 && typeof retryAfter === "number") res.setHeader("retry-after", String(retryAfter));
+  sendJson(res, status, { code: status, message: error.message ?? message });
 }
 
 /** Dependencies of the shim. */
@@ -160,12 +166,13 @@ export function createGenerationShim(deps: GenerationShimDeps) {
 
   async function usage(call: RestCall): Promise<void> {
     const route = "GET /api/v1/usage";
-    const raw = call.query.get("limit");
-    const limit = raw === null || raw === "" ? 20 : Number(raw);
-    if (!Number.isInteger(limit) || limit < 1) {
-      return rejectAfterAuth(call, route, new AppError("invalid_request", "limit has an unsupported value", { field: "limit" }));
+    let first: number;
+    try {
+      first = pageSize(call.query.get("limit"), "limit");
+    } catch (error) {
+      return rejectAfterAuth(call, route, error as AppError);
     }
-    const result = await runOperation(deps.gateway, OPERATIONS.usage, { first: Math.min(limit, 100) }, callContext(call, route));
+    const result = await runOperation(deps.gateway, OPERATIONS.usage, { first }, callContext(call, route));
     if (result.errors?.length) return sendGenerationError(call.res, toShimError(result.errors[0]!));
     const viewer = result.data.viewer;
     sendJson(call.res, 200, {

@@ -86,12 +86,15 @@ const STANDARD_VIDEO_REFERENCES = {
   maxTotal: null,
 } as const;
 
-/** The six models, in the spec's order (videos 52, 67, 69, 51, 39; image 45). */
 /** Deadline of a video task: 30 minutes. */
 const VIDEO_DEADLINE_SECONDS = 30 * 60;
 /** Deadline of an image task: 10 minutes. */
 const IMAGE_DEADLINE_SECONDS = 10 * 60;
 
+/**
+ * The six models, in the order of the spec's `model_id` message (docs/api/generation.md §7: videos
+ * 52, 51, 67, 69, 39; image 45): that message, the OpenAPI enums and `/health` all list them from here.
+ */
 export const MODELS: readonly ModelSpec[] = deepFreeze<ModelSpec[]>([
   {
     id: 52,
@@ -103,6 +106,20 @@ export const MODELS: readonly ModelSpec[] = deepFreeze<ModelSpec[]>([
     defaultSeconds: 5,
     pricing: { kind: "per_second", milliPerSecond: { "720P": 1000 } },
     references: { ...STANDARD_VIDEO_REFERENCES, audioNeedsVisual: true },
+    maxCount: 4,
+    deadlineSeconds: VIDEO_DEADLINE_SECONDS,
+  },
+  {
+    id: 51,
+    name: "video-51",
+    kind: "video",
+    sizes: ["9:16", "16:9", "1:1", "3:2", "2:3", "21:9"],
+    resolutions: ["480P", "720P"],
+    durations: { "480P": range(4, 15), "720P": range(4, 15) },
+    defaultSeconds: 4,
+    pricing: { kind: "per_second", milliPerSecond: { "480P": 1000, "720P": 1000 } },
+    // docs/api/generation.md §4 rule 4 names 52, 67 and 69 only: 51 takes audio alone.
+    references: { ...STANDARD_VIDEO_REFERENCES, audioNeedsVisual: false },
     maxCount: 4,
     deadlineSeconds: VIDEO_DEADLINE_SECONDS,
   },
@@ -138,20 +155,6 @@ export const MODELS: readonly ModelSpec[] = deepFreeze<ModelSpec[]>([
     // 1.25 yuan per 10 points = 125 milli-yuan per point.
     pricing: { kind: "points", pointsRateTenths: { "480P": 15, "720P": 30, "1080P": 60 }, milliPerPoint: 125 },
     references: { ...STANDARD_VIDEO_REFERENCES, audioNeedsVisual: true },
-    maxCount: 4,
-    deadlineSeconds: VIDEO_DEADLINE_SECONDS,
-  },
-  {
-    id: 51,
-    name: "video-51",
-    kind: "video",
-    sizes: ["9:16", "16:9", "1:1", "3:2", "2:3", "21:9"],
-    resolutions: ["480P", "720P"],
-    durations: { "480P": range(4, 15), "720P": range(4, 15) },
-    defaultSeconds: 4,
-    pricing: { kind: "per_second", milliPerSecond: { "480P": 1000, "720P": 1000 } },
-    // docs/api/generation.md §4 rule 4 names 52, 67 and 69 only: 51 takes audio alone.
-    references: { ...STANDARD_VIDEO_REFERENCES, audioNeedsVisual: false },
     maxCount: 4,
     deadlineSeconds: VIDEO_DEADLINE_SECONDS,
   },
@@ -205,6 +208,12 @@ export const DEFAULT_VIDEO_MODEL_ID = 52;
 
 /** The one image model (docs/api/generation.md §1). */
 export const IMAGE_MODEL_ID = 45;
+
+/** Every model id, in catalog order. */
+export const MODEL_IDS: readonly number[] = Object.freeze(MODELS.map((model) => model.id));
+
+/** The video models' ids, in catalog order. */
+export const VIDEO_MODEL_IDS: readonly number[] = Object.freeze(MODELS.filter((model) => model.kind === "video").map((model) => model.id));
 
 const BY_ID = new Map(MODELS.map((model) => [model.id, model]));
 

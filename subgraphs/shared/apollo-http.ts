@@ -4,12 +4,13 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { HeaderMap, type ApolloServer, type BaseContext } from "@apollo/server";
+import { ERROR_CODES, graphqlExtensions, type ErrorCode } from "../../src/errors.ts";
 import type { RequestLike } from "./auth.ts";
 import { InternalContextError, type InternalContext, type SignedParams, type createInternalVerifier } from "./internal-context.ts";
 
-/** A JSON GraphQL error answer with our error contract (`extensions.code`, `extensions.http.status`). */
-function sendError(res: ServerResponse, status: number, code: string, message: string): void {
-  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ errors: [{ message, extensions: { code, http: { status } } }] }));
+/** A JSON GraphQL error answer with our error contract: a registry code with its status (src/errors.ts). */
+function sendError(res: ServerResponse, code: ErrorCode, message: string = ERROR_CODES[code].message): void {
+  res.writeHead(ERROR_CODES[code].status, { "content-type": "application/json" }).end(JSON.stringify({ errors: [{ message, extensions: graphqlExtensions(code) }] }));
 }
 
 /** GraphQL parameters of a GET request's query string; null when `variables` or `extensions` is not JSON. */
@@ -44,7 +45,7 @@ export function apolloHandler<TContext extends BaseContext>(
     }
     let body: unknown = undefined;
     if (req.method === "POST") {
-      const tooLarge = () => res.writeHead(413, { "content-type": "application/json" }).end(JSON.stringify({ errors: [{ message: "Request body is too large" }] }));
+      const tooLarge = () => sendError(res, "payload_too_large");
       // A declared length over the limit is refused at once, not after waiting for bytes that may never come.
       if (Number(req.headers["content-length"]) > bodyLimit) {
         req.resume();
@@ -61,19 +62,18 @@ export function apolloHandler<TContext extends BaseContext>(
       try {
         body = text.length ? JSON.parse(text) : undefined;
       } catch {
-        res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify({ errors: [{ message: "Request body must be valid JSON" }] }));
-        return;
+        return sendError(res, "invalid_json");
       }
     }
     const url = new URL(req.url ?? "/", "http://subgraph");
     const params = req.method === "POST" ? (body && typeof body === "object" ? (body as SignedParams) : {}) : paramsOfSearch(url.searchParams);
-    if (!params) return sendError(res, 400, "invalid_request", "variables and extensions must be JSON");
+    if (!params) return sendError(res, "invalid_request", "variables and extensions must be JSON");
     let internal: InternalContext;
     try {
       internal = await verifier.verify(params);
     } catch (error) {
       if (!(error instanceof InternalContextError)) throw error;
-      return sendError(res, 403, "forbidden", error.message);
+      return sendError(res, "forbidden", error.message);
     }
     const response = await server.executeHTTPGraphQLRequest({
       httpGraphQLRequest: { method: req.method ?? "GET", headers, search: url.search, body },

@@ -6,7 +6,7 @@
 import type { GraphQLFormattedError } from "graphql";
 import { unwrapResolverError } from "@apollo/server/errors";
 import type { Logger } from "pino";
-import { AppError } from "../../src/errors.ts";
+import { AppError, ERROR_CODES, graphqlExtensions, registryCodeOf } from "../../src/errors.ts";
 
 /**
  * Builds Apollo Server's `formatError`.
@@ -17,20 +17,16 @@ export function formatError(logger: Logger) {
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
     const original = unwrapResolverError(error);
     if (original instanceof AppError) {
-      return {
-        message: original.message,
-        locations: formatted.locations,
-        path: formatted.path,
-        extensions: { ...(original.details ?? {}), code: original.code, http: { status: original.status } },
-      };
+      return { message: original.message, locations: formatted.locations, path: formatted.path, extensions: graphqlExtensions(original.code, original.details) };
     }
     const code = formatted.extensions?.code;
     if (code === "INTERNAL_SERVER_ERROR" || code === undefined) {
       logger.error({ err: original }, "unexpected error in resolver");
-      return { message: "Internal server error", locations: formatted.locations, path: formatted.path, extensions: { code: "internal", http: { status: 500 } } };
+      return { message: ERROR_CODES.internal.message, locations: formatted.locations, path: formatted.path, extensions: graphqlExtensions("internal") };
     }
-    // GraphQL's own errors (parse, validation, variable coercion) are the client's: 400.
-    return { ...formatted, extensions: { ...formatted.extensions, http: { status: 400 } } };
+    // GraphQL's own errors (parse, validation, variable coercion, persisted queries) are the
+    // client's: 400, with Apollo's code in the registry's spelling (src/errors.ts registryCodeOf).
+    return { ...formatted, extensions: { ...formatted.extensions, code: registryCodeOf(code, 400), http: { status: 400 } } };
   };
 }
 

@@ -27,7 +27,7 @@ import { formatError } from "./errors.ts";
 import type { RequestLike } from "./auth.ts";
 import { closeWebSockets, drainHttpServer } from "../../src/net/drain.ts";
 import type { Tracing } from "../../src/observability/tracing.ts";
-import { AppError } from "../../src/errors.ts";
+import { AppError, graphqlExtensions, type ErrorCode } from "../../src/errors.ts";
 import { createInternalVerifier, InternalContextError, type InternalContext, type SignedParams } from "./internal-context.ts";
 import { callerReportPlugin, reportingContext, withCallerReport } from "./caller-report.ts";
 import { mapStream, type LocalSubgraph } from "./contract.ts";
@@ -41,11 +41,14 @@ export interface SubgraphHandle {
   close(): Promise<void>;
 }
 
+/** The registry codes (src/errors.ts) of GraphQL errors raised before any resolver ran. */
+type RequestErrorCode = Extract<ErrorCode, "graphql_validation_failed" | "bad_user_input">;
+
 /**
- * Gives a GraphQL error raised before any resolver ran the code Apollo Server gives it (so the
- * shared formatError answers 400, not `internal`): validation failures and variable coercion.
+ * Gives a GraphQL error raised before any resolver ran its registry code (so the shared
+ * formatError answers 400, not `internal`): validation failures and variable coercion.
  */
-function asRequestError(error: GraphQLError, code: "GRAPHQL_VALIDATION_FAILED" | "BAD_USER_INPUT"): GraphQLError {
+function asRequestError(error: GraphQLError, code: RequestErrorCode): GraphQLError {
   if (error.path || error.extensions?.code) return error;
   return Object.defineProperty(error, "extensions", { value: { ...error.extensions, code } });
 }
@@ -63,7 +66,7 @@ function localSubgraph<TContext extends BaseContext>(
   onResponse: SubgraphOptions<TContext>["onResponse"],
   viaApollo: ApolloServer<TContext> | null,
 ): LocalSubgraph {
-  const formatResult = (result: ExecutionResult, code: "GRAPHQL_VALIDATION_FAILED" | "BAD_USER_INPUT" = "BAD_USER_INPUT"): FormattedExecutionResult =>
+  const formatResult = (result: ExecutionResult, code: RequestErrorCode = "bad_user_input"): FormattedExecutionResult =>
     (result.errors?.length ? { ...result, errors: result.errors.map((e) => format(asRequestError(e, code))) } : result) as FormattedExecutionResult;
   // Validation depends only on the document: once per DocumentNode the gateway hands us.
   const validated = new WeakMap<DocumentNode, readonly GraphQLError[]>();
@@ -83,7 +86,7 @@ function localSubgraph<TContext extends BaseContext>(
         return response.body.singleResult as FormattedExecutionResult;
       }
       const invalid = validationErrors(operation.document);
-      if (invalid.length) return formatResult({ errors: invalid }, "GRAPHQL_VALIDATION_FAILED");
+      if (invalid.length) return formatResult({ errors: invalid }, "graphql_validation_failed");
       const contextValue = await context({ headers: operation.headers });
       const result = formatResult(
         await execute({ schema, document: operation.document, variableValues: operation.variables, operationName: operation.operationName, contextValue }),
@@ -94,7 +97,7 @@ function localSubgraph<TContext extends BaseContext>(
     async subscribe(operation) {
       // What graphql-ws does before subscribing; authentication is the resolvers' (ctx.caller()).
       const invalid = validationErrors(operation.document);
-      if (invalid.length) return formatResult({ errors: invalid }, "GRAPHQL_VALIDATION_FAILED");
+      if (invalid.length) return formatResult({ errors: invalid }, "graphql_validation_failed");
       const contextValue = await context({ headers: operation.headers });
       const result = await subscribe({ schema, document: operation.document, variableValues: operation.variables, operationName: operation.operationName, contextValue });
       return Symbol.asyncIterator in result ? mapStream(result, (r) => formatResult(r)) : formatResult(result);
@@ -247,7 +250,7 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
           byId.set(id, internal);
         } catch (error) {
           if (!(error instanceof InternalContextError)) throw error;
-          return [new GraphQLError(error.message, { extensions: { code: "forbidden", http: { status: 403 } } })];
+          return [new GraphQLError(error.message, { extensions: graphqlExtensions("forbidden") })];
         }
       },
       onComplete: (ctx, id) => void verified.get(ctx)?.delete(id),

@@ -199,7 +199,7 @@ describe("the router's /graphql over HTTP", () => {
       const form = await send(t.url, "POST", "/graphql", { headers: { "content-type": "application/x-www-form-urlencoded" }, body: query });
       for (const answer of [get, form]) {
         expect(answer.status, `${params}: ${answer.text}`).toBe(400);
-        expect(answer.body.errors[0]).toMatchObject({ message: expect.stringMatching(/^variables and extensions must be valid JSON/), extensions: { code: "BAD_REQUEST" } });
+        expect(answer.body.errors[0]).toMatchObject({ message: expect.stringMatching(/^variables and extensions must be valid JSON/), extensions: { code: "invalid_request" } });
       }
     }
   });

@@ -246,7 +246,7 @@ describe.each(["auto", "http"])("with SUBGRAPH_TRANSPORT=%s", (transport) => {
       const r = await t.graphql("{ viewer { id ", {}, undefined, { accept: "application/graphql-response+json" });
       expect(r.status).toBe(400);
       expect(r.body.data).toBeUndefined();
-      expect(r.body.errors[0].extensions).toMatchObject({ code: "GRAPHQL_PARSE_FAILED", http: { status: 400 } });
+      expect(r.body.errors[0].extensions).toMatchObject({ code: "graphql_parse_failed", http: { status: 400 } });
     });
 
     it("answers a missing key with 401 when data is null, and with 200 when a nullable root field carries the error", async () => {

@@ -321,24 +321,24 @@ describe("limits at the router", () => {
   });
 
   it("refuses first above 100 given literally, with a clear message, before any subgraph runs", async () => {
-    expectRefused(await post(t.url, "{ viewer { tasks(first: 101) { nodes { id } } } }", {}, key), "page_size_too_large", /^first must be at most 100$/);
-    expectRefused(await post(t.url, "{ viewer { orders(first: 1000) { nodes { id } } } }", {}, key), "page_size_too_large", /^first must be at most 100$/);
+    expectRefused(await post(t.url, "{ viewer { tasks(first: 101) { nodes { id } } } }", {}, key), "page_size_too_large", /^first must be an integer from 1 to 100$/);
+    expectRefused(await post(t.url, "{ viewer { orders(first: 1000) { nodes { id } } } }", {}, key), "page_size_too_large", /^first must be an integer from 1 to 100$/);
     expect((await post(t.url, "{ viewer { tasks(first: 100) { nodes { id } } } }", {}, key)).body.errors).toBeUndefined();
   });
 
   it("refuses first above 100 given in a variable, or as a variable's default, or inside a fragment", async () => {
     const query = "query Page($n: Int) { viewer { tasks(first: $n) { nodes { id } } } }";
     const refused = await post(t.url, query, { n: 101 }, key);
-    expectRefused(refused, "page_size_too_large", /^first must be at most 100$/);
+    expectRefused(refused, "page_size_too_large", /^first must be an integer from 1 to 100$/);
     expect(refused.body.errors[0].extensions).toMatchObject({ field: "tasks", argument: "first", limit: 100 });
     expect((await post(t.url, query, { n: 100 }, key)).body.errors).toBeUndefined();
     // The validation cache keeps a document's verdict; the page size is checked on every request.
-    expectRefused(await post(t.url, query, { n: 5000 }, key), "page_size_too_large", /^first must be at most 100$/);
+    expectRefused(await post(t.url, query, { n: 5000 }, key), "page_size_too_large", /^first must be an integer from 1 to 100$/);
     expectRefused(await post(t.url, "query Page($n: Int = 500) { viewer { tasks(first: $n) { nodes { id } } } }", {}, key), "page_size_too_large", /first/);
     expectRefused(
       await post(t.url, "query Page($n: Int) { viewer { ...Orders } } fragment Orders on Account { orders(first: $n) { nodes { id } } }", { n: 101 }, key),
       "page_size_too_large",
-      /^first must be at most 100$/,
+      /^first must be an integer from 1 to 100$/,
     );
   });
 
@@ -569,7 +569,7 @@ describe("limits in production (NODE_ENV=production)", () => {
   });
 
   it("keeps every limit and serves GraphiQL to no one", async () => {
-    expectRefused(await post(t.url, "{ viewer { tasks(first: 101) { nodes { id } } } }", {}, key), "page_size_too_large", /^first must be at most 100$/);
+    expectRefused(await post(t.url, "{ viewer { tasks(first: 101) { nodes { id } } } }", {}, key), "page_size_too_large", /^first must be an integer from 1 to 100$/);
     expectRefused(
       await post(t.url, `{ viewer { ${Array.from({ length: 31 }, (_, i) => `a${i}: id`).join(" ")} } }`, {}, key),
       "too_many_aliases",

@@ -789,15 +789,16 @@ describe("a complete request", () => {
 });
 
 describe("model catalog", () => {
-  it("lists the six models of the spec in its order", () => {
+  it("lists the six models of the spec in the order of its model_id message, which is derived from it", () => {
     expect(MODELS.map((model) => [model.id, model.kind])).toEqual([
       [52, "video"],
+      [51, "video"],
       [67, "video"],
       [69, "video"],
-      [51, "video"],
       [39, "video"],
       [45, "image"],
     ]);
+    expect(MODEL_ID_MESSAGE).toBe(`model_id must be one of: ${MODELS.map((model) => model.id).join(", ")}`);
   });
 
   it("knows no other model", () => {
