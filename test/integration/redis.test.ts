@@ -135,13 +135,16 @@ describe("Redis pub/sub", () => {
       other.subscribe(topic, (e) => foreign.push(e));
       await Promise.all([a.whenSubscribed(topic), other.whenSubscribed(topic)]);
       await a.publish(topic, { ok: true });
-      await waitUntil(async () => got.length, (n) => n === 1);
-      await sleep(50);
+      // A marker published after it on each prefix: once it arrives, anything else would have too
+      // (one Redis connection delivers in publish order).
+      await a.publish(topic, { marker: true });
+      await other.publish(topic, { marker: true });
+      await waitUntil(async () => got.length + foreign.length, (n) => n >= 3);
     } finally {
       console.error = originalError;
     }
-    expect(got).toEqual([{ ok: true }]);
-    expect(foreign).toEqual([]);
+    expect(got).toEqual([{ ok: true }, { marker: true }]);
+    expect(foreign).toEqual([{ marker: true }]);
   });
 
   it("serves eventStream: ready once subscribed, events from another instance in order, close unsubscribes", async () => {
@@ -221,7 +224,7 @@ describe("rate limit shared through Redis", () => {
     expect(refused).toMatchObject({ code: "rate_limited", details: { retry_after_seconds: 1 } });
     // After the window has passed, req_3 on the other instance keeps its refusal (the stored
     // outcome, not a new count), while a new request id is counted in the new window.
-    await sleep(1_100);
+    await waitUntil(() => admin.exists(`${PREFIX}rl2:${caller.keyId}`), (n) => n === 0); // the window's counter expired
     await expect(a.consume(caller, "req_3")).rejects.toMatchObject({ code: "rate_limited" });
     await expect(a.consume(caller, "req_4")).resolves.toMatchObject({ limit: 2, remaining: 1 });
     expect(await admin.get(`${PREFIX}rl2:${caller.keyId}`)).toBe("1");
