@@ -26,6 +26,8 @@ export interface WriteResult {
   verifyExit: number | null;
   verifyOutput: string;
   database: "sqlite" | "postgres";
+  /** The server processes a submission passes through (as {@link Row.processes}). */
+  processes?: string;
   failed: boolean;
 }
 
@@ -37,6 +39,12 @@ export interface Row {
   result: LoadResult | null;
   /** Why the row has no trustworthy numbers (a failed preflight, errors). */
   note?: string;
+  /**
+   * The server processes a request of this row passes through, in words (`1: router + subgraphs`,
+   * `2: Apollo Gateway | subgraphs`): how many cores the setup can use (bench/README.md "Reading
+   * the results").
+   */
+  processes?: string;
 }
 
 /** The whole results document. */
@@ -177,20 +185,20 @@ export function renderTables(results: Results): string {
       `wall ${results.wallSeconds} s · load average ${(env.loadAverage as { start: number; end: number }).start} → ${(env.loadAverage as { start: number; end: number }).end}`,
   );
   lines.push("");
-  lines.push("| scenario | variant | data | req/s | p50 ms | p99 ms | max ms | server CPU ms / request | failures |");
-  lines.push("|---|---|---|---:|---:|---:|---:|---:|---|");
+  lines.push("| scenario | variant | processes | data | req/s | p50 ms | p99 ms | max ms | server CPU ms / request | failures |");
+  lines.push("|---|---|---|---|---:|---:|---:|---:|---:|---|");
   for (const row of results.rows) {
     const r = row.result;
     const data = results.data[`${row.scale}x`];
     const dataText = data ? `${row.scale}x (${data.tasks} tasks, ${data.orders} orders)` : `${row.scale}x`;
     const failures = !r ? `**${row.note ?? "not run"}**` : r.failed ? `**${failureText(r)}**` : "0";
-    lines.push(`| ${row.scenario} | ${row.variant} | ${dataText} | ${fmt(r?.rps)} | ${fmt(r?.p50)} | ${fmt(r?.p99)} | ${fmt(r?.max)} | ${r?.cpuMsPerRequest ?? "–"} | ${failures} |`);
+    lines.push(`| ${row.scenario} | ${row.variant} | ${row.processes ?? "–"} | ${dataText} | ${fmt(r?.rps)} | ${fmt(r?.p50)} | ${fmt(r?.p99)} | ${fmt(r?.max)} | ${r?.cpuMsPerRequest ?? "–"} | ${failures} |`);
   }
   const w = results.write;
   if (w) {
     const failures = w.failed ? `**${w.load.failed ? failureText(w.load) : "money check failed (below)"}**` : "0";
     lines.push(
-      `| write | REST submit (${w.database}) | empty | ${fmt(w.load.rps)} | ${fmt(w.load.p50)} | ${fmt(w.load.p99)} | ${fmt(w.load.max)} | ${w.load.cpuMsPerRequest ?? "–"} | ${failures} |`,
+      `| write | REST submit (${w.database}) | ${w.processes ?? "–"} | empty | ${fmt(w.load.rps)} | ${fmt(w.load.p50)} | ${fmt(w.load.p99)} | ${fmt(w.load.max)} | ${w.load.cpuMsPerRequest ?? "–"} | ${failures} |`,
     );
   }
   lines.push("");

@@ -60,17 +60,30 @@ function log(message: string) {
   console.error(`[bench ${round((performance.now() - started) / 1000, 0)}s] ${message}`);
 }
 
+/**
+ * The server processes a request of a variant passes through (the table's "processes" column):
+ * with the default topology our router runs both subgraphs in its own process, so one core's
+ * worth of event loop serves it; Apollo Gateway is always its own process in front of ours.
+ */
+function processesOf(variant: string): string {
+  const subgraphs = topology === "single" ? "Switchyard, all roles in one" : "subgraphs";
+  if (variant === "direct subgraph") return `1: ${subgraphs}`;
+  if (variant === "Apollo Gateway") return `2: Apollo Gateway | ${subgraphs}`;
+  return topology === "single" ? "1: router + subgraphs" : "2: router | subgraphs";
+}
+
 /** Checks one answer, then loads the endpoint; a wrong answer makes a failed row, not a crash. */
 async function measure(scenario: string, variant: string, scale: number, endpoint: Endpoint, serverPids: number[]): Promise<LoadResult | null> {
   log(`${scenario} · ${variant} · ${scale}x`);
+  const processes = processesOf(variant);
   const problem = await preflight(endpoint);
   if (problem) {
-    rows.push({ scenario, variant, scale, result: null, note: `preflight failed: ${problem}` });
+    rows.push({ scenario, variant, scale, result: null, note: `preflight failed: ${problem}`, processes });
     log(`  preflight failed: ${problem}`);
     return null;
   }
   const result = await runLoad({ ...loadSpec(endpoint, load), serverPids });
-  rows.push({ scenario, variant, scale, result });
+  rows.push({ scenario, variant, scale, result, processes });
   log(`  ${result.rps} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, ${result.cpuMsPerRequest} CPU ms/request${result.failed ? " — FAILED" : ""}`);
   return result;
 }
@@ -131,7 +144,7 @@ if (only.has("read") || only.has("join") || only.has("growth")) await readAndJoi
 let write: Results["write"];
 if (only.has("write")) {
   log(`write · REST submit`);
-  write = await runWrite({ topology, ...load, env: serverEnv });
+  write = { ...(await runWrite({ topology, ...load, env: serverEnv })), processes: processesOf("REST submit") };
   log(`  ${write.load.rps} accepted/s, verify exit ${write.verifyExit}, ledger ${write.ledgerExact ? "exact" : "NOT exact"}${write.failed ? " — FAILED" : ""}`);
   if (write.verifyExit !== 0) log(write.verifyOutput);
 }

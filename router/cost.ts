@@ -19,7 +19,6 @@ import {
   GraphQLError,
   getNamedType,
   getNullableType,
-  getOperationAST,
   isCompositeType,
   isListType,
   Kind,
@@ -27,6 +26,7 @@ import {
   type OperationDefinitionNode,
   type GraphQLSchema,
 } from "graphql";
+import { operationOf } from "./graph/operation.ts";
 
 /** Items a paginated field returns when the request gives no size (the schema's and resolvers' default). */
 const DEFAULT_PAGE_SIZE = 20;
@@ -106,7 +106,7 @@ function cacheKey(operation: OperationDefinitionNode, variables: Record<string, 
  * @throws GraphQLError when the operation has more than {@link MAX_COST_NODES} selections to walk
  */
 export function operationCost(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined): number | null {
-  const operation = getOperationAST(document, operationName ?? undefined);
+  const operation = operationOf(document, operationName);
   if (!operation) return null;
   const values = variables ?? {};
   const key = cacheKey(operation, values);

@@ -12,7 +12,7 @@
  * | tokens | 2000 | GraphQL Armor max-tokens (parser) | `too_many_tokens` (400) |
  * | cost | 5000 | {@link costLimit}: graphql-query-complexity with the request's variables (router/cost.ts), before execution | `query_too_costly` (400) |
  * | `first`/`last` | 1-100 (src/pagination.ts, the one page-size rule) | {@link pageSizeLimit} (before execution; literals and variables) | `page_size_too_large` above, `invalid_request` below 1 (400) |
- * | request time | REQUEST_TIMEOUT_MS (30000) | `useRequestDeadline` of @whatwg-node/server (the gateway's `requestDeadline`) | `request_timeout` (504) |
+ * | request time | REQUEST_TIMEOUT_MS (30000) | {@link requestDeadline} (a timer per request) | `request_timeout` (504) |
  * | body size | BODY_LIMIT_BYTES (1 MiB) | {@link limitGraphqlBody} | `payload_too_large` (413) |
  * | nesting the parser cannot recurse through | the stack (~2000 nested lists) | {@link deepDocumentIs400} | `query_too_deep` (400) |
  * | introspection | off in production | the gateway's `disableIntrospection` | graphql-js message (400) |
@@ -42,8 +42,10 @@ import { bodyReadError, readBodyBytes } from "./http/body.ts";
 import { AppError, ERROR_CODES, graphqlExtensions, type ErrorCode } from "../src/errors.ts";
 import { MAX_PAGE_SIZE, pageSizeError } from "../src/pagination.ts";
 import {
+  BREAK,
   GraphQLError,
   Kind,
+  visit,
   type ASTNode,
   type DocumentNode,
   type FragmentDefinitionNode,
@@ -58,7 +60,6 @@ import { maxAliasesRule } from "@escape.tech/graphql-armor-max-aliases";
 import { maxDirectivesRule } from "@escape.tech/graphql-armor-max-directives";
 import { maxTokensPlugin } from "@escape.tech/graphql-armor-max-tokens";
 import { blockFieldSuggestionsPlugin } from "@escape.tech/graphql-armor-block-field-suggestions";
-import { useRequestDeadline } from "@whatwg-node/server";
 import { MAX_COST_NODES, operationCost } from "./cost.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 
@@ -176,12 +177,34 @@ function selectionSetsOf(document: DocumentNode, operation: OperationDefinitionN
   return sets;
 }
 
+/** Whether each parsed document (reused per query text) has a `first` or `last` argument anywhere. */
+const pageArguments = new WeakMap<DocumentNode, boolean>();
+
+/** Whether a document has any `first`/`last` argument: most requests (a task read) have none to check. */
+function hasPageArguments(document: DocumentNode): boolean {
+  let found = pageArguments.get(document);
+  if (found === undefined) {
+    found = false;
+    visit(document, {
+      Argument(node) {
+        if (node.name.value === "first" || node.name.value === "last") {
+          found = true;
+          return BREAK;
+        }
+      },
+    });
+    pageArguments.set(document, found);
+  }
+  return found;
+}
+
 /**
  * Finds `first`/`last` field arguments above the page-size limit in the operation that will run.
  * @param variables the request's variables as sent (a variable left out takes its default value)
  * @returns one error per offending argument (empty when all are within the limit)
  */
 export function pageSizeErrors(document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined): GraphQLError[] {
+  if (!hasPageArguments(document)) return [];
   const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
   const operation = operationName ? operations.find((o) => o.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined;
   if (!operation) return [];
@@ -271,11 +294,32 @@ const costLimit: GatewayPlugin = {
  * starts), so a live subscription is not cut; graphql-ws operations do not pass here.
  */
 export function requestDeadline(timeoutMs: number): GatewayPlugin {
-  return useRequestDeadline({
-    timeout: timeoutMs,
-    response: () =>
-      graphqlErrorResponse(LIMIT_CODES.timeout, `Request timed out after ${timeoutMs} ms`, { connection: "close" }),
-  }) as GatewayPlugin;
+  const timedOut = () => graphqlErrorResponse(LIMIT_CODES.timeout, `Request timed out after ${timeoutMs} ms`, { connection: "close" });
+  // @whatwg-node/server's useRequestDeadline also builds an AbortController and an
+  // AbortSignal.any over the request's signal for every request; nothing in this gateway listens
+  // to that signal (no upstream or execution cancellation), so only the timer is kept.
+  return {
+    onRequest({ requestHandler, setRequestHandler }) {
+      setRequestHandler(
+        (request, context) =>
+          new Promise<Response>((resolve, reject) => {
+            const timer = setTimeout(() => resolve(timedOut()), timeoutMs);
+            const fail = (error: unknown) => {
+              clearTimeout(timer);
+              reject(error);
+            };
+            try {
+              Promise.resolve(requestHandler(request, context)).then((response) => {
+                clearTimeout(timer);
+                resolve(response);
+              }, fail);
+            } catch (error) {
+              fail(error);
+            }
+          }),
+      );
+    },
+  } as GatewayPlugin;
 }
 
 /** A JSON GraphQL error response (fetch API) with the registry code's status. */

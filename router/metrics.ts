@@ -5,7 +5,8 @@
  * names are capped (src/observability/metrics.ts `LabelCap`).
  */
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import { getOperationAST, type DocumentNode } from "graphql";
+import type { DocumentNode } from "graphql";
+import { operationOf } from "./graph/operation.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 import { LabelCap, METRIC_PREFIX } from "../src/observability/metrics.ts";
 
@@ -77,9 +78,25 @@ export function createRouterMetrics(registry: Registry, maxOperationNames = 100)
   });
   const names = new LabelCap(maxOperationNames);
 
-  const describe = (document: DocumentNode, operationName: string | null | undefined) => {
-    const operation = getOperationAST(document, operationName);
+  type Labels = { operation_name: string; operation_type: string };
+  const describeNow = (document: DocumentNode, operationName: string | null | undefined): Labels => {
+    const operation = operationOf(document, operationName);
     return { operation_name: names.label(operation?.name?.value), operation_type: operation?.operation ?? "unknown" };
+  };
+  // The labels of an operation, with each outcome, built once per document (and operation name).
+  type Described = { labels: Labels; ok: Labels & { outcome: string }; error: Labels & { outcome: string } };
+  const described = new WeakMap<DocumentNode, Map<string, Described>>();
+  const describe = (document: DocumentNode, operationName: string | null | undefined): Described => {
+    let byName = described.get(document);
+    if (!byName) described.set(document, (byName = new Map()));
+    let entry = byName.get(operationName ?? "");
+    if (!entry) {
+      if (byName.size >= 16) byName.clear();
+      const labels = describeNow(document, operationName);
+      entry = { labels, ok: { ...labels, outcome: "ok" }, error: { ...labels, outcome: "error" } };
+      byName.set(operationName ?? "", entry);
+    }
+    return entry;
   };
   const outcomeOf = (result: unknown) => ((result as { errors?: unknown[] } | null)?.errors?.length ? "error" : "ok");
 
@@ -91,30 +108,31 @@ export function createRouterMetrics(registry: Registry, maxOperationNames = 100)
     },
     onValidate({ params, context }) {
       return ({ valid }) => {
-        if (!valid) operations.inc({ ...describe(params.documentAST, (context as { params?: { operationName?: string } }).params?.operationName), outcome: "invalid" });
+        if (!valid) operations.inc({ ...describeNow(params.documentAST, (context as { params?: { operationName?: string } }).params?.operationName), outcome: "invalid" });
       };
     },
     onExecute({ args }) {
-      const labels = describe(args.document, args.operationName);
+      const operation = describe(args.document, args.operationName);
       const started = process.hrtime.bigint();
       return {
         onExecuteDone({ result }) {
-          operationDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
-          operations.inc({ ...labels, outcome: isAsyncIterable(result) ? "ok" : outcomeOf(result) });
+          operationDuration.observe(operation.labels, Number(process.hrtime.bigint() - started) / 1e9);
+          operations.inc(isAsyncIterable(result) || outcomeOf(result) === "ok" ? operation.ok : operation.error);
         },
       };
     },
     onSubscribe({ args }) {
-      const labels = describe(args.document, args.operationName);
+      const operation = describe(args.document, args.operationName);
+      const labels = operation.labels;
       const started = process.hrtime.bigint();
       return {
         onSubscribeResult({ result }) {
           operationDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
           if (!isAsyncIterable(result)) {
-            operations.inc({ ...labels, outcome: outcomeOf(result) });
+            operations.inc(outcomeOf(result) === "ok" ? operation.ok : operation.error);
             return;
           }
-          operations.inc({ ...labels, outcome: "ok" });
+          operations.inc(operation.ok);
           subscriptions.inc();
           // onEnd runs once the stream ends: completed, failed, or returned by a client that left.
           return { onEnd: () => subscriptions.dec() };

@@ -10,7 +10,8 @@
  * for every client request and the gateway sees on every operation the request runs.
  */
 import type { ServerResponse } from "node:http";
-import { getOperationAST, type DocumentNode } from "graphql";
+import type { DocumentNode } from "graphql";
+import { operationOf } from "./graph/operation.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 import type { RateLimitQuota } from "../src/auth/rate-limit.ts";
 import { CALLER_EXTENSION, type CallerReport } from "../subgraphs/shared/caller-report.ts";
@@ -90,7 +91,7 @@ export function createRequestReports(): RequestReports {
   const noteOperation = (context: unknown, document: DocumentNode, operationName: string | null | undefined) => {
     const entry = entryOf(context);
     if (!entry || entry.report.operationName !== undefined) return;
-    const name = getOperationAST(document, operationName)?.name?.value;
+    const name = operationOf(document, operationName)?.name?.value;
     if (name) entry.report.operationName = name.slice(0, MAX_OPERATION_NAME);
   };
 
