@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, type TestStack } from "../support/stack.ts";
+import { toCamel } from "../../router/rest/input.ts";
 
 const SUBMIT_VIDEO = `mutation ($input: SubmitVideoGenerationInput!) {
   submitVideoGeneration(input: $input) { task { id price { amount } statusCode statusName model { id } } }
@@ -14,7 +15,7 @@ const TASK = `query ($id: ID!) {
 
 /** snake_case REST body → camelCase GraphQL input. */
 function toInput(body: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(body).map(([k, v]) => [k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), v]));
+  return Object.fromEntries(Object.entries(body).map(([k, v]) => [toCamel(k), v]));
 }
 
 describe("REST and GraphQL parity", () => {
