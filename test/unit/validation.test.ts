@@ -64,6 +64,12 @@ describe("request body", () => {
     const request = await video({ colour: "blue", webhook: 5 });
     expect(request.modelId).toBe(52);
   });
+
+  it("reads camelCase only: a snake_case key is an unknown field (the REST shim converts at the edge)", async () => {
+    const request = await video({ model_id: 69, reference_images: [PRIVATE] });
+    expect(request.modelId).toBe(52);
+    expect(request.references.images).toEqual([]);
+  });
 });
 
 describe("prompt", () => {
