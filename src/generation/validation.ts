@@ -210,12 +210,11 @@ function readGroup(body: Record<string, unknown>, kind: ReferenceKind): Referenc
   };
 }
 
-const NO_REFERENCES: ReferenceGroup = {
-  single: { field: "referenceImage", values: [] },
-  plural: { field: "referenceImages", values: [] },
-  count: 0,
-  field: "referenceImage",
-};
+/** A reference kind the endpoint does not read (audios and videos of an image request): nothing sent. */
+function noGroup(kind: ReferenceKind): ReferenceGroup {
+  const names = REFERENCE_FIELDS[kind];
+  return { single: { field: names.single, values: [] }, plural: { field: names.plural, values: [] }, count: 0, field: names.single };
+}
 
 /**
  * docs/api/generation.md §2, §4 (rule 4) and §8: which reference kinds the model takes and how many.
@@ -228,8 +227,8 @@ function readReferences(
   const rules = model.references;
   const isVideo = model.kind === "video";
   const images = readGroup(body, "image");
-  const audios = isVideo ? readGroup(body, "audio") : NO_REFERENCES;
-  const videos = isVideo ? readGroup(body, "video") : NO_REFERENCES;
+  const audios = isVideo ? readGroup(body, "audio") : noGroup("audio");
+  const videos = isVideo ? readGroup(body, "video") : noGroup("video");
   const frameStart: ReferenceField = isVideo ? readSingle(body, "frameStart") : { field: "frameStart", values: [] };
   const frameEnd: ReferenceField = isVideo ? readSingle(body, "frameEnd") : { field: "frameEnd", values: [] };
 
