@@ -120,7 +120,7 @@ export async function seedToScale(where: DbLocation, scale: number, previous?: S
       for (let i = Number(haveTasks); i < target; i++) {
         work.push(
           limit(async () => {
-            const task = await generation.submit(caller, "video", { prompt: `bench task ${i}`, model_id: 52, seconds: 5 });
+            const task = await generation.submit(caller, "video", { prompt: `bench task ${i}`, modelId: 52, seconds: 5 });
             const settled = await generation.applyUpstreamState(task, await instantUpstream.fetchStatus(""), 60_000);
             if (!settled) throw new Error(`seed task ${task.id} was not settled`);
           }),
@@ -130,11 +130,11 @@ export async function seedToScale(where: DbLocation, scale: number, previous?: S
         work.push(
           limit(() =>
             orders.create(caller, {
-              client_order_no: `bench-${i}`,
-              product_id: ORDER_PRODUCT,
+              clientOrderNo: `bench-${i}`,
+              productId: ORDER_PRODUCT,
               quantity: 1,
-              billing_cycle: "monthly",
-              customer: { customer_id: BENCH_CUSTOMER, contact: "bench@example.com" },
+              billingCycle: "monthly",
+              customer: { customerId: BENCH_CUSTOMER, contact: "bench@example.com" },
               metadata: { domain: `site-${i}.bench.example` },
             }),
           ),

@@ -2,13 +2,22 @@
  * Turns a REST body (snake_case) into a GraphQL input (camelCase) of a given input type,
  * checking JSON types strictly — GraphQL would otherwise coerce `"x"` into `["x"]` and answer a
  * type error in its own words. Each shim decides the error a type mismatch becomes.
+ *
+ * The REST edge is the only place the two dialects meet (docs/architecture.md "Conventions"), so
+ * this module holds the tree's one name converter, {@link toSnake} / {@link toCamel}. The domain
+ * takes camelCase inputs and names fields in its errors from its own maps, never by conversion.
  */
 import { getNamedType, getNullableType, isInputObjectType, isListType, type GraphQLInputObjectType, type GraphQLInputType } from "graphql";
 import type { AppError } from "../../src/errors.ts";
 
-/** camelCase → snake_case (`referenceImages` → `reference_images`). */
+/** A camelCase name in snake_case (`referenceImages` → `reference_images`); names only, never values. */
 export function toSnake(name: string): string {
   return name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+/** A snake_case name in camelCase (`reference_images` → `referenceImages`): the inverse of {@link toSnake}. */
+export function toCamel(name: string): string {
+  return name.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 
 /** Builds the error of a field whose JSON type is wrong (`item`: an element of a list). */
@@ -34,7 +43,8 @@ function matchesScalar(value: unknown, typeName: string): boolean {
 
 /**
  * Maps a REST body onto an input type. Unknown fields are dropped, null fields kept as null,
- * nested input objects mapped the same way (their fields named `parent.child` in errors).
+ * nested input objects mapped the same way (their fields named `parent.child` in errors), and
+ * caller-owned JSON (`JSONObject` such as `metadata`) kept exactly as sent.
  * @returns the GraphQL input value
  * @throws the factory's error for the first field (in the input type's order) whose JSON type is wrong
  */

@@ -39,9 +39,9 @@
  *   it afresh whenever it fetches, so a later check here would vouch for nothing.
  *   `port` is an optional JSON integer 1-65535; absent or null is stored as null (the
  *   protocol's default port).
- * - `protocol` and `origin.type` are matched exactly (lower case). Unknown body fields are
- *   ignored. A body that is not a JSON object is 400 `invalid_request`.
- * - Check order (docs/architecture.md §4): body shape 400 → fields 422 → origin host's DNS answers 422 (field
+ * - `protocol` and `origin.type` are matched exactly (lower case). Unknown input fields are
+ *   ignored. An input that is not a JSON object is 400 `invalid_request`.
+ * - Check order (docs/architecture.md §4): input shape 400 → fields 422 → origin host's DNS answers 422 (field
  *   `origin.address`) → order exists in the caller's account
  *   404 → order's customer matches 422 (field `customer_id`) → product category `cdn` 409 →
  *   order `active` 409 → domain not taken by any account 409.
@@ -57,7 +57,7 @@ import { isUniqueViolation, nowIso, type Db } from "../db/index.ts";
 import type { Caller } from "../auth/keys.ts";
 import { isPublicAddress } from "../net/url-guard.ts";
 import { withIdempotency } from "./idempotency.ts";
-import { invalid, isPlainObject, normalizeHostname, requireJsonObject } from "./validation.ts";
+import { invalidInput, isPlainObject, normalizeHostname, requireJsonObject } from "./validation.ts";
 import type { AccelerationStatus, CertificateStatus, DomainErrorStatus, ResolutionStatus, ReviewStatus } from "./states.ts";
 
 /** The zone under which every domain's CNAME target lives. */
@@ -100,6 +100,22 @@ export interface DomainRecord {
  */
 export type OriginHostCheck = (host: string) => Promise<{ ok: boolean }>;
 
+/**
+ * A domain to create as the client sends it (docs/architecture.md §8 domain body in camelCase;
+ * GraphQL `CreateDomainInput` without `idempotencyKey`). The types are the contract, not a
+ * promise: every value is checked again at run time.
+ */
+export interface CreateDomainInput {
+  domain?: string | null;
+  origin?: { type?: string | null; address?: string | null; port?: number | null } | null;
+  /** `http` or `https`. */
+  protocol?: string | null;
+  /** An active CDN order of the caller's account. */
+  orderId?: string | null;
+  /** The order's customer. */
+  customerId?: string | null;
+}
+
 /** Options of {@link createDomain}. */
 export interface CreateDomainOptions {
   /** The origin host check: every `domain` origin goes through it before anything is stored. */
@@ -138,11 +154,9 @@ function normalizeOriginIp(value: string): string | null {
 
 /** The 422 of an origin address that is not public (or not an address at all), by origin type. */
 function invalidOriginAddress(type: "ip" | "domain"): AppError {
-  return invalid(
+  return invalidInput(
     "origin.address",
-    type === "ip"
-      ? "origin.address must be a public IPv4 or IPv6 address"
-      : "origin.address must be a hostname other than the domain itself that resolves only to public addresses",
+    type === "ip" ? "must be a public IPv4 or IPv6 address" : "must be a hostname other than the domain itself that resolves only to public addresses",
   );
 }
 
@@ -155,19 +169,19 @@ interface ValidDomainBody {
 }
 
 /**
- * Validates a create-domain body (docs/architecture.md §8).
- * @throws AppError `invalid_request` (400) when the body is not an object; `validation_failed`
- *   (422) with `details.field` naming the first bad field
+ * Validates a create-domain input (docs/architecture.md §8).
+ * @throws AppError `invalid_request` (400) when the input is not an object; `validation_failed`
+ *   (422) with `details.field` naming the first bad field as the spec does
  */
-function validateDomainBody(input: unknown): ValidDomainBody {
+function validateDomainInput(input: CreateDomainInput): ValidDomainBody {
   const body = requireJsonObject(input);
   const domain = normalizeHostname(body.domain, MAX_DOMAIN_LENGTH);
   if (!domain || inCnameZone(domain)) {
-    throw invalid("domain", `domain must be a fully qualified domain name of at most ${MAX_DOMAIN_LENGTH} characters, without wildcards`);
+    throw invalidInput("domain", `must be a fully qualified domain name of at most ${MAX_DOMAIN_LENGTH} characters, without wildcards`);
   }
   const origin = body.origin;
-  if (!isPlainObject(origin)) throw invalid("origin", "origin must be an object with type, address and optional port");
-  if (origin.type !== "ip" && origin.type !== "domain") throw invalid("origin.type", 'origin.type must be "ip" or "domain"');
+  if (!isPlainObject(origin)) throw invalidInput("origin", "must be an object with type, address and optional port");
+  if (origin.type !== "ip" && origin.type !== "domain") throw invalidInput("origin.type", 'must be "ip" or "domain"');
   let address: string | null = null;
   if (typeof origin.address === "string") {
     if (origin.type === "ip") {
@@ -181,23 +195,23 @@ function validateDomainBody(input: unknown): ValidDomainBody {
   let port: number | null = null;
   if (origin.port !== undefined && origin.port !== null) {
     if (typeof origin.port !== "number" || !Number.isInteger(origin.port) || origin.port < 1 || origin.port > 65535) {
-      throw invalid("origin.port", "origin.port must be an integer from 1 to 65535");
+      throw invalidInput("origin.port", "must be an integer from 1 to 65535");
     }
     port = origin.port;
   }
-  if (body.protocol !== "http" && body.protocol !== "https") throw invalid("protocol", 'protocol must be "http" or "https"');
-  if (typeof body.order_id !== "string" || body.order_id.length === 0 || body.order_id.length > 40) {
-    throw invalid("order_id", "order_id must be a non-empty string");
+  if (body.protocol !== "http" && body.protocol !== "https") throw invalidInput("protocol", 'must be "http" or "https"');
+  if (typeof body.orderId !== "string" || body.orderId.length === 0 || body.orderId.length > 40) {
+    throw invalidInput("orderId", "must be a non-empty string");
   }
-  if (typeof body.customer_id !== "string" || body.customer_id.length === 0 || body.customer_id.length > 64) {
-    throw invalid("customer_id", "customer_id must be a non-empty string of at most 64 characters");
+  if (typeof body.customerId !== "string" || body.customerId.length === 0 || body.customerId.length > 64) {
+    throw invalidInput("customerId", "must be a non-empty string of at most 64 characters");
   }
   return {
     domain,
     origin: { type: origin.type, address, port },
     protocol: body.protocol,
-    orderId: body.order_id,
-    customerId: body.customer_id,
+    orderId: body.orderId,
+    customerId: body.customerId,
   };
 }
 
@@ -250,13 +264,13 @@ function toRecord(row: any, stepMs: number, now = Date.now()): DomainRecord {
 /**
  * Creates an accelerated domain for an active CDN order of the caller's account
  * (docs/api/cloud.md §4 `POST /domains`; docs/architecture.md §8 domain body; issue 3 item 5).
- * @param body `{domain, origin: {type: "ip"|"domain", address, port?}, protocol: "http"|"https",
- *   order_id, customer_id}` as parsed from JSON
+ * @param input `{domain, origin: {type: "ip"|"domain", address, port?}, protocol: "http"|"https",
+ *   orderId, customerId}` ({@link CreateDomainInput}); checked at run time, whatever its type says
  * @param opts `idempotencyKey` (Idempotency-Key, Stripe semantics), `stepMs` (simulator step),
  *   `checkOriginHost` (the URL guard's host check, run on a `domain` origin)
  * @returns the domain with its statuses, and whether this is a replay of an earlier request
- * @throws AppError `invalid_request` (400) when the body is not an object or the key is too long;
- *   `validation_failed` (422) with `details.field` (`domain`, `origin`, `origin.type`,
+ * @throws AppError `invalid_request` (400) when the input is not an object or the key is too long;
+ *   `validation_failed` (422) with `details.field` as the spec names it (`domain`, `origin`, `origin.type`,
  *   `origin.address` — also for a hostname that does not resolve or resolves to a private or
  *   local address —, `origin.port`, `protocol`, `order_id`, `customer_id` — the latter also when
  *   the order belongs to another customer); `not_found` (404) "Order not found" for an order
@@ -267,10 +281,10 @@ function toRecord(row: any, stepMs: number, now = Date.now()): DomainRecord {
 export async function createDomain(
   db: Db,
   caller: Pick<Caller, "keyId" | "accountId">,
-  body: unknown,
+  input: CreateDomainInput,
   opts: CreateDomainOptions,
 ): Promise<{ domain: DomainRecord; replayed: boolean }> {
-  const valid = validateDomainBody(body);
+  const valid = validateDomainInput(input);
   // DNS before the transaction: a lookup (up to two tries of 2 s) never holds a write lock.
   if (valid.origin.type === "domain") {
     const verdict = await opts.checkOriginHost(valid.origin.address).catch(() => ({ ok: false }));
@@ -278,12 +292,12 @@ export async function createDomain(
   }
   const { result, replayed } = await withIdempotency(
     db,
-    { accountId: caller.accountId, key: opts.idempotencyKey, operation: "domains.create", request: body },
+    { accountId: caller.accountId, key: opts.idempotencyKey, operation: "domains.create", request: input },
     async (trx: Knex.Transaction) => {
       const order = await trx("orders").where({ id: valid.orderId, account_id: caller.accountId }).first();
       if (!order) throw new AppError("not_found", "Order not found", { field: "order_id" });
       if (order.customer_id !== valid.customerId) {
-        throw invalid("customer_id", "customer_id must be the customer of the order");
+        throw invalidInput("customerId", "must be the customer of the order");
       }
       const product = await trx("products").where("id", order.product_id).first("category");
       if (!product || product.category !== "cdn") {

@@ -32,7 +32,7 @@ import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import { withIdempotency } from "./idempotency.ts";
 import { appendTransactionEvent, ensureCustomer } from "./customers.ts";
 import { toProductRecord, type ProductRecord } from "./catalog.ts";
-import { checkAgainstProduct, cycleOf, parseOrderBody, parseRenewBody } from "./order-request.ts";
+import { checkAgainstProduct, cycleOf, parseOrderInput, parseRenewInput, type CreateOrderInput, type RenewOrderInput } from "./order-request.ts";
 import { toOrderRecord, writeOrderEvent, type OrderRecord } from "./order-records.ts";
 import { createProvisioner } from "./provisioning.ts";
 import { addMonthsUtc, getResource, getResourcesByIds, listResources, toResourceRecord, type ResourceRecord } from "./resources.ts";
@@ -142,27 +142,27 @@ export function createOrderService(deps: OrderServiceDeps) {
    * Creates an order and tries to pay it from the customer's wallet, atomically (cloud spec
    * §4 `POST /orders`; issue 3 "Orders"). An order the wallet (balance + credit line) cannot
    * cover is stored `unpaid` and takes nothing; a paid one moves to `provisioning` and is
-   * settled later by {@link provisionDue}. With an idempotency key, a retry with the same body
+   * settled later by {@link provisionDue}. With an idempotency key, a retry with the same input
    * replays the first result (the order as it was then) with `replayed: true`.
-   * Order of checks: body shape (400/422) → product and its rules (422) → duplicate
+   * Order of checks: input shape (400/422) → product and its rules (422) → duplicate
    * `client_order_no` (409) → stock (409) → payment.
    * @param caller the authenticated key
-   * @param body the REST body: client_order_no, product_id, quantity, billing_cycle,
-   *   customer{customer_id, contact}, metadata
+   * @param input the order in camelCase ({@link CreateOrderInput}): clientOrderNo, productId,
+   *   quantity, billingCycle, customer{customerId, contact}, metadata
    * @param opts `idempotencyKey`, `requestId` (echoed in callbacks)
    * @returns the order and whether it is a replay
-   * @throws AppError `invalid_request` (400) for a non-object body or an over-long key;
-   *   `validation_failed` (422, `details.field`: the fields of {@link parseOrderBody}, `product_id`
+   * @throws AppError `invalid_request` (400) for a non-object input or an over-long key;
+   *   `validation_failed` (422, `details.field` as the spec names it: the fields of {@link parseOrderInput}, `product_id`
    *   "product_id does not name a product" / "product is not available", `billing_cycle`,
    *   `metadata.<required field>`, `metadata.domain` for a bad host name);
    *   `conflict` (409) for a duplicate `client_order_no`, insufficient stock, or an idempotency
-   *   key used with another body or still running
+   *   key used with another input or still running
    */
-  async function create(caller: Caller, body: unknown, opts: WriteOptions = {}): Promise<{ order: OrderRecord; replayed: boolean }> {
-    const request = parseOrderBody(body);
+  async function create(caller: Caller, input: CreateOrderInput, opts: WriteOptions = {}): Promise<{ order: OrderRecord; replayed: boolean }> {
+    const request = parseOrderInput(input);
     const { result, replayed } = await withIdempotency(
       db,
-      { accountId: caller.accountId, key: opts.idempotencyKey, operation: "order.create", request: body },
+      { accountId: caller.accountId, key: opts.idempotencyKey, operation: "order.create", request: input },
       async (trx) => {
         const { product, cycle, metadata } = checkAgainstProduct(request, await loadProduct(trx, request.productId));
 
@@ -248,19 +248,19 @@ export function createOrderService(deps: OrderServiceDeps) {
    * `billing.transaction.created`. Idempotent under operation `order.renew`.
    * @param caller the authenticated key
    * @param orderId an order of the caller's account
-   * @param body `{periods?: 1-36 (default 1), billing_cycle?: a cycle of the product (default the order's)}`
+   * @param input `{periods?: 1-36 (default 1), billingCycle?: a cycle of the product (default the order's)}`; absent: the defaults
    * @param opts `idempotencyKey`, `requestId`
    * @returns the order, its resource, the renewal, and whether it is a replay
-   * @throws AppError `invalid_request` (400) for a non-object body; `not_found` (404)
+   * @throws AppError `invalid_request` (400) for a non-object input; `not_found` (404)
    *   `Order not found`; `validation_failed` (422, `periods`, `billing_cycle`); `conflict` (409)
    *   when the order or its resource is not active, the product is offline, or the idempotency key
    *   conflicts; `insufficient_balance` (402) when the wallet does not cover the renewal
    */
-  async function renew(caller: Caller, orderId: string, body: unknown, opts: WriteOptions = {}): Promise<RenewResult & { replayed: boolean }> {
-    const request = parseRenewBody(body);
+  async function renew(caller: Caller, orderId: string, input: RenewOrderInput | null | undefined, opts: WriteOptions = {}): Promise<RenewResult & { replayed: boolean }> {
+    const request = parseRenewInput(input);
     const { result, replayed } = await withIdempotency(
       db,
-      { accountId: caller.accountId, key: opts.idempotencyKey, operation: "order.renew", request: { order_id: orderId, body: body ?? null } },
+      { accountId: caller.accountId, key: opts.idempotencyKey, operation: "order.renew", request: { order_id: orderId, body: input ?? null } },
       async (trx): Promise<RenewResult> => {
         const order = toOrderRecord(await orderRow(trx, caller, orderId));
         const product = await loadProduct(trx, order.productId);

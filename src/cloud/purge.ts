@@ -16,7 +16,7 @@
  *   domain's protocol (`https://example.com/images/`).
  * - Targets are stored in WHATWG-normalized form (`new URL(...).href`); duplicates after
  *   normalization are dropped, keeping the first.
- * - Check order (docs/architecture.md §4): body shape 400 → fields 422 → domain of the caller 404 → review
+ * - Check order (docs/architecture.md §4): input shape 400 → fields 422 → domain of the caller 404 → review
  *   not rejected 409. A domain whose review is still pending may be purged (nothing is cached
  *   yet; the task completes as usual).
  * - Purge tasks emit no callback (docs/api/cloud.md §6 lists none); their state is read by id.
@@ -30,7 +30,7 @@ import { newId } from "../ids.ts";
 import { withIdempotency } from "./idempotency.ts";
 import { firstRowsByParent } from "../pagination.ts";
 import { getDomain } from "./domains.ts";
-import { invalid, normalizeHostname, requireJsonObject } from "./validation.ts";
+import { invalid, invalidInput, normalizeHostname, requireJsonObject } from "./validation.ts";
 import type { PurgeStatus } from "./states.ts";
 
 /** A purge task as read now. Times are ISO 8601 UTC. */
@@ -45,6 +45,17 @@ export interface PurgeTaskRecord {
   createdAt: string;
   /** Creation + 2 steps once `done`, else null. */
   completedAt: string | null;
+}
+
+/**
+ * A purge as the client sends it (docs/architecture.md §8 purge body; GraphQL `PurgeDomainInput`
+ * without `domain` and `idempotencyKey`). Checked again at run time, whatever its type says.
+ */
+export interface PurgeInput {
+  /** `url` or `directory`. */
+  type?: string | null;
+  /** 1-{@link MAX_PURGE_TARGETS} URLs, or directory paths. */
+  targets?: readonly string[] | null;
 }
 
 /** Options of {@link purgeDomain}. */
@@ -82,15 +93,15 @@ function normalizeTarget(type: "url" | "directory", target: unknown, domain: str
 }
 
 /**
- * Validates a purge body for a domain.
- * @throws AppError `invalid_request` (400) when the body is not an object; `validation_failed`
+ * Validates a purge input for a domain.
+ * @throws AppError `invalid_request` (400) when the input is not an object; `validation_failed`
  *   (422) with field `type`, `targets` or `targets[i]`
  */
-function validatePurgeBody(body: unknown, domain: string, protocol: string): { type: "url" | "directory"; targets: string[] } {
-  const { type, targets } = requireJsonObject(body);
-  if (type !== "url" && type !== "directory") throw invalid("type", 'type must be "url" or "directory"');
+function validatePurgeInput(input: PurgeInput, domain: string, protocol: string): { type: "url" | "directory"; targets: string[] } {
+  const { type, targets } = requireJsonObject(input);
+  if (type !== "url" && type !== "directory") throw invalidInput("type", 'must be "url" or "directory"');
   if (!Array.isArray(targets) || targets.length < 1 || targets.length > MAX_PURGE_TARGETS) {
-    throw invalid("targets", `targets must be an array of 1 to ${MAX_PURGE_TARGETS} items`);
+    throw invalidInput("targets", `must be an array of 1 to ${MAX_PURGE_TARGETS} items`);
   }
   const normalized: string[] = [];
   targets.forEach((target, i) => {
@@ -129,10 +140,10 @@ function toRecord(row: any, stepMs: number, now = Date.now()): PurgeTaskRecord {
  * Submits a URL or directory cache purge for a domain of the caller's account
  * (docs/api/cloud.md §4 `POST /domains/{domain}/purge`; docs/architecture.md §8 purge body; issue 3 item 5).
  * @param domain the domain name from the path (case-insensitive)
- * @param body `{type: "url"|"directory", targets: string[]}` as parsed from JSON
+ * @param input `{type: "url"|"directory", targets: string[]}` ({@link PurgeInput})
  * @param opts `idempotencyKey` (Stripe semantics), `stepMs` (simulator step)
  * @returns the task, and whether this is a replay of an earlier request
- * @throws AppError `invalid_request` (400) for a body that is not an object; `validation_failed`
+ * @throws AppError `invalid_request` (400) for an input that is not an object; `validation_failed`
  *   (422) with field `type`, `targets` or `targets[i]`; `not_found` (404) "Domain not found" for
  *   a domain outside the caller's account; `conflict` (409) when the domain's review was
  *   rejected, and for idempotency conflicts
@@ -141,7 +152,7 @@ export async function purgeDomain(
   db: Db,
   caller: Pick<Caller, "keyId" | "accountId">,
   domain: string,
-  body: unknown,
+  input: PurgeInput,
   opts: PurgeOptions,
 ): Promise<{ task: PurgeTaskRecord; replayed: boolean }> {
   const name = normalizeHostname(domain);
@@ -150,10 +161,10 @@ export async function purgeDomain(
   // but the 404 comes after validation (docs/architecture.md §4), so the row is read here without the account
   // filter, used for nothing else, and the ownership check happens inside the transaction.
   const row = await db("domains").where("domain", name).first("protocol");
-  const valid = validatePurgeBody(body, name, row?.protocol ?? "https");
+  const valid = validatePurgeInput(input, name, row?.protocol ?? "https");
   const { result, replayed } = await withIdempotency(
     db,
-    { accountId: caller.accountId, key: opts.idempotencyKey, operation: "domains.purge", request: { domain: name, body } },
+    { accountId: caller.accountId, key: opts.idempotencyKey, operation: "domains.purge", request: { domain: name, body: input } },
     async (trx: Knex.Transaction) => {
       const record = await getDomain(trx, caller, domain, opts.stepMs);
       if (record.reviewStatus === "rejected") {

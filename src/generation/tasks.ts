@@ -13,7 +13,7 @@ import type { Caller } from "../auth/keys.ts";
 import type { MilliYuan } from "../money.ts";
 import { getModel, type ModelKind } from "./catalog.ts";
 import { priceOf } from "./pricing.ts";
-import { validateGenerationRequest, type GenerationRequest, type UrlCheck } from "./validation.ts";
+import { validateGenerationRequest, type GenerationInput, type GenerationRequest, type UrlCheck } from "./validation.ts";
 import { UpstreamError, type GenerationUpstream, type TaskStatusCode, type UpstreamTaskState } from "./upstream/types.ts";
 
 /** A task as the domain sees it; money in milli-yuan, times ISO 8601. */
@@ -101,12 +101,12 @@ export function createGenerationService(deps: GenerationServiceDeps) {
    * records an upstream failure.
    * @param caller the authenticated key
    * @param kind `video` or `image` (the endpoint)
-   * @param body the REST-shaped request (snake_case fields of docs/api/generation.md §2)
+   * @param input the request in camelCase (the fields of docs/api/generation.md §2; errors name them as the spec does)
    * @returns the new task (status 0)
    * @throws AppError 400 (validation), 402 `insufficient_balance`, 502 `upstream_failed`, 504 `upstream_timeout`
    */
-  async function submit(caller: Caller, kind: ModelKind, body: unknown): Promise<TaskRecord> {
-    const request = await validateGenerationRequest(kind, body, deps.checkUrl);
+  async function submit(caller: Caller, kind: ModelKind, input: GenerationInput): Promise<TaskRecord> {
+    const request = await validateGenerationRequest(kind, input, deps.checkUrl);
     const model = getModel(request.modelId)!;
     const price = priceOf(model, request);
     const id = newId("task");

@@ -1,9 +1,10 @@
 /**
  * Validation of generation request bodies (docs/api/generation.md §2, §4, §7 and §8; docs/architecture.md §5).
  *
- * The body is REST-shaped: snake case, exactly the spec's field names. GraphQL inputs are mapped
- * to this shape first so the rules and messages live once. `null` means omitted for every optional
- * field; unknown fields are ignored.
+ * The input is camelCase ({@link VideoGenerationInput}): the GraphQL input as the subgraph
+ * receives it, and what the REST shim makes of a snake_case body at the edge. Errors name fields
+ * as the spec does (`model_id`, `reference_images`), through {@link SPEC_FIELDS}, because REST
+ * clients read them. `null` means omitted for every optional field; unknown fields are ignored.
  */
 import { AppError, invalidFieldError, validationMessages } from "../errors.ts";
 import {
@@ -15,6 +16,61 @@ import {
   type ModelSpec,
   type ReferenceKind,
 } from "./catalog.ts";
+
+/**
+ * A video generation request as the client sent it (docs/api/generation.md §2, in camelCase;
+ * GraphQL `SubmitVideoGenerationInput`). Omitted and null are the same. The types are the
+ * contract, not a promise: every value is checked again at run time.
+ */
+export interface VideoGenerationInput {
+  prompt?: string | null;
+  /** 52, 51, 67, 69 or 39; default 52. */
+  modelId?: number | null;
+  resolution?: string | null;
+  /** Seconds per video. */
+  seconds?: number | null;
+  /** Aspect ratio. */
+  size?: string | null;
+  /** Items, 1-4; default 1. */
+  count?: number | null;
+  referenceImage?: string | null;
+  referenceImages?: readonly string[] | null;
+  frameStart?: string | null;
+  frameEnd?: string | null;
+  referenceAudio?: string | null;
+  referenceAudios?: readonly string[] | null;
+  referenceVideo?: string | null;
+  referenceVideos?: readonly string[] | null;
+}
+
+/** An image generation request (GraphQL `SubmitImageGenerationInput`): `modelId` 45; frames, audios and videos are not read. */
+export type ImageGenerationInput = Pick<VideoGenerationInput, "prompt" | "modelId" | "resolution" | "size" | "count" | "referenceImage" | "referenceImages">;
+
+/** Either endpoint's input. */
+export type GenerationInput = VideoGenerationInput | ImageGenerationInput;
+
+/**
+ * The spec's name of every input field (docs/api/generation.md §2): what `details.field` and the
+ * messages of docs/api/generation.md §7 say, so REST clients read the names they send.
+ */
+export const SPEC_FIELDS = {
+  prompt: "prompt",
+  modelId: "model_id",
+  resolution: "resolution",
+  seconds: "seconds",
+  size: "size",
+  count: "count",
+  referenceImage: "reference_image",
+  referenceImages: "reference_images",
+  frameStart: "frame_start",
+  frameEnd: "frame_end",
+  referenceAudio: "reference_audio",
+  referenceAudios: "reference_audios",
+  referenceVideo: "reference_video",
+  referenceVideos: "reference_videos",
+} as const satisfies Record<keyof VideoGenerationInput, string>;
+
+type InputField = keyof typeof SPEC_FIELDS;
 
 /** A validated request: canonical values, defaults filled in. */
 export interface GenerationRequest {
@@ -64,19 +120,27 @@ function withinCodePoints(text: string, max: number): boolean {
   return true;
 }
 
-/** The REST fields of each reference kind, singular then plural. */
-const REFERENCE_FIELDS: Record<ReferenceKind, { single: string; plural: string }> = {
-  image: { single: "reference_image", plural: "reference_images" },
-  audio: { single: "reference_audio", plural: "reference_audios" },
-  video: { single: "reference_video", plural: "reference_videos" },
+/** The input fields of each reference kind, singular then plural. */
+const REFERENCE_FIELDS: Record<ReferenceKind, { single: InputField; plural: InputField }> = {
+  image: { single: "referenceImage", plural: "referenceImages" },
+  audio: { single: "referenceAudio", plural: "referenceAudios" },
+  video: { single: "referenceVideo", plural: "referenceVideos" },
 };
 
-function unsupported(field: string): AppError {
-  return new AppError("invalid_request", validationMessages.unsupported(field), { field });
+/** 400 "{field} has an unsupported value", naming the field as the spec does. */
+function unsupported(field: InputField): AppError {
+  const name = SPEC_FIELDS[field];
+  return new AppError("invalid_request", validationMessages.unsupported(name), { field: name });
 }
 
-function notPublicUrl(field: string): AppError {
-  return new AppError("invalid_request", validationMessages.publicUrl(field), { field });
+/** 400 with the field's own message (`prompt`, `model_id`) or "{field} has an unsupported value". */
+function invalidField(field: InputField, extra?: Record<string, unknown>): AppError {
+  return invalidFieldError(SPEC_FIELDS[field], extra);
+}
+
+function notPublicUrl(field: InputField): AppError {
+  const name = SPEC_FIELDS[field];
+  return new AppError("invalid_request", validationMessages.publicUrl(name), { field: name });
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -96,21 +160,21 @@ function isInteger(value: unknown): value is number {
 function selectModel(kind: ModelKind, value: unknown): ModelSpec {
   if (kind === "video" && isAbsent(value)) return getModel(DEFAULT_VIDEO_MODEL_ID)!;
   const model = isInteger(value) ? getModel(value) : undefined;
-  if (model === undefined) throw invalidFieldError("model_id");
+  if (model === undefined) throw invalidField("modelId");
   // A known model on the wrong endpoint is outside this endpoint's range, not an unknown model.
-  if (model.kind !== kind) throw unsupported("model_id");
-  if (kind === "image" && model.id !== IMAGE_MODEL_ID) throw unsupported("model_id");
+  if (model.kind !== kind) throw unsupported("modelId");
+  if (kind === "image" && model.id !== IMAGE_MODEL_ID) throw unsupported("modelId");
   return model;
 }
 
 /** Reference values of one field, before URL checks; elements are not yet known to be strings. */
 interface ReferenceField {
-  field: string;
+  field: InputField;
   values: unknown[];
 }
 
 /** Reads a singular reference field: absent, or a string. */
-function readSingle(body: Record<string, unknown>, field: string): ReferenceField {
+function readSingle(body: Record<string, unknown>, field: InputField): ReferenceField {
   const value = body[field];
   if (isAbsent(value)) return { field, values: [] };
   if (typeof value !== "string") throw unsupported(field);
@@ -118,7 +182,7 @@ function readSingle(body: Record<string, unknown>, field: string): ReferenceFiel
 }
 
 /** Reads a plural reference field: absent, or an array (element types are URL checks' business). */
-function readPlural(body: Record<string, unknown>, field: string): ReferenceField {
+function readPlural(body: Record<string, unknown>, field: InputField): ReferenceField {
   const value = body[field];
   if (isAbsent(value)) return { field, values: [] };
   if (!Array.isArray(value)) throw unsupported(field);
@@ -131,7 +195,7 @@ interface ReferenceGroup {
   plural: ReferenceField;
   count: number;
   /** The field an error about this kind names: the plural when it carries items, else the singular. */
-  field: string;
+  field: InputField;
 }
 
 function readGroup(body: Record<string, unknown>, kind: ReferenceKind): ReferenceGroup {
@@ -146,12 +210,11 @@ function readGroup(body: Record<string, unknown>, kind: ReferenceKind): Referenc
   };
 }
 
-const NO_REFERENCES: ReferenceGroup = {
-  single: { field: "", values: [] },
-  plural: { field: "", values: [] },
-  count: 0,
-  field: "",
-};
+/** A reference kind the endpoint does not read (audios and videos of an image request): nothing sent. */
+function noGroup(kind: ReferenceKind): ReferenceGroup {
+  const names = REFERENCE_FIELDS[kind];
+  return { single: { field: names.single, values: [] }, plural: { field: names.plural, values: [] }, count: 0, field: names.single };
+}
 
 /**
  * docs/api/generation.md §2, §4 (rule 4) and §8: which reference kinds the model takes and how many.
@@ -164,10 +227,10 @@ function readReferences(
   const rules = model.references;
   const isVideo = model.kind === "video";
   const images = readGroup(body, "image");
-  const audios = isVideo ? readGroup(body, "audio") : NO_REFERENCES;
-  const videos = isVideo ? readGroup(body, "video") : NO_REFERENCES;
-  const frameStart = isVideo ? readSingle(body, "frame_start") : { field: "frame_start", values: [] };
-  const frameEnd = isVideo ? readSingle(body, "frame_end") : { field: "frame_end", values: [] };
+  const audios = isVideo ? readGroup(body, "audio") : noGroup("audio");
+  const videos = isVideo ? readGroup(body, "video") : noGroup("video");
+  const frameStart: ReferenceField = isVideo ? readSingle(body, "frameStart") : { field: "frameStart", values: [] };
+  const frameEnd: ReferenceField = isVideo ? readSingle(body, "frameEnd") : { field: "frameEnd", values: [] };
 
   const groups: [ReferenceKind, ReferenceGroup, number | null][] = [
     ["image", images, rules.maxImages],
@@ -279,16 +342,16 @@ export function validatePriceParams(model: ModelSpec, params: PriceParams): { se
 }
 
 /**
- * Validates a video or image generation request body (docs/api/generation.md §2 fields, §4 rules
+ * Validates a video or image generation request (docs/api/generation.md §2 fields, §4 rules
  * 1-4, §7 messages, §8 limits).
  *
- * Checks in order: body is an object, prompt (a string with a non-blank character, no U+0000,
+ * Checks in order: input is an object, prompt (a string with a non-blank character, no U+0000,
  * at most {@link MAX_PROMPT_CODE_POINTS} code points), model_id, resolution, seconds (video), size, count,
  * references (types, kinds, limits, audio needs an image or video), then the reference URLs.
  *
  * @param kind the endpoint: "video" (POST /api/v1/video/generations) or "image"
  *   (POST /api/v1/images/generations)
- * @param body the parsed JSON body, snake case as in the spec
+ * @param input the request in camelCase ({@link VideoGenerationInput}); checked at run time, whatever its type says
  * @param checkUrl the public-HTTPS URL guard
  * @returns the request with canonical values and defaults: seconds per video (null for images),
  *   resolution in the catalog's spelling, count 1-4
@@ -297,20 +360,22 @@ export function validatePriceParams(model: ModelSpec, params: PriceParams): { se
  */
 export async function validateGenerationRequest(
   kind: ModelKind,
-  body: unknown,
+  input: GenerationInput,
   checkUrl: UrlCheck,
 ): Promise<GenerationRequest> {
+  // Typed for callers, checked for what arrives: a JSON body may be anything.
+  const body: unknown = input;
   if (!isObject(body)) throw new AppError("invalid_json");
 
   const prompt = body.prompt;
   // U+0000 cannot be stored in PostgreSQL text: invalid on every database.
-  if (typeof prompt !== "string" || prompt.trim() === "" || prompt.includes("\u0000")) throw invalidFieldError("prompt");
+  if (typeof prompt !== "string" || prompt.trim() === "" || prompt.includes("\u0000")) throw invalidField("prompt");
   // docs/api/generation.md §7 has one message for a bad prompt; details carry the limit for GraphQL clients.
   if (!withinCodePoints(prompt, MAX_PROMPT_CODE_POINTS)) {
-    throw invalidFieldError("prompt", { max_code_points: MAX_PROMPT_CODE_POINTS });
+    throw invalidField("prompt", { max_code_points: MAX_PROMPT_CODE_POINTS });
   }
 
-  const model = selectModel(kind, body.model_id);
+  const model = selectModel(kind, body.modelId);
 
   const resolution = readResolution(model, body.resolution);
   const seconds = readSeconds(model, resolution, body.seconds);

@@ -1,6 +1,6 @@
 /**
  * Resolvers of the cloud subgraph (schema/cloud.graphql). Thin: every rule lives in src/cloud;
- * these translate arguments (camelCase inputs → the spec's snake_case bodies) and shapes.
+ * these hand the inputs to it as they are (camelCase, the domain's own dialect) and translate shapes.
  */
 import { GraphQLScalarType, Kind, type ValueNode } from "graphql";
 import { AppError } from "../../src/errors.ts";
@@ -10,8 +10,9 @@ import type { OrderRecord } from "../../src/cloud/order-records.ts";
 import type { ResourceRecord } from "../../src/cloud/resources.ts";
 import { getCustomerBalance } from "../../src/cloud/customers.ts";
 import { getStatement, listTransactions, type TransactionRecord } from "../../src/cloud/billing.ts";
-import { createDomain, type DomainRecord } from "../../src/cloud/domains.ts";
-import { getPurgeTask, purgeDomain } from "../../src/cloud/purge.ts";
+import { createDomain, type CreateDomainInput, type DomainRecord } from "../../src/cloud/domains.ts";
+import { getPurgeTask, purgeDomain, type PurgeInput } from "../../src/cloud/purge.ts";
+import type { CreateOrderInput, RenewOrderInput } from "../../src/cloud/order-request.ts";
 import { bandwidthUsage, setUsageThreshold, trafficUsage } from "../../src/cloud/usage.ts";
 import { resendDelivery } from "../../src/events/deliveries.ts";
 import { pageSize, toConnection } from "../shared/connection.ts";
@@ -39,16 +40,8 @@ const lower = (value: string | null | undefined) => (value == null ? value : val
 
 const pageOf = (args: { first?: number | null; after?: string | null }) => ({ first: pageSize(args.first), after: args.after ?? null });
 
-/** camelCase input → the spec's snake_case body; `metadata` is the caller's own data and kept as is. */
-function toRestBody(input: Record<string, unknown>): Record<string, unknown> {
-  const body: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(input)) {
-    if (key === "idempotencyKey") continue;
-    const snake = key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-    body[snake] = key !== "metadata" && value && typeof value === "object" && !Array.isArray(value) ? toRestBody(value as Record<string, unknown>) : value;
-  }
-  return body;
-}
+/** The Idempotency-Key a write input carries (docs/api/cloud.md §5), kept out of the request it guards. */
+type WithKey<T> = T & { idempotencyKey?: string | null };
 
 function parseLiteralObject(ast: ValueNode): unknown {
   switch (ast.kind) {
@@ -157,29 +150,31 @@ export const resolvers = {
     statement: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => getStatement(ctx.db, await ctx.caller("billing:read"), id),
   },
   Mutation: {
-    createOrder: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: CloudContext) => {
+    createOrder: async (_: unknown, { input }: { input: WithKey<CreateOrderInput> }, ctx: CloudContext) => {
       const caller = await ctx.caller("orders:write");
-      const { order, replayed } = await ctx.services.orders.create(caller, toRestBody(input), { idempotencyKey: (input.idempotencyKey as string) ?? null, requestId: ctx.requestId });
-      return { order: grantRead(ctx, order), replayed };
+      const { idempotencyKey = null, ...order } = input;
+      const created = await ctx.services.orders.create(caller, order, { idempotencyKey, requestId: ctx.requestId });
+      return { order: grantRead(ctx, created.order), replayed: created.replayed };
     },
-    renewOrder: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: CloudContext) => {
+    renewOrder: async (_: unknown, { input }: { input: WithKey<RenewOrderInput> & { orderId: string } }, ctx: CloudContext) => {
       const caller = await ctx.caller("orders:write");
-      const { orderId, ...rest } = input;
-      const { order, replayed } = await ctx.services.orders.renew(caller, orderId as string, toRestBody(rest), { idempotencyKey: (input.idempotencyKey as string) ?? null, requestId: ctx.requestId });
+      const { orderId, idempotencyKey = null, ...renewal } = input;
+      const { order, replayed } = await ctx.services.orders.renew(caller, orderId, renewal, { idempotencyKey, requestId: ctx.requestId });
       return { order: grantRead(ctx, order), replayed };
     },
     payOrder: async (_: unknown, { input }: { input: { orderId: string } }, ctx: CloudContext) => ({
       order: grantRead(ctx, await ctx.services.orders.pay(await ctx.caller("orders:write"), input.orderId)),
     }),
-    createDomain: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: CloudContext) => {
+    createDomain: async (_: unknown, { input }: { input: WithKey<CreateDomainInput> }, ctx: CloudContext) => {
       const caller = await ctx.caller("domains:write");
-      const { domain, replayed } = await createDomain(ctx.db, caller, toRestBody(input), { idempotencyKey: (input.idempotencyKey as string) ?? null, requestId: ctx.requestId, stepMs: ctx.services.stepMs, checkOriginHost: ctx.services.checkOriginHost });
+      const { idempotencyKey = null, ...fields } = input;
+      const { domain, replayed } = await createDomain(ctx.db, caller, fields, { idempotencyKey, requestId: ctx.requestId, stepMs: ctx.services.stepMs, checkOriginHost: ctx.services.checkOriginHost });
       return { domain: grantRead(ctx, domain), replayed };
     },
-    purgeDomain: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: CloudContext) => {
+    purgeDomain: async (_: unknown, { input }: { input: WithKey<PurgeInput> & { domain: string } }, ctx: CloudContext) => {
       const caller = await ctx.caller("domains:write");
-      const { domain, ...rest } = input;
-      const { task, replayed } = await purgeDomain(ctx.db, caller, domain as string, toRestBody(rest), { idempotencyKey: (input.idempotencyKey as string) ?? null, requestId: ctx.requestId, stepMs: ctx.services.stepMs });
+      const { domain, idempotencyKey = null, ...purge } = input;
+      const { task, replayed } = await purgeDomain(ctx.db, caller, domain, purge, { idempotencyKey, requestId: ctx.requestId, stepMs: ctx.services.stepMs });
       return { purgeTask: grantRead(ctx, task), replayed };
     },
     setUsageThreshold: async (_: unknown, { input }: { input: { resourceId: string; thresholdBytes: number | null } }, ctx: CloudContext) => {

@@ -4,7 +4,7 @@
  */
 import { MODELS, getModel, type ModelSpec } from "../../src/generation/catalog.ts";
 import { quote } from "../../src/generation/pricing.ts";
-import type { PriceParams } from "../../src/generation/validation.ts";
+import type { ImageGenerationInput, PriceParams, VideoGenerationInput } from "../../src/generation/validation.ts";
 import { isTerminal, type TaskRecord } from "../../src/generation/tasks.ts";
 import type { OutboxMessage } from "../../src/events/pubsub.ts";
 import { recentRequests, usageByDay, usageDays } from "../../src/generation/usage.ts";
@@ -27,13 +27,6 @@ export const STATUS_NAMES = {
 function statusCodeOf(status: string | null | undefined): number | null {
   if (status == null) return null;
   return TASK_STATUS_ENUM.indexOf(status as (typeof TASK_STATUS_ENUM)[number]);
-}
-
-/** camelCase GraphQL input → the spec's snake_case REST body, for the one validator. */
-function toRestBody(input: Record<string, unknown>): Record<string, unknown> {
-  const body: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(input)) body[key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = value;
-  return body;
 }
 
 async function taskConnection(ctx: GenerationContext, args: { first?: number | null; after?: string | null; status?: string | null }) {
@@ -112,11 +105,11 @@ export const resolvers = {
     viewer: async (_: unknown, __: unknown, ctx: GenerationContext) => ({ id: (await ctx.anyCaller()).accountId }),
   },
   Mutation: {
-    submitVideoGeneration: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: GenerationContext) => ({
-      task: await ctx.service.submit(await ctx.caller(), "video", toRestBody(input)),
+    submitVideoGeneration: async (_: unknown, { input }: { input: VideoGenerationInput }, ctx: GenerationContext) => ({
+      task: await ctx.service.submit(await ctx.caller(), "video", input),
     }),
-    submitImageGeneration: async (_: unknown, { input }: { input: Record<string, unknown> }, ctx: GenerationContext) => ({
-      task: await ctx.service.submit(await ctx.caller(), "image", toRestBody(input)),
+    submitImageGeneration: async (_: unknown, { input }: { input: ImageGenerationInput }, ctx: GenerationContext) => ({
+      task: await ctx.service.submit(await ctx.caller(), "image", input),
     }),
   },
   Subscription: {

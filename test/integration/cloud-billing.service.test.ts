@@ -42,11 +42,11 @@ const customer = () => `cust-${++seq}`;
 
 function computeBody(customerId: string, extra: Record<string, unknown> = {}) {
   return {
-    client_order_no: `B-${++seq}`,
-    product_id: DEMO_CATALOG.products.compute,
+    clientOrderNo: `B-${++seq}`,
+    productId: DEMO_CATALOG.products.compute,
     quantity: 1,
-    billing_cycle: "monthly",
-    customer: { customer_id: customerId, contact: "billing@example.com" },
+    billingCycle: "monthly",
+    customer: { customerId, contact: "billing@example.com" },
     metadata: {},
     ...extra,
   };

@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrate, type Db } from "../../src/db/index.ts";
 import { openTestDb, type TestDb } from "../support/db.ts";
 import { AppError } from "../../src/errors.ts";
-import { createDomain, getDomain, getDomainsByNames } from "../../src/cloud/domains.ts";
-import { getPurgeTask, listPurgeTasks, purgeDomain } from "../../src/cloud/purge.ts";
+import { createDomain, getDomain, getDomainsByNames, type CreateDomainInput } from "../../src/cloud/domains.ts";
+import { getPurgeTask, listPurgeTasks, purgeDomain, type PurgeInput } from "../../src/cloud/purge.ts";
 import { createUrlGuard, type UrlGuard } from "../../src/net/url-guard.ts";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.ts";
 
@@ -106,13 +106,14 @@ let aliceOrder: string;
 let domainSeq = 0;
 const freshName = (prefix = "site") => `${prefix}${++domainSeq}.example.com`;
 
-function body(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+/** A valid create-domain input with `overrides` (values of any type: the service checks at run time). */
+function body(overrides: Record<string, unknown> = {}): CreateDomainInput {
   return {
     domain: freshName(),
     origin: { type: "ip", address: "8.8.8.8", port: 8080 },
     protocol: "https",
-    order_id: aliceOrder,
-    customer_id: "cust_1",
+    orderId: aliceOrder,
+    customerId: "cust_1",
     ...overrides,
   };
 }
@@ -200,7 +201,7 @@ describe("creating a domain", () => {
 
   it("is 400 invalid_request when the body is not an object", async () => {
     for (const bad of [null, "x", [1], 3]) {
-      const error = await failure(createDomain(db, alice.caller, bad, { stepMs: STEP, checkOriginHost }));
+      const error = await failure(createDomain(db, alice.caller, bad as CreateDomainInput, { stepMs: STEP, checkOriginHost }));
       expect(error.code).toBe("invalid_request");
       expect(error.status).toBe(400);
     }
@@ -235,10 +236,10 @@ describe("creating a domain", () => {
     ["a string port", { origin: { type: "ip", address: "8.8.8.8", port: "80" } }, "origin.port"],
     ["an unknown protocol", { protocol: "ftp" }, "protocol"],
     ["an upper-case protocol", { protocol: "HTTPS" }, "protocol"],
-    ["a missing order_id", { order_id: undefined }, "order_id"],
-    ["an empty order_id", { order_id: "" }, "order_id"],
-    ["a missing customer_id", { customer_id: undefined }, "customer_id"],
-    ["a numeric customer_id", { customer_id: 7 }, "customer_id"],
+    ["a missing order_id", { orderId: undefined }, "order_id"],
+    ["an empty order_id", { orderId: "" }, "order_id"],
+    ["a missing customer_id", { customerId: undefined }, "customer_id"],
+    ["a numeric customer_id", { customerId: 7 }, "customer_id"],
   ];
   it.each(invalidCases)("is 422 validation_failed for %s", async (_name, overrides, field) => {
     const error = await failure(createDomain(db, alice.caller, body(overrides), { stepMs: STEP, checkOriginHost }));
@@ -248,7 +249,7 @@ describe("creating a domain", () => {
   });
 
   it("is 422 on customer_id when the order belongs to another customer", async () => {
-    const error = await failure(createDomain(db, alice.caller, body({ customer_id: "cust_other" }), { stepMs: STEP, checkOriginHost }));
+    const error = await failure(createDomain(db, alice.caller, body({ customerId: "cust_other" }), { stepMs: STEP, checkOriginHost }));
     expect(error.status).toBe(422);
     expect(error.details).toEqual({ field: "customer_id" });
   });
@@ -256,7 +257,7 @@ describe("creating a domain", () => {
   it("is 404 Order not found for an unknown order and for another account's order", async () => {
     const bobOrder = await insertOrder(bob);
     for (const orderId of ["ord_missing", bobOrder]) {
-      const error = await failure(createDomain(db, alice.caller, body({ order_id: orderId }), { stepMs: STEP, checkOriginHost }));
+      const error = await failure(createDomain(db, alice.caller, body({ orderId: orderId }), { stepMs: STEP, checkOriginHost }));
       expect(error.code).toBe("not_found");
       expect(error.status).toBe(404);
       expect(error.message).toBe("Order not found");
@@ -266,7 +267,7 @@ describe("creating a domain", () => {
   it("is 409 conflict for an order that is not active", async () => {
     for (const status of ["unpaid", "provisioning", "failed"]) {
       const orderId = await insertOrder(alice, { status });
-      const error = await failure(createDomain(db, alice.caller, body({ order_id: orderId }), { stepMs: STEP, checkOriginHost }));
+      const error = await failure(createDomain(db, alice.caller, body({ orderId: orderId }), { stepMs: STEP, checkOriginHost }));
       expect(error.code).toBe("conflict");
       expect(error.status).toBe(409);
     }
@@ -274,7 +275,7 @@ describe("creating a domain", () => {
 
   it("is 409 conflict for an active order of a product that is not CDN", async () => {
     const orderId = await insertOrder(alice, { productId: "prod_vm" });
-    const error = await failure(createDomain(db, alice.caller, body({ order_id: orderId }), { stepMs: STEP, checkOriginHost }));
+    const error = await failure(createDomain(db, alice.caller, body({ orderId: orderId }), { stepMs: STEP, checkOriginHost }));
     expect(error.code).toBe("conflict");
     expect(error.message).toMatch(/CDN/);
   });
@@ -286,7 +287,7 @@ describe("creating a domain", () => {
     expect(again.code).toBe("conflict");
     expect(again.message).toBe("Domain already exists");
     const bobOrder = await insertOrder(bob);
-    const other = await failure(createDomain(db, bob.caller, body({ domain: name, order_id: bobOrder }), { stepMs: STEP, checkOriginHost }));
+    const other = await failure(createDomain(db, bob.caller, body({ domain: name, orderId: bobOrder }), { stepMs: STEP, checkOriginHost }));
     expect(other.code).toBe("conflict");
     expect(other.message).toBe("Domain already exists");
   });
@@ -411,7 +412,7 @@ describe("purging a domain", () => {
   });
 
   it("is 400 invalid_request when the body is not an object", async () => {
-    const error = await failure(purgeDomain(db, alice.caller, site, ["x"], { stepMs: STEP }));
+    const error = await failure(purgeDomain(db, alice.caller, site, ["x"] as PurgeInput, { stepMs: STEP }));
     expect(error.code).toBe("invalid_request");
   });
 
@@ -437,7 +438,7 @@ describe("purging a domain", () => {
   ];
   it("is 422 validation_failed naming the field of each bad purge body", async () => {
     for (const [name, bad, field] of purgeCases()) {
-      const error = await failure(purgeDomain(db, alice.caller, site, bad, { stepMs: STEP }));
+      const error = await failure(purgeDomain(db, alice.caller, site, bad as PurgeInput, { stepMs: STEP }));
       expect(error.code, name).toBe("validation_failed");
       expect(error.details, name).toEqual({ field });
     }

@@ -16,6 +16,7 @@ import { DEMO_CATALOG, seedDemoCatalog } from "../../src/cloud/demo-seed.ts";
 import { adjustCustomer, getCustomerBalance, setCreditLine, topUpCustomer } from "../../src/cloud/customers.ts";
 import { listTransactions } from "../../src/cloud/billing.ts";
 import { createOrderService, type OrderService } from "../../src/cloud/orders.ts";
+import type { CreateOrderInput, RenewOrderInput } from "../../src/cloud/order-request.ts";
 import { SIMULATED_FAILURE_REASON } from "../../src/cloud/provisioning.ts";
 import { addMonthsUtc } from "../../src/cloud/resources.ts";
 import { normalizeHostname } from "../../src/cloud/validation.ts";
@@ -38,27 +39,27 @@ async function newCaller(): Promise<Caller> {
 /** A unique customer id. */
 const customer = () => `cust-${++seq}`;
 
-/** A valid body for the compute product (no required metadata), 99 yuan a month. */
+/** A valid input for the compute product (no required metadata), 99 yuan a month. */
 function computeBody(customerId: string, extra: Record<string, unknown> = {}) {
   return {
-    client_order_no: `CO-${++seq}`,
-    product_id: P.compute,
+    clientOrderNo: `CO-${++seq}`,
+    productId: P.compute,
     quantity: 1,
-    billing_cycle: "monthly",
-    customer: { customer_id: customerId, contact: "ops@example.com" },
+    billingCycle: "monthly",
+    customer: { customerId, contact: "ops@example.com" },
     metadata: { region: "cn-east-1" },
     ...extra,
   };
 }
 
-/** A valid body for the CDN product (requires metadata.domain), 30 yuan a month. */
+/** A valid input for the CDN product (requires metadata.domain), 30 yuan a month. */
 function cdnBody(customerId: string, extra: Record<string, unknown> = {}) {
   return {
-    client_order_no: `CDN-${++seq}`,
-    product_id: P.cdn,
+    clientOrderNo: `CDN-${++seq}`,
+    productId: P.cdn,
     quantity: 1,
-    billing_cycle: "monthly",
-    customer: { customer_id: customerId, contact: "ops@example.com" },
+    billingCycle: "monthly",
+    customer: { customerId, contact: "ops@example.com" },
     metadata: { domain: "static.example.com" },
     ...extra,
   };
@@ -352,28 +353,28 @@ describe("the order state machine", () => {
 
 describe("order validation", () => {
   const cases: [string, (b: any) => void, string][] = [
-    ["client_order_no missing", (b) => delete b.client_order_no, "client_order_no"],
-    ["client_order_no not a string", (b) => (b.client_order_no = 42), "client_order_no"],
-    ["client_order_no too long", (b) => (b.client_order_no = "x".repeat(65)), "client_order_no"],
-    ["client_order_no with spaces", (b) => (b.client_order_no = "a b"), "client_order_no"],
-    ["product_id missing", (b) => delete b.product_id, "product_id"],
-    ["product_id not a string", (b) => (b.product_id = 7), "product_id"],
-    ["product_id unknown", (b) => (b.product_id = "prd_nope"), "product_id"],
-    ["product sold out", (b) => (b.product_id = P.soldOut), "product_id"],
-    ["product offline", (b) => (b.product_id = P.offline), "product_id"],
+    ["client_order_no missing", (b) => delete b.clientOrderNo, "client_order_no"],
+    ["client_order_no not a string", (b) => (b.clientOrderNo = 42), "client_order_no"],
+    ["client_order_no too long", (b) => (b.clientOrderNo = "x".repeat(65)), "client_order_no"],
+    ["client_order_no with spaces", (b) => (b.clientOrderNo = "a b"), "client_order_no"],
+    ["product_id missing", (b) => delete b.productId, "product_id"],
+    ["product_id not a string", (b) => (b.productId = 7), "product_id"],
+    ["product_id unknown", (b) => (b.productId = "prd_nope"), "product_id"],
+    ["product sold out", (b) => (b.productId = P.soldOut), "product_id"],
+    ["product offline", (b) => (b.productId = P.offline), "product_id"],
     ["quantity missing", (b) => delete b.quantity, "quantity"],
     ["quantity zero", (b) => (b.quantity = 0), "quantity"],
     ["quantity above 1000", (b) => (b.quantity = 1001), "quantity"],
     ["quantity fractional", (b) => (b.quantity = 1.5), "quantity"],
     ["quantity a string", (b) => (b.quantity = "1"), "quantity"],
-    ["billing_cycle missing", (b) => delete b.billing_cycle, "billing_cycle"],
-    ["billing_cycle not offered", (b) => (b.billing_cycle = "weekly"), "billing_cycle"],
-    ["billing_cycle not a string", (b) => (b.billing_cycle = 1), "billing_cycle"],
+    ["billing_cycle missing", (b) => delete b.billingCycle, "billing_cycle"],
+    ["billing_cycle not offered", (b) => (b.billingCycle = "weekly"), "billing_cycle"],
+    ["billing_cycle not a string", (b) => (b.billingCycle = 1), "billing_cycle"],
     ["customer missing", (b) => delete b.customer, "customer"],
     ["customer not an object", (b) => (b.customer = ["c"]), "customer"],
-    ["customer.customer_id missing", (b) => delete b.customer.customer_id, "customer.customer_id"],
-    ["customer.customer_id not a string", (b) => (b.customer.customer_id = 5), "customer.customer_id"],
-    ["customer.customer_id too long", (b) => (b.customer.customer_id = "c".repeat(65)), "customer.customer_id"],
+    ["customer.customer_id missing", (b) => delete b.customer.customerId, "customer.customer_id"],
+    ["customer.customer_id not a string", (b) => (b.customer.customerId = 5), "customer.customer_id"],
+    ["customer.customer_id too long", (b) => (b.customer.customerId = "c".repeat(65)), "customer.customer_id"],
     ["customer.contact not a string", (b) => (b.customer.contact = 5), "customer.contact"],
     ["metadata an array", (b) => (b.metadata = ["x"]), "metadata"],
     ["metadata too large", (b) => (b.metadata = { domain: "a.example.com", blob: "x".repeat(9000) }), "metadata"],
@@ -407,7 +408,8 @@ describe("order validation", () => {
 
   it.each([null, [], "order", 42])("rejects a body that is not a JSON object (%j) with 400 invalid_request", async (body) => {
     const caller = await newCaller();
-    const error = await errorOf(svc.create(caller, body, {}));
+    // Typed for callers, checked at run time: a JSON body may be anything.
+    const error = await errorOf(svc.create(caller, body as unknown as CreateOrderInput, {}));
     expect(error.code).toBe("invalid_request");
     expect(error.status).toBe(400);
   });
@@ -438,13 +440,13 @@ describe("order validation", () => {
     const customerId = customer();
     await upsertProduct(db, { id: "prd_scarce", vendorId: DEMO_CATALOG.vendors.stratus, category: "compute", name: "Scarce", billingCycles: [{ cycle: "monthly", months: 1, price: 1000 }], stock: 2 });
     await topUpCustomer(db, { accountId: caller.accountId, customerId, amount: 10_000 });
-    const error = await errorOf(svc.create(caller, computeBody(customerId, { product_id: "prd_scarce", quantity: 3 })));
+    const error = await errorOf(svc.create(caller, computeBody(customerId, { productId: "prd_scarce", quantity: 3 })));
     expect(error).toMatchObject({ code: "conflict", status: 409, details: { field: "quantity" } });
     expect(error.message).toBe("insufficient stock");
-    const ok = await svc.create(caller, computeBody(customerId, { product_id: "prd_scarce", quantity: 2 }));
+    const ok = await svc.create(caller, computeBody(customerId, { productId: "prd_scarce", quantity: 2 }));
     expect(ok.order.status).toBe("provisioning");
     expect(await stockOf("prd_scarce")).toBe(0);
-    expect((await errorOf(svc.create(caller, computeBody(customerId, { product_id: "prd_scarce", quantity: 1 })))).code).toBe("conflict");
+    expect((await errorOf(svc.create(caller, computeBody(customerId, { productId: "prd_scarce", quantity: 1 })))).code).toBe("conflict");
     expect((await getCustomerBalance(db, caller.accountId, customerId)).available).toBe(8000);
   });
 
@@ -458,7 +460,7 @@ describe("order validation", () => {
     expect((await errorOf(svc.create(caller, body))).code).toBe("conflict");
     expect(await db("orders").where({ account_id: caller.accountId })).toHaveLength(1);
     const other = await newCaller();
-    expect((await svc.create(other, body)).order.clientOrderNo).toBe(body.client_order_no);
+    expect((await svc.create(other, body)).order.clientOrderNo).toBe(body.clientOrderNo);
   });
 });
 
@@ -529,7 +531,7 @@ describe("renewal", () => {
     const before = await svc.getResource(caller, order.resourceId!);
     expect(before.expiresAt).toBe("2025-04-10T00:00:02.000Z");
 
-    const renewed = await svc.renew(caller, order.id, { periods: 2, billing_cycle: "quarterly" }, { idempotencyKey: "renew-1", requestId: "req-r" });
+    const renewed = await svc.renew(caller, order.id, { periods: 2, billingCycle: "quarterly" }, { idempotencyKey: "renew-1", requestId: "req-r" });
     expect(renewed.replayed).toBe(false);
     // 85 yuan x 2 units x 2 quarters
     expect(renewed.renewal).toMatchObject({ number: 1, periods: 2, billingCycle: "quarterly", amount: 340_000, previousExpiresAt: before.expiresAt, expiresAt: "2025-10-10T00:00:02.000Z" });
@@ -546,7 +548,7 @@ describe("renewal", () => {
     expect(JSON.parse(txn.payload)).toMatchObject({ type: "deduction", amount: "-340.00", order_id: order.id });
 
     // Replay: the same snapshot, nothing charged again.
-    const replay = await svc.renew(caller, order.id, { periods: 2, billing_cycle: "quarterly" }, { idempotencyKey: "renew-1" });
+    const replay = await svc.renew(caller, order.id, { periods: 2, billingCycle: "quarterly" }, { idempotencyKey: "renew-1" });
     expect(replay).toEqual({ ...renewed, replayed: true });
     expect((await errorOf(svc.renew(caller, order.id, { periods: 3 }, { idempotencyKey: "renew-1" }))).code).toBe("conflict");
 
@@ -587,11 +589,11 @@ describe("renewal", () => {
   it("validates the renew body: 400 for a non-object, 422 for periods and billing_cycle, 404 for an unknown order", async () => {
     const caller = await newCaller();
     const order = await activeOrder(caller, customer(), "100");
-    expect((await errorOf(svc.renew(caller, order.id, "twice"))).code).toBe("invalid_request");
+    expect((await errorOf(svc.renew(caller, order.id, "twice" as RenewOrderInput))).code).toBe("invalid_request");
     for (const periods of [0, 37, 1.5, "2"]) {
-      expect((await errorOf(svc.renew(caller, order.id, { periods }))).details).toEqual({ field: "periods" });
+      expect((await errorOf(svc.renew(caller, order.id, { periods } as RenewOrderInput))).details).toEqual({ field: "periods" });
     }
-    expect((await errorOf(svc.renew(caller, order.id, { billing_cycle: "weekly" }))).details).toEqual({ field: "billing_cycle" });
+    expect((await errorOf(svc.renew(caller, order.id, { billingCycle: "weekly" }))).details).toEqual({ field: "billing_cycle" });
     expect((await errorOf(svc.renew(caller, "ord_missing", {}))).code).toBe("not_found");
   });
 });

@@ -12,13 +12,13 @@ import { createGenerationService } from "../../src/generation/tasks.ts";
 import type { GenerationUpstream } from "../../src/generation/upstream/types.ts";
 import { upsertProduct, upsertVendor } from "../../src/cloud/catalog.ts";
 import { usageTotals } from "../../src/generation/usage.ts";
-import { parseOrderBody } from "../../src/cloud/order-request.ts";
+import { parseOrderInput } from "../../src/cloud/order-request.ts";
 import { openTestDb, type TestDb } from "../support/db.ts";
 
-/** The error parseOrderBody throws for an otherwise valid body with `overrides`. */
-function parseOrderBodyError(overrides: Record<string, unknown>): unknown {
+/** The error parseOrderInput throws for an otherwise valid input with `overrides`. */
+function parseOrderInputError(overrides: Record<string, unknown>): unknown {
   try {
-    parseOrderBody({ client_order_no: "SO-1", product_id: "prd_x", quantity: 1, billing_cycle: "monthly", customer: { customer_id: "c1" }, ...overrides });
+    parseOrderInput({ clientOrderNo: "SO-1", productId: "prd_x", quantity: 1, billingCycle: "monthly", customer: { customerId: "c1" }, ...overrides });
   } catch (error) {
     return error;
   }
@@ -82,7 +82,7 @@ describe("database portability", () => {
       fetchStatus: async () => ({ status: 2, error: longError }),
     };
     const service = createGenerationService({ db, upstream, checkUrl: async () => true, pollIntervalMs: 0 });
-    const task = await service.submit(caller, "video", { prompt: "a long failure", model_id: 52, seconds: 5 });
+    const task = await service.submit(caller, "video", { prompt: "a long failure", modelId: 52, seconds: 5 });
     expect(await service.applyUpstreamState(task, await upstream.fetchStatus("x"), 1_000)).toBe(true);
     const settled = await service.getTask(caller, task.id);
     expect(settled).toMatchObject({ status: 2, error: longError, refunded: task.price });
@@ -102,11 +102,11 @@ describe("database portability", () => {
       fetchStatus: async () => ({ status: 0 }),
     };
     const service = createGenerationService({ db, upstream, checkUrl: async () => true, pollIntervalMs: 0 });
-    await expect(service.submit(caller, "video", { prompt: "a\u0000b", model_id: 52, seconds: 5 })).rejects.toMatchObject({ status: 400 });
+    await expect(service.submit(caller, "video", { prompt: "a\u0000b", modelId: 52, seconds: 5 })).rejects.toMatchObject({ status: 400 });
     await expect(createKey(db, { name: "nul\u0000name" })).rejects.toMatchObject({ code: "validation_failed", details: { field: "name" } });
     await expect(createKey(db, { name: "nul", callbackUrl: "https://hooks.example/a\u0000b" })).rejects.toMatchObject({ code: "validation_failed", details: { field: "callbackUrl" } });
     await expect(upsertVendor(db, { name: "Nul\u0000 Cloud" })).rejects.toMatchObject({ code: "validation_failed", details: { field: "name" } });
-    expect(parseOrderBodyError({ customer: { customer_id: "c1", contact: "ops\u0000@shop.example" } })).toMatchObject({ code: "validation_failed", details: { field: "customer.contact" } });
+    expect(parseOrderInputError({ customer: { customerId: "c1", contact: "ops\u0000@shop.example" } })).toMatchObject({ code: "validation_failed", details: { field: "customer.contact" } });
     expect(await balanceOf(db, created.account_id)).toBe(parseYuan("10"));
   });
 

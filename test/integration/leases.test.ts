@@ -107,7 +107,7 @@ describe("work-queue leases shared by two instances", () => {
     const count = 80;
     const ids: string[] = [];
     for (let i = 0; i < count; i++) {
-      const task = await serviceA.submit(caller, "video", { prompt: `lease ${i}`, model_id: 52, seconds: 5 });
+      const task = await serviceA.submit(caller, "video", { prompt: `lease ${i}`, modelId: 52, seconds: 5 });
       ids.push(task.id);
     }
     const options = { upstream, logger, intervalMs: 60_000, batchSize: 15, concurrency: 4 };
@@ -149,11 +149,11 @@ describe("work-queue leases shared by two instances", () => {
     const orderIds: string[] = [];
     for (let i = 0; i < count; i++) {
       const { order } = await ordersA.create(caller, {
-        client_order_no: `LEASE-${i}`,
-        product_id: DEMO_CATALOG.products.compute,
+        clientOrderNo: `LEASE-${i}`,
+        productId: DEMO_CATALOG.products.compute,
         quantity: 1,
-        billing_cycle: "monthly",
-        customer: { customer_id: "cust-lease" },
+        billingCycle: "monthly",
+        customer: { customerId: "cust-lease" },
         metadata: i % 5 === 0 ? { simulate: "fail" } : {},
       });
       expect(order.status).toBe("provisioning");

@@ -83,7 +83,7 @@ beforeAll(async () => {
   const caller = { keyId: owner.id, accountId: owner.account_id };
   for (let i = 0; i < 100; i++) {
     const name = `site${i}.lists.example.com`;
-    await createDomain(db, caller, { domain: name, origin: { type: "ip", address: "93.184.216.34" }, protocol: "https", order_id: orderIds[0], customer_id: "cust-lists" }, { stepMs: 50, checkOriginHost: async () => ({ ok: false }) });
+    await createDomain(db, caller, { domain: name, origin: { type: "ip", address: "93.184.216.34" }, protocol: "https", orderId: orderIds[0], customerId: "cust-lists" }, { stepMs: 50, checkOriginHost: async () => ({ ok: false }) });
     for (let j = 0; j < i % 4; j++) await purgeDomain(db, caller, name, { type: "url", targets: [`https://${name}/${j}.html`] }, { stepMs: 50 });
     domains.push(name);
   }

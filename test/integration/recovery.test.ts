@@ -24,7 +24,7 @@ import { createOrderService } from "../../src/cloud/orders.ts";
 const logger = pino({ level: "silent" });
 /** Model 52, 5 s at 720P: 5.000 yuan. */
 const PRICE = 5000;
-const VIDEO = { prompt: "a kite over dunes", model_id: 52, seconds: 5 };
+const VIDEO = { prompt: "a kite over dunes", modelId: 52, seconds: 5 };
 
 /** An upstream whose answers the test scripts; counts its calls. */
 function scriptedUpstream() {
@@ -364,11 +364,11 @@ describe("switchyard verify: orders and refund causes", () => {
     const orders = createOrderService({ db, provisionDelayMs: 1000, now: () => clock });
     const caller = await newCaller();
     const body = (customerId: string, extra: Record<string, unknown> = {}) => ({
-      client_order_no: `V-${++seq}`,
-      product_id: DEMO_CATALOG.products.compute,
+      clientOrderNo: `V-${++seq}`,
+      productId: DEMO_CATALOG.products.compute,
       quantity: 1,
-      billing_cycle: "monthly",
-      customer: { customer_id: customerId, contact: "ops@example.com" },
+      billingCycle: "monthly",
+      customer: { customerId, contact: "ops@example.com" },
       metadata: { region: "cn-east-1" },
       ...extra,
     });

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, type TestStack } from "../support/stack.ts";
+import { toCamel } from "../../router/rest/input.ts";
 
 const SUBMIT_VIDEO = `mutation ($input: SubmitVideoGenerationInput!) {
   submitVideoGeneration(input: $input) { task { id price { amount } statusCode statusName model { id } } }
@@ -14,7 +15,7 @@ const TASK = `query ($id: ID!) {
 
 /** snake_case REST body → camelCase GraphQL input. */
 function toInput(body: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(body).map(([k, v]) => [k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), v]));
+  return Object.fromEntries(Object.entries(body).map(([k, v]) => [toCamel(k), v]));
 }
 
 describe("REST and GraphQL parity", () => {
@@ -94,7 +95,43 @@ describe("REST and GraphQL parity", () => {
     expect(gql.body.errors[0].message).toBe(message);
     expect(gql.body.errors[0].extensions.code).toBe("invalid_request");
     expect(gql.body.errors[0].extensions.http.status).toBe(400);
+    // GraphQL sends camelCase, yet the field is named as the spec names it (docs/architecture.md §7.3).
+    expect(gql.body.errors[0].extensions.field).toBe(message.split(" ")[0]);
     expect(await balance(key)).toBe(100);
+  });
+
+  // Cloud inputs: the same 422 through REST and GraphQL, the field named as the spec names it.
+  const CREATE_ORDER = `mutation ($input: CreateOrderInput!) { createOrder(input: $input) { order { id } } }`;
+  const orderBody = { client_order_no: "PARITY-1", product_id: "prd_cdn_standard", quantity: 1, billing_cycle: "monthly", customer: { customer_id: "cust-parity" }, metadata: { domain: "www.parity.example" } };
+  const invalidOrders: { name: string; body: Record<string, unknown>; field: string; message: string }[] = [
+    { name: "a blank client_order_no", body: { ...orderBody, client_order_no: "" }, field: "client_order_no", message: "client_order_no is required" },
+    { name: "no customer.customer_id", body: { ...orderBody, customer: { contact: "ops@parity.example" } }, field: "customer.customer_id", message: "customer.customer_id is required" },
+    { name: "a billing_cycle the product lacks", body: { ...orderBody, billing_cycle: "weekly" }, field: "billing_cycle", message: "billing_cycle must be one of: monthly, quarterly, yearly" },
+    { name: "a metadata.domain that is no host name", body: { ...orderBody, metadata: { domain: "not a host" } }, field: "metadata.domain", message: "metadata.domain must be a valid host name such as www.example.com" },
+  ];
+
+  it("keeps the caller's metadata exactly as sent through REST and GraphQL: keys are never renamed", async () => {
+    const { key } = await t.createKey("0");
+    const metadata = { domain: "www.parity.example", snake_key: 1, camelKey: { inner_snake: [true] } };
+    const rest = await t.rest("POST", "/openapi/v1/orders", { key, body: { ...orderBody, client_order_no: "PARITY-META-1", metadata } });
+    expect(rest.status).toBe(201);
+    expect(rest.body.data.metadata).toEqual(metadata);
+    const input = { ...toInput({ ...orderBody, client_order_no: "PARITY-META-2" }), customer: { customerId: "cust-parity" }, metadata };
+    const gql = await t.graphql(`mutation ($input: CreateOrderInput!) { createOrder(input: $input) { order { metadata } } }`, { input }, key);
+    expect(gql.body.errors).toBeUndefined();
+    expect(gql.body.data.createOrder.order.metadata).toEqual(metadata);
+  });
+
+  it.each(invalidOrders)("refuses an order with $name with the same 422 and field through REST and GraphQL", async ({ body, field, message }) => {
+    const { key } = await t.createKey("0");
+    const rest = await t.rest("POST", "/openapi/v1/orders", { key, body });
+    expect(rest.status).toBe(422);
+    expect(rest.body.error).toEqual({ code: "validation_failed", message, details: { field } });
+
+    const input = { ...toInput(body), customer: toInput(body.customer as Record<string, unknown>) };
+    const gql = await t.graphql(CREATE_ORDER, { input }, key);
+    expect(gql.body.errors).toHaveLength(1);
+    expect(gql.body.errors[0]).toMatchObject({ message, extensions: { code: "validation_failed", field, http: { status: 422 } } });
   });
 
   it("refuses a 900 KB prompt on both endpoints through REST and GraphQL, storing and charging nothing", async () => {

@@ -134,7 +134,7 @@ describe("quote (GraphQL Model.quote, the price preview)", () => {
       for (const resolution of spec.resolutions) {
         for (const seconds of spec.durations?.[resolution] ?? [null]) {
           for (let count = 1; count <= spec.maxCount; count++) {
-            const body = { prompt: "a fox", model_id: spec.id, seconds, resolution: resolution.toLowerCase(), count };
+            const body = { prompt: "a fox", modelId: spec.id, seconds, resolution: resolution.toLowerCase(), count };
             const charged = priceOf(spec, await validateGenerationRequest(spec.kind, body, async () => true));
             expect(quote(spec, { seconds, resolution: resolution.toLowerCase(), count }), `${spec.id} ${resolution} ${seconds} ${count}`).toBe(charged);
           }

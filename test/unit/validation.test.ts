@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { AppError } from "../../src/errors.ts";
 import { MODELS, getModel, type ModelKind } from "../../src/generation/catalog.ts";
-import { MAX_PROMPT_CODE_POINTS, validateGenerationRequest, type UrlCheck } from "../../src/generation/validation.ts";
+import { MAX_PROMPT_CODE_POINTS, validateGenerationRequest, type GenerationInput, type UrlCheck } from "../../src/generation/validation.ts";
+import { toCamel } from "../../router/rest/input.ts";
 
 // The real URL guard is tested elsewhere; this stub rejects any URL containing "private".
 const checkUrl: UrlCheck = async (url) => !url.includes("private");
@@ -14,12 +15,13 @@ const PRIVATE = "https://private.example.com/x.png";
 
 const urls = (n: number, prefix = "https://cdn.example.com/i") => Array.from({ length: n }, (_, i) => `${prefix}${i}.png`);
 
+/** Validates any value: the validator checks at run time what its type only promises. */
 function validate(kind: ModelKind, body: unknown, check: UrlCheck = checkUrl) {
-  return validateGenerationRequest(kind, body, check);
+  return validateGenerationRequest(kind, body as GenerationInput, check);
 }
 
 const video = (fields: Record<string, unknown>) => validate("video", { prompt: "a cat", ...fields });
-const image = (fields: Record<string, unknown>) => validate("image", { prompt: "a cat", model_id: 45, ...fields });
+const image = (fields: Record<string, unknown>) => validate("image", { prompt: "a cat", modelId: 45, ...fields });
 
 async function rejection(promise: Promise<unknown>): Promise<AppError> {
   try {
@@ -62,6 +64,12 @@ describe("request body", () => {
     const request = await video({ colour: "blue", webhook: 5 });
     expect(request.modelId).toBe(52);
   });
+
+  it("reads camelCase only: a snake_case key is an unknown field (the REST shim converts at the edge)", async () => {
+    const request = await video({ model_id: 69, reference_images: [PRIVATE] });
+    expect(request.modelId).toBe(52);
+    expect(request.references.images).toEqual([]);
+  });
 });
 
 describe("prompt", () => {
@@ -74,11 +82,11 @@ describe("prompt", () => {
     ["an array", { prompt: ["a cat"] }],
   ])("rejects a prompt that is %s", async (_name, body) => {
     await expectInvalid(validate("video", body), "prompt must be a non-empty string", "prompt");
-    await expectInvalid(validate("image", { ...body, model_id: 45 }), "prompt must be a non-empty string");
+    await expectInvalid(validate("image", { ...body, modelId: 45 }), "prompt must be a non-empty string");
   });
 
   it("checks the prompt before model_id", async () => {
-    await expectInvalid(validate("video", { prompt: "", model_id: 999 }), "prompt must be a non-empty string");
+    await expectInvalid(validate("video", { prompt: "", modelId: 999 }), "prompt must be a non-empty string");
     await expectInvalid(validate("image", { prompt: " " }), "prompt must be a non-empty string");
   });
 
@@ -111,7 +119,7 @@ describe("prompt length", () => {
   });
 
   it("rejects a 900 KB prompt before any other field is looked at", async () => {
-    await expectTooLong(validate("video", { prompt: "x".repeat(900 * 1024), model_id: 999 }));
+    await expectTooLong(validate("video", { prompt: "x".repeat(900 * 1024), modelId: 999 }));
   });
 
   it("counts code points, not UTF-16 units: 4000 emoji (8000 units) pass, 4001 do not", async () => {
@@ -127,7 +135,7 @@ describe("prompt length", () => {
 
 describe("model_id on the video endpoint", () => {
   it("uses model 52 when model_id is omitted or null", async () => {
-    for (const body of [{ prompt: "a cat" }, { prompt: "a cat", model_id: null }]) {
+    for (const body of [{ prompt: "a cat" }, { prompt: "a cat", modelId: null }]) {
       const request = await validate("video", body);
       expect(request.modelId).toBe(52);
       expect(request.modelName).toBe("video-52");
@@ -136,13 +144,13 @@ describe("model_id on the video endpoint", () => {
   });
 
   it.each([52, 67, 69, 51, 39])("accepts video model %i", async (id) => {
-    const request = await video({ model_id: id });
+    const request = await video({ modelId: id });
     expect(request.modelId).toBe(id);
     expect(request.modelName).toBe(`video-${id}`);
   });
 
   it("rejects the image model 45 as an unsupported value", async () => {
-    await expectInvalid(video({ model_id: 45 }), unsupported("model_id"), "model_id");
+    await expectInvalid(video({ modelId: 45 }), unsupported("model_id"), "model_id");
   });
 
   it.each([
@@ -153,11 +161,11 @@ describe("model_id on the video endpoint", () => {
     ["a boolean", true],
     ["an array", [52]],
   ])("rejects %s with the list of models", async (_name, value) => {
-    await expectInvalid(video({ model_id: value }), MODEL_ID_MESSAGE, "model_id");
+    await expectInvalid(video({ modelId: value }), MODEL_ID_MESSAGE, "model_id");
   });
 
   it("checks model_id before the other fields", async () => {
-    await expectInvalid(video({ model_id: 99, resolution: "9K", seconds: 99, count: 9 }), MODEL_ID_MESSAGE);
+    await expectInvalid(video({ modelId: 99, resolution: "9K", seconds: 99, count: 9 }), MODEL_ID_MESSAGE);
   });
 });
 
@@ -169,15 +177,15 @@ describe("model_id on the image endpoint", () => {
 
   it("requires model_id", async () => {
     await expectInvalid(validate("image", { prompt: "a cat" }), MODEL_ID_MESSAGE, "model_id");
-    await expectInvalid(validate("image", { prompt: "a cat", model_id: null }), MODEL_ID_MESSAGE, "model_id");
+    await expectInvalid(validate("image", { prompt: "a cat", modelId: null }), MODEL_ID_MESSAGE, "model_id");
   });
 
   it.each([52, 67, 69, 51, 39])("rejects video model %i as an unsupported value", async (id) => {
-    await expectInvalid(image({ model_id: id }), unsupported("model_id"), "model_id");
+    await expectInvalid(image({ modelId: id }), unsupported("model_id"), "model_id");
   });
 
   it.each([99, "45", 45.5])("rejects %j with the list of models", async (value) => {
-    await expectInvalid(image({ model_id: value }), MODEL_ID_MESSAGE, "model_id");
+    await expectInvalid(image({ modelId: value }), MODEL_ID_MESSAGE, "model_id");
   });
 });
 
@@ -189,8 +197,8 @@ describe("resolution", () => {
     [51, "480P"],
     [39, "720P"],
   ])("uses the lowest resolution of model %i when omitted: %s", async (id, expected) => {
-    expect((await video({ model_id: id })).resolution).toBe(expected);
-    expect((await video({ model_id: id, resolution: null })).resolution).toBe(expected);
+    expect((await video({ modelId: id })).resolution).toBe(expected);
+    expect((await video({ modelId: id, resolution: null })).resolution).toBe(expected);
   });
 
   it("uses 1k for images when omitted", async () => {
@@ -198,8 +206,8 @@ describe("resolution", () => {
   });
 
   it("matches case-insensitively and returns the canonical spelling", async () => {
-    expect((await video({ model_id: 67, resolution: "720p" })).resolution).toBe("720P");
-    expect((await video({ model_id: 69, resolution: "1080p" })).resolution).toBe("1080P");
+    expect((await video({ modelId: 67, resolution: "720p" })).resolution).toBe("720P");
+    expect((await video({ modelId: 69, resolution: "1080p" })).resolution).toBe("1080P");
     expect((await image({ resolution: "1K" })).resolution).toBe("1k");
   });
 
@@ -213,7 +221,7 @@ describe("resolution", () => {
     [52, 720],
     [52, ""],
   ])("rejects for model %i the resolution %j", async (id, value) => {
-    await expectInvalid(video({ model_id: id, resolution: value }), unsupported("resolution"), "resolution");
+    await expectInvalid(video({ modelId: id, resolution: value }), unsupported("resolution"), "resolution");
   });
 
   it("rejects an image resolution other than 1k", async () => {
@@ -222,7 +230,7 @@ describe("resolution", () => {
   });
 
   it("checks resolution before seconds", async () => {
-    await expectInvalid(video({ model_id: 52, resolution: "480P", seconds: 99 }), unsupported("resolution"));
+    await expectInvalid(video({ modelId: 52, resolution: "480P", seconds: 99 }), unsupported("resolution"));
   });
 });
 
@@ -234,12 +242,12 @@ describe("seconds", () => {
     [51, 4],
     [39, 5],
   ])("uses the default of model %i when omitted: %i s", async (id, expected) => {
-    expect((await video({ model_id: id })).seconds).toBe(expected);
-    expect((await video({ model_id: id, seconds: null })).seconds).toBe(expected);
+    expect((await video({ modelId: id })).seconds).toBe(expected);
+    expect((await video({ modelId: id, seconds: null })).seconds).toBe(expected);
   });
 
   it("uses the default of model 67 at 720P too", async () => {
-    expect((await video({ model_id: 67, resolution: "720P" })).seconds).toBe(5);
+    expect((await video({ modelId: 67, resolution: "720P" })).seconds).toBe(5);
   });
 
   it.each([
@@ -263,7 +271,7 @@ describe("seconds", () => {
     [39, "720P", 10],
     [39, "720P", 15],
   ])("accepts model %i at %s for %i s", async (id, resolution, seconds) => {
-    expect((await video({ model_id: id, resolution, seconds })).seconds).toBe(seconds);
+    expect((await video({ modelId: id, resolution, seconds })).seconds).toBe(seconds);
   });
 
   it.each([
@@ -283,7 +291,7 @@ describe("seconds", () => {
     [39, "720P", 6],
     [39, "720P", 20],
   ])("rejects model %i at %s for %i s", async (id, resolution, seconds) => {
-    await expectInvalid(video({ model_id: id, resolution, seconds }), unsupported("seconds"), "seconds");
+    await expectInvalid(video({ modelId: id, resolution, seconds }), unsupported("seconds"), "seconds");
   });
 
   it.each([
@@ -320,7 +328,7 @@ describe("size", () => {
     [51, "2:3"],
     [39, "4:3"],
   ])("accepts for model %i the size %s", async (id, size) => {
-    expect((await video({ model_id: id, size })).size).toBe(size);
+    expect((await video({ modelId: id, size })).size).toBe(size);
   });
 
   it.each([
@@ -333,7 +341,7 @@ describe("size", () => {
     [52, "16:9 "],
     [52, 1.77],
   ])("rejects for model %i the size %j", async (id, size) => {
-    await expectInvalid(video({ model_id: id, size }), unsupported("size"), "size");
+    await expectInvalid(video({ modelId: id, size }), unsupported("size"), "size");
   });
 
   it("accepts auto and 9:21 for images but not 7:3", async () => {
@@ -365,19 +373,19 @@ describe("count", () => {
   });
 
   it("checks count before references", async () => {
-    await expectInvalid(video({ count: 5, reference_image: 5 }), unsupported("count"));
+    await expectInvalid(video({ count: 5, referenceImage: 5 }), unsupported("count"));
   });
 });
 
 describe("references: kinds per model", () => {
   it("merges the singular and plural fields, singular first", async () => {
     const request = await video({
-      reference_image: IMG,
-      reference_images: [IMG2],
-      reference_audio: AUDIO,
-      reference_audios: ["https://cdn.example.com/b.mp3"],
-      reference_video: VIDEO,
-      reference_videos: ["https://cdn.example.com/b.mp4"],
+      referenceImage: IMG,
+      referenceImages: [IMG2],
+      referenceAudio: AUDIO,
+      referenceAudios: ["https://cdn.example.com/b.mp3"],
+      referenceVideo: VIDEO,
+      referenceVideos: ["https://cdn.example.com/b.mp4"],
     });
     expect(request.references).toEqual({
       images: [IMG, IMG2],
@@ -401,50 +409,50 @@ describe("references: kinds per model", () => {
         "reference_videos",
         "frame_start",
         "frame_end",
-      ].map((field) => [field, null]),
+      ].map((field) => [toCamel(field), null]),
     );
-    expect((await video({ model_id: 39, ...nulls })).references).toEqual(empty);
-    expect((await video({ model_id: 52, ...nulls })).references).toEqual(empty);
+    expect((await video({ modelId: 39, ...nulls })).references).toEqual(empty);
+    expect((await video({ modelId: 52, ...nulls })).references).toEqual(empty);
   });
 
   it("accepts first and last frames with reference images for model 39", async () => {
-    const request = await video({ model_id: 39, reference_images: [IMG], frame_start: IMG2, frame_end: IMG });
+    const request = await video({ modelId: 39, referenceImages: [IMG], frameStart: IMG2, frameEnd: IMG });
     expect(request.references).toEqual({ images: [IMG], audios: [], videos: [], frameStart: IMG2, frameEnd: IMG });
   });
 
   it.each([52, 67, 69, 51])("rejects first and last frames for model %i", async (id) => {
-    await expectInvalid(video({ model_id: id, frame_start: IMG }), unsupported("frame_start"), "frame_start");
-    await expectInvalid(video({ model_id: id, frame_end: IMG }), unsupported("frame_end"), "frame_end");
+    await expectInvalid(video({ modelId: id, frameStart: IMG }), unsupported("frame_start"), "frame_start");
+    await expectInvalid(video({ modelId: id, frameEnd: IMG }), unsupported("frame_end"), "frame_end");
   });
 
   it.each(["reference_audio", "reference_video"])("rejects %s for model 39", async (field) => {
-    await expectInvalid(video({ model_id: 39, reference_image: IMG, [field]: AUDIO }), unsupported(field), field);
+    await expectInvalid(video({ modelId: 39, referenceImage: IMG, [toCamel(field)]: AUDIO }), unsupported(field), field);
   });
 
   it.each(["reference_audios", "reference_videos"])("rejects a non-empty %s for model 39", async (field) => {
-    await expectInvalid(video({ model_id: 39, reference_image: IMG, [field]: [AUDIO] }), unsupported(field), field);
+    await expectInvalid(video({ modelId: 39, referenceImage: IMG, [toCamel(field)]: [AUDIO] }), unsupported(field), field);
   });
 
   it("accepts empty audio and video lists for model 39", async () => {
-    const request = await video({ model_id: 39, reference_audios: [], reference_videos: [] });
+    const request = await video({ modelId: 39, referenceAudios: [], referenceVideos: [] });
     expect(request.references.audios).toEqual([]);
   });
 
   it("ignores audio, video and frame fields on image requests, even invalid ones", async () => {
     const request = await image({
-      reference_image: IMG,
-      reference_audio: PRIVATE,
-      reference_audios: "not a list",
-      reference_video: 5,
-      reference_videos: urls(20),
-      frame_start: PRIVATE,
-      frame_end: 5,
+      referenceImage: IMG,
+      referenceAudio: PRIVATE,
+      referenceAudios: "not a list",
+      referenceVideo: 5,
+      referenceVideos: urls(20),
+      frameStart: PRIVATE,
+      frameEnd: 5,
     });
     expect(request.references).toEqual({ images: [IMG], audios: [], videos: [], frameStart: null, frameEnd: null });
   });
 
   it("accepts reference images on image requests", async () => {
-    const request = await image({ reference_image: IMG, reference_images: [IMG2] });
+    const request = await image({ referenceImage: IMG, referenceImages: [IMG2] });
     expect(request.references.images).toEqual([IMG, IMG2]);
   });
 });
@@ -460,27 +468,27 @@ describe("references: wrong types", () => {
     ["reference_video", true],
     ["reference_videos", VIDEO],
   ])("rejects %s = %j", async (field, value) => {
-    await expectInvalid(video({ reference_image: IMG, [field]: value }), unsupported(field), field);
+    await expectInvalid(video({ referenceImage: IMG, [toCamel(field)]: value }), unsupported(field), field);
   });
 
   it("rejects a non-string frame for model 39", async () => {
-    await expectInvalid(video({ model_id: 39, frame_start: 5 }), unsupported("frame_start"), "frame_start");
-    await expectInvalid(video({ model_id: 39, frame_end: [IMG] }), unsupported("frame_end"), "frame_end");
+    await expectInvalid(video({ modelId: 39, frameStart: 5 }), unsupported("frame_start"), "frame_start");
+    await expectInvalid(video({ modelId: 39, frameEnd: [IMG] }), unsupported("frame_end"), "frame_end");
   });
 
   it("rejects a non-string reference_image on image requests", async () => {
-    await expectInvalid(image({ reference_image: 5 }), unsupported("reference_image"), "reference_image");
-    await expectInvalid(image({ reference_images: IMG }), unsupported("reference_images"), "reference_images");
+    await expectInvalid(image({ referenceImage: 5 }), unsupported("reference_image"), "reference_image");
+    await expectInvalid(image({ referenceImages: IMG }), unsupported("reference_images"), "reference_images");
   });
 });
 
 describe("references: limits", () => {
   it.each([52, 69, 51])("accepts 9 images, 3 audios and 3 videos for model %i", async (id) => {
     const request = await video({
-      model_id: id,
-      reference_images: urls(9),
-      reference_audios: urls(3, "https://cdn.example.com/a"),
-      reference_videos: urls(3, "https://cdn.example.com/v"),
+      modelId: id,
+      referenceImages: urls(9),
+      referenceAudios: urls(3, "https://cdn.example.com/a"),
+      referenceVideos: urls(3, "https://cdn.example.com/v"),
     });
     expect(request.references.images).toHaveLength(9);
     expect(request.references.audios).toHaveLength(3);
@@ -488,12 +496,12 @@ describe("references: limits", () => {
   });
 
   it.each([52, 69, 51, 39])("rejects 10 images for model %i", async (id) => {
-    await expectInvalid(video({ model_id: id, reference_images: urls(10) }), unsupported("reference_images"));
+    await expectInvalid(video({ modelId: id, referenceImages: urls(10) }), unsupported("reference_images"));
   });
 
   it("names the plural field when a singular image pushes the list over 9", async () => {
     await expectInvalid(
-      video({ reference_image: IMG, reference_images: urls(9) }),
+      video({ referenceImage: IMG, referenceImages: urls(9) }),
       unsupported("reference_images"),
       "reference_images",
     );
@@ -501,101 +509,101 @@ describe("references: limits", () => {
 
   it("rejects a fourth audio", async () => {
     await expectInvalid(
-      video({ reference_image: IMG, reference_audios: urls(4, "https://cdn.example.com/a") }),
+      video({ referenceImage: IMG, referenceAudios: urls(4, "https://cdn.example.com/a") }),
       unsupported("reference_audios"),
       "reference_audios",
     );
     await expectInvalid(
-      video({ reference_image: IMG, reference_audio: AUDIO, reference_audios: urls(3, "https://cdn.example.com/a") }),
+      video({ referenceImage: IMG, referenceAudio: AUDIO, referenceAudios: urls(3, "https://cdn.example.com/a") }),
       unsupported("reference_audios"),
     );
   });
 
   it("rejects a fourth video", async () => {
     await expectInvalid(
-      video({ reference_videos: urls(4, "https://cdn.example.com/v") }),
+      video({ referenceVideos: urls(4, "https://cdn.example.com/v") }),
       unsupported("reference_videos"),
       "reference_videos",
     );
   });
 
   it("accepts 9 images plus both frames for model 39", async () => {
-    const request = await video({ model_id: 39, reference_images: urls(9), frame_start: IMG, frame_end: IMG2 });
+    const request = await video({ modelId: 39, referenceImages: urls(9), frameStart: IMG, frameEnd: IMG2 });
     expect(request.references.images).toHaveLength(9);
   });
 
   it("has no per-kind limit for model 67, only 30 references in all", async () => {
     const request = await video({
-      model_id: 67,
-      reference_images: urls(20),
-      reference_audios: urls(5, "https://cdn.example.com/a"),
-      reference_videos: urls(5, "https://cdn.example.com/v"),
+      modelId: 67,
+      referenceImages: urls(20),
+      referenceAudios: urls(5, "https://cdn.example.com/a"),
+      referenceVideos: urls(5, "https://cdn.example.com/v"),
     });
     expect(request.references.images).toHaveLength(20);
-    expect((await video({ model_id: 67, reference_images: urls(30) })).references.images).toHaveLength(30);
+    expect((await video({ modelId: 67, referenceImages: urls(30) })).references.images).toHaveLength(30);
     expect(
-      (await video({ model_id: 67, reference_image: IMG, reference_videos: urls(29, "https://cdn.example.com/v") }))
+      (await video({ modelId: 67, referenceImage: IMG, referenceVideos: urls(29, "https://cdn.example.com/v") }))
         .references.videos,
     ).toHaveLength(29);
   });
 
   it("rejects a 31st reference for model 67, naming the kind that crosses 30", async () => {
-    await expectInvalid(video({ model_id: 67, reference_images: urls(31) }), unsupported("reference_images"));
+    await expectInvalid(video({ modelId: 67, referenceImages: urls(31) }), unsupported("reference_images"));
     await expectInvalid(
-      video({ model_id: 67, reference_images: urls(20), reference_audios: urls(11, "https://cdn.example.com/a") }),
+      video({ modelId: 67, referenceImages: urls(20), referenceAudios: urls(11, "https://cdn.example.com/a") }),
       unsupported("reference_audios"),
       "reference_audios",
     );
     await expectInvalid(
       video({
-        model_id: 67,
-        reference_images: urls(20),
-        reference_audios: urls(5, "https://cdn.example.com/a"),
-        reference_videos: urls(6, "https://cdn.example.com/v"),
+        modelId: 67,
+        referenceImages: urls(20),
+        referenceAudios: urls(5, "https://cdn.example.com/a"),
+        referenceVideos: urls(6, "https://cdn.example.com/v"),
       }),
       unsupported("reference_videos"),
       "reference_videos",
     );
     await expectInvalid(
-      video({ model_id: 67, reference_images: urls(30), reference_video: VIDEO }),
+      video({ modelId: 67, referenceImages: urls(30), referenceVideo: VIDEO }),
       unsupported("reference_video"),
       "reference_video",
     );
   });
 
   it("accepts 9 reference images on image requests and rejects 10", async () => {
-    expect((await image({ reference_images: urls(9) })).references.images).toHaveLength(9);
-    await expectInvalid(image({ reference_images: urls(10) }), unsupported("reference_images"), "reference_images");
-    await expectInvalid(image({ reference_image: IMG, reference_images: urls(9) }), unsupported("reference_images"));
+    expect((await image({ referenceImages: urls(9) })).references.images).toHaveLength(9);
+    await expectInvalid(image({ referenceImages: urls(10) }), unsupported("reference_images"), "reference_images");
+    await expectInvalid(image({ referenceImage: IMG, referenceImages: urls(9) }), unsupported("reference_images"));
   });
 });
 
 describe("references: audio needs an image or a video", () => {
   it.each([52, 67, 69])("rejects audio alone for model %i", async (id) => {
-    await expectInvalid(video({ model_id: id, reference_audio: AUDIO }), unsupported("reference_audio"), "reference_audio");
+    await expectInvalid(video({ modelId: id, referenceAudio: AUDIO }), unsupported("reference_audio"), "reference_audio");
     await expectInvalid(
-      video({ model_id: id, reference_audios: [AUDIO] }),
+      video({ modelId: id, referenceAudios: [AUDIO] }),
       unsupported("reference_audios"),
       "reference_audios",
     );
   });
 
   it.each([52, 67, 69])("accepts audio with an image or with a video for model %i", async (id) => {
-    expect((await video({ model_id: id, reference_audio: AUDIO, reference_image: IMG })).references.audios).toEqual([
+    expect((await video({ modelId: id, referenceAudio: AUDIO, referenceImage: IMG })).references.audios).toEqual([
       AUDIO,
     ]);
-    expect((await video({ model_id: id, reference_audios: [AUDIO], reference_videos: [VIDEO] })).references.videos).toEqual([
+    expect((await video({ modelId: id, referenceAudios: [AUDIO], referenceVideos: [VIDEO] })).references.videos).toEqual([
       VIDEO,
     ]);
   });
 
   it("accepts audio alone for model 51", async () => {
-    expect((await video({ model_id: 51, reference_audio: AUDIO })).references.audios).toEqual([AUDIO]);
+    expect((await video({ modelId: 51, referenceAudio: AUDIO })).references.audios).toEqual([AUDIO]);
   });
 
   it("does not count empty image and video lists as visual references", async () => {
     await expectInvalid(
-      video({ reference_audio: AUDIO, reference_images: [], reference_videos: [] }),
+      video({ referenceAudio: AUDIO, referenceImages: [], referenceVideos: [] }),
       unsupported("reference_audio"),
     );
   });
@@ -603,51 +611,51 @@ describe("references: audio needs an image or a video", () => {
 
 describe("references: public HTTPS URLs", () => {
   it.each([
-    ["reference_image", { reference_image: PRIVATE }],
-    ["reference_images", { reference_images: [IMG, PRIVATE] }],
-    ["reference_audio", { reference_image: IMG, reference_audio: PRIVATE }],
-    ["reference_audios", { reference_image: IMG, reference_audios: [PRIVATE] }],
-    ["reference_video", { reference_video: PRIVATE }],
-    ["reference_videos", { reference_videos: [VIDEO, PRIVATE] }],
+    ["reference_image", { referenceImage: PRIVATE }],
+    ["reference_images", { referenceImages: [IMG, PRIVATE] }],
+    ["reference_audio", { referenceImage: IMG, referenceAudio: PRIVATE }],
+    ["reference_audios", { referenceImage: IMG, referenceAudios: [PRIVATE] }],
+    ["reference_video", { referenceVideo: PRIVATE }],
+    ["reference_videos", { referenceVideos: [VIDEO, PRIVATE] }],
   ])("rejects a private URL in %s", async (field, fields) => {
     await expectInvalid(video(fields), notPublic(field), field);
   });
 
   it.each([
-    ["frame_start", { frame_start: PRIVATE }],
-    ["frame_end", { frame_end: PRIVATE }],
+    ["frame_start", { frameStart: PRIVATE }],
+    ["frame_end", { frameEnd: PRIVATE }],
   ])("rejects a private URL in %s for model 39", async (field, fields) => {
-    await expectInvalid(video({ model_id: 39, ...fields }), notPublic(field), field);
+    await expectInvalid(video({ modelId: 39, ...fields }), notPublic(field), field);
   });
 
   it("rejects a private URL in reference images of image requests", async () => {
-    await expectInvalid(image({ reference_image: PRIVATE }), notPublic("reference_image"), "reference_image");
-    await expectInvalid(image({ reference_images: [PRIVATE] }), notPublic("reference_images"), "reference_images");
+    await expectInvalid(image({ referenceImage: PRIVATE }), notPublic("reference_image"), "reference_image");
+    await expectInvalid(image({ referenceImages: [PRIVATE] }), notPublic("reference_images"), "reference_images");
   });
 
   it("reports the first failing field in field order", async () => {
     await expectInvalid(
-      video({ reference_image: PRIVATE, reference_images: [PRIVATE], reference_videos: [PRIVATE] }),
+      video({ referenceImage: PRIVATE, referenceImages: [PRIVATE], referenceVideos: [PRIVATE] }),
       notPublic("reference_image"),
     );
     await expectInvalid(
-      video({ reference_images: [PRIVATE], reference_audio: PRIVATE, reference_video: PRIVATE }),
+      video({ referenceImages: [PRIVATE], referenceAudio: PRIVATE, referenceVideo: PRIVATE }),
       notPublic("reference_images"),
     );
     await expectInvalid(
-      video({ model_id: 39, reference_images: [PRIVATE], frame_start: PRIVATE, frame_end: PRIVATE }),
+      video({ modelId: 39, referenceImages: [PRIVATE], frameStart: PRIVATE, frameEnd: PRIVATE }),
       notPublic("reference_images"),
     );
-    await expectInvalid(video({ model_id: 39, frame_start: PRIVATE, frame_end: PRIVATE }), notPublic("frame_start"));
+    await expectInvalid(video({ modelId: 39, frameStart: PRIVATE, frameEnd: PRIVATE }), notPublic("frame_start"));
     await expectInvalid(
-      video({ reference_image: IMG, reference_audio: PRIVATE, reference_audios: [PRIVATE], reference_videos: [PRIVATE] }),
+      video({ referenceImage: IMG, referenceAudio: PRIVATE, referenceAudios: [PRIVATE], referenceVideos: [PRIVATE] }),
       notPublic("reference_audio"),
     );
     await expectInvalid(
-      video({ reference_image: IMG, reference_audios: [PRIVATE], reference_video: PRIVATE }),
+      video({ referenceImage: IMG, referenceAudios: [PRIVATE], referenceVideo: PRIVATE }),
       notPublic("reference_audios"),
     );
-    await expectInvalid(video({ reference_video: PRIVATE, reference_videos: [PRIVATE] }), notPublic("reference_video"));
+    await expectInvalid(video({ referenceVideo: PRIVATE, referenceVideos: [PRIVATE] }), notPublic("reference_video"));
   });
 
   it("reports the field order even when a later check fails first in time", async () => {
@@ -655,7 +663,7 @@ describe("references: public HTTPS URLs", () => {
     const slowFirst: UrlCheck = (url) =>
       new Promise((resolve) => setTimeout(() => resolve(false), url.includes("slow") ? 20 : 0));
     await expectInvalid(
-      validate("video", { prompt: "a cat", reference_image: "https://slow.example.com/a.png", reference_video: VIDEO }, slowFirst),
+      validate("video", { prompt: "a cat", referenceImage: "https://slow.example.com/a.png", referenceVideo: VIDEO }, slowFirst),
       notPublic("reference_image"),
     );
   });
@@ -666,7 +674,7 @@ describe("references: public HTTPS URLs", () => {
     ["an object", { url: IMG }],
     ["an empty string", ""],
   ])("rejects a reference_images element that is %s", async (_name, element) => {
-    await expectInvalid(video({ reference_images: [IMG, element] }), notPublic("reference_images"), "reference_images");
+    await expectInvalid(video({ referenceImages: [IMG, element] }), notPublic("reference_images"), "reference_images");
   });
 
   it("rejects a URL longer than 2048 characters without asking the guard", async () => {
@@ -677,11 +685,11 @@ describe("references: public HTTPS URLs", () => {
     };
     const base = "https://cdn.example.com/";
     const longest = base + "a".repeat(2048 - base.length);
-    expect((await validate("video", { prompt: "a cat", reference_image: longest }, check)).references.images).toEqual([
+    expect((await validate("video", { prompt: "a cat", referenceImage: longest }, check)).references.images).toEqual([
       longest,
     ]);
     await expectInvalid(
-      validate("video", { prompt: "a cat", reference_image: longest + "a" }, check),
+      validate("video", { prompt: "a cat", referenceImage: longest + "a" }, check),
       notPublic("reference_image"),
       "reference_image",
     );
@@ -693,7 +701,7 @@ describe("references: public HTTPS URLs", () => {
       throw new Error("DNS exploded");
     };
     await expectInvalid(
-      validate("video", { prompt: "a cat", reference_image: IMG }, broken),
+      validate("video", { prompt: "a cat", referenceImage: IMG }, broken),
       notPublic("reference_image"),
       "reference_image",
     );
@@ -709,7 +717,7 @@ describe("references: public HTTPS URLs", () => {
       inFlight--;
       return true;
     };
-    await validate("video", { prompt: "a cat", reference_images: [IMG, IMG2], reference_video: VIDEO }, check);
+    await validate("video", { prompt: "a cat", referenceImages: [IMG, IMG2], referenceVideo: VIDEO }, check);
     expect(most).toBe(3);
   });
 
@@ -721,7 +729,7 @@ describe("references: public HTTPS URLs", () => {
     };
     await validate(
       "video",
-      { prompt: "a cat", model_id: 39, reference_image: IMG, reference_images: [IMG2], frame_start: "https://f.example/s.png", frame_end: "https://f.example/e.png" },
+      { prompt: "a cat", modelId: 39, referenceImage: IMG, referenceImages: [IMG2], frameStart: "https://f.example/s.png", frameEnd: "https://f.example/e.png" },
       check,
     );
     expect(asked.sort()).toEqual([IMG, IMG2, "https://f.example/e.png", "https://f.example/s.png"].sort());
@@ -733,17 +741,17 @@ describe("references: public HTTPS URLs", () => {
       asked++;
       return false;
     };
-    await expectInvalid(validate("video", { prompt: "a cat", count: 5, reference_image: IMG }, check), unsupported("count"));
+    await expectInvalid(validate("video", { prompt: "a cat", count: 5, referenceImage: IMG }, check), unsupported("count"));
     await expectInvalid(
-      validate("video", { prompt: "a cat", model_id: 39, reference_audio: PRIVATE }, check),
+      validate("video", { prompt: "a cat", modelId: 39, referenceAudio: PRIVATE }, check),
       unsupported("reference_audio"),
     );
     expect(asked).toBe(0);
   });
 
   it("checks reference rules before URLs", async () => {
-    await expectInvalid(video({ reference_images: [...urls(9), PRIVATE] }), unsupported("reference_images"));
-    await expectInvalid(video({ reference_audio: PRIVATE }), unsupported("reference_audio"));
+    await expectInvalid(video({ referenceImages: [...urls(9), PRIVATE] }), unsupported("reference_images"));
+    await expectInvalid(video({ referenceAudio: PRIVATE }), unsupported("reference_audio"));
   });
 });
 
@@ -751,13 +759,13 @@ describe("a complete request", () => {
   it("returns every field of a video request in canonical form", async () => {
     const request = await validate("video", {
       prompt: "a cat on a bike",
-      model_id: 69,
+      modelId: 69,
       size: "16:9",
       seconds: 6,
       resolution: "1080p",
       count: 2,
-      reference_image: IMG,
-      reference_audios: [AUDIO],
+      referenceImage: IMG,
+      referenceAudios: [AUDIO],
     });
     expect(request).toEqual({
       kind: "video",
@@ -773,7 +781,7 @@ describe("a complete request", () => {
   });
 
   it("returns every field of an image request in canonical form", async () => {
-    const request = await validate("image", { prompt: "a cat", model_id: 45, size: "4:5", resolution: "1K", count: 3, reference_images: [IMG] });
+    const request = await validate("image", { prompt: "a cat", modelId: 45, size: "4:5", resolution: "1K", count: 3, referenceImages: [IMG] });
     expect(request).toEqual({
       kind: "image",
       modelId: 45,
