@@ -4,21 +4,12 @@
  * type error in its own words. Each shim decides the error a type mismatch becomes.
  *
  * The REST edge is the only place the two dialects meet (docs/architecture.md "Conventions"), so
- * this module holds the tree's one name converter, {@link toSnake} / {@link toCamel}. The domain
- * takes camelCase inputs and names fields in its errors from its own maps, never by conversion.
+ * this module converts with the tree's one name converter (src/names.ts). The domain takes
+ * camelCase inputs and names fields in its errors from its own maps, never by conversion.
  */
 import { getNamedType, getNullableType, isInputObjectType, isListType, type GraphQLInputObjectType, type GraphQLInputType } from "graphql";
 import type { AppError } from "../../src/errors.ts";
-
-/** A camelCase name in snake_case (`referenceImages` → `reference_images`); names only, never values. */
-export function toSnake(name: string): string {
-  return name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-}
-
-/** A snake_case name in camelCase (`reference_images` → `referenceImages`): the inverse of {@link toSnake}. */
-export function toCamel(name: string): string {
-  return name.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
-}
+import { toCamel, toSnake } from "../../src/names.ts";
 
 /** Builds the error of a field whose JSON type is wrong (`item`: an element of a list). */
 export type TypeErrorFactory = (field: string, kind: "field" | "item") => AppError;

@@ -57,6 +57,7 @@ import { isUniqueViolation, nowIso, type Db } from "../db/index.ts";
 import type { Caller } from "../auth/keys.ts";
 import { isPublicAddress } from "../net/url-guard.ts";
 import { withIdempotency } from "./idempotency.ts";
+import { toSpecShape } from "../names.ts";
 import { invalidInput, isPlainObject, normalizeHostname, requireJsonObject } from "./validation.ts";
 import type { AccelerationStatus, CertificateStatus, DomainErrorStatus, ResolutionStatus, ReviewStatus } from "./states.ts";
 
@@ -292,7 +293,7 @@ export async function createDomain(
   }
   const { result, replayed } = await withIdempotency(
     db,
-    { accountId: caller.accountId, key: opts.idempotencyKey, operation: "domains.create", request: input },
+    { accountId: caller.accountId, key: opts.idempotencyKey, operation: "domains.create", request: toSpecShape(input) },
     async (trx: Knex.Transaction) => {
       const order = await trx("orders").where({ id: valid.orderId, account_id: caller.accountId }).first();
       if (!order) throw new AppError("not_found", "Order not found", { field: "order_id" });

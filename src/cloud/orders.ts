@@ -30,6 +30,7 @@ import type { Caller } from "../auth/keys.ts";
 import { formatYuan, type MilliYuan } from "../money.ts";
 import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import { withIdempotency } from "./idempotency.ts";
+import { toSpecShape } from "../names.ts";
 import { appendTransactionEvent, ensureCustomer } from "./customers.ts";
 import { toProductRecord, type ProductRecord } from "./catalog.ts";
 import { checkAgainstProduct, cycleOf, parseOrderInput, parseRenewInput, type CreateOrderInput, type RenewOrderInput } from "./order-request.ts";
@@ -162,7 +163,7 @@ export function createOrderService(deps: OrderServiceDeps) {
     const request = parseOrderInput(input);
     const { result, replayed } = await withIdempotency(
       db,
-      { accountId: caller.accountId, key: opts.idempotencyKey, operation: "order.create", request: input },
+      { accountId: caller.accountId, key: opts.idempotencyKey, operation: "order.create", request: toSpecShape(input) },
       async (trx) => {
         const { product, cycle, metadata } = checkAgainstProduct(request, await loadProduct(trx, request.productId));
 
@@ -260,7 +261,7 @@ export function createOrderService(deps: OrderServiceDeps) {
     const request = parseRenewInput(input);
     const { result, replayed } = await withIdempotency(
       db,
-      { accountId: caller.accountId, key: opts.idempotencyKey, operation: "order.renew", request: { order_id: orderId, body: input ?? null } },
+      { accountId: caller.accountId, key: opts.idempotencyKey, operation: "order.renew", request: { order_id: orderId, body: toSpecShape(input ?? null) } },
       async (trx): Promise<RenewResult> => {
         const order = toOrderRecord(await orderRow(trx, caller, orderId));
         const product = await loadProduct(trx, order.productId);

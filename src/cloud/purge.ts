@@ -28,6 +28,7 @@ import { nowIso, type Db } from "../db/index.ts";
 import type { Caller } from "../auth/keys.ts";
 import { newId } from "../ids.ts";
 import { withIdempotency } from "./idempotency.ts";
+import { toSpecShape } from "../names.ts";
 import { firstRowsByParent } from "../pagination.ts";
 import { getDomain } from "./domains.ts";
 import { invalid, invalidInput, normalizeHostname, requireJsonObject } from "./validation.ts";
@@ -164,7 +165,7 @@ export async function purgeDomain(
   const valid = validatePurgeInput(input, name, row?.protocol ?? "https");
   const { result, replayed } = await withIdempotency(
     db,
-    { accountId: caller.accountId, key: opts.idempotencyKey, operation: "domains.purge", request: { domain: name, body: input } },
+    { accountId: caller.accountId, key: opts.idempotencyKey, operation: "domains.purge", request: { domain: name, body: toSpecShape(input) } },
     async (trx: Knex.Transaction) => {
       const record = await getDomain(trx, caller, domain, opts.stepMs);
       if (record.reviewStatus === "rejected") {

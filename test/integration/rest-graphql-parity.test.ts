@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, type TestStack } from "../support/stack.ts";
-import { toCamel } from "../../router/rest/input.ts";
+import { toCamel } from "../../src/names.ts";
 
 const SUBMIT_VIDEO = `mutation ($input: SubmitVideoGenerationInput!) {
   submitVideoGeneration(input: $input) { task { id price { amount } statusCode statusName model { id } } }

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { AppError } from "../../src/errors.ts";
 import { MODELS, getModel, type ModelKind } from "../../src/generation/catalog.ts";
 import { MAX_PROMPT_CODE_POINTS, validateGenerationRequest, type GenerationInput, type UrlCheck } from "../../src/generation/validation.ts";
-import { toCamel } from "../../router/rest/input.ts";
+import { toCamel } from "../../src/names.ts";
 
 // The real URL guard is tested elsewhere; this stub rejects any URL containing "private".
 const checkUrl: UrlCheck = async (url) => !url.includes("private");
