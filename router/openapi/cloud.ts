@@ -3,6 +3,10 @@
  * `GET /openapi/v1/openapi.json`. Shapes: docs/api/cloud.md §2-7, docs/architecture.md §4 and §8; implementation
  * router/rest/cloud.ts (`cloudShapes`, `sendCloudError`) and the field rules of src/cloud/*.ts.
  * test/integration/openapi.test.ts validates real answers against this document.
+ *
+ * Longer than 400 lines on purpose: it is one document literal that reads top to bottom like the
+ * API reference, each operation next to the schemas it names; split, a path and its body would
+ * sit in different files. Its helpers and shared parts are in ./common.ts.
  */
 import {
   bearerAuth,

@@ -7,6 +7,10 @@
  * the error registry (src/errors.ts); the sizes below are written out and
  * test/integration/openapi.test.ts compares them with the catalog and validates real answers
  * against this document.
+ *
+ * Longer than 400 lines on purpose: it is one document literal that reads top to bottom like the
+ * API reference, each operation next to the schemas it names; split, a path and its body would
+ * sit in different files. Its helpers and shared parts are in ./common.ts.
  */
 import { ERROR_CODES, validationMessages, type ErrorCode } from "../../src/errors.ts";
 import { IMAGE_MODEL_ID, DEFAULT_VIDEO_MODEL_ID, MODEL_IDS, VIDEO_MODEL_IDS } from "../../src/generation/catalog.ts";
