@@ -5,7 +5,8 @@
  * 4403 Forbidden. A connection whose key is disabled later is closed with 4403 too
  * (router/revocation.ts). One socket runs at most {@link GRAPHQL_WS_MAX_OPERATIONS} operations at
  * once: the next `subscribe` gets an `error` message (`too_many_subscriptions`, 429) for its id
- * and the socket and its other operations go on.
+ * and the socket and its other operations go on. Subscriptions that would receive the same events
+ * share one upstream run (router/subscription-fanout.ts).
  */
 import type http from "node:http";
 import { randomUUID } from "node:crypto";
@@ -18,6 +19,7 @@ import type { Gateway } from "./gateway.ts";
 import { checkKey } from "./key-check.ts";
 import { GRAPHQL_WS_INIT_TIMEOUT_MS, GRAPHQL_WS_MAX_PAYLOAD_BYTES, limitError, GRAPHQL_WS_MAX_OPERATIONS, TOO_MANY_SUBSCRIPTIONS } from "./limits.ts";
 import type { Revocations } from "./revocation.ts";
+import { createFanOut, shareKeyOf, SHARED_UPSTREAM, type SharedObserver } from "./subscription-fanout.ts";
 import { closeWebSockets } from "../src/net/drain.ts";
 import type { InternalHeaders } from "../subgraphs/shared/internal-context.ts";
 
@@ -99,11 +101,21 @@ function operationHeaders(params: Record<string, string>, clientIp: string): Int
  * @param revocations where each connection is registered under its key, so disabling the key
  *   closes it with 4403
  * @param clientIpOf the client's address of an upgrade request (TRUST_PROXY applied, router/server.ts)
+ * @param observeShared told of each client of a shared subscription (router/metrics.ts)
  * @returns a close function that ends every connection (close code 1001, going away); a client
  *   that does not answer the close within `timeoutMs` is terminated
  */
-export function attachWebSockets(server: http.Server, gateway: Gateway, logger: Logger, revocations: Revocations, clientIpOf: (req: http.IncomingMessage) => string) {
-  const wss = new WebSocketServer({ server, path: "/graphql", maxPayload: GRAPHQL_WS_MAX_PAYLOAD_BYTES });
+export function attachWebSockets(
+  server: http.Server,
+  gateway: Gateway,
+  logger: Logger,
+  revocations: Revocations,
+  clientIpOf: (req: http.IncomingMessage) => string,
+  observeShared?: SharedObserver,
+) {
+  // No compression: a deflate context per socket costs far more memory than these small messages save.
+  const wss = new WebSocketServer({ server, path: "/graphql", maxPayload: GRAPHQL_WS_MAX_PAYLOAD_BYTES, perMessageDeflate: false });
+  const fanOut = createFanOut(observeShared);
   const options = getGraphQLWSOptions<Record<string, any>, any>(gateway as any, (ctx) => {
     const connectionParams = normalizeConnectionParams(ctx.connectionParams);
     return {
@@ -136,6 +148,15 @@ export function attachWebSockets(server: http.Server, gateway: Gateway, logger: 
           return [limitError(`Too many subscriptions on one connection: at most ${GRAPHQL_WS_MAX_OPERATIONS} at once`, TOO_MANY_SUBSCRIPTIONS, 429)];
         }
         return options.onSubscribe!(ctx, id, payload); // the gateway's: getGraphQLWSOptions always sets it
+      },
+      subscribe: (args) => {
+        const context = args.contextValue as { params: Record<string, unknown>; internalHeaders: InternalHeaders; [SHARED_UPSTREAM]?: boolean };
+        const headers = context.internalHeaders;
+        const share = shareKeyOf(context.params, { authorization: headers.authorization, locale: headers["accept-language"], clientIp: headers["x-switchyard-client-ip"] });
+        return fanOut.subscribe(share, () => {
+          if (share) context[SHARED_UPSTREAM] = true;
+          return options.subscribe!(args);
+        }) as ReturnType<NonNullable<typeof options.subscribe>>;
       },
     },
     refusingServerOnlyMessages(wss),
