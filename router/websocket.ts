@@ -116,14 +116,15 @@ export function attachWebSockets(
   // No compression: a deflate context per socket costs far more memory than these small messages save.
   const wss = new WebSocketServer({ server, path: "/graphql", maxPayload: GRAPHQL_WS_MAX_PAYLOAD_BYTES, perMessageDeflate: false });
   const fanOut = createFanOut(observeShared);
+  // What each operation needs of its connection, taken at connect: the upgrade request is not kept.
+  const facts = new WeakMap<object, { params: Record<string, string>; clientIp: string }>();
   const options = getGraphQLWSOptions<Record<string, any>, any>(gateway as any, (ctx) => {
-    const connectionParams = normalizeConnectionParams(ctx.connectionParams);
+    const { params: connectionParams, clientIp } = facts.get(ctx) ?? { params: normalizeConnectionParams(ctx.connectionParams), clientIp: "" };
     return {
-      req: ctx.extra?.request,
       socket: ctx.extra?.socket,
       connectionParams,
       // Read by router/gateway.ts internalContextPlugin: the only facts the subgraphs get.
-      internalHeaders: operationHeaders(connectionParams, clientIpOf(ctx.extra.request)),
+      internalHeaders: operationHeaders(connectionParams, clientIp),
     };
   });
   const cleanup = useServer(
@@ -132,15 +133,19 @@ export function attachWebSockets(
       connectionInitWaitTimeout: GRAPHQL_WS_INIT_TIMEOUT_MS,
       onConnect: async (ctx) => {
         let keyId: string | null;
+        const connection = { params: normalizeConnectionParams(ctx.connectionParams), clientIp: clientIpOf(ctx.extra.request) };
         try {
-          const authorization = normalizeConnectionParams(ctx.connectionParams).authorization;
-          keyId = (await checkKey(gateway, authorization, { clientIp: clientIpOf(ctx.extra.request) })).keyId;
+          keyId = (await checkKey(gateway, connection.params.authorization, { clientIp: connection.clientIp })).keyId;
         } catch (error) {
           logger.warn({ err: error }, "graphql-ws authorization failed");
           return false;
         }
-        if (keyId) endWhenRevoked(ctx.extra.socket, keyId);
-        return keyId !== null;
+        if (!keyId) return false;
+        facts.set(ctx, connection);
+        // graphql-ws would keep the upgrade request (headers, streams) for the socket's whole life.
+        (ctx.extra as { request?: http.IncomingMessage }).request = undefined;
+        endWhenRevoked(ctx.extra.socket, keyId);
+        return true;
       },
       onSubscribe: (ctx, id, payload) => {
         // graphql-ws has already reserved this id in ctx.subscriptions.
@@ -153,9 +158,16 @@ export function attachWebSockets(
         const context = args.contextValue as { params: Record<string, unknown>; internalHeaders: InternalHeaders; [SHARED_UPSTREAM]?: boolean };
         const headers = context.internalHeaders;
         const share = shareKeyOf(context.params, { authorization: headers.authorization, locale: headers["accept-language"], clientIp: headers["x-switchyard-client-ip"] });
-        return fanOut.subscribe(share, () => {
+        let started = !share;
+        const stream = fanOut.subscribe(share, () => {
+          started = true;
           if (share) context[SHARED_UPSTREAM] = true;
           return options.subscribe!(args);
+        });
+        // An operation that joined a running stream needs no context of its own (graphql-ws keeps args).
+        return stream.then((result) => {
+          if (!started) args.contextValue = undefined;
+          return result;
         }) as ReturnType<NonNullable<typeof options.subscribe>>;
       },
     },
