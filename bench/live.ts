@@ -1,5 +1,5 @@
 /**
- * The live scenario (bench/README.md): thousands of graphql-ws subscribers on one router, held by
+ * The live scenario (bench/README.md): 10,000 graphql-ws subscribers on one router by default, held by
  * two subscriber processes (bench/live-worker.ts), each subscribed to `tasks` with one of
  * `keys` keys (a subscriber sees only its key's tasks). Submissions at a steady rate then make
  * every task go 0 → 4 → 0 → 3 → 1 (the simulator), and every status change must reach every

@@ -34,8 +34,9 @@ const settings = z
     BENCH_WARMUP: z.coerce.number().min(0).default(2),
     BENCH_CONNECTIONS: z.coerce.number().int().min(1).default(32),
     BENCH_TOPOLOGY: z.enum(["single", "split"]).default("single"),
-    BENCH_LIVE_SUBSCRIBERS: z.coerce.number().int().min(1).default(5000),
-    BENCH_LIVE_KEYS: z.coerce.number().int().min(1).default(500),
+    BENCH_LIVE_SUBSCRIBERS: z.coerce.number().int().min(1).default(10_000),
+    // Default: 10 subscribers per key (a user with a few tabs open).
+    BENCH_LIVE_KEYS: z.coerce.number().int().min(1).optional(),
     BENCH_LIVE_RATE: z.coerce.number().positive().default(20),
     BENCH_LIVE_SECONDS: z.coerce.number().positive().default(5),
     BENCH_LIVE_STEP_MS: z.coerce.number().int().min(10).default(250),
@@ -154,7 +155,7 @@ if (only.has("live")) {
   live = await runLive({
     topology,
     subscribers: settings.BENCH_LIVE_SUBSCRIBERS,
-    keys: settings.BENCH_LIVE_KEYS,
+    keys: settings.BENCH_LIVE_KEYS ?? Math.max(1, Math.round(settings.BENCH_LIVE_SUBSCRIBERS / 10)),
     rate: settings.BENCH_LIVE_RATE,
     seconds: settings.BENCH_LIVE_SECONDS,
     stepMs: settings.BENCH_LIVE_STEP_MS,

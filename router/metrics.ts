@@ -9,6 +9,7 @@ import type { DocumentNode } from "graphql";
 import { operationOf } from "./graph/operation.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 import { LabelCap, METRIC_PREFIX } from "../src/observability/metrics.ts";
+import { SHARED_UPSTREAM, type SharedObserver } from "./subscription-fanout.ts";
 
 /** Methods reported as themselves; anything else is `other`. */
 const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]);
@@ -24,6 +25,12 @@ export interface RouterMetrics {
   observeHttp(route: string, method: string | undefined, status: number, seconds: number): void;
   /** Gateway plugin counting operations and open subscriptions. */
   gatewayPlugin: GatewayPlugin;
+  /**
+   * Counts the clients of a shared graphql-ws subscription (router/subscription-fanout.ts): each
+   * is an open subscription, and each one that joined a running stream an operation (the one
+   * that started it went through the gateway, which counted it).
+   */
+  observeShared: SharedObserver;
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
@@ -124,6 +131,7 @@ export function createRouterMetrics(registry: Registry, maxOperationNames = 100)
     onSubscribe({ args }) {
       const operation = describe(args.document, args.operationName);
       const labels = operation.labels;
+      const shared = (args.contextValue as Record<string, unknown> | undefined)?.[SHARED_UPSTREAM] === true;
       const started = process.hrtime.bigint();
       return {
         onSubscribeResult({ result }) {
@@ -133,6 +141,7 @@ export function createRouterMetrics(registry: Registry, maxOperationNames = 100)
             return;
           }
           operations.inc(operation.ok);
+          if (shared) return; // its clients are counted by observeShared
           subscriptions.inc();
           // onEnd runs once the stream ends: completed, failed, or returned by a client that left.
           return { onEnd: () => subscriptions.dec() };
@@ -150,6 +159,11 @@ export function createRouterMetrics(registry: Registry, maxOperationNames = 100)
       const m = method && METHODS.has(method) ? method : "other";
       requests.inc({ route, method: m, status: String(status) });
       requestDuration.observe({ route, method: m }, seconds);
+    },
+    observeShared(operationName, joined) {
+      if (joined) operations.inc({ operation_name: names.label(operationName || undefined), operation_type: "subscription", outcome: "ok" });
+      subscriptions.inc();
+      return () => subscriptions.dec();
     },
     gatewayPlugin,
   };

@@ -252,7 +252,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   }
 
   server.keepAliveTimeout = 65_000;
-  const websockets = attachWebSockets(server, gateway, options.logger, revocations, clientIp);
+  const websockets = attachWebSockets(server, gateway, options.logger, revocations, clientIp, metrics.observeShared);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, resolve);

@@ -5,7 +5,8 @@
  * 4403 Forbidden. A connection whose key is disabled later is closed with 4403 too
  * (router/revocation.ts). One socket runs at most {@link GRAPHQL_WS_MAX_OPERATIONS} operations at
  * once: the next `subscribe` gets an `error` message (`too_many_subscriptions`, 429) for its id
- * and the socket and its other operations go on.
+ * and the socket and its other operations go on. Subscriptions that would receive the same events
+ * share one upstream run (router/subscription-fanout.ts).
  */
 import type http from "node:http";
 import { randomUUID } from "node:crypto";
@@ -18,6 +19,7 @@ import type { Gateway } from "./graph/gateway.ts";
 import { checkKey } from "./graph/key-check.ts";
 import { GRAPHQL_WS_INIT_TIMEOUT_MS, GRAPHQL_WS_MAX_PAYLOAD_BYTES, limitError, GRAPHQL_WS_MAX_OPERATIONS, TOO_MANY_SUBSCRIPTIONS } from "./limits.ts";
 import type { Revocations } from "./revocation.ts";
+import { createFanOut, shareKeyOf, SHARED_UPSTREAM, type SharedObserver } from "./subscription-fanout.ts";
 import { closeWebSockets } from "../src/net/drain.ts";
 import type { InternalHeaders } from "../subgraphs/shared/internal-context.ts";
 
@@ -99,19 +101,30 @@ function operationHeaders(params: Record<string, string>, clientIp: string): Int
  * @param revocations where each connection is registered under its key, so disabling the key
  *   closes it with 4403
  * @param clientIpOf the client's address of an upgrade request (TRUST_PROXY applied, router/server.ts)
+ * @param observeShared told of each client of a shared subscription (router/metrics.ts)
  * @returns a close function that ends every connection (close code 1001, going away); a client
  *   that does not answer the close within `timeoutMs` is terminated
  */
-export function attachWebSockets(server: http.Server, gateway: Gateway, logger: Logger, revocations: Revocations, clientIpOf: (req: http.IncomingMessage) => string) {
-  const wss = new WebSocketServer({ server, path: "/graphql", maxPayload: GRAPHQL_WS_MAX_PAYLOAD_BYTES });
+export function attachWebSockets(
+  server: http.Server,
+  gateway: Gateway,
+  logger: Logger,
+  revocations: Revocations,
+  clientIpOf: (req: http.IncomingMessage) => string,
+  observeShared?: SharedObserver,
+) {
+  // No compression: a deflate context per socket costs far more memory than these small messages save.
+  const wss = new WebSocketServer({ server, path: "/graphql", maxPayload: GRAPHQL_WS_MAX_PAYLOAD_BYTES, perMessageDeflate: false });
+  const fanOut = createFanOut(observeShared);
+  // What each operation needs of its connection, taken at connect: the upgrade request is not kept.
+  const facts = new WeakMap<object, { params: Record<string, string>; clientIp: string }>();
   const options = getGraphQLWSOptions<Record<string, any>, any>(gateway as any, (ctx) => {
-    const connectionParams = normalizeConnectionParams(ctx.connectionParams);
+    const { params: connectionParams, clientIp } = facts.get(ctx) ?? { params: normalizeConnectionParams(ctx.connectionParams), clientIp: "" };
     return {
-      req: ctx.extra?.request,
       socket: ctx.extra?.socket,
       connectionParams,
       // Read by router/graph/gateway.ts internalContextPlugin: the only facts the subgraphs get.
-      internalHeaders: operationHeaders(connectionParams, clientIpOf(ctx.extra.request)),
+      internalHeaders: operationHeaders(connectionParams, clientIp),
     };
   });
   const cleanup = useServer(
@@ -120,15 +133,19 @@ export function attachWebSockets(server: http.Server, gateway: Gateway, logger: 
       connectionInitWaitTimeout: GRAPHQL_WS_INIT_TIMEOUT_MS,
       onConnect: async (ctx) => {
         let keyId: string | null;
+        const connection = { params: normalizeConnectionParams(ctx.connectionParams), clientIp: clientIpOf(ctx.extra.request) };
         try {
-          const authorization = normalizeConnectionParams(ctx.connectionParams).authorization;
-          keyId = (await checkKey(gateway, authorization, { clientIp: clientIpOf(ctx.extra.request) })).keyId;
+          keyId = (await checkKey(gateway, connection.params.authorization, { clientIp: connection.clientIp })).keyId;
         } catch (error) {
           logger.warn({ err: error }, "graphql-ws authorization failed");
           return false;
         }
-        if (keyId) endWhenRevoked(ctx.extra.socket, keyId);
-        return keyId !== null;
+        if (!keyId) return false;
+        facts.set(ctx, connection);
+        // graphql-ws would keep the upgrade request (headers, streams) for the socket's whole life.
+        (ctx.extra as { request?: http.IncomingMessage }).request = undefined;
+        endWhenRevoked(ctx.extra.socket, keyId);
+        return true;
       },
       onSubscribe: (ctx, id, payload) => {
         // graphql-ws has already reserved this id in ctx.subscriptions.
@@ -136,6 +153,22 @@ export function attachWebSockets(server: http.Server, gateway: Gateway, logger: 
           return [limitError(`Too many subscriptions on one connection: at most ${GRAPHQL_WS_MAX_OPERATIONS} at once`, TOO_MANY_SUBSCRIPTIONS)];
         }
         return options.onSubscribe!(ctx, id, payload); // the gateway's: getGraphQLWSOptions always sets it
+      },
+      subscribe: (args) => {
+        const context = args.contextValue as { params: Record<string, unknown>; internalHeaders: InternalHeaders; [SHARED_UPSTREAM]?: boolean };
+        const headers = context.internalHeaders;
+        const share = shareKeyOf(context.params, { authorization: headers.authorization, locale: headers["accept-language"], clientIp: headers["x-switchyard-client-ip"] });
+        let started = !share;
+        const stream = fanOut.subscribe(share, () => {
+          started = true;
+          if (share) context[SHARED_UPSTREAM] = true;
+          return options.subscribe!(args);
+        });
+        // An operation that joined a running stream needs no context of its own (graphql-ws keeps args).
+        return stream.then((result) => {
+          if (!started) args.contextValue = undefined;
+          return result;
+        }) as ReturnType<NonNullable<typeof options.subscribe>>;
       },
     },
     refusingServerOnlyMessages(wss),

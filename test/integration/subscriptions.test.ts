@@ -110,6 +110,55 @@ describe("taskStatusChanged over graphql-ws through the router", () => {
   });
 });
 
+describe("`tasks` subscriptions of one key share one upstream stream on the router", () => {
+  it("keeps delivering to the others when the client whose subscription started the shared stream leaves, and starts afresh once all left", async () => {
+    const { key } = await t.createKey("100");
+    const QUERY = `subscription { tasks { id statusCode } }`;
+    const watch = () => {
+      const client = wsClient(t.url, { Authorization: `Bearer ${key}` });
+      const ids = new Set<string>();
+      const waiters: (() => void)[] = [];
+      const sub = collect(client, QUERY, {}, (event) => {
+        ids.add(event.data.tasks.id);
+        for (const wake of waiters.splice(0)) wake();
+      });
+      const sees = async (id: string) => {
+        while (!ids.has(id)) await new Promise<void>((resolve) => waiters.push(resolve));
+      };
+      return { client, sub, sees, ids };
+    };
+    // Live once each has seen a task of the key (the first starts the stream, the others join it).
+    const untilLive = async (watchers: ReturnType<typeof watch>[]) => {
+      for (let round = 0; ; round++) {
+        if (round === 20) throw new Error("the subscriptions never all went live");
+        const id = await submit(key, `warm-up ${round}`);
+        await t.waitForTask(key, id);
+        const seen = await Promise.race([Promise.all(watchers.map((w) => w.sees(id))).then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 1_000))]);
+        if (seen) return;
+      }
+    };
+    const first = watch();
+    await untilLive([first]);
+    const others = [watch(), watch()];
+    await untilLive([first, ...others]);
+
+    first.sub.stop();
+    await first.client.dispose();
+    const after = await submit(key, "after the first left");
+    await Promise.all(others.map((w) => w.sees(after)));
+    expect(first.ids.has(after)).toBe(false);
+
+    for (const w of others) {
+      w.sub.stop();
+      await w.client.dispose();
+    }
+    const fresh = watch();
+    await untilLive([fresh]);
+    fresh.sub.stop();
+    await fresh.client.dispose();
+  });
+});
+
 describe("taskStatusChanged over SSE through the router", () => {
   it("streams the task to its terminal state with the key from the Authorization header", async () => {
     const { key } = await t.createKey("100");
