@@ -16,7 +16,22 @@ export interface Page<T> {
   items: T[];
   cursors: string[];
   hasNextPage: boolean;
+  /** Exact when stored; else counted up to {@link COUNT_BOUND} (docs/architecture.md §7.2). */
   totalCount: number;
+}
+
+/**
+ * The most rows a list's `totalCount` counts when the list has no stored count (a filtered list):
+ * a longer list reports this many, so a page never costs a scan of a whole history
+ * (docs/architecture.md §7.2). The unfiltered lists that grow with history (a key's tasks, an
+ * account's orders) pass their stored running total instead (src/ledger/totals.ts).
+ */
+export const COUNT_BOUND = 10_000;
+
+/** Where a page's `totalCount` comes from: a stored running total, or (absent) a bounded count. */
+export interface PageCount {
+  /** Reads the stored count of the unfiltered list: one row, instead of counting the list. */
+  stored?: () => Promise<number>;
 }
 
 /** Encodes the ordering values of a row as an opaque cursor. */
@@ -45,7 +60,9 @@ export function decodeCursor(cursor: string, arity: number): (string | number)[]
  * @param columns ordering columns, most significant first, all descending; the last must be unique
  * @param page `first` and `after`
  * @param toItem converts a row
- * @returns the page, its cursors and the total count of the filtered query
+ * @param count where `totalCount` comes from: `stored` (a running total of the unfiltered list),
+ *   else the filtered query counted up to {@link COUNT_BOUND}
+ * @returns the page, its cursors and the total count
  * @throws AppError `invalid_request` for a bad cursor
  */
 export async function keysetPage<T>(
@@ -53,36 +70,38 @@ export async function keysetPage<T>(
   columns: string[],
   page: PageRequest,
   toItem: (row: any) => T,
+  count: PageCount = {},
 ): Promise<Page<T>> {
   const rowsQuery = query
     .clone()
     .orderBy(columns.map((column) => ({ column, order: "desc" as const })))
     .limit(page.first + 1);
   if (page.after) {
-    const values = decodeCursor(page.after, columns.length);
-    // (c1, c2, ...) < (v1, v2, ...) written portably as nested OR/AND.
-    rowsQuery.andWhere(function (this: Knex.QueryBuilder) {
-      columns.forEach((column, i) => {
-        this.orWhere((q) => {
-          for (let j = 0; j < i; j++) q.andWhere(columns[j]!, values[j]!);
-          q.andWhere(column, "<", values[i]!);
-        });
-      });
-    });
+    const cursor = beforeCursorSql(columns, decodeCursor(page.after, columns.length));
+    rowsQuery.andWhereRaw(cursor.sql, cursor.bindings);
   }
-  const countQuery = query.clone().clearSelect().clearOrder().count({ n: "*" });
-  const [rows, [{ n }]] = await Promise.all([rowsQuery, countQuery]);
+  const [rows, totalCount] = await Promise.all([rowsQuery, count.stored ? count.stored() : boundedCount(query)]);
   const pageRows = rows.slice(0, page.first);
   const unqualified = columns.map((c) => c.split(".").pop()!);
   return {
     items: pageRows.map(toItem),
     cursors: pageRows.map((row: any) => encodeCursor(unqualified.map((c) => row[c]))),
     hasNextPage: rows.length > page.first,
-    totalCount: Number(n),
+    totalCount,
   };
 }
 
-/** The cursor condition `(c1, c2, ...) < (v1, v2, ...)` written portably as SQL with bindings. */
+/** The rows of a filtered query, counted up to {@link COUNT_BOUND}: at most that many index entries read. */
+async function boundedCount(query: Knex.QueryBuilder): Promise<number> {
+  const capped = query.clone().clearSelect().clearOrder().select(query.client.raw("1 as one")).limit(COUNT_BOUND);
+  const [{ n }] = await query.client.queryBuilder().count({ n: "*" }).from(capped.as("bounded"));
+  return Number(n);
+}
+
+/**
+ * The cursor condition `(c1, c2, ...) < (v1, v2, ...)` written portably (nested OR/AND, no
+ * row-value comparison) as SQL with bindings: the one builder of every keyset page.
+ */
 function beforeCursorSql(columns: string[], values: (string | number)[]): { sql: string; bindings: (string | number)[] } {
   const terms: string[] = [];
   const bindings: (string | number)[] = [];

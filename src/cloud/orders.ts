@@ -29,6 +29,7 @@ import { formatYuan, type MilliYuan } from "../money.ts";
 import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import { withIdempotency } from "./idempotency.ts";
 import { appendTransactionEvent, checkCustomerId, ensureCustomer } from "./customers.ts";
+import { addAccountOrders, addCustomerFrozen, storedTotal } from "../ledger/totals.ts";
 import { toProductRecord, type BillingCycle, type ProductRecord } from "./catalog.ts";
 
 /** Overall order state (docs/architecture.md §8 `status`). */
@@ -364,6 +365,7 @@ export function createOrderService(deps: OrderServiceDeps) {
     };
     const updated = await trx("orders").where({ id: order.id, status: "unpaid" }).update(next);
     if (updated !== 1) throw new AppError("conflict", "Only an unpaid order can be paid", { status: order.status });
+    await addCustomerFrozen(trx, order.accountId, order.customerId, order.amount);
     if (product.stock != null) {
       const taken = await trx("products").where("id", product.id).andWhere("stock", ">=", order.quantity).decrement("stock", order.quantity);
       if (taken !== 1) throw new AppError("conflict", "insufficient stock", { field: "quantity" });
@@ -453,6 +455,7 @@ export function createOrderService(deps: OrderServiceDeps) {
           if (isUniqueViolation(error)) throw new AppError("conflict", "client_order_no is already used by another order", { field: "client_order_no" });
           throw error;
         }
+        await addAccountOrders(trx, caller.accountId, 1);
         const order = toOrderRecord(row);
         await writeOrderEvent(trx, "order.created", order, opts.requestId);
         await ensureCustomer(trx, caller.accountId, request.customerId, request.contact);
@@ -614,7 +617,7 @@ export function createOrderService(deps: OrderServiceDeps) {
    * @throws AppError `invalid_request` (400, field `cursor`) for a bad cursor
    */
   async function list(caller: Caller, page: PageRequest): Promise<Page<OrderRecord>> {
-    return keysetPage(db("orders").where("account_id", caller.accountId), ["created_at", "id"], page, toOrderRecord);
+    return keysetPage(db("orders").where("account_id", caller.accountId), ["created_at", "id"], page, toOrderRecord, { stored: storedTotal(db, "accounts", caller.accountId, "order_count") });
   }
 
   /** Fails a provisioning order: CAS → failed, full refund, stock back, events. */
@@ -632,6 +635,7 @@ export function createOrderService(deps: OrderServiceDeps) {
       if (updated !== 1) return false;
       const order = toOrderRecord({ ...row, status: "failed", provisioning_status: "failed", payment_status: "refunded", failure_reason: SIMULATED_FAILURE_REASON, updated_at: at });
       const ref = `order:${order.id}:refund`;
+      await addCustomerFrozen(trx, order.accountId, order.customerId, -order.amount);
       await credit(trx, "refund", { accountId: order.accountId, customerId: order.customerId, keyId: order.keyId, amount: order.amount, ref, orderId: order.id, reason: SIMULATED_FAILURE_REASON });
       await trx("products").where("id", order.productId).whereNotNull("stock").increment("stock", order.quantity);
       await writeOrderEvent(trx, "order.failed", order, null);
@@ -654,6 +658,7 @@ export function createOrderService(deps: OrderServiceDeps) {
         updated_at: at,
       });
       if (updated !== 1) return false;
+      await addCustomerFrozen(trx, row.account_id, row.customer_id, -Number(row.amount));
       const product = await trx("products").where("id", row.product_id).first("billing_cycles");
       const months = monthsOf(product ? JSON.parse(product.billing_cycles) : null, row.billing_cycle);
       await trx("resources").insert({
