@@ -39,16 +39,14 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  await knex.schema.alterTable("customers", (t) => {
-    t.dropColumn("frozen");
-  });
-  await knex.schema.alterTable("accounts", (t) => {
-    t.dropColumn("order_count");
-  });
-  await knex.schema.alterTable("api_keys", (t) => {
-    t.dropColumn("task_count");
-    t.dropColumn("billed_images");
-    t.dropColumn("billed_seconds");
-    t.dropColumn("spent");
-  });
+  // Plain DROP COLUMN (SQLite 3.35+ and PostgreSQL): knex would rebuild the SQLite tables, which
+  // other tables' foreign keys forbid.
+  const drops: [string, string[]][] = [
+    ["customers", ["frozen"]],
+    ["accounts", ["order_count"]],
+    ["api_keys", ["task_count", "billed_images", "billed_seconds", "spent"]],
+  ];
+  for (const [table, columns] of drops) {
+    for (const column of columns) await knex.raw("alter table ?? drop column ??", [table, column]);
+  }
 }
