@@ -121,7 +121,9 @@ function beforeCursorSql(columns: string[], values: (string | number)[]): { sql:
 /**
  * The same page of each of many parents' lists in one SQL statement (no N+1: a DataLoader hands
  * it every parent of a request): `first` items per parent after the cursor `after`, newest (or
- * highest) first, with each parent's total count. Window functions (PostgreSQL; SQLite 3.25+):
+ * highest) first, with each parent's total count (reported up to {@link COUNT_BOUND}, like
+ * every unstored count; it is meant for short child lists such as a vendor's products, whose rows
+ * it reads whole). Window functions (PostgreSQL; SQLite 3.25+):
  * every row of the parents is numbered within its parent by the ordering, counting only the rows
  * past the cursor, and the first `first + 1` of those are kept.
  * @param query the filtered query (not ordered, not limited; it is cloned), selecting `*`
@@ -171,7 +173,7 @@ export async function keysetPagesByParent<T>(
   const parentKey = parentColumn.split(".").pop()!;
   for (const row of rows) {
     const target = pages.get(String(row[parentKey]))!;
-    target.totalCount = Number(row._total);
+    target.totalCount = Math.min(Number(row._total), COUNT_BOUND);
     if (Number(row._rank) > page.first) {
       target.hasNextPage = true;
       continue;
@@ -184,7 +186,7 @@ export async function keysetPagesByParent<T>(
   const empty = page.after ? ids.filter((id) => pages.get(id)!.items.length === 0) : [];
   if (empty.length) {
     const counts = await query.clone().clearSelect().whereIn(parentColumn, empty).groupBy(parentColumn).select(parentColumn).count({ n: "*" });
-    for (const count of counts as any[]) pages.get(String(count[parentKey]))!.totalCount = Number(count.n);
+    for (const count of counts as any[]) pages.get(String(count[parentKey]))!.totalCount = Math.min(Number(count.n), COUNT_BOUND);
   }
   return pages;
 }
