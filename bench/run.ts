@@ -4,7 +4,7 @@
  * figure has its ratio partner; prints markdown tables, writes bench/results/<date>.json and,
  * after a full run, the results section of bench/README.md. Numbers, never test assertions.
  *
- * Settings (env): BENCH_ONLY (read,join,growth,write,live), BENCH_SCALES (1,10,100),
+ * Settings (env): BENCH_ONLY (read,join,growth,write,live), BENCH_SCALES (1,10,100,1000),
  * BENCH_DURATION / BENCH_WARMUP (seconds per row), BENCH_CONNECTIONS, BENCH_TOPOLOGY
  * (single|split), BENCH_LIVE_SUBSCRIBERS, BENCH_LIVE_KEYS, BENCH_LIVE_RATE, BENCH_LIVE_SECONDS,
  * BENCH_LIVE_STEP_MS, BENCH_README (1/0: rewrite the README table); DATABASE_URL (a PostgreSQL
@@ -29,7 +29,7 @@ const list = (fallback: string) => z.string().default(fallback).transform((s) =>
 const settings = z
   .object({
     BENCH_ONLY: list(SCENARIOS.join(",")).pipe(z.array(z.enum(SCENARIOS))),
-    BENCH_SCALES: list("1,10,100").pipe(z.array(z.coerce.number().int().min(1).max(1000))),
+    BENCH_SCALES: list("1,10,100,1000").pipe(z.array(z.coerce.number().int().min(1).max(1000))),
     BENCH_DURATION: z.coerce.number().positive().default(8),
     BENCH_WARMUP: z.coerce.number().min(0).default(2),
     BENCH_CONNECTIONS: z.coerce.number().int().min(1).default(32),

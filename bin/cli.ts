@@ -70,11 +70,11 @@ function buildProgram(result: { code: number }): Command {
   registerCatalogCommands(program, act);
   registerWebhookCommands(program, act);
 
-  act(program.command("verify").description("check balances, task and order invariants (exit 1 on a discrepancy)"), async () => {
+  act(program.command("verify").description("check balances, running totals, task and order invariants (exit 1 on a discrepancy)"), async () => {
     const { verifyLedger } = await import("../src/ledger/index.ts");
     const problems = await withDb((db) => verifyLedger(db));
     for (const p of problems) console.log(`${p.kind}\t${p.subject}\t${p.detail}`);
-    console.log(problems.length ? `${problems.length} discrepancies` : "ledger, tasks and orders verified: no discrepancies");
+    console.log(problems.length ? `${problems.length} discrepancies` : "ledger, running totals, tasks and orders verified: no discrepancies");
     return problems.length ? 1 : 0;
   });
 

@@ -51,7 +51,22 @@ export interface Page<T> {
   items: T[];
   cursors: string[];
   hasNextPage: boolean;
+  /** Exact when stored; else counted up to {@link COUNT_BOUND} (docs/architecture.md §7.2). */
   totalCount: number;
+}
+
+/**
+ * The most rows a list's `totalCount` counts when the list has no stored count (a filtered list):
+ * a longer list reports this many, so a page never costs a scan of a whole history
+ * (docs/architecture.md §7.2). The unfiltered lists that grow with history (a key's tasks, an
+ * account's orders) pass their stored running total instead (src/ledger/totals.ts).
+ */
+export const COUNT_BOUND = 10_000;
+
+/** Where a page's `totalCount` comes from: a stored running total, or (absent) a bounded count. */
+export interface PageCount {
+  /** Reads the stored count of the unfiltered list: one row, instead of counting the list. */
+  stored?: () => Promise<number>;
 }
 
 /** Encodes the ordering values of a row as an opaque cursor. */
@@ -80,7 +95,9 @@ export function decodeCursor(cursor: string, arity: number): (string | number)[]
  * @param columns ordering columns, most significant first, all descending; the last must be unique
  * @param page `first` and `after`
  * @param toItem converts a row
- * @returns the page, its cursors and the total count of the filtered query
+ * @param count where `totalCount` comes from: `stored` (a running total of the unfiltered list),
+ *   else the filtered query counted up to {@link COUNT_BOUND}
+ * @returns the page, its cursors and the total count
  * @throws AppError `invalid_request` for a bad cursor
  */
 export async function keysetPage<T>(
@@ -88,36 +105,38 @@ export async function keysetPage<T>(
   columns: string[],
   page: PageRequest,
   toItem: (row: any) => T,
+  count: PageCount = {},
 ): Promise<Page<T>> {
   const rowsQuery = query
     .clone()
     .orderBy(columns.map((column) => ({ column, order: "desc" as const })))
     .limit(page.first + 1);
   if (page.after) {
-    const values = decodeCursor(page.after, columns.length);
-    // (c1, c2, ...) < (v1, v2, ...) written portably as nested OR/AND.
-    rowsQuery.andWhere(function (this: Knex.QueryBuilder) {
-      columns.forEach((column, i) => {
-        this.orWhere((q) => {
-          for (let j = 0; j < i; j++) q.andWhere(columns[j]!, values[j]!);
-          q.andWhere(column, "<", values[i]!);
-        });
-      });
-    });
+    const cursor = beforeCursorSql(columns, decodeCursor(page.after, columns.length));
+    rowsQuery.andWhereRaw(cursor.sql, cursor.bindings);
   }
-  const countQuery = query.clone().clearSelect().clearOrder().count({ n: "*" });
-  const [rows, [{ n }]] = await Promise.all([rowsQuery, countQuery]);
+  const [rows, totalCount] = await Promise.all([rowsQuery, count.stored ? count.stored() : boundedCount(query)]);
   const pageRows = rows.slice(0, page.first);
   const unqualified = columns.map((c) => c.split(".").pop()!);
   return {
     items: pageRows.map(toItem),
     cursors: pageRows.map((row: any) => encodeCursor(unqualified.map((c) => row[c]))),
     hasNextPage: rows.length > page.first,
-    totalCount: Number(n),
+    totalCount,
   };
 }
 
-/** The cursor condition `(c1, c2, ...) < (v1, v2, ...)` written portably as SQL with bindings. */
+/** The rows of a filtered query, counted up to {@link COUNT_BOUND}: at most that many index entries read. */
+async function boundedCount(query: Knex.QueryBuilder): Promise<number> {
+  const capped = query.clone().clearSelect().clearOrder().select(query.client.raw("1 as one")).limit(COUNT_BOUND);
+  const [{ n }] = await query.client.queryBuilder().count({ n: "*" }).from(capped.as("bounded"));
+  return Number(n);
+}
+
+/**
+ * The cursor condition `(c1, c2, ...) < (v1, v2, ...)` written portably (nested OR/AND, no
+ * row-value comparison) as SQL with bindings: the one builder of every keyset page.
+ */
 function beforeCursorSql(columns: string[], values: (string | number)[]): { sql: string; bindings: (string | number)[] } {
   const terms: string[] = [];
   const bindings: (string | number)[] = [];
@@ -137,7 +156,9 @@ function beforeCursorSql(columns: string[], values: (string | number)[]): { sql:
 /**
  * The same page of each of many parents' lists in one SQL statement (no N+1: a DataLoader hands
  * it every parent of a request): `first` items per parent after the cursor `after`, newest (or
- * highest) first, with each parent's total count. Window functions (PostgreSQL; SQLite 3.25+):
+ * highest) first, with each parent's total count (reported up to {@link COUNT_BOUND}, like
+ * every unstored count; it is meant for short child lists such as a vendor's products, whose rows
+ * it reads whole). Window functions (PostgreSQL; SQLite 3.25+):
  * every row of the parents is numbered within its parent by the ordering, counting only the rows
  * past the cursor, and the first `first + 1` of those are kept.
  * @param query the filtered query (not ordered, not limited; it is cloned), selecting `*`
@@ -187,7 +208,7 @@ export async function keysetPagesByParent<T>(
   const parentKey = parentColumn.split(".").pop()!;
   for (const row of rows) {
     const target = pages.get(String(row[parentKey]))!;
-    target.totalCount = Number(row._total);
+    target.totalCount = Math.min(Number(row._total), COUNT_BOUND);
     if (Number(row._rank) > page.first) {
       target.hasNextPage = true;
       continue;
@@ -200,7 +221,7 @@ export async function keysetPagesByParent<T>(
   const empty = page.after ? ids.filter((id) => pages.get(id)!.items.length === 0) : [];
   if (empty.length) {
     const counts = await query.clone().clearSelect().whereIn(parentColumn, empty).groupBy(parentColumn).select(parentColumn).count({ n: "*" });
-    for (const count of counts as any[]) pages.get(String(count[parentKey]))!.totalCount = Number(count.n);
+    for (const count of counts as any[]) pages.get(String(count[parentKey]))!.totalCount = Math.min(Number(count.n), COUNT_BOUND);
   }
   return pages;
 }

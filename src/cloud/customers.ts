@@ -251,7 +251,8 @@ export async function setCreditLine(db: Db, accountId: string, customerId: strin
 /**
  * Reads a customer's balance.
  * `frozen` is the sum of the amounts of the customer's orders that are paid and still
- * provisioning: already deducted from `available`, given back if provisioning fails.
+ * provisioning: already deducted from `available`, given back if provisioning fails. It is a
+ * running total on the customer's row (docs/architecture.md §3.7), so the read is one row.
  * @returns available, frozen and credit line in milli-yuan
  * @throws AppError `not_found` (404) `Customer not found` for a customer the account never had
  * @see docs/api/cloud.md §4 `GET /billing/balance?customer_id=`; docs/architecture.md §8 Balance
@@ -259,8 +260,5 @@ export async function setCreditLine(db: Db, accountId: string, customerId: strin
 export async function getCustomerBalance(db: Executor, accountId: string, customerId: string): Promise<CustomerBalance> {
   const row = typeof customerId === "string" && customerId.length <= 64 ? await db("customers").where({ account_id: accountId, customer_id: customerId }).first() : undefined;
   if (!row) throw new AppError("not_found", "Customer not found");
-  const [{ frozen }] = await db("orders")
-    .where({ account_id: accountId, customer_id: customerId, payment_status: "paid", status: "provisioning" })
-    .sum({ frozen: "amount" });
-  return { customerId, available: Number(row.balance), frozen: Number(frozen ?? 0), creditLine: Number(row.credit_line) };
+  return { customerId, available: Number(row.balance), frozen: Number(row.frozen), creditLine: Number(row.credit_line) };
 }

@@ -37,6 +37,7 @@ import { checkAgainstProduct, cycleOf, parseOrderInput, parseRenewInput, type Cr
 import { toOrderRecord, writeOrderEvent, type OrderRecord } from "./order-records.ts";
 import { createProvisioner } from "./provisioning.ts";
 import { addMonthsUtc, getResource, getResourcesByIds, listResources, toResourceRecord, type ResourceRecord } from "./resources.ts";
+import { addAccountOrders, addCustomerFrozen, storedTotal } from "../ledger/totals.ts";
 
 /** What one renewal did. */
 export interface RenewalRecord {
@@ -129,6 +130,7 @@ export function createOrderService(deps: OrderServiceDeps) {
     };
     const updated = await trx("orders").where({ id: order.id, status: "unpaid" }).update(next);
     if (updated !== 1) throw new AppError("conflict", "Only an unpaid order can be paid", { status: order.status });
+    await addCustomerFrozen(trx, order.accountId, order.customerId, order.amount);
     if (product.stock != null) {
       const taken = await trx("products").where("id", product.id).andWhere("stock", ">=", order.quantity).decrement("stock", order.quantity);
       if (taken !== 1) throw new AppError("conflict", "insufficient stock", { field: "quantity" });
@@ -202,6 +204,7 @@ export function createOrderService(deps: OrderServiceDeps) {
           if (isUniqueViolation(error)) throw new AppError("conflict", "client_order_no is already used by another order", { field: "client_order_no" });
           throw error;
         }
+        await addAccountOrders(trx, caller.accountId, 1);
         const order = toOrderRecord(row);
         await writeOrderEvent(trx, "order.created", order, opts.requestId);
         await ensureCustomer(trx, caller.accountId, request.customerId, request.contact);
@@ -334,7 +337,7 @@ export function createOrderService(deps: OrderServiceDeps) {
    * @throws AppError `invalid_request` (400, field `cursor`) for a bad cursor
    */
   async function list(caller: Caller, page: PageRequest): Promise<Page<OrderRecord>> {
-    return keysetPage(db("orders").where("account_id", caller.accountId), ["created_at", "id"], page, toOrderRecord);
+    return keysetPage(db("orders").where("account_id", caller.accountId), ["created_at", "id"], page, toOrderRecord, { stored: storedTotal(db, "accounts", caller.accountId, "order_count") });
   }
 
   const { provisionDue } = createProvisioner({ db, clock, batch: deps.provisionBatch ?? 100 });

@@ -6,6 +6,7 @@
  * twice.
  */
 import { credit } from "../ledger/index.ts";
+import { addCustomerFrozen } from "../ledger/totals.ts";
 import { claimBatch, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
 import { appendTransactionEvent } from "./customers.ts";
@@ -54,6 +55,7 @@ export function createProvisioner({ db, clock, batch }: ProvisionerDeps) {
       if (updated !== 1) return false;
       const order = toOrderRecord({ ...row, status: "failed", provisioning_status: "failed", payment_status: "refunded", failure_reason: SIMULATED_FAILURE_REASON, updated_at: at });
       const ref = `order:${order.id}:refund`;
+      await addCustomerFrozen(trx, order.accountId, order.customerId, -order.amount);
       await credit(trx, "refund", { accountId: order.accountId, customerId: order.customerId, keyId: order.keyId, amount: order.amount, ref, orderId: order.id, reason: SIMULATED_FAILURE_REASON });
       await trx("products").where("id", order.productId).whereNotNull("stock").increment("stock", order.quantity);
       await writeOrderEvent(trx, "order.failed", order, null);
@@ -76,6 +78,7 @@ export function createProvisioner({ db, clock, batch }: ProvisionerDeps) {
         updated_at: at,
       });
       if (updated !== 1) return false;
+      await addCustomerFrozen(trx, row.account_id, row.customer_id, -Number(row.amount));
       const product = await trx("products").where("id", row.product_id).first("billing_cycles");
       const months = monthsOf(product ? JSON.parse(product.billing_cycles) : null, row.billing_cycle);
       await trx("resources").insert({

@@ -5,6 +5,7 @@
 import type { Knex } from "knex";
 import { AppError } from "../errors.ts";
 import { credit, debit } from "../ledger/index.ts";
+import { addKeyTotals, storedTotal, taskUnits, taskUnitsDelta } from "../ledger/totals.ts";
 import { appendOutbox } from "../events/outbox.ts";
 import { nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
@@ -134,7 +135,8 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       updated_at: now,
     };
     await db.transaction(async (trx) => {
-      await debit(trx, { accountId: caller.accountId, keyId: caller.keyId, amount: price, ref: `task:${id}:debit`, taskId: id, reason: `${kind} generation` });
+      const keyTotals = { tasks: 1, ...taskUnits(toTaskRecord(row)) };
+      await debit(trx, { accountId: caller.accountId, keyId: caller.keyId, amount: price, ref: `task:${id}:debit`, taskId: id, reason: `${kind} generation`, keyTotals });
       await trx("tasks").insert(row);
       await appendOutbox(trx, statusEvent(toTaskRecord(row)));
     });
@@ -176,7 +178,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
         .where({ id: task.id, submit_state: from })
         .update({ submit_state: "failed", status: 2, error: message, refunded: task.price, next_poll_at: null, updated_at: now });
       if (updated !== 1) return false;
-      await credit(trx, "refund", { accountId: task.accountId, keyId: task.keyId, amount: task.price, ref: `task:${task.id}:refund`, taskId: task.id, reason: message });
+      await settle(trx, task, { ...task, status: 2, refunded: task.price }, task.price, message);
       await appendOutbox(trx, statusEvent({ ...task, status: 2, error: message, refunded: task.price, updatedAt: now }));
       return true;
     });
@@ -233,9 +235,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
           updated_at: now,
         });
       if (updated !== 1) return false;
-      if (refund > 0) {
-        await credit(trx, "refund", { accountId: task.accountId, keyId: task.keyId, amount: refund, ref: `task:${task.id}:refund`, taskId: task.id, reason: DEADLINE_ERROR });
-      }
+      await settle(trx, task, { ...task, status: 2, refunded: task.price }, refund, DEADLINE_ERROR);
       await appendOutbox(trx, statusEvent({ ...task, status: 2, error: DEADLINE_ERROR, refunded: task.price, updatedAt: now }));
       return true;
     });
@@ -262,14 +262,17 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   }
 
   /**
-   * Lists the caller's tasks newest first.
+   * Lists the caller's tasks newest first; `totalCount` is exact without a status filter (the
+   * key's stored count) and counted up to COUNT_BOUND with one.
    * @param page `first` (1-100), `after` (opaque cursor), optional `status` code
    * @throws AppError `invalid_request` for a bad cursor
    */
   async function listTasks(caller: Caller, page: { first: number; after?: string | null; status?: number | null }): Promise<Page<TaskRecord>> {
     const query = db("tasks").where("key_id", caller.keyId);
     if (page.status != null) query.andWhere("status", page.status);
-    return keysetPage(query, ["created_at", "id"], page, toTaskRecord);
+    // Unfiltered, the count is the key's stored task_count; by status, counted up to COUNT_BOUND.
+    const stored = page.status == null ? storedTotal(db, "api_keys", caller.keyId, "task_count") : undefined;
+    return keysetPage(query, ["created_at", "id"], page, toTaskRecord, { stored });
   }
 
   /**
@@ -322,15 +325,28 @@ export function createGenerationService(deps: GenerationServiceDeps) {
           updated_at: now,
         });
       if (updated !== 1) return false;
-      if (refund > 0) {
-        await credit(trx, "refund", { accountId: task.accountId, keyId: task.keyId, amount: refund, ref: `task:${task.id}:refund`, taskId: task.id, reason: next.error ?? "images not generated" });
-      }
+      await settle(trx, task, { ...task, status: next.status, refunded: refund }, refund, next.error ?? "images not generated");
       await appendOutbox(trx, statusEvent({ ...task, ...next, refunded: refund, updatedAt: now } as TaskRecord));
       return true;
     });
   }
 
   return { submit, getTask, getTasks, listTasks, applyUpstreamState, resend, adoptSubmission, expireTask };
+}
+
+/**
+ * The money side of one task change, inside the transaction that writes the change: the refund
+ * (once: its ref is unique) and the key's billed units, moved together (docs/architecture.md §3.7).
+ * @param before the task as the change found it; `after` its new status and refunded total
+ * @param refund milli-yuan given back by this change (0: none)
+ */
+async function settle(trx: Knex.Transaction, before: TaskRecord, after: TaskRecord, refund: MilliYuan, reason: string): Promise<void> {
+  const keyTotals = taskUnitsDelta(before, after);
+  if (refund > 0) {
+    await credit(trx, "refund", { accountId: before.accountId, keyId: before.keyId, amount: refund, ref: `task:${before.id}:refund`, taskId: before.id, reason, keyTotals });
+  } else {
+    await addKeyTotals(trx, before.keyId, keyTotals);
+  }
 }
 
 /** The service type returned by {@link createGenerationService}. */

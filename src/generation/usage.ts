@@ -5,7 +5,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { fitText, type Db } from "../db/index.ts";
 import { AppError } from "../errors.ts";
-import { balanceOf } from "../ledger/index.ts";
 import type { Caller } from "../auth/keys.ts";
 import type { MilliYuan } from "../money.ts";
 import { getModel, IMAGE_MODEL_ID } from "./catalog.ts";
@@ -31,46 +30,47 @@ export interface RequestRecord {
   at: string;
 }
 
-/** The totals of a key, each read only when asked for (one query each). */
+/** The totals of a key, read once when the first of them is asked for. */
 export type UsageReader = { [K in keyof UsageTotals]: () => Promise<UsageTotals[K]> };
 
 /**
- * Reads the totals of the calling key, each on first use and once: a dashboard asking for the
- * balance and spent runs two queries, not the two sums over the key's tasks as well.
+ * Reads the running totals of a key and its account's balance: one row of each, whatever the
+ * key's history (docs/architecture.md §3.7).
+ * @returns balance and spent in milli-yuan, billed seconds and images
+ * @throws AppError `not_found` when the key does not exist
+ */
+async function readTotals(db: Db, caller: Caller): Promise<UsageTotals> {
+  const row = await db("api_keys as k")
+    .join("accounts as a", "a.id", "k.account_id")
+    .where("k.id", caller.keyId)
+    .first("a.balance", "k.spent", "k.billed_seconds", "k.billed_images");
+  if (!row) throw new AppError("not_found", "API key not found");
+  return { balance: Number(row.balance), spent: Number(row.spent), billedSeconds: Number(row.billed_seconds), billedImages: Number(row.billed_images) };
+}
+
+/**
+ * Reads the totals of the calling key on first use and once: a dashboard asking for the balance,
+ * spent and billed units runs one query.
  * @param caller the authenticated caller (asked for on the first read)
  * @returns one memoised reader per total (balance and spent in milli-yuan)
  */
 export function usageReader(db: Db, caller: () => Promise<Caller>): UsageReader {
-  const once = <T>(read: (c: Caller) => Promise<T>) => {
-    let value: Promise<T> | undefined;
-    return () => (value ??= caller().then(read));
-  };
-  const perImage = priceOf(getModel(IMAGE_MODEL_ID)!, { seconds: null, resolution: "1k", count: 1 });
+  let totals: Promise<UsageTotals> | undefined;
+  const read = () => (totals ??= caller().then((c) => readTotals(db, c)));
   return {
-    balance: once((c) => balanceOf(db, c.accountId)),
-    spent: once(async (c) => {
-      const row = await db("ledger_entries").where("key_id", c.keyId).whereIn("kind", ["debit", "refund"]).sum({ total: "amount" }).first();
-      return 0 - Number(row?.total ?? 0);
-    }),
-    billedSeconds: once(async (c) => {
-      const row = await db("tasks").where({ key_id: c.keyId, kind: "video", refunded: 0 }).whereNot("status", 2).sum({ total: db.raw("seconds * count") }).first();
-      return Number(row?.total ?? 0);
-    }),
-    billedImages: once(async (c) => {
-      const row = await db("tasks").where({ key_id: c.keyId, kind: "image" }).sum({ total: db.raw("price - refunded") }).first();
-      return Number(row?.total ?? 0) / perImage;
-    }),
+    balance: () => read().then((t) => t.balance),
+    spent: () => read().then((t) => t.spent),
+    billedSeconds: () => read().then((t) => t.billedSeconds),
+    billedImages: () => read().then((t) => t.billedImages),
   };
 }
 
 /**
- * Computes every total of the calling key.
+ * Reads every total of the calling key (one query).
  * @returns balance and spent in milli-yuan, billed seconds and images
  */
-export async function usageTotals(db: Db, caller: Caller): Promise<UsageTotals> {
-  const reader = usageReader(db, async () => caller);
-  const [balance, spent, billedSeconds, billedImages] = await Promise.all([reader.balance(), reader.spent(), reader.billedSeconds(), reader.billedImages()]);
-  return { balance, spent, billedSeconds, billedImages };
+export function usageTotals(db: Db, caller: Caller): Promise<UsageTotals> {
+  return readTotals(db, caller);
 }
 
 /** One UTC day of a key's usage (`viewer.usageByDay`). */

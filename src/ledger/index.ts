@@ -6,6 +6,7 @@ import { AppError } from "../errors.ts";
 import { assertMilli, type MilliYuan } from "../money.ts";
 import { fitText, nowIso, type Db } from "../db/index.ts";
 import type { Knex } from "knex";
+import { addKeyTotals, verifyTotals, type KeyTotalsDelta } from "./totals.ts";
 
 /** What a ledger entry records. */
 export type LedgerEntryKind = "topup" | "debit" | "refund" | "adjustment";
@@ -29,6 +30,11 @@ export interface LedgerMovement {
   taskId?: string | null;
   orderId?: string | null;
   reason?: string | null;
+  /**
+   * What else the entry moves on its key's running totals (src/ledger/totals.ts), in the same
+   * UPDATE as `spent`: a task's billed units when its refund changes them.
+   */
+  keyTotals?: KeyTotalsDelta;
 }
 
 /** A stored ledger entry as returned to callers. */
@@ -111,6 +117,10 @@ async function appendEntry(
     reason: fitText(movement.reason, 200), // varchar(200): an upstream's error message can be longer
     created_at: nowIso(),
   });
+  // The key's spent is its debits minus its refunds (docs/architecture.md §3.7).
+  if (movement.keyId) {
+    await addKeyTotals(trx, movement.keyId, { ...movement.keyTotals, spent: kind === "debit" || kind === "refund" ? -signedAmount : 0 });
+  }
   return balanceAfter;
 }
 
@@ -141,7 +151,8 @@ export interface LedgerDiscrepancy {
  * Recomputes every balance from its entries and checks the task invariants: each task has
  * exactly one debit equal to its price and at most one refund, and the refund equals what the
  * task records as refunded. Also checks that every refund has a cause (an existing task or order)
- * and the order invariants (see {@link verifyOrders}).
+ * and the order invariants (see {@link verifyOrders}), and that every running total equals the sum
+ * of its rows (`total_mismatch`, src/ledger/totals.ts).
  * @returns every discrepancy found (empty when the books are clean)
  */
 export async function verifyLedger(db: Db): Promise<LedgerDiscrepancy[]> {
@@ -193,7 +204,7 @@ export async function verifyLedger(db: Db): Promise<LedgerDiscrepancy[]> {
       problems.push({ kind: "failed_task_not_refunded", subject: t.id, detail: `refunded ${t.refunded} of ${t.price}` });
     }
   }
-  problems.push(...(await verifyRefundCauses(db)), ...(await verifyOrders(db)));
+  problems.push(...(await verifyRefundCauses(db)), ...(await verifyOrders(db)), ...(await verifyTotals(db)));
   return problems;
 }
 

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { openDb } from "../../src/db/index.ts";
 import { runCli, startCli } from "../support/process.ts";
 
 describe("the switchyard CLI and `start` as a newcomer runs them", () => {
@@ -74,6 +75,26 @@ describe("the switchyard CLI and `start` as a newcomer runs them", () => {
     const verify = await runCli(["verify"], env);
     expect(verify.stdout).toMatch(/no discrepancies/);
     expect(verify.code).toBe(0);
+  });
+
+  it("verify exits 1 and names a running total that is not the sum of its rows", async () => {
+    const created = JSON.parse((await runCli(["keys", "create", "--name", "drift", "--balance", "3", "--json"], env)).stdout);
+    const db = openDb({ dataDir });
+    try {
+      await db("api_keys").where("id", created.id).update({ spent: 1234 });
+    } finally {
+      await db.destroy();
+    }
+    const verify = await runCli(["verify"], env);
+    expect(verify.code).toBe(1);
+    expect(verify.stdout).toContain(`total_mismatch\t${created.id}\tapi_keys.spent: stored 1234 != sum of its rows 0\n1 discrepancies`);
+    const repair = openDb({ dataDir });
+    try {
+      await repair("api_keys").where("id", created.id).update({ spent: 0 });
+    } finally {
+      await repair.destroy();
+    }
+    expect((await runCli(["verify"], env)).code).toBe(0);
   });
 
   it("lists keys newest first, filtered by account and status, as a table or JSON, a page at a time", async () => {

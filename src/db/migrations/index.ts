@@ -11,6 +11,7 @@ import * as outboxLease from "./005_outbox_lease.ts";
 import * as hotQueryIndexes from "./006_hot_query_indexes.ts";
 import * as resourcesWriteScope from "./007_resources_write_scope.ts";
 import * as usageByDay from "./008_usage_by_day.ts";
+import * as runningTotals from "./009_running_totals.ts";
 
 const MIGRATIONS: Record<string, Knex.Migration> = {
   "001_core": core,
@@ -21,6 +22,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   "006_hot_query_indexes": hotQueryIndexes,
   "007_resources_write_scope": resourcesWriteScope,
   "008_usage_by_day": usageByDay,
+  "009_running_totals": runningTotals,
 };
 
 /** knex MigrationSource over {@link MIGRATIONS}. */
