@@ -5,6 +5,10 @@
  * receives it, and what the REST shim makes of a snake_case body at the edge. Errors name fields
  * as the spec does (`model_id`, `reference_images`), through {@link SPEC_FIELDS}, because REST
  * clients read them. `null` means omitted for every optional field; unknown fields are ignored.
+ *
+ * Longer than 400 lines on purpose: the checks run in the order the spec's messages imply (object,
+ * prompt, model, references, resolution, seconds, size, count, URLs), and the file reads in that
+ * order; the reference readers share the field map and error builders with every other check.
  */
 import { AppError, invalidFieldError, validationMessages } from "../errors.ts";
 import {
