@@ -7,6 +7,7 @@ import { AppError } from "../errors.ts";
 import { credit, debit } from "../ledger/index.ts";
 import { appendOutbox } from "../events/outbox.ts";
 import { nowIso, type Db } from "../db/index.ts";
+import { groupCommit } from "../db/group-commit.ts";
 import { newId } from "../ids.ts";
 import { keysetPage, type Page } from "../pagination.ts";
 import type { Caller } from "../auth/keys.ts";
@@ -94,11 +95,14 @@ export type SubmitState = "pending" | "resending" | "sent" | "failed";
  */
 export function createGenerationService(deps: GenerationServiceDeps) {
   const { db, upstream } = deps;
+  // Submissions' debits commit in groups on SQLite (src/db/group-commit.ts, ADR 0011).
+  const commit = groupCommit(db);
 
   /**
    * Submits a generation task (docs/api/generation.md §4): validates, prices, debits the price atomically with
-   * the task row, hands the task to the upstream, and refunds in the same transaction that
-   * records an upstream failure.
+   * the task row (one savepoint of a group commit on SQLite: resolved only after its COMMIT),
+   * hands the task to the upstream, and refunds in the same transaction that records an
+   * upstream failure.
    * @param caller the authenticated key
    * @param kind `video` or `image` (the endpoint)
    * @param body the REST-shaped request (snake_case fields of docs/api/generation.md §2)
@@ -133,7 +137,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       created_at: now,
       updated_at: now,
     };
-    await db.transaction(async (trx) => {
+    await commit(async (trx) => {
       await debit(trx, { accountId: caller.accountId, keyId: caller.keyId, amount: price, ref: `task:${id}:debit`, taskId: id, reason: `${kind} generation` });
       await trx("tasks").insert(row);
       await appendOutbox(trx, statusEvent(toTaskRecord(row)));
