@@ -23,6 +23,8 @@ export interface RouterMetrics {
   observeHttp(route: string, method: string | undefined, status: number, seconds: number): void;
   /** Gateway plugin counting operations and open subscriptions. */
   gatewayPlugin: GatewayPlugin;
+  /** Counts an operation run without the gateway (router/graph/direct.ts), as its plugin would. */
+  observeOperation(labels: { operation_name: string; operation_type: string }, outcome: "ok" | "error", seconds: number): void;
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
@@ -132,6 +134,11 @@ export function createRouterMetrics(registry: Registry, maxOperationNames = 100)
       const m = method && METHODS.has(method) ? method : "other";
       requests.inc({ route, method: m, status: String(status) });
       requestDuration.observe({ route, method: m }, seconds);
+    },
+    observeOperation(labels, outcome, seconds) {
+      const capped = { operation_name: names.label(labels.operation_name), operation_type: labels.operation_type };
+      operationDuration.observe(capped, seconds);
+      operations.inc({ ...capped, outcome });
     },
     gatewayPlugin,
   };
