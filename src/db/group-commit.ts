@@ -14,7 +14,11 @@ import { AsyncResource } from "node:async_hooks";
 import type { Knex } from "knex";
 import { isSqlite, type Db } from "./index.ts";
 
-/** The work of one caller: database statements on `trx` only (never on the Db: it waits for this group). */
+/**
+ * The work of one caller: database statements on `trx` only (never on the Db: it waits for this
+ * group), each awaited before it settles (a statement still running after a failure would land
+ * outside its rolled-back savepoint).
+ */
 export type GroupWork<T> = (trx: Knex.Transaction) => Promise<T>;
 
 /** Runs `work` in a write transaction, possibly shared with others (see the file comment). */
@@ -72,15 +76,22 @@ function sqliteGroups(db: Db): GroupCommit {
           outcomes.push({ ok: true, value: await group[0]!.work(trx) });
           return;
         }
+        const connection = await (trx.client as { acquireConnection(): Promise<SqliteConnection> }).acquireConnection();
+        // Plain SAVEPOINT statements on the group's transaction: a knex nested transaction would
+        // build a transaction object per call (measured: ~1.5% of a submission's CPU).
         for (const call of group) {
+          await trx.raw("SAVEPOINT group_call");
           try {
-            outcomes.push({ ok: true, value: await trx.transaction((savepoint) => call.work(savepoint)) });
+            const value = await call.work(trx);
+            await trx.raw("RELEASE SAVEPOINT group_call");
+            outcomes.push({ ok: true, value });
           } catch (error) {
-            outcomes.push({ ok: false, error });
             // SQLite rolls a whole transaction back on some errors (disk full, I/O): the calls
             // before this one are gone too, so the group must fail, never half-commit.
-            const connection = (await (trx.client as { acquireConnection(): Promise<SqliteConnection> }).acquireConnection());
             if (!connection.inTransaction) throw error;
+            await trx.raw("ROLLBACK TO SAVEPOINT group_call");
+            await trx.raw("RELEASE SAVEPOINT group_call");
+            outcomes.push({ ok: false, error });
           }
         }
       });
