@@ -257,7 +257,7 @@ export const pageSizeLimit: GatewayPlugin = {
  * The cost limit's error for an operation, or null when it is within {@link LIMITS.cost}.
  * @param variables the request's variables as sent
  */
-function costError(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined): GraphQLError | null {
+export function costError(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined): GraphQLError | null {
   let cost: number | null;
   try {
     cost = operationCost(schema, document, operationName, variables);

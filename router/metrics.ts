@@ -31,6 +31,8 @@ export interface RouterMetrics {
    * that started it went through the gateway, which counted it).
    */
   observeShared: SharedObserver;
+  /** Counts an operation run without the gateway (router/graph/direct.ts), as its plugin would. */
+  observeOperation(labels: { operation_name: string; operation_type: string }, outcome: "ok" | "error", seconds: number): void;
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
@@ -164,6 +166,11 @@ export function createRouterMetrics(registry: Registry, maxOperationNames = 100)
       if (joined) operations.inc({ operation_name: names.label(operationName || undefined), operation_type: "subscription", outcome: "ok" });
       subscriptions.inc();
       return () => subscriptions.dec();
+    },
+    observeOperation(labels, outcome, seconds) {
+      const capped = { operation_name: names.label(labels.operation_name), operation_type: labels.operation_type };
+      operationDuration.observe(capped, seconds);
+      operations.inc({ ...capped, outcome });
     },
     gatewayPlugin,
   };

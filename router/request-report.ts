@@ -61,6 +61,17 @@ function parseReport(value: unknown): CallerReport | null {
   return report;
 }
 
+/**
+ * Splits a subgraph result into the result without its caller report (never passed on: it is the
+ * subgraphs' note to the router) and the report. @returns null when it carries none
+ */
+function withoutCallerReport(result: { extensions?: Record<string, unknown> } | null): { result: object; caller: CallerReport | null } | null {
+  const extensions = result?.extensions;
+  if (!extensions || !(CALLER_EXTENSION in extensions)) return null;
+  const { [CALLER_EXTENSION]: raw, ...rest } = extensions;
+  return { result: { ...result, extensions: Object.keys(rest).length ? rest : undefined }, caller: parseReport(raw) };
+}
+
 /** The open reports of a router, and the gateway plugin that fills them. */
 export interface RequestReports {
   /**
@@ -74,6 +85,10 @@ export interface RequestReports {
   close(countId: string): void;
   /** Reads operation names and the subgraphs' caller reports (and strips those from the results). */
   gatewayPlugin: GatewayPlugin;
+  /** Notes the operation of a request run without the gateway (router/graph/direct.ts). */
+  noteOperation(countId: string | undefined, operationName: string): void;
+  /** Takes the caller report out of a subgraph result run without the gateway, as the plugin does. @returns the result without it */
+  takeCallerReport<T extends { extensions?: Record<string, unknown> }>(countId: string | undefined, result: T): T;
 }
 
 /** Creates the report registry of one router. */
@@ -95,8 +110,8 @@ export function createRequestReports(): RequestReports {
     if (name) entry.report.operationName = name.slice(0, MAX_OPERATION_NAME);
   };
 
-  const noteCaller = (context: unknown, caller: CallerReport) => {
-    const entry = entryOf(context);
+  const noteCaller = (context: unknown, caller: CallerReport) => noteCallerOf(entryOf(context), caller);
+  const noteCallerOf = (entry: ReturnType<typeof entryOf>, caller: CallerReport) => {
     if (!entry) return;
     if (caller.keyId) entry.report.keyId ??= caller.keyId;
     if (caller.retryAfterSeconds) entry.report.retryAfterSeconds = caller.retryAfterSeconds;
@@ -124,13 +139,10 @@ export function createRequestReports(): RequestReports {
     },
     onSubgraphExecute({ executionRequest }) {
       return ({ result, setResult }) => {
-        const extensions = (result as { extensions?: Record<string, unknown> } | null)?.extensions;
-        if (!extensions || !(CALLER_EXTENSION in extensions)) return;
-        const { [CALLER_EXTENSION]: raw, ...rest } = extensions;
-        // Never passed on: it is the subgraphs' note to the router.
-        setResult({ ...(result as object), extensions: Object.keys(rest).length ? rest : undefined } as typeof result);
-        const caller = parseReport(raw);
-        if (caller) noteCaller(executionRequest.context, caller);
+        const taken = withoutCallerReport(result as { extensions?: Record<string, unknown> } | null);
+        if (!taken) return;
+        setResult(taken.result as typeof result);
+        if (taken.caller) noteCaller(executionRequest.context, taken.caller);
       };
     },
   };
@@ -143,5 +155,15 @@ export function createRequestReports(): RequestReports {
     },
     close: (countId) => void open.delete(countId),
     gatewayPlugin,
+    noteOperation(countId, operationName) {
+      const entry = countId ? open.get(countId) : undefined;
+      if (entry && entry.report.operationName === undefined) entry.report.operationName = operationName.slice(0, MAX_OPERATION_NAME);
+    },
+    takeCallerReport(countId, result) {
+      const taken = withoutCallerReport(result);
+      if (!taken) return result;
+      if (taken.caller) noteCallerOf(countId ? open.get(countId) : undefined, taken.caller);
+      return taken.result as typeof result;
+    },
   };
 }

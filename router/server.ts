@@ -34,6 +34,7 @@ import { createRegistry, serveMetrics } from "../src/observability/metrics.ts";
 import type { Tracing } from "../src/observability/tracing.ts";
 import { createRouterMetrics } from "./metrics.ts";
 import { createRequestReports } from "./request-report.ts";
+import { ownedOperations } from "./graph/direct.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { registryCodes } from "./error-codes.ts";
 
@@ -106,7 +107,10 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   });
   let schema: Promise<GraphQLSchema> | undefined;
   const shimDeps = { gateway, schema: () => (schema ??= Promise.resolve(gateway.getSchema())), bodyLimit: options.bodyLimit };
-  const shim = createGenerationShim(shimDeps);
+  // The generation shim's operations are the generation subgraph's alone: run there directly
+  // when it is in this process (router/graph/direct.ts); with tracing, through the gateway's spans.
+  const owned = ownedOperations({ ...shimDeps, localSubgraphs: options.tracing ? {} : options.localSubgraphs, reports, metrics });
+  const shim = createGenerationShim({ ...shimDeps, owned });
   const cloud = createCloudShim(shimDeps);
 
   type Handler = (call: RestCall) => Promise<void> | void;

@@ -55,6 +55,12 @@ export function postParsed(gateway: Gateway, target: string, headers: Record<str
  * @returns the GraphQL result (errors included, never thrown for GraphQL errors)
  */
 export async function runOperation<T = any>(gateway: Gateway, query: string, variables: Record<string, unknown>, call: CallContext): Promise<GraphResult<T>> {
+  const response = await postParsed(gateway, "http://router.internal/graphql", operationHeaders(call), { query, variables });
+  return (await response.json()) as GraphResult<T>;
+}
+
+/** The headers of one operation of a call, lower-case names: what the gateway's request carries. */
+export function operationHeaders(call: CallContext): Record<string, string> {
   const headers: Record<string, string> = {
     ...(call.headers ?? {}),
     accept: "application/json",
@@ -65,8 +71,7 @@ export async function runOperation<T = any>(gateway: Gateway, query: string, var
   if (call.authorization) headers.authorization = call.authorization;
   if (call.acceptLanguage) headers["accept-language"] = call.acceptLanguage;
   if (call.routeStatus) headers["x-switchyard-route-status"] = String(call.routeStatus);
-  const response = await postParsed(gateway, "http://router.internal/graphql", headers, { query, variables });
-  return (await response.json()) as GraphResult<T>;
+  return headers;
 }
 
 /**

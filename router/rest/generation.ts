@@ -10,6 +10,7 @@ import { pageSize } from "../../src/pagination.ts";
 import type { Gateway } from "../graph/gateway.ts";
 import { bodyReadError, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "../http/body.ts";
 import { policyHeaders, runOperation, sha256Hex, toShimError, type CallContext, type ShimError } from "../graph/client.ts";
+import type { OwnedOperation } from "../graph/direct.ts";
 import { restBodyToInput, type TypeErrorFactory } from "./input.ts";
 
 /**
@@ -86,6 +87,12 @@ export interface GenerationShimDeps {
   gateway: Gateway;
   schema: () => Promise<GraphQLSchema>;
   bodyLimit: number;
+  /**
+   * Runs an operation the generation subgraph owns whole without planning it through the
+   * supergraph (router/graph/direct.ts); unset: through the gateway. Every operation of this
+   * shim is one.
+   */
+  owned?: OwnedOperation;
 }
 
 /** One REST request as the shim sees it. */
@@ -111,12 +118,13 @@ function callContext(call: RestCall, route: string, bodySha256 = sha256Hex("")):
  * Creates the handlers of `/api/v1/*` and `/health`.
  */
 export function createGenerationShim(deps: GenerationShimDeps) {
+  const run: OwnedOperation = deps.owned ?? ((_subgraph, query, variables, call) => runOperation(deps.gateway, query, variables, call));
   /**
    * Answers a rejection the shim itself found (bad JSON, wrong types), after authentication:
    * the spec's order of checks puts 401/403 first.
    */
   async function rejectAfterAuth(call: RestCall, route: string, error: ShimError | AppError, bodySha256?: string): Promise<void> {
-    const auth = await runOperation(deps.gateway, OPERATIONS.auth, {}, { ...callContext(call, route, bodySha256), routeStatus: error.status });
+    const auth = await run("generation", OPERATIONS.auth, {}, { ...callContext(call, route, bodySha256), routeStatus: error.status });
     if (auth.errors?.length) return sendGenerationError(call.res, toShimError(auth.errors[0]!));
     sendGenerationError(call.res, error);
   }
@@ -140,7 +148,7 @@ export function createGenerationShim(deps: GenerationShimDeps) {
     } catch (error) {
       return rejectAfterAuth(call, route, error as AppError, digest);
     }
-    const result = await runOperation(deps.gateway, kind === "video" ? OPERATIONS.submitVideo : OPERATIONS.submitImage, { input }, callContext(call, route, digest));
+    const result = await run("generation", kind === "video" ? OPERATIONS.submitVideo : OPERATIONS.submitImage, { input }, callContext(call, route, digest));
     if (result.errors?.length) return sendGenerationError(call.res, toShimError(result.errors[0]!));
     const task = (kind === "video" ? result.data.submitVideoGeneration : result.data.submitImageGeneration).task;
     sendJson(call.res, 200, {
@@ -159,7 +167,7 @@ export function createGenerationShim(deps: GenerationShimDeps) {
   async function getTask(call: RestCall): Promise<void> {
     const id = call.params.task_id ?? "";
     // The route goes out as a header: the raw (percent-encoded) path, not the decoded id, which may hold NUL or non-Latin-1.
-    const result = await runOperation(deps.gateway, OPERATIONS.task, { id }, callContext(call, `GET ${(call.req.url ?? "").split("?")[0]}`));
+    const result = await run("generation", OPERATIONS.task, { id }, callContext(call, `GET ${(call.req.url ?? "").split("?")[0]}`));
     if (result.errors?.length) return sendGenerationError(call.res, toShimError(result.errors[0]!));
     sendJson(call.res, 200, { code: 200, data: restTask(result.data.task) });
   }
@@ -172,7 +180,7 @@ export function createGenerationShim(deps: GenerationShimDeps) {
     } catch (error) {
       return rejectAfterAuth(call, route, error as AppError);
     }
-    const result = await runOperation(deps.gateway, OPERATIONS.usage, { first }, callContext(call, route));
+    const result = await run("generation", OPERATIONS.usage, { first }, callContext(call, route));
     if (result.errors?.length) return sendGenerationError(call.res, toShimError(result.errors[0]!));
     const viewer = result.data.viewer;
     sendJson(call.res, 200, {

@@ -8,6 +8,7 @@ import { credit, debit } from "../ledger/index.ts";
 import { addKeyTotals, storedTotal, taskUnits, taskUnitsDelta } from "../ledger/totals.ts";
 import { appendOutbox } from "../events/outbox.ts";
 import { nowIso, type Db } from "../db/index.ts";
+import { groupCommit } from "../db/group-commit.ts";
 import { newId } from "../ids.ts";
 import { keysetPage, type Page } from "../pagination.ts";
 import type { Caller } from "../auth/keys.ts";
@@ -95,11 +96,14 @@ export type SubmitState = "pending" | "resending" | "sent" | "failed";
  */
 export function createGenerationService(deps: GenerationServiceDeps) {
   const { db, upstream } = deps;
+  // Submissions' debits commit in groups on SQLite (src/db/group-commit.ts, ADR 0011).
+  const commit = groupCommit(db);
 
   /**
    * Submits a generation task (docs/api/generation.md §4): validates, prices, debits the price atomically with
-   * the task row, hands the task to the upstream, and refunds in the same transaction that
-   * records an upstream failure.
+   * the task row (one savepoint of a group commit on SQLite: resolved only after its COMMIT),
+   * hands the task to the upstream, and refunds in the same transaction that records an
+   * upstream failure.
    * @param caller the authenticated key
    * @param kind `video` or `image` (the endpoint)
    * @param input the request in camelCase (the fields of docs/api/generation.md §2; errors name them as the spec does)
@@ -134,7 +138,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       created_at: now,
       updated_at: now,
     };
-    await db.transaction(async (trx) => {
+    await commit(async (trx) => {
       const keyTotals = { tasks: 1, ...taskUnits(toTaskRecord(row)) };
       await debit(trx, { accountId: caller.accountId, keyId: caller.keyId, amount: price, ref: `task:${id}:debit`, taskId: id, reason: `${kind} generation`, keyTotals });
       await trx("tasks").insert(row);
@@ -160,9 +164,10 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   /** Records the provider's task id: `sent`, polled as usual (compare-and-swap on `from`). @returns true when this call recorded it */
   async function markSent(task: TaskRecord, upstreamTaskId: string, from: "pending" | "resending"): Promise<boolean> {
     const nextPoll = new Date(Date.now() + deps.pollIntervalMs).toISOString();
-    const updated = await db("tasks")
-      .where({ id: task.id, submit_state: from })
-      .update({ upstream_task_id: upstreamTaskId, submit_state: "sent", next_poll_at: nextPoll, updated_at: nowIso() });
+    // With the submissions' group (ADR 0011): one commit for many such records instead of one each.
+    const updated = await commit((trx) =>
+      trx("tasks").where({ id: task.id, submit_state: from }).update({ upstream_task_id: upstreamTaskId, submit_state: "sent", next_poll_at: nextPoll, updated_at: nowIso() }),
+    );
     return updated === 1;
   }
 

@@ -54,7 +54,7 @@ describe("crash recovery with real processes", () => {
    * A fresh database (SQLite in a temporary folder, or PostgreSQL with TEST_DATABASE=postgres),
    * migrated and opened here too, with a key of 100 yuan. `dbEnv` points a process at it.
    */
-  async function prepare(keyOptions: { callbackUrl?: string } = {}) {
+  async function prepare(keyOptions: { callbackUrl?: string } = {}, balance = "100") {
     const database = await createTestDatabase("switchyard-crash-");
     const db = openDb({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
     cleanups.push(async () => {
@@ -62,7 +62,7 @@ describe("crash recovery with real processes", () => {
       await database.drop();
     });
     await migrate(db);
-    const key = await createKey(db, { name: "crash", balance: parseYuan("100"), ...keyOptions });
+    const key = await createKey(db, { name: "crash", balance: parseYuan(balance), ...keyOptions });
     return { dbEnv: database.env, db, key };
   }
 
@@ -330,6 +330,61 @@ describe("crash recovery with real processes", () => {
     const rows = await db("tasks").whereIn("id", ids);
     expect(rows.map((t: any) => t.submit_state)).toEqual(["sent", "sent", "sent"]);
     await client.dispose();
+    await expectVerifyPasses(dbEnv);
+  });
+  it("(e) a SIGKILL among group-committed submissions loses no acknowledged one and charges none twice", { timeout: 120_000 }, async () => {
+    const { dbEnv, db, key } = await prepare({}, "1000");
+    fake.onSubmit({ kind: "accept" });
+    let stack = await start(env(dbEnv));
+
+    // 32 clients submit without pause (so submissions commit in groups, ADR 0011); the process
+    // is killed as the 40th answer arrives, with the other clients' submissions in flight.
+    const acknowledged: string[] = [];
+    let enough!: () => void;
+    const reached = new Promise<void>((resolve) => (enough = resolve));
+    let killed = false;
+    const client = async (n: number) => {
+      for (let i = 0; !killed; i++) {
+        let body: any;
+        try {
+          const response = await submitVideo(stack.url, key.key, `group ${n}-${i}`);
+          body = { status: response.status, ...((await response.json()) as object) };
+        } catch {
+          return; // the connection died with the process: not acknowledged
+        }
+        expect(body).toMatchObject({ status: 200, code: 200, data: { status: 0, amount: 5 } });
+        acknowledged.push(body.data.task_id);
+        if (acknowledged.length >= 40) enough();
+      }
+    };
+    const clients = Array.from({ length: 32 }, (_, n) => client(n));
+    await Promise.race([reached, Promise.all(clients)]);
+    expect(acknowledged.length).toBeGreaterThanOrEqual(40);
+    killed = true;
+    expect(await stack.proc.stop("SIGKILL")).toBeNull();
+    await Promise.all(clients);
+
+    // Every acknowledged submission is stored with its one debit; none is charged twice.
+    const stored = async () => db("tasks").where("key_id", key.id).select("id", "submit_state", "status", "refunded");
+    const debits = await db("ledger_entries").where({ key_id: key.id, kind: "debit" }).select("task_id", "amount");
+    const tasks = await stored();
+    const ids = new Set(tasks.map((t: any) => t.id));
+    for (const id of acknowledged) expect(ids.has(id)).toBe(true);
+    expect(debits.map((d: any) => d.task_id).sort()).toEqual([...ids].sort());
+    for (const d of debits) expect(Number(d.amount)).toBe(-PRICE);
+
+    // After a restart, the submissions cut off before their answer are sent once (or refunded
+    // once), never twice, and the books balance.
+    stack = await start(env(dbEnv));
+    await waitUntil(stored, (rows) => rows.every((t: any) => t.submit_state === "sent" || t.submit_state === "failed"));
+    expect(await stack.proc.stop("SIGTERM")).toBe(0);
+    const settled = await stored();
+    expect(settled).toHaveLength(tasks.length);
+    for (const task of settled) expect(fake.accepted.filter((a) => a.clientReference === task.id).length).toBeLessThanOrEqual(1);
+    const refunded = settled.reduce((sum: number, t: any) => sum + Number(t.refunded), 0);
+    const account = await db("accounts").where("id", key.account_id).first("balance");
+    expect(Number(account.balance)).toBe(parseYuan("1000") - settled.length * PRICE + refunded);
+    expect(await db("ledger_entries").where({ key_id: key.id, kind: "debit" }).count({ n: "*" }).first()).toMatchObject({ n: settled.length });
     await expectVerifyPasses(dbEnv);
   });
 });

@@ -1,0 +1,93 @@
+/**
+ * Group commit (ADR 0011, src/db/group-commit.ts): concurrent write transactions share one
+ * SQLite transaction, each in a savepoint; a failing one rolls back alone, and every caller is
+ * answered only after the COMMIT that made its rows durable. On PostgreSQL each call is its own
+ * transaction, so the same outcomes hold there too.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isSqlite, migrate, openDb, type Db } from "../../src/db/index.ts";
+import { groupCommit } from "../../src/db/group-commit.ts";
+import { createKey } from "../../src/auth/keys.ts";
+import { debit, verifyLedger } from "../../src/ledger/index.ts";
+import { AppError } from "../../src/errors.ts";
+import { parseYuan } from "../../src/money.ts";
+import { createTestDatabase, type TestDatabase } from "../support/db.ts";
+
+describe("group commit", () => {
+  let database: TestDatabase;
+  let db: Db;
+  /** A second connection to the same database: it sees committed rows only. */
+  let reader: Db;
+
+  beforeAll(async () => {
+    database = await createTestDatabase("switchyard-group-");
+    db = openDb({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+    await migrate(db);
+    reader = openDb({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+  });
+  afterAll(async () => {
+    await reader?.destroy();
+    await db?.destroy();
+    await database?.drop();
+  });
+
+  it("commits the calls of one moment together; one refused debit rolls back alone and writes nothing", async () => {
+    const key = await createKey(db, { name: "group", balance: parseYuan("12") });
+    const commit = groupCommit(db);
+    const transactions: string[] = [];
+    const countBegins = (query: { sql?: string }) => {
+      if (/^\s*begin/i.test(query.sql ?? "")) transactions.push(query.sql!);
+    };
+    db.on("query", countBegins);
+    const submit = (n: number) =>
+      commit(async (trx) => {
+        await debit(trx, { accountId: key.account_id, keyId: key.id, amount: 5000, ref: `group:${key.id}:${n}`, reason: "group test" });
+        await trx("outbox").insert({ topic: "test.group", account_id: key.account_id, aggregate_id: `g${n}`, payload: "{}", created_at: new Date().toISOString() });
+        // Seen by the caller only once durable: another connection reads it.
+        return n;
+      }).then(
+        async (value) => ({ value, visible: Boolean(await reader("ledger_entries").where("ref", `group:${key.id}:${n}`).first()) }),
+        (error) => ({ error }),
+      );
+    const outcomes = await Promise.all([submit(1), submit(2), submit(3)]);
+    db.off("query", countBegins);
+
+    // 12 yuan covers two of three 5-yuan debits: the third is refused, the others commit.
+    expect(outcomes.slice(0, 2)).toEqual([{ value: 1, visible: true }, { value: 2, visible: true }]);
+    const refused = outcomes[2] as { error: unknown };
+    expect(refused.error).toBeInstanceOf(AppError);
+    expect((refused.error as AppError).code).toBe("insufficient_balance");
+    if (isSqlite(db)) expect(transactions).toHaveLength(1);
+    expect(await reader("ledger_entries").where("ref", `group:${key.id}:3`).first()).toBeUndefined();
+    expect(await reader("outbox").where({ topic: "test.group", aggregate_id: "g3" }).first()).toBeUndefined();
+    expect((await reader("outbox").where("topic", "test.group").select("aggregate_id")).map((r: any) => r.aggregate_id).sort()).toEqual(["g1", "g2"]);
+    expect(Number((await reader("accounts").where("id", key.account_id).first("balance")).balance)).toBe(2000);
+    expect(await verifyLedger(reader)).toEqual([]);
+  });
+
+  it("rolls back only the call whose statement violates a constraint; the group's other calls commit", async () => {
+    const key = await createKey(db, { name: "group-unique", balance: parseYuan("100") });
+    const commit = groupCommit(db);
+    const charge = (ref: string) =>
+      commit((trx) => debit(trx, { accountId: key.account_id, keyId: key.id, amount: 1000, ref, reason: "group test" })).then(
+        (balance) => ({ balance }),
+        (error) => ({ failed: String((error as Error).message) }),
+      );
+    // The second call repeats the first's ref (ledger refs are unique): it fails, its debit undone.
+    const outcomes = await Promise.all([charge(`u:${key.id}:a`), charge(`u:${key.id}:a`), charge(`u:${key.id}:b`)]);
+    expect(outcomes[0]).toEqual({ balance: 99_000 });
+    expect(outcomes[1]).toMatchObject({ failed: expect.stringMatching(/unique|duplicate/i) });
+    expect(outcomes[2]).toEqual({ balance: 98_000 });
+    expect(Number((await reader("accounts").where("id", key.account_id).first("balance")).balance)).toBe(98_000);
+    expect(await reader("ledger_entries").where("account_id", key.account_id).where("kind", "debit").count({ n: "*" }).first()).toMatchObject({ n: 2 });
+    expect(await verifyLedger(reader)).toEqual([]);
+  });
+
+  it("answers a call that runs alone after its own commit, and its failure with its own error", async () => {
+    const commit = groupCommit(db);
+    await expect(commit(async () => Promise.reject(new AppError("invalid_request", "alone")))).rejects.toMatchObject({ code: "invalid_request" });
+    const key = await createKey(db, { name: "group-alone", balance: parseYuan("1") });
+    await expect(commit((trx) => debit(trx, { accountId: key.account_id, keyId: key.id, amount: 1000, ref: `alone:${key.id}` }))).resolves.toBe(0);
+    expect(await reader("ledger_entries").where("ref", `alone:${key.id}`).first()).toBeTruthy();
+  });
+});
