@@ -27,8 +27,13 @@ export interface ChannelHealthOptions {
 export interface ChannelHealth {
   /** An accepted submission after `latencyMs`. */
   success(channel: ChannelRecord, latencyMs: number): Promise<void>;
-  /** A refused submission. @returns true when this failure auto-disabled the channel */
-  failure(channel: ChannelRecord, reason: string, latencyMs: number): Promise<boolean>;
+  /**
+   * A refused submission.
+   * @param mayDisable false when no other channel is enabled: the last one is never taken out
+   *   (with only GENERATION_UPSTREAM_URL, every submission reaches it, as before channels)
+   * @returns true when this failure auto-disabled the channel
+   */
+  failure(channel: ChannelRecord, reason: string, latencyMs: number, mayDisable?: boolean): Promise<boolean>;
   /** Writes the summed successes now (before reading stats; at stop). */
   flush(): Promise<void>;
   stop(): Promise<void>;
@@ -62,7 +67,7 @@ export function createChannelHealth(options: ChannelHealthOptions): ChannelHealt
         channel.consecutiveFailures = 0;
       }
     },
-    async failure(channel, reason, latencyMs) {
+    async failure(channel, reason, latencyMs, mayDisable = true) {
       await db("channels")
         .where({ id: channel.id })
         .update({
@@ -72,6 +77,7 @@ export function createChannelHealth(options: ChannelHealthOptions): ChannelHealt
           consecutive_failures: db.raw("consecutive_failures + 1"),
         });
       channel.consecutiveFailures += 1;
+      if (!mayDisable) return false;
       const now = nowIso();
       const disabled = await db("channels")
         .where({ id: channel.id, status: "ENABLED" })
