@@ -180,7 +180,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       // waits that long before it takes a pending task for interrupted.
       const attempts = Math.max(1, Math.min(config.channelMaxAttempts, (await channels.list()).length));
       const service = createGenerationService({ db, upstream, checkUrl: (url) => guard.isPublicHttpsUrl(url), pollIntervalMs: config.taskPollIntervalMs, deadlineSeconds: config.taskDeadlineSeconds });
-      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, pubsub: stack.pubsub!, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes, drainTimeoutMs: config.shutdownTimeoutMs, secret: subgraphSecret, observability, budget: config.requestBudget });
+      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, pubsub: stack.pubsub!, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes, drainTimeoutMs: config.shutdownTimeoutMs, secret: subgraphSecret, observability, budget: config.requestBudget, admin: { adminToken: config.adminToken, channels } });
       closers.push(() => subgraph.close());
       const poller = startPoller({
         db,
