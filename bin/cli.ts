@@ -1,5 +1,5 @@
 /**
- * `switchyard` commands (docs/architecture.md §2; one file per command group under bin/cli/): start, migrate, compose, keys, customers, catalog, webhooks,
+ * `switchyard` commands (docs/architecture.md §2; one file per command group under bin/cli/): start, migrate, compose, keys, customers, catalog, webhooks, channels,
  * verify, on commander (docs/adr/0008-cli.md): every command and subcommand answers `--help`.
  * Exit codes: 0 success (and `--help`, `--version`), 1 failure (for `verify`: a discrepancy), 2 bad usage.
  * Every command that opens the database says which one on stderr (`database: sqlite /…/switchyard.db`).
@@ -13,6 +13,7 @@ import { registerKeyCommands } from "./cli/keys.ts";
 import { registerCustomerCommands } from "./cli/customers.ts";
 import { registerCatalogCommands } from "./cli/catalog.ts";
 import { registerWebhookCommands } from "./cli/webhooks.ts";
+import { registerChannelCommands } from "./cli/channels.ts";
 import { start } from "./cli/start.ts";
 
 const VERSION: string = JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
@@ -69,6 +70,7 @@ function buildProgram(result: { code: number }): Command {
   registerCustomerCommands(program, act);
   registerCatalogCommands(program, act);
   registerWebhookCommands(program, act);
+  registerChannelCommands(program, act);
 
   act(program.command("verify").description("check balances, running totals, task and order invariants (exit 1 on a discrepancy)"), async () => {
     const { verifyLedger } = await import("../src/ledger/index.ts");

@@ -32,6 +32,8 @@ import { startLoop } from "../src/loop.ts";
 import type { Registry } from "prom-client";
 import { startObservability } from "../src/observability/index.ts";
 import { countUpstreamErrors } from "../src/generation/upstream/metrics.ts";
+import { startChannels, type Channels } from "../src/generation/channels/index.ts";
+import { watchChannels } from "../src/generation/channels/metrics.ts";
 import { watchOutbox } from "../src/events/metrics.ts";
 import { watchLedger } from "../src/ledger/metrics.ts";
 import { assertPortsFree } from "./ports.ts";
@@ -51,6 +53,8 @@ export interface Stack {
   db?: Db;
   service?: GenerationService;
   poller?: Poller;
+  /** The upstream channels (generation role). */
+  channels?: Channels;
   /** SUBGRAPH_SECRET in force (made for this start when unset in a single process). */
   subgraphSecret?: string;
   /** The metrics registry served at `/metrics` (router and subgraph ports). */
@@ -165,9 +169,18 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
     // The SSRF guard (DNS_SERVERS): reference URLs of generation requests, CDN origin hosts.
     const guard = createUrlGuard({ dnsServers: config.dnsServers });
     if (roles.includes("generation") && db) {
-      const upstream = countUpstreamErrors(createUpstream(config, mediaBaseUrl), observability.registry);
+      // Channels (README "Channels"): the router stands where the single adapter was; the
+      // implicit channel chn_default is GENERATION_UPSTREAM_URL or the simulator.
+      const channels = await startChannels(db, logger, config, createUpstream(config, mediaBaseUrl));
+      closers.push(() => channels.stop());
+      watchChannels(observability.registry, db, logger);
+      stack.channels = channels;
+      const upstream = countUpstreamErrors(channels.upstream, observability.registry);
+      // A live submission may try several channels, each within UPSTREAM_TIMEOUT_MS: the sweep
+      // waits that long before it takes a pending task for interrupted.
+      const attempts = Math.max(1, Math.min(config.channelMaxAttempts, (await channels.list()).length));
       const service = createGenerationService({ db, upstream, checkUrl: (url) => guard.isPublicHttpsUrl(url), pollIntervalMs: config.taskPollIntervalMs, deadlineSeconds: config.taskDeadlineSeconds });
-      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, pubsub: stack.pubsub!, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes, drainTimeoutMs: config.shutdownTimeoutMs, secret: subgraphSecret, observability, budget: config.requestBudget });
+      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, pubsub: stack.pubsub!, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes, drainTimeoutMs: config.shutdownTimeoutMs, secret: subgraphSecret, observability, budget: config.requestBudget, admin: { adminToken: config.adminToken, channels } });
       closers.push(() => subgraph.close());
       const poller = startPoller({
         db,
@@ -190,7 +203,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         service,
         upstream,
         logger,
-        upstreamTimeoutMs: config.upstreamTimeoutMs,
+        upstreamTimeoutMs: config.upstreamTimeoutMs * attempts,
         marginMs: config.recoveryMarginMs,
         pollIntervalMs: config.taskPollIntervalMs,
         intervalMs: Math.min(60_000, Math.max(100, shortestDeadlineMs / 2)),

@@ -91,6 +91,15 @@ const schema = z.object({
   GENERATION_UPSTREAM_URL: optionalUrl,
   GENERATION_UPSTREAM_KEY: z.string().default(""),
   UPSTREAM_TIMEOUT_MS: millis(30_000),
+  CHANNEL_KEY_SECRET: z
+    .string()
+    .optional()
+    .or(z.literal("").transform(() => undefined))
+    .refine((v) => v === undefined || v.length >= 32, { message: "must be at least 32 characters (for example: openssl rand -hex 32)" }),
+  CHANNEL_FAILURE_THRESHOLD: integer(1).default(3),
+  CHANNEL_MAX_ATTEMPTS: integer(1, 20).default(5),
+  CHANNEL_PROBE_BASE_MS: integer(100).default(30_000),
+  CHANNEL_PROBE_MAX_MS: integer(100).default(1_800_000),
   REQUEST_TIMEOUT_MS: millis(30_000),
   TASK_POLL_INTERVAL_MS: millis(3_000),
   TASK_POLL_BATCH: integer(1).default(100),
@@ -146,6 +155,18 @@ export interface Config {
   upstreamUrl?: string;
   upstreamKey: string;
   upstreamTimeoutMs: number;
+  /**
+   * The secret channel API keys are encrypted with at rest (README "Channels"); unset: no
+   * channel can be added, and a start with stored channels fails.
+   */
+  channelKeySecret?: string;
+  /** Failed submissions in a row that take a channel out of rotation (AUTO_DISABLED). */
+  channelFailureThreshold: number;
+  /** Most channels one submission is tried on before it is refunded. */
+  channelMaxAttempts: number;
+  /** First delay before an auto-disabled channel is probed; doubled per failed probe up to `channelProbeMaxMs`. */
+  channelProbeBaseMs: number;
+  channelProbeMaxMs: number;
   /** Time limit of one `/graphql` HTTP request at the router; 0: none. */
   requestTimeoutMs: number;
   taskPollIntervalMs: number;
@@ -233,6 +254,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     upstreamUrl: e.GENERATION_UPSTREAM_URL,
     upstreamKey: e.GENERATION_UPSTREAM_KEY,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
+    channelKeySecret: e.CHANNEL_KEY_SECRET,
+    channelFailureThreshold: e.CHANNEL_FAILURE_THRESHOLD,
+    channelMaxAttempts: e.CHANNEL_MAX_ATTEMPTS,
+    channelProbeBaseMs: e.CHANNEL_PROBE_BASE_MS,
+    channelProbeMaxMs: Math.max(e.CHANNEL_PROBE_MAX_MS, e.CHANNEL_PROBE_BASE_MS),
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     taskPollIntervalMs: e.TASK_POLL_INTERVAL_MS,
     taskPollBatch: e.TASK_POLL_BATCH,

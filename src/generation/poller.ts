@@ -65,7 +65,7 @@ export function startPoller(options: PollerOptions): Poller {
       rows.map((row: any) =>
         limit(async () => {
           try {
-            const state = await options.upstream.fetchStatus(row.upstream_task_id);
+            const state = await options.upstream.fetchStatus(row.upstream_task_id, row.channel_id);
             return (await options.service.applyUpstreamState(toTaskRecord(row), state, options.intervalMs)) ? 1 : 0;
           } catch (error) {
             // The upstream could not be asked now: try again next round.

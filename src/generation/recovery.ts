@@ -210,7 +210,7 @@ export function startRecovery(options: RecoveryOptions): Recovery {
           let state: UpstreamTaskState | null = null;
           if (row.upstream_task_id) {
             try {
-              state = await upstream.fetchStatus(row.upstream_task_id);
+              state = await upstream.fetchStatus(row.upstream_task_id, row.channel_id);
             } catch (error) {
               logger.warn({ task_id: row.id, err: (error as Error).message }, "late result check failed");
             }

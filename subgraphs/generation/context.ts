@@ -14,6 +14,8 @@ import { callerAccess, headerOf, type RequestLike } from "../shared/auth.ts";
 import { withLazy } from "../shared/lazy.ts";
 import { ownAccountCaller } from "../shared/own-account.ts";
 import { RequestBudget, type BudgetLimits } from "../../src/db/budget.ts";
+import { checkAdminToken } from "../../src/auth/admin.ts";
+import type { Channels } from "../../src/generation/channels/index.ts";
 
 /** What every resolver receives. */
 export interface GenerationContext {
@@ -45,13 +47,23 @@ export interface GenerationContext {
   /** `METHOD path` the router reports for this request (request log), if any. */
   route: { method: string; path: string; status: number | null } | null;
   requestId: string | null;
+  /** Checks `Authorization: Bearer <ADMIN_TOKEN>` (the channel admin fields). @throws AppError 403 no ADMIN_TOKEN, 401 otherwise */
+  requireAdmin(): void;
+  /** The channels of this process (README "Channels"). */
+  channels?: Channels;
+}
+
+/** What the admin fields need: ADMIN_TOKEN and the channels. */
+export interface GenerationAdmin {
+  adminToken?: string;
+  channels?: Channels;
 }
 
 /**
  * Builds the context of one request.
  * @param budgetLimits the request's database budget (default {@link RequestBudget}'s)
  */
-export function createContext(db: Db, service: GenerationService, rateLimiter: RateLimiter, pubsub: PubSub, req: RequestLike, budgetLimits?: BudgetLimits): GenerationContext {
+export function createContext(db: Db, service: GenerationService, rateLimiter: RateLimiter, pubsub: PubSub, req: RequestLike, budgetLimits?: BudgetLimits, admin: GenerationAdmin = {}): GenerationContext {
   const header = (name: string) => headerOf(req, name);
   const access = callerAccess(db, rateLimiter, req);
   const caller = () => access.caller("generation");
@@ -69,6 +81,8 @@ export function createContext(db: Db, service: GenerationService, rateLimiter: R
     ownAccount: (accountId: string) => ownAccountCaller(access, accountId, "generation"),
     route: match ? { method: match[1]!, path: match[2]!, status: Number(header("x-switchyard-route-status")) || null } : null,
     requestId: header("x-request-id") ?? null,
+    requireAdmin: () => checkAdminToken(admin.adminToken, header("authorization")),
+    channels: admin.channels,
   };
   return withLazy<typeof eager, Pick<GenerationContext, "usage" | "taskLoader">>(eager, {
     usage: () => usageReader(db, caller),

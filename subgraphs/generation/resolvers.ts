@@ -13,6 +13,7 @@ import { formatYuan, toMoney } from "../../src/money.ts";
 import { pageSize, toConnection } from "../shared/connection.ts";
 import { keyEventStream } from "../shared/key-events.ts";
 import type { GenerationContext } from "./context.ts";
+import { channelMutations, channelQueries, DateTime } from "./channels.ts";
 import type { TypeScope } from "../shared/scopes.ts";
 
 /** Enum names of the status codes 0-4 (docs/api/generation.md §3). */
@@ -92,7 +93,9 @@ export const TYPE_SCOPES: Record<string, TypeScope> = {
 };
 
 export const resolvers = {
+  DateTime,
   Query: {
+    ...channelQueries,
     models: () => MODELS,
     model: (_: unknown, { id }: { id: number }) => getModel(id) ?? null,
     task: async (_: unknown, { id }: { id: string }, ctx: GenerationContext) => {
@@ -105,6 +108,7 @@ export const resolvers = {
     viewer: async (_: unknown, __: unknown, ctx: GenerationContext) => ({ id: (await ctx.anyCaller()).accountId }),
   },
   Mutation: {
+    ...channelMutations,
     submitVideoGeneration: async (_: unknown, { input }: { input: VideoGenerationInput }, ctx: GenerationContext) => ({
       task: await ctx.service.submit(await ctx.caller(), "video", input),
     }),

@@ -11,7 +11,7 @@ import type { GenerationService } from "../../src/generation/tasks.ts";
 import { flushRequestLog, recordRequest } from "../../src/generation/usage.ts";
 import { statusOfErrors } from "../shared/errors.ts";
 import { startSubgraph, type SubgraphHandle, type SubgraphObservability } from "../shared/server.ts";
-import { createContext, type GenerationContext } from "./context.ts";
+import { createContext, type GenerationAdmin, type GenerationContext } from "./context.ts";
 import { resolvers, TYPE_SCOPES } from "./resolvers.ts";
 import { scopeTypes } from "../shared/scopes.ts";
 import { withRequestBudget } from "../shared/budget.ts";
@@ -63,6 +63,8 @@ export async function startGenerationSubgraph(options: {
   observability?: SubgraphObservability;
   /** The database budget of each request (src/db/budget.ts; default its defaults). */
   budget?: BudgetLimits;
+  /** ADMIN_TOKEN and the channels, for the channel admin fields (unset token: 403). */
+  admin?: GenerationAdmin;
 }): Promise<SubgraphHandle> {
   enforceRequestBudgets(options.db);
   const handle = await startSubgraph<GenerationContext>({
@@ -71,7 +73,7 @@ export async function startGenerationSubgraph(options: {
     // Every field of a scoped type checks its scope, wherever it was reached from (ADR 0007); every
     // resolver runs inside its request's database budget.
     resolvers: scopeTypes(generationTypeDefs, withRequestBudget(resolvers) as any, TYPE_SCOPES),
-    context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req, options.budget),
+    context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req, options.budget, options.admin),
     secret: options.secret,
     onResponse: recordRoute(options.logger),
     logger: options.logger,

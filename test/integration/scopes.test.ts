@@ -100,7 +100,7 @@ const orderBody = (customerId = "c1") => {
 };
 
 beforeAll(async () => {
-  t = await startTestStack({ ADMIN_TOKEN });
+  t = await startTestStack({ ADMIN_TOKEN, CHANNEL_KEY_SECRET: "scopes-channel-secret-0123456789abcdef" });
   receiver = http.createServer((req, res) => {
     req.resume();
     req.on("end", () => res.writeHead(200).end("ok"));
@@ -211,6 +211,10 @@ function graphqlOutcome(body: any, root?: string): Outcome {
 }
 
 /** A query or mutation through the router. */
+/** A stored channel to update (added once, straight through the domain; low priority, so it takes no tasks). */
+let channelFixture: Promise<{ id: string }> | undefined;
+const storedChannel = () => (channelFixture ??= t.stack.channels!.add({ name: "scopes-fixture", baseUrl: "https://93.184.216.34", apiKey: "k", models: [52], priority: -100 }));
+
 function gql(query: string, variables: (auth: Auth) => Promise<Record<string, unknown>> | Record<string, unknown> = () => ({}), extra: Pick<Probe, "field" | "survives"> = {}): Probe {
   const root = /\{\s*(\w+)/.exec(query.slice(query.indexOf("{")))?.[1];
   return {
@@ -361,6 +365,11 @@ const PROBES: Record<string, Probe> = {
   "Mutation.adminSetCustomerCreditLine": gql(`mutation($a: ID!) { adminSetCustomerCreditLine(input: { accountId: $a, customerId: "c2", limit: "0" }) { customerBalance { creditLine { amount } } } }`, () => ({
     a: fx.accountId,
   })),
+  "Query.adminChannels": gql(`query { adminChannels { id status implicit stats { submissions openTasks } } }`),
+  "Mutation.adminAddChannel": gql(`mutation { adminAddChannel(input: { name: "scopes", baseUrl: "https://93.184.216.34", apiKey: "k", models: [52], priority: -100 }) { channel { id } } }`),
+  "Mutation.adminUpdateChannel": gql(`mutation($id: ID!) { adminUpdateChannel(input: { id: $id, weight: 2 }) { channel { id weight } } }`, async () => ({ id: (await storedChannel()).id })),
+  "Mutation.adminSetChannelStatus": gql(`mutation { adminSetChannelStatus(input: { id: "chn_default", enabled: true }) { channel { id status } } }`),
+  "Mutation.adminTestChannel": gql(`mutation { adminTestChannel(input: { id: "chn_default" }) { ok channel { id } } }`),
 
   "Subscription.taskStatusChanged": subscription(`subscription($id: ID!) { taskStatusChanged(taskId: $id) { id status } }`, async (a) => ({ id: await ownTask(a.key) })),
   "Subscription.tasks": subscription(`subscription { tasks { id status } }`, undefined, (a) => t.rest("POST", "/api/v1/video/generations", { key: a.key, body: { prompt: "a wren", model_id: 52 } })),

@@ -124,6 +124,10 @@ export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpst
       const match = tasks.find((task: any) => typeof task === "object" && task !== null && task.client_reference === reference) as any;
       return match ? providerTaskId(match.task_id) : null;
     },
+    async probe() {
+      // The cheapest authenticated read the spec offers: one task of the key's history.
+      await call("/api/v1/usage?limit=1", { method: "GET" });
+    },
     async fetchStatus(upstreamTaskId) {
       const data = await call(`/api/v1/tasks/${encodeURIComponent(upstreamTaskId)}`, { method: "GET" });
       const status = Number(data?.status);

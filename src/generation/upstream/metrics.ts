@@ -39,5 +39,6 @@ export function countUpstreamErrors(upstream: GenerationUpstream, registry: Regi
     submit: counted("submit", upstream.submit.bind(upstream)),
     fetchStatus: counted("status", upstream.fetchStatus.bind(upstream)),
     ...(upstream.findSubmission ? { findSubmission: counted("lookup", upstream.findSubmission.bind(upstream)) } : {}),
+    ...(upstream.probe ? { probe: upstream.probe.bind(upstream) } : {}),
   };
 }

@@ -58,7 +58,15 @@ export interface GenerationUpstream {
   findSubmission?(taskId: string): Promise<string | null>;
   /**
    * Reads the provider's view of a task.
+   * @param channelId the channel that accepted the task (`tasks.channel_id`; null: `chn_default`),
+   *   read by the channel router (src/generation/channels/router.ts); single adapters ignore it
    * @throws UpstreamError when the provider cannot be asked now (the poller retries later)
    */
-  fetchStatus(upstreamTaskId: string): Promise<UpstreamTaskState>;
+  fetchStatus(upstreamTaskId: string, channelId?: string | null): Promise<UpstreamTaskState>;
+  /**
+   * Asks the provider whether it answers at all, without creating a task (the channel health
+   * probe, `switchyard channels test`). Absent: the adapter cannot fail (the simulator).
+   * @throws UpstreamError when it does not answer as the API says
+   */
+  probe?(): Promise<void>;
 }

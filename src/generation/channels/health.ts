@@ -1,0 +1,105 @@
+/**
+ * Channel health (README "Channels"): every submission attempt is counted on its channel; N
+ * failed attempts in a row (CHANNEL_FAILURE_THRESHOLD) take it out of rotation (AUTO_DISABLED)
+ * with a first probe after CHANNEL_PROBE_BASE_MS (src/generation/channels/probe.ts). The state
+ * lives in the `channels` row, so every process sharing the database sees it: a failure is
+ * written at once (a compare-and-swap disables the channel exactly once, whichever process
+ * counted the N-th failure); successes are summed in memory and written at most once a second
+ * (they only move counters, and reset the failure streak at once when one was running).
+ */
+import type { Logger } from "pino";
+import { nowIso, type Db } from "../../db/index.ts";
+import type { ChannelRecord } from "./store.ts";
+
+/** Settings of the health recorder. */
+export interface ChannelHealthOptions {
+  db: Db;
+  logger: Logger;
+  /** Failures in a row that auto-disable a channel. */
+  threshold: number;
+  /** Milliseconds until the first probe of an auto-disabled channel. */
+  probeBaseMs: number;
+  /** Called when this process disabled a channel (the router drops it from its cache at once). */
+  onDisabled?: (channelId: string) => void;
+}
+
+/** Records attempt outcomes. */
+export interface ChannelHealth {
+  /** An accepted submission after `latencyMs`. */
+  success(channel: ChannelRecord, latencyMs: number): Promise<void>;
+  /**
+   * A refused submission.
+   * @param mayDisable false when no other channel is enabled: the last one is never taken out
+   *   (with only GENERATION_UPSTREAM_URL, every submission reaches it, as before channels)
+   * @returns true when this failure auto-disabled the channel
+   */
+  failure(channel: ChannelRecord, reason: string, latencyMs: number, mayDisable?: boolean): Promise<boolean>;
+  /** Writes the summed successes now (before reading stats; at stop). */
+  flush(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Creates the recorder and its once-a-second flush. */
+export function createChannelHealth(options: ChannelHealthOptions): ChannelHealth {
+  const { db, logger } = options;
+  const pending = new Map<string, { successes: number; latency: number }>();
+
+  async function flush(): Promise<void> {
+    const batch = [...pending.entries()];
+    pending.clear();
+    for (const [id, d] of batch) {
+      await db("channels")
+        .where({ id })
+        .update({ submissions: db.raw("submissions + ?", [d.successes]), successes: db.raw("successes + ?", [d.successes]), latency_ms_total: db.raw("latency_ms_total + ?", [d.latency]) });
+    }
+  }
+  const timer = setInterval(() => flush().catch((err) => logger.warn({ err }, "channel counters not written")), 1000);
+  timer.unref?.();
+
+  return {
+    async success(channel, latencyMs) {
+      const d = pending.get(channel.id) ?? { successes: 0, latency: 0 };
+      d.successes += 1;
+      d.latency += Math.round(latencyMs);
+      pending.set(channel.id, d);
+      if (channel.consecutiveFailures > 0) {
+        await db("channels").where({ id: channel.id }).andWhere("consecutive_failures", ">", 0).update({ consecutive_failures: 0 });
+        channel.consecutiveFailures = 0;
+      }
+    },
+    async failure(channel, reason, latencyMs, mayDisable = true) {
+      await db("channels")
+        .where({ id: channel.id })
+        .update({
+          submissions: db.raw("submissions + 1"),
+          failures: db.raw("failures + 1"),
+          latency_ms_total: db.raw("latency_ms_total + ?", [Math.round(latencyMs)]),
+          consecutive_failures: db.raw("consecutive_failures + 1"),
+        });
+      channel.consecutiveFailures += 1;
+      if (!mayDisable) return false;
+      const now = nowIso();
+      const disabled = await db("channels")
+        .where({ id: channel.id, status: "ENABLED" })
+        .andWhere("consecutive_failures", ">=", options.threshold)
+        .update({
+          status: "AUTO_DISABLED",
+          disabled_reason: `${options.threshold} failed submissions in a row; last: ${reason}`.slice(0, 500),
+          probe_failures: 0,
+          next_probe_at: new Date(Date.now() + options.probeBaseMs).toISOString(),
+          updated_at: now,
+        });
+      if (disabled === 1) {
+        logger.warn({ channel_id: channel.id, reason }, "channel auto-disabled after failed submissions in a row");
+        channel.status = "AUTO_DISABLED";
+        options.onDisabled?.(channel.id);
+      }
+      return disabled === 1;
+    },
+    flush,
+    async stop() {
+      clearInterval(timer);
+      await flush().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,132 @@
+/**
+ * Channels assembled (README "Channels"; ADR 0012): the router that stands in for the upstream
+ * adapter, the health recorder, the probe loop, and the admin operations behind the GraphQL
+ * mutations. The CLI uses the store directly (src/generation/channels/store.ts).
+ */
+import type { Logger } from "pino";
+import { ConfigError } from "../../config.ts";
+import type { Db } from "../../db/index.ts";
+import type { GenerationUpstream } from "../upstream/types.ts";
+import { createKeyBox, type KeyBox } from "./crypto.ts";
+import { createChannelHealth } from "./health.ts";
+import { probeAdapter, startProbeLoop, type ProbeResult } from "./probe.ts";
+import { createChannelRouter, type ChannelRouter } from "./router.ts";
+import {
+  addChannel,
+  getChannel,
+  listChannels,
+  openTasksByChannel,
+  setChannelStatus,
+  updateChannel,
+  upsertDefaultChannel,
+  type ChannelInput,
+  type ChannelRecord,
+} from "./store.ts";
+
+/** Settings of the channels (src/config.ts). */
+export interface ChannelSettings {
+  channelKeySecret?: string;
+  channelFailureThreshold: number;
+  channelMaxAttempts: number;
+  channelProbeBaseMs: number;
+  channelProbeMaxMs: number;
+  upstreamTimeoutMs: number;
+  upstreamUrl?: string;
+}
+
+/** A channel with its figures, as admin GraphQL shows it. */
+export interface ChannelView extends ChannelRecord {
+  openTasks: number;
+}
+
+/** The running channels of one generation process. */
+export interface Channels {
+  upstream: ChannelRouter;
+  list(): Promise<ChannelView[]>;
+  add(input: Parameters<typeof addChannel>[2]): Promise<ChannelView>;
+  update(id: string, input: ChannelInput): Promise<ChannelView>;
+  setStatus(id: string, enabled: boolean): Promise<ChannelView>;
+  /** Probes one channel now; a success re-enables an AUTO_DISABLED one. */
+  test(id: string): Promise<{ channel: ChannelView; result: ProbeResult }>;
+  stop(): Promise<void>;
+}
+
+/** The key box of CHANNEL_KEY_SECRET, or null when unset. */
+export function keyBoxFor(settings: Pick<ChannelSettings, "channelKeySecret">): KeyBox | null {
+  return settings.channelKeySecret ? createKeyBox(settings.channelKeySecret) : null;
+}
+
+/**
+ * Refuses to start when stored channels exist but CHANNEL_KEY_SECRET is unset or cannot open them.
+ * @throws ConfigError one line
+ */
+export async function assertChannelKeys(db: Db, box: KeyBox | null): Promise<void> {
+  const row = await db("channels").where({ implicit: false }).whereNotNull("api_key").first();
+  if (!row) return;
+  if (!box) throw new ConfigError("CHANNEL_KEY_SECRET is required: the database holds channels whose API keys are encrypted with it");
+  try {
+    box.open(row.api_key);
+  } catch {
+    throw new ConfigError(`CHANNEL_KEY_SECRET cannot decrypt the API key of channel ${row.id}: it is not the secret the channels were stored with`);
+  }
+}
+
+/**
+ * Starts the channels of a generation process: writes the `chn_default` row, checks the key
+ * secret, starts the health recorder and the probe loop.
+ * @param implicit the adapter of GENERATION_UPSTREAM_URL or the simulator
+ * @throws ConfigError as {@link assertChannelKeys}
+ */
+export async function startChannels(db: Db, logger: Logger, settings: ChannelSettings, implicit: GenerationUpstream): Promise<Channels> {
+  const box = keyBoxFor(settings);
+  await upsertDefaultChannel(db, settings.upstreamUrl ?? "simulator:");
+  await assertChannelKeys(db, box);
+  let router: ChannelRouter | undefined;
+  const health = createChannelHealth({
+    db,
+    logger,
+    threshold: settings.channelFailureThreshold,
+    probeBaseMs: settings.channelProbeBaseMs,
+    onDisabled: () => router?.invalidate(),
+  });
+  router = createChannelRouter({ db, logger, box, implicit, health, timeoutMs: settings.upstreamTimeoutMs, maxAttempts: settings.channelMaxAttempts });
+  const upstream = router;
+  const probes = startProbeLoop({ db, logger, adapterFor: (c) => upstream.adapterFor(c), baseMs: settings.channelProbeBaseMs, maxMs: settings.channelProbeMaxMs, onEnabled: () => upstream.invalidate() });
+
+  async function view(channel: ChannelRecord): Promise<ChannelView> {
+    const open = await openTasksByChannel(db);
+    return { ...channel, openTasks: open.get(channel.id) ?? 0 };
+  }
+  /** After a write: this process sees it at once. */
+  async function changed(channel: ChannelRecord): Promise<ChannelView> {
+    upstream.invalidate();
+    return view(channel);
+  }
+
+  return {
+    upstream,
+    async list() {
+      await health.flush();
+      const [channels, open] = await Promise.all([listChannels(db), openTasksByChannel(db)]);
+      return channels.map((c) => ({ ...c, openTasks: open.get(c.id) ?? 0 }));
+    },
+    add: async (input) => changed(await addChannel(db, box, input)),
+    update: async (id, input) => changed(await updateChannel(db, box, id, input)),
+    setStatus: async (id, enabled) => changed(await setChannelStatus(db, id, enabled)),
+    async test(id) {
+      const channel = await getChannel(db, id);
+      let result: ProbeResult;
+      try {
+        result = await probeAdapter(upstream.adapterFor(channel));
+      } catch (error) {
+        result = { ok: false, latencyMs: 0, error: (error as Error).message };
+      }
+      if (result.ok && channel.status === "AUTO_DISABLED") return { channel: await changed(await setChannelStatus(db, id, true)), result };
+      return { channel: await view(channel), result };
+    },
+    async stop() {
+      await probes.stop();
+      await health.stop();
+    },
+  };
+}

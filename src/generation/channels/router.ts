@@ -1,0 +1,171 @@
+/**
+ * The channel router (README "Channels"; ADR 0012): a {@link GenerationUpstream} over every
+ * channel, put where the single upstream adapter was, so the task service (src/generation/tasks.ts)
+ * keeps its one debit and one refund:
+ *
+ * - **submit** tries the channels in {@link orderChannels} order (at most CHANNEL_MAX_ATTEMPTS). A
+ *   failure before the provider accepted the task (connect error, 5xx, timeout before a task id,
+ *   business code ≠ 200, no task_id) moves to the next channel; the first acceptance ends the
+ *   loop, so a provider that accepted a task is never asked again for it. Only when every
+ *   channel failed does the last error reach the task service, which fails and refunds the task
+ *   once. The attempts (channel, reason, error) and the accepting channel are written on the task
+ *   row (`channel_attempts`, `channel_id`) — skipped when the implicit channel took it first
+ *   time, the only case before channels existed.
+ * - **fetchStatus** asks the channel that accepted the task (`tasks.channel_id`, null: `chn_default`).
+ * - **findSubmission** (the recovery sweep) asks every channel that can look a submission up.
+ *
+ * The channel list is cached for {@link CHANNEL_REFRESH_MS}: a change made by another process
+ * (the CLI, another generation process) takes effect within that; one made here at once.
+ */
+import type { Logger } from "pino";
+import type { Db } from "../../db/index.ts";
+import type { GenerationRequest } from "../validation.ts";
+import { createHttpUpstream } from "../upstream/http.ts";
+import { UpstreamError, type GenerationUpstream } from "../upstream/types.ts";
+import type { KeyBox } from "./crypto.ts";
+import type { ChannelHealth } from "./health.ts";
+import { orderChannels } from "./select.ts";
+import { DEFAULT_CHANNEL_ID, listChannels, type ChannelRecord } from "./store.ts";
+
+/** How long the channel list is cached (ms). */
+export const CHANNEL_REFRESH_MS = 1000;
+
+/** One channel tried for a submission, as stored in `tasks.channel_attempts`. */
+export interface ChannelAttempt {
+  channelId: string;
+  /** `accepted`, or the failure kind: transport, timeout, http, code, body, unexpected. */
+  outcome: string;
+  error?: string;
+  latencyMs: number;
+}
+
+/** Settings of the router. */
+export interface ChannelRouterOptions {
+  db: Db;
+  logger: Logger;
+  /** Opens stored keys; null when CHANNEL_KEY_SECRET is unset (then only `chn_default` serves). */
+  box: KeyBox | null;
+  /** The adapter of `chn_default` (GENERATION_UPSTREAM_URL, or the simulator). */
+  implicit: GenerationUpstream;
+  health: ChannelHealth;
+  /** UPSTREAM_TIMEOUT_MS: per call. */
+  timeoutMs: number;
+  /** Most channels tried per submission. */
+  maxAttempts: number;
+  random?: () => number;
+}
+
+/** The router: an upstream, plus what the channel admin needs. */
+export interface ChannelRouter extends GenerationUpstream {
+  /** The adapter of one channel (tests and `channels test`). */
+  adapterFor(channel: ChannelRecord): GenerationUpstream;
+  /** Drops the cached channel list (after a change made in this process). */
+  invalidate(): void;
+}
+
+/** The request with our model id replaced by the channel's name for it, if it maps one. */
+function mapModel(request: GenerationRequest, channel: ChannelRecord): GenerationRequest {
+  const mapped = channel.modelMapping.find((m) => m.modelId === request.modelId);
+  if (!mapped) return request;
+  const upstreamModel = /^\d+$/.test(mapped.upstreamModel) ? Number(mapped.upstreamModel) : mapped.upstreamModel;
+  return { ...request, modelId: upstreamModel as number };
+}
+
+/** Creates the router. */
+export function createChannelRouter(options: ChannelRouterOptions): ChannelRouter {
+  const { db, logger, health } = options;
+  const random = options.random ?? Math.random;
+  let cache: { at: number; channels: Promise<ChannelRecord[]> } | null = null;
+  const adapters = new Map<string, { version: string; adapter: GenerationUpstream }>();
+
+  function channels(): Promise<ChannelRecord[]> {
+    if (!cache || Date.now() - cache.at >= CHANNEL_REFRESH_MS) {
+      const loading = listChannels(db);
+      cache = { at: Date.now(), channels: loading };
+      loading.catch(() => {
+        if (cache?.channels === loading) cache = null;
+      });
+    }
+    return cache.channels;
+  }
+
+  function adapterFor(channel: ChannelRecord): GenerationUpstream {
+    if (channel.implicit) return options.implicit;
+    const version = `${channel.baseUrl} ${channel.sealedKey}`;
+    const known = adapters.get(channel.id);
+    if (known?.version === version) return known.adapter;
+    if (!options.box || !channel.sealedKey) throw new UpstreamError("failed", "CHANNEL_KEY_SECRET is not set: the channel key cannot be read");
+    const adapter = createHttpUpstream({ baseUrl: channel.baseUrl, apiKey: options.box.open(channel.sealedKey), timeoutMs: options.timeoutMs });
+    adapters.set(channel.id, { version, adapter });
+    return adapter;
+  }
+
+  async function channelById(id: string | null | undefined): Promise<ChannelRecord | undefined> {
+    return (await channels()).find((c) => c.id === (id ?? DEFAULT_CHANNEL_ID));
+  }
+
+  async function recordAttempts(taskId: string, channelId: string | null, attempts: ChannelAttempt[]): Promise<void> {
+    if (channelId === DEFAULT_CHANNEL_ID && attempts.length === 1) return; // the pre-channel case: nothing to add
+    await db("tasks").where({ id: taskId }).update({ channel_id: channelId, channel_attempts: JSON.stringify(attempts) });
+  }
+
+  return {
+    name: "channels",
+    adapterFor,
+    invalidate() {
+      cache = null;
+    },
+    async submit(request, taskId) {
+      // Cached records: the health recorder marks an auto-disabled one in place, so later
+      // submissions of this process skip it before the next refresh.
+      const candidates = orderChannels(await channels(), request.modelId, random).slice(0, options.maxAttempts);
+      if (candidates.length === 0) throw new UpstreamError("failed", `no enabled channel serves model ${request.modelId}`);
+      const attempts: ChannelAttempt[] = [];
+      let last: UpstreamError | undefined;
+      for (const channel of candidates) {
+        if (channel.status !== "ENABLED") continue; // auto-disabled by an earlier submission of this process
+        const started = performance.now();
+        try {
+          const { upstreamTaskId } = await adapterFor(channel).submit(mapModel(request, channel), taskId);
+          const latencyMs = performance.now() - started;
+          attempts.push({ channelId: channel.id, outcome: "accepted", latencyMs: Math.round(latencyMs) });
+          await health.success(channel, latencyMs);
+          await recordAttempts(taskId, channel.id, attempts);
+          return { upstreamTaskId };
+        } catch (error) {
+          const latencyMs = performance.now() - started;
+          last = error instanceof UpstreamError ? error : new UpstreamError("failed", String((error as Error)?.message ?? error));
+          const outcome = error instanceof UpstreamError ? error.reason : "unexpected";
+          attempts.push({ channelId: channel.id, outcome, error: last.message.slice(0, 300), latencyMs: Math.round(latencyMs) });
+          logger.warn({ task_id: taskId, channel_id: channel.id, outcome, err: last.message }, "channel refused the submission; trying the next one");
+          const others = (await channels()).some((c) => c.id !== channel.id && c.status === "ENABLED");
+          await health.failure(channel, `${outcome}: ${last.message}`, latencyMs, others).catch((err) => logger.error({ err }, "channel failure not recorded"));
+        }
+      }
+      await recordAttempts(taskId, null, attempts);
+      throw last ?? new UpstreamError("failed", "no channel could be tried");
+    },
+    async fetchStatus(upstreamTaskId, channelId) {
+      const channel = await channelById(channelId);
+      if (!channel) throw new UpstreamError("failed", `channel ${channelId} no longer exists`);
+      return adapterFor(channel).fetchStatus(upstreamTaskId);
+    },
+    async findSubmission(taskId) {
+      for (const channel of await channels()) {
+        let adapter: GenerationUpstream;
+        try {
+          adapter = adapterFor(channel);
+        } catch {
+          continue;
+        }
+        if (!adapter.findSubmission) continue;
+        const found = await adapter.findSubmission(taskId).catch(() => null);
+        if (found !== null) {
+          await db("tasks").where({ id: taskId }).update({ channel_id: channel.id === DEFAULT_CHANNEL_ID ? null : channel.id });
+          return found;
+        }
+      }
+      return null;
+    },
+  };
+}

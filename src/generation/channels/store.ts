@@ -1,0 +1,207 @@
+/**
+ * The `channels` table (src/db/migrations/010_channels.ts; README "Channels"): rows to records and
+ * back, the admin writes with their validation, and the implicit channel `chn_default`.
+ */
+import { AppError } from "../../errors.ts";
+import { nowIso, type Db } from "../../db/index.ts";
+import { newId } from "../../ids.ts";
+import { getModel } from "../catalog.ts";
+import type { KeyBox } from "./crypto.ts";
+
+/** How a channel takes new tasks. */
+export type ChannelStatus = "ENABLED" | "DISABLED" | "AUTO_DISABLED";
+
+/** The id of the channel of GENERATION_UPSTREAM_URL (or the simulator). */
+export const DEFAULT_CHANNEL_ID = "chn_default";
+
+/** One model id sent upstream under another name. */
+export interface ChannelModelMapping {
+  modelId: number;
+  upstreamModel: string;
+}
+
+/** A channel as the domain sees it (never its key). */
+export interface ChannelRecord {
+  id: string;
+  name: string;
+  baseUrl: string;
+  /** Our model ids served; null: every model (the implicit channel). */
+  models: number[] | null;
+  modelMapping: ChannelModelMapping[];
+  priority: number;
+  weight: number;
+  status: ChannelStatus;
+  disabledReason: string | null;
+  consecutiveFailures: number;
+  probeFailures: number;
+  nextProbeAt: string | null;
+  implicit: boolean;
+  /** The sealed key (crypto.ts); null for the implicit channel. */
+  sealedKey: string | null;
+  submissions: number;
+  successes: number;
+  failures: number;
+  latencyMsTotal: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** Converts a `channels` row. */
+export function toChannelRecord(row: any): ChannelRecord {
+  const models = JSON.parse(row.models) as (number | "*")[];
+  return {
+    id: row.id,
+    name: row.name,
+    baseUrl: row.base_url,
+    models: models.includes("*") ? null : (models as number[]),
+    modelMapping: JSON.parse(row.model_mapping ?? "[]"),
+    priority: Number(row.priority),
+    weight: Number(row.weight),
+    status: row.status,
+    disabledReason: row.disabled_reason ?? null,
+    consecutiveFailures: Number(row.consecutive_failures),
+    probeFailures: Number(row.probe_failures),
+    nextProbeAt: row.next_probe_at ?? null,
+    implicit: Boolean(row.implicit),
+    sealedKey: row.api_key ?? null,
+    submissions: Number(row.submissions),
+    successes: Number(row.successes),
+    failures: Number(row.failures),
+    latencyMsTotal: Number(row.latency_ms_total),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** Every channel, highest priority first. */
+export async function listChannels(db: Db): Promise<ChannelRecord[]> {
+  const rows = await db("channels").orderBy([{ column: "priority", order: "desc" }, { column: "id" }]);
+  return rows.map(toChannelRecord);
+}
+
+/** @throws AppError `not_found` (404) `Channel not found` */
+export async function getChannel(db: Db, id: string): Promise<ChannelRecord> {
+  const row = typeof id === "string" && id.length <= 40 ? await db("channels").where({ id }).first() : undefined;
+  if (!row) throw new AppError("not_found", "Channel not found");
+  return toChannelRecord(row);
+}
+
+/**
+ * Writes the row of the implicit channel (start-up): created once, its base URL kept current;
+ * its status, health and counters are left as they are (shared by every process).
+ * @param baseUrl GENERATION_UPSTREAM_URL, or `simulator:` for the embedded simulator
+ */
+export async function upsertDefaultChannel(db: Db, baseUrl: string): Promise<void> {
+  const now = nowIso();
+  await db("channels")
+    .insert({ id: DEFAULT_CHANNEL_ID, name: "default", base_url: baseUrl, api_key: null, models: JSON.stringify(["*"]), priority: 0, weight: 1, implicit: true, created_at: now, updated_at: now })
+    .onConflict("id")
+    .merge({ base_url: baseUrl });
+}
+
+/** Fields of a channel an admin may set. */
+export interface ChannelInput {
+  name?: string;
+  baseUrl?: string;
+  apiKey?: string;
+  models?: number[];
+  modelMapping?: ChannelModelMapping[] | null;
+  priority?: number | null;
+  weight?: number | null;
+}
+
+const invalid = (message: string) => new AppError("invalid_request", message);
+
+/** Validates admin input and returns the columns it sets. @throws AppError 400 naming the field */
+function columnsOf(input: ChannelInput, box: KeyBox | null): Record<string, unknown> {
+  const columns: Record<string, unknown> = {};
+  if (input.name !== undefined) {
+    const name = String(input.name).trim();
+    if (!name || name.length > 100) throw invalid("name must be 1 to 100 characters");
+    columns.name = name;
+  }
+  if (input.baseUrl !== undefined) {
+    let url: URL;
+    try {
+      url = new URL(input.baseUrl);
+    } catch {
+      throw invalid("baseUrl must be an http or https URL");
+    }
+    if ((url.protocol !== "http:" && url.protocol !== "https:") || input.baseUrl.length > 500) throw invalid("baseUrl must be an http or https URL");
+    columns.base_url = input.baseUrl.replace(/\/+$/, "");
+  }
+  if (input.apiKey !== undefined) {
+    if (!box) throw new AppError("forbidden", "CHANNEL_KEY_SECRET is not set: channel keys cannot be stored");
+    if (!input.apiKey || input.apiKey.length > 1000) throw invalid("apiKey must be 1 to 1000 characters");
+    columns.api_key = box.seal(input.apiKey);
+  }
+  if (input.models !== undefined) {
+    if (!Array.isArray(input.models) || input.models.length === 0) throw invalid("models must list at least one model id");
+    for (const id of input.models) if (!getModel(id)) throw invalid(`models: unknown model id ${id}`);
+    columns.models = JSON.stringify([...new Set(input.models)]);
+  }
+  if (input.modelMapping != null) {
+    for (const m of input.modelMapping) {
+      if (!getModel(m.modelId)) throw invalid(`modelMapping: unknown model id ${m.modelId}`);
+      if (!m.upstreamModel || m.upstreamModel.length > 100) throw invalid("modelMapping: upstreamModel must be 1 to 100 characters");
+    }
+    columns.model_mapping = JSON.stringify(input.modelMapping.map((m) => ({ modelId: m.modelId, upstreamModel: m.upstreamModel })));
+  }
+  if (input.priority != null) {
+    if (!Number.isInteger(input.priority) || Math.abs(input.priority) > 1_000_000) throw invalid("priority must be a whole number from -1000000 to 1000000");
+    columns.priority = input.priority;
+  }
+  if (input.weight != null) {
+    if (!Number.isInteger(input.weight) || input.weight < 1 || input.weight > 1000) throw invalid("weight must be a whole number from 1 to 1000");
+    columns.weight = input.weight;
+  }
+  return columns;
+}
+
+/**
+ * Adds a channel (ENABLED).
+ * @param box seals the key; null when CHANNEL_KEY_SECRET is unset
+ * @throws AppError 400 for bad input, 403 when no CHANNEL_KEY_SECRET is set
+ */
+export async function addChannel(db: Db, box: KeyBox | null, input: Required<Pick<ChannelInput, "name" | "baseUrl" | "apiKey" | "models">> & ChannelInput): Promise<ChannelRecord> {
+  for (const field of ["name", "baseUrl", "apiKey", "models"] as const) if (input[field] == null) throw invalid(`${field} is required`);
+  const columns = columnsOf(input, box);
+  const now = nowIso();
+  const id = newId("chn");
+  await db("channels").insert({ id, priority: 0, weight: 1, model_mapping: "[]", ...columns, status: "ENABLED", implicit: false, created_at: now, updated_at: now });
+  return getChannel(db, id);
+}
+
+/**
+ * Changes the given fields of a stored channel.
+ * @throws AppError 404 unknown id, 400 bad input or the implicit channel (set by GENERATION_UPSTREAM_URL)
+ */
+export async function updateChannel(db: Db, box: KeyBox | null, id: string, input: ChannelInput): Promise<ChannelRecord> {
+  const channel = await getChannel(db, id);
+  if (channel.implicit) throw invalid("chn_default is set by GENERATION_UPSTREAM_URL and GENERATION_UPSTREAM_KEY; only its status can change");
+  const columns = columnsOf(input, box);
+  if (Object.keys(columns).length > 0) await db("channels").where({ id }).update({ ...columns, updated_at: nowIso() });
+  return getChannel(db, id);
+}
+
+/**
+ * Enables (health reset) or disables a channel by hand.
+ * @throws AppError 404 unknown id
+ */
+export async function setChannelStatus(db: Db, id: string, enabled: boolean): Promise<ChannelRecord> {
+  await getChannel(db, id);
+  await db("channels")
+    .where({ id })
+    .update(
+      enabled
+        ? { status: "ENABLED", disabled_reason: null, consecutive_failures: 0, probe_failures: 0, next_probe_at: null, updated_at: nowIso() }
+        : { status: "DISABLED", disabled_reason: "disabled by an operator", next_probe_at: null, updated_at: nowIso() },
+    );
+  return getChannel(db, id);
+}
+
+/** Open tasks (status 0, 3, 4) per accepting channel; tasks without a channel count for `chn_default`. */
+export async function openTasksByChannel(db: Db): Promise<Map<string, number>> {
+  const rows = await db("tasks").whereIn("status", [0, 3, 4]).andWhere("submit_state", "sent").groupBy("channel_id").select("channel_id").count({ n: "*" });
+  return new Map(rows.map((r: any) => [r.channel_id ?? DEFAULT_CHANNEL_ID, Number(r.n)]));
+}

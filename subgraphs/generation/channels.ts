@@ -1,0 +1,71 @@
+/**
+ * Admin GraphQL of the channels (README "Channels"; docs/api/generation.md "Admin: channels"):
+ * `adminChannels` and the four channel mutations. Each checks the admin token first (401/403,
+ * never an API key), then calls src/generation/channels/. The key is never part of an answer.
+ */
+import { GraphQLScalarType } from "graphql";
+import { AppError } from "../../src/errors.ts";
+import type { ChannelView } from "../../src/generation/channels/index.ts";
+import type { GenerationContext } from "./context.ts";
+
+/** `DateTime`: an ISO 8601 string. */
+export const DateTime = new GraphQLScalarType({
+  name: "DateTime",
+  description: "An instant as an ISO 8601 string in UTC",
+  serialize: (value) => (value instanceof Date ? value.toISOString() : String(value)),
+  parseValue: (value) => String(value),
+});
+
+/** The channels of the context after the admin check. @throws AppError 401/403; 503 when this process runs no channels */
+function admin(ctx: GenerationContext) {
+  ctx.requireAdmin();
+  if (!ctx.channels) throw new AppError("forbidden", "Channels are not served by this process");
+  return ctx.channels;
+}
+
+/** A channel in the shape of the `Channel` type. */
+function channelOf(c: ChannelView) {
+  return {
+    id: c.id,
+    name: c.name,
+    baseUrl: c.baseUrl,
+    models: c.models ?? [],
+    modelMapping: c.modelMapping,
+    priority: c.priority,
+    weight: c.weight,
+    status: c.status,
+    disabledReason: c.disabledReason,
+    consecutiveFailures: c.consecutiveFailures,
+    nextProbeAt: c.nextProbeAt,
+    implicit: c.implicit,
+    stats: {
+      submissions: c.submissions,
+      successes: c.successes,
+      failures: c.failures,
+      successRate: c.submissions > 0 ? c.successes / c.submissions : null,
+      latencyMsAvg: c.submissions > 0 ? c.latencyMsTotal / c.submissions : null,
+      openTasks: c.openTasks,
+    },
+    createdAt: c.createdAt,
+    updatedAt: c.updatedAt,
+  };
+}
+
+export const channelQueries = {
+  adminChannels: async (_: unknown, __: unknown, ctx: GenerationContext) => (await admin(ctx).list()).map(channelOf),
+};
+
+export const channelMutations = {
+  adminAddChannel: async (_: unknown, { input }: { input: any }, ctx: GenerationContext) => ({ channel: channelOf(await admin(ctx).add(input)) }),
+  adminUpdateChannel: async (_: unknown, { input }: { input: any }, ctx: GenerationContext) => {
+    const { id, ...fields } = input;
+    return { channel: channelOf(await admin(ctx).update(id, fields)) };
+  },
+  adminSetChannelStatus: async (_: unknown, { input }: { input: { id: string; enabled: boolean } }, ctx: GenerationContext) => ({
+    channel: channelOf(await admin(ctx).setStatus(input.id, input.enabled)),
+  }),
+  adminTestChannel: async (_: unknown, { input }: { input: { id: string } }, ctx: GenerationContext) => {
+    const { channel, result } = await admin(ctx).test(input.id);
+    return { channel: channelOf(channel), ok: result.ok, latencyMs: result.latencyMs, error: result.error };
+  },
+};
