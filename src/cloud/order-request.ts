@@ -58,6 +58,7 @@ export function parseOrderBody(body: unknown): OrderRequest {
 
   const clientOrderNo = b.client_order_no;
   if (clientOrderNo === undefined || clientOrderNo === null || clientOrderNo === "") throw invalid("client_order_no", "client_order_no is required");
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this check refuses
   if (typeof clientOrderNo !== "string" || clientOrderNo.length > 64 || /[\s\u0000-\u001f\u007f]/.test(clientOrderNo)) {
     throw invalid("client_order_no", "client_order_no must be a string of 1-64 characters without spaces");
   }
