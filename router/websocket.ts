@@ -10,7 +10,7 @@
 import type http from "node:http";
 import { randomUUID } from "node:crypto";
 import { WebSocketServer, type WebSocket } from "ws";
-import { useServer } from "graphql-ws/use/ws";
+import { useServer, type Extra } from "graphql-ws/use/ws";
 import { CloseCode } from "graphql-ws";
 import { getGraphQLWSOptions } from "@graphql-hive/gateway-runtime";
 import type { Logger } from "pino";
@@ -66,7 +66,7 @@ function refusingServerOnlyMessages(wss: WebSocketServer): WebSocketServer {
     new Proxy(socket, {
       get: (target, prop) =>
         prop === "on"
-          ? (event: string, listener: (...args: any[]) => void) =>
+          ? (event: string, listener: (...args: unknown[]) => void) =>
               target.on(event, event !== "message" ? listener : (data: unknown, ...rest: unknown[]) => {
                 if (isServerOnlyMessage(data)) return void target.close(CloseCode.BadRequest, "Invalid message received");
                 listener(data, ...rest);
@@ -76,7 +76,7 @@ function refusingServerOnlyMessages(wss: WebSocketServer): WebSocketServer {
   return new Proxy(wss, {
     get: (target, prop) =>
       prop === "on"
-        ? (event: string, listener: (...args: any[]) => void) =>
+        ? (event: string, listener: (...args: unknown[]) => void) =>
             target.on(event, event !== "connection" ? listener : (socket: WebSocket, ...rest: unknown[]) => listener(guard(socket), ...rest))
         : passThrough(target, prop),
   });
@@ -104,7 +104,7 @@ function operationHeaders(params: Record<string, string>, clientIp: string): Int
  */
 export function attachWebSockets(server: http.Server, gateway: Gateway, logger: Logger, revocations: Revocations, clientIpOf: (req: http.IncomingMessage) => string) {
   const wss = new WebSocketServer({ server, path: "/graphql", maxPayload: GRAPHQL_WS_MAX_PAYLOAD_BYTES });
-  const options = getGraphQLWSOptions<Record<string, any>, any>(gateway as any, (ctx) => {
+  const options = getGraphQLWSOptions<Record<string, unknown>, Extra>(gateway, (ctx) => {
     const connectionParams = normalizeConnectionParams(ctx.connectionParams);
     return {
       req: ctx.extra?.request,

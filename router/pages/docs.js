@@ -1,7 +1,6 @@
 // The API reference at /docs (router/devtools/pages.ts): Swagger UI over the OpenAPI document the
 // page names, from this origin only (no validator badge, which would call swagger.io).
-(function () {
-  "use strict";
+(() => {
   var root = document.getElementById("reference");
   window.SwaggerUIBundle({
     domNode: root,
@@ -13,7 +12,7 @@
     displayRequestDuration: true,
     presets: [window.SwaggerUIBundle.presets.apis],
     layout: "BaseLayout",
-    onComplete: function () {
+    onComplete: () => {
       root.dataset.ready = "";
     },
   });
