@@ -681,7 +681,7 @@ describe("references: public HTTPS URLs", () => {
       longest,
     ]);
     await expectInvalid(
-      validate("video", { prompt: "a cat", reference_image: longest + "a" }, check),
+      validate("video", { prompt: "a cat", reference_image: `${longest}a` }, check),
       notPublic("reference_image"),
       "reference_image",
     );
