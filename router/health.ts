@@ -6,6 +6,7 @@ import type { ServerResponse } from "node:http";
 import type { Gateway } from "./graph/gateway.ts";
 import { runOperation, type GraphResult } from "./graph/client.ts";
 import { OPERATIONS, sendJson } from "./rest/generation.ts";
+import type { ReferenceRules } from "../src/generation/catalog.ts";
 
 /** A model as OPERATIONS.models selects it. */
 interface ModelNode {
@@ -17,15 +18,8 @@ interface ModelNode {
   durations: { resolution: string; seconds: number[] }[];
   defaultSeconds: number | null;
   maxCount: number;
-  references: {
-    kinds: string[];
-    frames: boolean;
-    maxImages: number | null;
-    maxAudios: number | null;
-    maxVideos: number | null;
-    maxTotal: number | null;
-    audioNeedsVisual: boolean;
-  };
+  /** The same fields as the catalog's rules (the `ModelReferences` type of the schema). */
+  references: ReferenceRules;
   available: boolean;
 }
 

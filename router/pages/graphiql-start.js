@@ -2,6 +2,8 @@
 // come from a JSON data block, and Monaco's editor workers are files of this same origin (the
 // CSP's worker-src 'self'), beside this script under /assets/<version>/.
 (() => {
+  // biome-ignore lint/suspicious/noRedundantUseStrict: loaded as a classic script (<script defer src>), not a module
+  "use strict";
   var base = new URL(".", document.currentScript.src).href;
   var workers = {
     editorWorkerService: `${base}graphiql-editor.worker.js`,
