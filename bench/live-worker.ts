@@ -102,7 +102,10 @@ function open(wsUrl: string, sub: Subscriber, key: string): Promise<boolean> {
   });
 }
 
-function onEvent(sub: Subscriber, payload: any) {
+/** A `next` payload of the tasks subscription (`data` missing on an error result). */
+type TaskEvent = { data?: { tasks?: { id: string; statusCode: number; updatedAt: string } | null } } | null;
+
+function onEvent(sub: Subscriber, payload: TaskEvent) {
   const at = now();
   const task = payload?.data?.tasks;
   if (!task) {

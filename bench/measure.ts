@@ -48,5 +48,6 @@ let supergraph: GraphQLSchema | undefined;
 
 /** The checked-in supergraph as a schema (built on first use). */
 export function supergraphSchema(): GraphQLSchema {
-  return (supergraph ??= buildSchema(fs.readFileSync(SUPERGRAPH_FILE, "utf8"), { assumeValidSDL: true }));
+  supergraph ??= buildSchema(fs.readFileSync(SUPERGRAPH_FILE, "utf8"), { assumeValidSDL: true });
+  return supergraph;
 }

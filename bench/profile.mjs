@@ -44,7 +44,10 @@ for (const [id, time] of self) {
   const seen = new Set();
   for (let at = id; at !== undefined; at = parent.get(at)) {
     const key = name(byId.get(at).callFrame);
-    if (!seen.has(key)) tally(inclusive, key, time), seen.add(key);
+    if (!seen.has(key)) {
+      tally(inclusive, key, time);
+      seen.add(key);
+    }
   }
 }
 const print = (title, map) => {

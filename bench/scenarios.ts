@@ -30,7 +30,23 @@ export interface Endpoint {
   /** Cheap check run on every answer during load. */
   verify: (body: string) => boolean;
   /** Full check of one answer: null when right, else what is wrong. */
-  preflight: (json: any) => string | null;
+  preflight: (json: Answer) => string | null;
+}
+
+/** An answer as the preflights read it: any part may be missing, which is what they check. */
+interface Answer {
+  errors?: unknown;
+  code?: number;
+  data?: {
+    task_id?: string;
+    task?: { id?: string } | null;
+    viewer?: {
+      tasks?: { nodes?: { model?: { name?: string }; price?: { amount?: string } }[] };
+      orders?: { nodes?: { product?: { vendor?: { name?: string } }; resource?: { expiresAt?: string } | null }[] };
+      balance?: { amount?: string };
+      customerBalance?: { available?: unknown } | null;
+    } | null;
+  } | null;
 }
 
 const graphqlHeaders = (key: string) => ({ authorization: `Bearer ${key}`, "content-type": "application/json", accept: "application/json" });
@@ -85,9 +101,9 @@ export function dashboard(url: string, key: string): Endpoint {
       const tasks = viewer?.tasks?.nodes ?? [];
       const orders = viewer?.orders?.nodes ?? [];
       if (tasks.length !== PER_ACCOUNT || orders.length !== PER_ACCOUNT) return `expected ${PER_ACCOUNT} tasks and orders, got ${tasks.length} and ${orders.length}`;
-      if (!orders.every((o: any) => o.product?.vendor?.name && o.resource?.expiresAt)) return "an order lacks its product's vendor or its resource";
-      if (!tasks.every((t: any) => t.model?.name && t.price?.amount)) return "a task lacks its model or price";
-      if (!viewer.balance?.amount || !viewer.customerBalance?.available) return "balance or customer balance missing";
+      if (!orders.every((o) => o.product?.vendor?.name && o.resource?.expiresAt)) return "an order lacks its product's vendor or its resource";
+      if (!tasks.every((t) => t.model?.name && t.price?.amount)) return "a task lacks its model or price";
+      if (!viewer?.balance?.amount || !viewer.customerBalance?.available) return "balance or customer balance missing";
       return null;
     },
   };

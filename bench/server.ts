@@ -47,7 +47,10 @@ export function startProcess(command: string, args: string[], env: NodeJS.Proces
   };
   child.stdout!.on("data", keep);
   child.stderr!.on("data", keep);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => (running.delete(child), resolve())));
+  const exited = new Promise<void>((resolve) => child.once("exit", () => {
+      running.delete(child);
+      resolve();
+    }));
   async function stop() {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill("SIGTERM");

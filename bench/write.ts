@@ -54,7 +54,7 @@ export async function runWrite(settings: { topology: Topology; connections: numb
         headers: { authorization: `Bearer ${key!.key}`, "content-type": "application/json", accept: "application/json" },
         body: JSON.stringify({ query: VIEWER }),
       });
-      return JSON.stringify(((await response.json()) as any)?.data?.viewer ?? null);
+      return JSON.stringify(((await response.json()) as { data?: { viewer?: unknown } } | null)?.data?.viewer ?? null);
     };
     let previous = "";
     let current = await readViewer();

@@ -63,7 +63,7 @@ export async function assertPortsFree(config: Pick<Config, "host" | "port" | "ge
  */
 export function describeListenError(error: unknown, config: Pick<Config, "host" | "port" | "generationPort" | "cloudPort">, roles: readonly Role[]): ConfigError | null {
   const e = error as NodeJS.ErrnoException & { port?: number; address?: string };
-  if (!e || e.syscall !== "listen" || typeof e.port !== "number") return null;
+  if (e?.syscall !== "listen" || typeof e.port !== "number") return null;
   const listener = listenersOf(config, roles).find((l) => l.port === e.port);
   return listener ? listenProblem(listener.variable, e.address ?? config.host, e.port, e) : null;
 }

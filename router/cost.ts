@@ -111,7 +111,10 @@ export function operationCost(schema: GraphQLSchema, document: DocumentNode, ope
   const values = variables ?? {};
   const key = cacheKey(operation, values);
   let byDocument = costCache.get(schema);
-  if (!byDocument) costCache.set(schema, (byDocument = new WeakMap()));
+  if (!byDocument) {
+    byDocument = new WeakMap();
+    costCache.set(schema, byDocument);
+  }
   let byKey = byDocument.get(document);
   const cached = byKey?.get(key);
   if (cached !== undefined) return cached;
@@ -132,7 +135,10 @@ export function operationCost(schema: GraphQLSchema, document: DocumentNode, ope
     if (error instanceof GraphQLError) return null;
     throw error;
   }
-  if (!byKey || byKey.size >= MAX_CACHED_PER_DOCUMENT) byDocument.set(document, (byKey = new Map()));
+  if (!byKey || byKey.size >= MAX_CACHED_PER_DOCUMENT) {
+    byKey = new Map();
+    byDocument.set(document, byKey);
+  }
   byKey.set(key, cost);
   return cost;
 }

@@ -4,18 +4,34 @@
  */
 import type { ServerResponse } from "node:http";
 import type { Gateway } from "./graph/gateway.ts";
-import { runOperation } from "./graph/client.ts";
+import { runOperation, type GraphResult } from "./graph/client.ts";
 import { OPERATIONS, sendJson } from "./rest/generation.ts";
+import type { ReferenceRules } from "../src/generation/catalog.ts";
+
+/** A model as OPERATIONS.models selects it. */
+interface ModelNode {
+  id: string;
+  name: string;
+  kind: string;
+  sizes: string[];
+  resolutions: string[];
+  durations: { resolution: string; seconds: number[] }[];
+  defaultSeconds: number | null;
+  maxCount: number;
+  /** The same fields as the catalog's rules (the `ModelReferences` type of the schema). */
+  references: ReferenceRules;
+  available: boolean;
+}
 
 /** The REST shape of a model in `/health` (docs/architecture.md §8). */
-function restModel(m: any) {
+function restModel(m: ModelNode) {
   return {
     model_id: m.id,
     model_name: m.name,
     kind: m.kind.toLowerCase(),
     sizes: m.sizes,
     resolutions: m.resolutions,
-    durations: Object.fromEntries(m.durations.map((d: any) => [d.resolution, d.seconds])),
+    durations: Object.fromEntries(m.durations.map((d) => [d.resolution, d.seconds])),
     default_seconds: m.defaultSeconds,
     max_count: m.maxCount,
     references: {
@@ -51,13 +67,15 @@ async function subgraphReady(url: string): Promise<boolean> {
 export function createHealth(gateway: Gateway, subgraphUrls: Record<string, string>) {
   return async (res: ServerResponse, requestId: string): Promise<void> => {
     const [models, ...ready] = await Promise.all([
-      runOperation(gateway, OPERATIONS.models, {}, { requestId, route: "GET /health" }).catch(() => ({ errors: [{ message: "gateway not ready" }] }) as any),
+      runOperation<{ models: ModelNode[] }>(gateway, OPERATIONS.models, {}, { requestId, route: "GET /health" }).catch(
+        (): GraphResult<{ models: ModelNode[] }> => ({ errors: [{ message: "gateway not ready" }] }),
+      ),
       ...Object.values(subgraphUrls).map(subgraphReady),
     ]);
     const subgraphs = Object.fromEntries(Object.keys(subgraphUrls).map((name, i) => [name, ready[i] ? "ok" : "unavailable"]));
     if (models.errors?.length || !models.data?.models || ready.includes(false)) {
       return sendJson(res, 503, { status: "unavailable", subgraphs, models: [] });
     }
-    sendJson(res, 200, { status: "ok", subgraphs, models: models.data.models.filter((m: any) => m.available).map(restModel) });
+    sendJson(res, 200, { status: "ok", subgraphs, models: models.data.models.filter((m) => m.available).map(restModel) });
   };
 }

@@ -48,6 +48,7 @@ import {
   visit,
   type ASTNode,
   type DocumentNode,
+  type ExecutionResult,
   type FragmentDefinitionNode,
   type GraphQLSchema,
   type OperationDefinitionNode,
@@ -346,8 +347,8 @@ function maskSuggestions<T>(errors: readonly T[]): T[] {
 }
 
 /** An execution result with its errors' suggestions masked (streams are left alone). */
-function withoutSuggestions(result: any): any {
-  if (!result || typeof result !== "object" || typeof result[Symbol.asyncIterator] === "function" || !result.errors?.length) return result;
+function withoutSuggestions<T extends ExecutionResult | AsyncIterable<ExecutionResult>>(result: T): T {
+  if (!result || typeof result !== "object" || Symbol.asyncIterator in result || !result.errors?.length) return result;
   return { ...result, errors: maskSuggestions(result.errors) };
 }
 
@@ -422,9 +423,9 @@ export function limitPlugins(options: LimitOptions): GatewayPlugin[] {
   const rules = armorRules();
   const plugins: GatewayPlugin[] = [
     paramsJsonErrorsAre400,
-    maxTokensPlugin(tokenOptions as any) as GatewayPlugin,
+    maxTokensPlugin(tokenOptions) as GatewayPlugin,
     deepDocumentIs400,
-    { onValidate: ({ addValidationRule }) => rules.forEach((rule) => addValidationRule(rule)) },
+    { onValidate: ({ addValidationRule }) => { for (const rule of rules) addValidationRule(rule); } },
     pageSizeLimit,
     costLimit,
   ];

@@ -97,7 +97,10 @@ export function createRouterMetrics(registry: Registry, maxOperationNames = 100)
   const described = new WeakMap<DocumentNode, Map<string, Described>>();
   const describe = (document: DocumentNode, operationName: string | null | undefined): Described => {
     let byName = described.get(document);
-    if (!byName) described.set(document, (byName = new Map()));
+    if (!byName) {
+      byName = new Map();
+      described.set(document, byName);
+    }
     let entry = byName.get(operationName ?? "");
     if (!entry) {
       if (byName.size >= 16) byName.clear();

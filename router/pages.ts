@@ -71,7 +71,7 @@ export function createPages(dir: URL = DIR): PageRoutes {
   const read = (name: string) => fs.readFileSync(new URL(name, dir));
   const raw = new Map<string, Buffer>([...readLibraries(), ...ASSET_FILES.map((name) => [name, read(name)] as const)]);
   const assets = assetSet(
-    assetVersion([...raw].flatMap(([name, body]) => [name, body])),
+    assetVersion([...raw].flat()),
     Object.fromEntries([...raw].map(([name, body]) => [name, () => body])),
   );
 

@@ -39,7 +39,10 @@ export function createRevocations(pubsub: PubSub | undefined, logger: Pick<Logge
   const revocations: Revocations = {
     track(keyId, end) {
       let ends = byKey.get(keyId);
-      if (!ends) byKey.set(keyId, (ends = new Set()));
+      if (!ends) {
+        ends = new Set();
+        byKey.set(keyId, ends);
+      }
       const own = ends;
       let entry: (() => void) | null = () => end();
       own.add(entry);

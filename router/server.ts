@@ -114,12 +114,14 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   const cloud = createCloudShim(shimDeps);
 
   type Handler = (call: RestCall) => Promise<void> | void;
+  /** What the router hands a route handler in find-my-way's `store` argument (see below). */
+  type RouteContext = { requestId: string; query: URLSearchParams };
   const routes = FindMyWay({
     ignoreTrailingSlash: true,
-    defaultRoute: (req, res) => sendGenerationError(res, { code: "not_found" }),
+    defaultRoute: (_req, res) => sendGenerationError(res, { code: "not_found" }),
   });
   const on = (method: "GET" | "POST", path: string, handler: Handler) =>
-    routes.on(method, path, (req, res, params, store: any) => handler({ req, res, params, requestId: store?.requestId, query: store?.query }), { route: path });
+    routes.on(method, path, (req, res, params, store: RouteContext) => handler({ req, res, params, requestId: store.requestId, query: store.query }), { route: path });
   // find-my-way passes a store per route; we pass ours through lookup's context instead.
   on("POST", "/api/v1/video/generations", shim.submitVideo);
   on("POST", "/api/v1/images/generations", shim.submitImage);
@@ -252,7 +254,8 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       return sendGenerationError(res, { code: anyMethod ? "method_not_allowed" : "not_found" });
     }
     served.route = (found.store as { route?: string } | null)?.route ?? "other";
-    await (found.handler as any)(req, res, found.params, { requestId, query: url.searchParams });
+    const context: RouteContext = { requestId, query: url.searchParams };
+    await found.handler(req, res, found.params, context, found.searchParams);
   }
 
   server.keepAliveTimeout = 65_000;

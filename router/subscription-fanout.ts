@@ -105,7 +105,10 @@ class Member implements AsyncIterableIterator<unknown> {
       const { resolve } = this.waiting;
       this.waiting = null;
       resolve({ value, done: false });
-    } else (this.queue ??= []).push(value);
+    } else {
+      this.queue ??= [];
+      this.queue.push(value);
+    }
   }
 
   /** The upstream ended (`error` set: it failed); queued events are still delivered first. */

@@ -11,7 +11,7 @@
 import type http from "node:http";
 import { randomUUID } from "node:crypto";
 import { WebSocketServer, type WebSocket } from "ws";
-import { useServer } from "graphql-ws/use/ws";
+import { useServer, type Extra } from "graphql-ws/use/ws";
 import { CloseCode } from "graphql-ws";
 import { getGraphQLWSOptions } from "@graphql-hive/gateway-runtime";
 import type { Logger } from "pino";
@@ -68,7 +68,7 @@ function refusingServerOnlyMessages(wss: WebSocketServer): WebSocketServer {
     new Proxy(socket, {
       get: (target, prop) =>
         prop === "on"
-          ? (event: string, listener: (...args: any[]) => void) =>
+          ? (event: string, listener: (...args: unknown[]) => void) =>
               target.on(event, event !== "message" ? listener : (data: unknown, ...rest: unknown[]) => {
                 if (isServerOnlyMessage(data)) return void target.close(CloseCode.BadRequest, "Invalid message received");
                 listener(data, ...rest);
@@ -78,7 +78,7 @@ function refusingServerOnlyMessages(wss: WebSocketServer): WebSocketServer {
   return new Proxy(wss, {
     get: (target, prop) =>
       prop === "on"
-        ? (event: string, listener: (...args: any[]) => void) =>
+        ? (event: string, listener: (...args: unknown[]) => void) =>
             target.on(event, event !== "connection" ? listener : (socket: WebSocket, ...rest: unknown[]) => listener(guard(socket), ...rest))
         : passThrough(target, prop),
   });
@@ -118,7 +118,7 @@ export function attachWebSockets(
   const fanOut = createFanOut(observeShared);
   // What each operation needs of its connection, taken at connect: the upgrade request is not kept.
   const facts = new WeakMap<object, { params: Record<string, string>; clientIp: string }>();
-  const options = getGraphQLWSOptions<Record<string, any>, any>(gateway as any, (ctx) => {
+  const options = getGraphQLWSOptions<Record<string, unknown>, Extra>(gateway, (ctx) => {
     const { params: connectionParams, clientIp } = facts.get(ctx) ?? { params: normalizeConnectionParams(ctx.connectionParams), clientIp: "" };
     return {
       socket: ctx.extra?.socket,

@@ -100,11 +100,11 @@ export function decodeCursor(cursor: string, arity: number): (string | number)[]
  * @returns the page, its cursors and the total count
  * @throws AppError `invalid_request` for a bad cursor
  */
-export async function keysetPage<T>(
+export async function keysetPage<T, Row>(
   query: Knex.QueryBuilder,
   columns: string[],
   page: PageRequest,
-  toItem: (row: any) => T,
+  toItem: (row: Row) => T,
   count: PageCount = {},
 ): Promise<Page<T>> {
   const rowsQuery = query
@@ -116,11 +116,11 @@ export async function keysetPage<T>(
     rowsQuery.andWhereRaw(cursor.sql, cursor.bindings);
   }
   const [rows, totalCount] = await Promise.all([rowsQuery, count.stored ? count.stored() : boundedCount(query)]);
-  const pageRows = rows.slice(0, page.first);
+  const pageRows: Record<string, string | number>[] = rows.slice(0, page.first);
   const unqualified = columns.map((c) => c.split(".").pop()!);
   return {
-    items: pageRows.map(toItem),
-    cursors: pageRows.map((row: any) => encodeCursor(unqualified.map((c) => row[c]))),
+    items: pageRows.map((row) => toItem(row as Row)),
+    cursors: pageRows.map((row) => encodeCursor(unqualified.map((c) => row[c]!))),
     hasNextPage: rows.length > page.first,
     totalCount,
   };
@@ -171,14 +171,14 @@ function beforeCursorSql(columns: string[], values: (string | number)[]): { sql:
  * @returns each parent's page (an empty page for a parent without rows)
  * @throws AppError `invalid_request` (field `cursor`) for a bad cursor
  */
-export async function keysetPagesByParent<T>(
+export async function keysetPagesByParent<T, Row>(
   db: Knex,
   query: Knex.QueryBuilder,
   parentColumn: string,
   parentIds: readonly string[],
   columns: string[],
   page: PageRequest,
-  toItem: (row: any) => T,
+  toItem: (row: Row) => T,
 ): Promise<Map<string, Page<T>>> {
   const pages = new Map<string, Page<T>>();
   const ids = [...new Set(parentIds)];
@@ -221,7 +221,7 @@ export async function keysetPagesByParent<T>(
   const empty = page.after ? ids.filter((id) => pages.get(id)!.items.length === 0) : [];
   if (empty.length) {
     const counts = await query.clone().clearSelect().whereIn(parentColumn, empty).groupBy(parentColumn).select(parentColumn).count({ n: "*" });
-    for (const count of counts as any[]) pages.get(String(count[parentKey]))!.totalCount = Math.min(Number(count.n), COUNT_BOUND);
+    for (const count of counts as Record<string, string | number>[]) pages.get(String(count[parentKey]))!.totalCount = Math.min(Number(count.n), COUNT_BOUND);
   }
   return pages;
 }
@@ -231,14 +231,14 @@ export async function keysetPagesByParent<T>(
  * first: {@link keysetPagesByParent} without a cursor, as plain lists.
  * @returns each parent's rows (an empty list for a parent without rows)
  */
-export async function firstRowsByParent(
+export async function firstRowsByParent<Row>(
   db: Knex,
   query: Knex.QueryBuilder,
   parentColumn: string,
   parentIds: readonly string[],
   columns: string[],
   first: number,
-): Promise<Map<string, any[]>> {
-  const pages = await keysetPagesByParent(db, query, parentColumn, parentIds, columns, { first }, (row) => row);
+): Promise<Map<string, Row[]>> {
+  const pages = await keysetPagesByParent(db, query, parentColumn, parentIds, columns, { first }, (row: Row) => row);
   return new Map([...pages].map(([id, page]) => [id, page.items]));
 }

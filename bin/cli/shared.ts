@@ -2,7 +2,7 @@
  * What every `switchyard` command shares (docs/adr/0008-cli.md): the usage error, the database
  * opener, option parsers, the table printer and the command-group builder.
  */
-import { Command } from "commander";
+import type { Command } from "commander";
 import { loadConfig, type Config } from "../../src/config.ts";
 import { parseYuan } from "../../src/money.ts";
 import type { Db } from "../../src/db/index.ts";
@@ -15,7 +15,7 @@ export class UsageError extends Error {}
 export const USAGE_EXIT = 2;
 
 /** Registers a handler on a command; its numeric result becomes the exit code, a {@link UsageError} a usage error. */
-export type Act = (command: Command, handler: (this: Command, ...args: string[]) => Promise<number | void>) => Command;
+export type Act = (command: Command, handler: (this: Command, ...args: string[]) => Promise<number> | Promise<void>) => Command;
 
 /**
  * Builds the {@link Act} of one program run.

@@ -30,7 +30,10 @@ export async function start(config: Config, roleArg: string | undefined): Promis
       stack?.logger.warn({ signal }, "second signal: exiting without waiting");
       process.exit(1);
     }
-    if (!stack) return void (signalledWhileStarting = signal); // shut down once the start finishes (below)
+    if (!stack) {
+      signalledWhileStarting = signal; // shut down once the start finishes (below)
+      return;
+    }
     closing = true;
     stack.logger.info({ signal }, "shutting down");
     setTimeout(() => {
@@ -86,8 +89,8 @@ export async function start(config: Config, roleArg: string | undefined): Promis
  */
 function ownTerminationSignals(handler: (signal: NodeJS.Signals) => void): void {
   const signals: NodeJS.Signals[] = ["SIGTERM", "SIGINT"];
-  const ours = new Set<(...args: any[]) => void>();
-  for (const signal of signals) for (const listener of process.listeners(signal)) process.off(signal, listener as (...args: any[]) => void);
+  const ours = new Set<(...args: unknown[]) => void>();
+  for (const signal of signals) for (const listener of process.listeners(signal)) process.off(signal, listener);
   process.on("newListener", (event, listener) => {
     if (signals.includes(event as NodeJS.Signals) && !ours.has(listener)) queueMicrotask(() => process.off(event as NodeJS.Signals, listener));
   });

@@ -26,8 +26,10 @@ const SWAGGER_UI_VERSION: string = require("swagger-ui-dist/package.json").versi
 type GraphiqlBundle = typeof import("@graphql-yoga/render-graphiql/graphiql");
 let graphiqlBundle: Promise<GraphiqlBundle> | undefined;
 /** The render-graphiql module (9 MB of strings), imported once, on GraphiQL's first asset. */
-const fromGraphiql = (part: "js" | "css" | "editorWorkerService" | "jsonWorker" | "graphqlWorker") => async () =>
-  Buffer.from((await (graphiqlBundle ??= import("@graphql-yoga/render-graphiql/graphiql")))[part]);
+const fromGraphiql = (part: "js" | "css" | "editorWorkerService" | "jsonWorker" | "graphqlWorker") => async () => {
+  graphiqlBundle ??= import("@graphql-yoga/render-graphiql/graphiql");
+  return Buffer.from((await graphiqlBundle)[part]);
+};
 const fromSwaggerUi = (name: string) => () => fs.promises.readFile(path.join(SWAGGER_UI, name));
 
 /** Our own small files, read at start-up (their contents make the version). */

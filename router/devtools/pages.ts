@@ -131,7 +131,8 @@ export function createDevtoolsPages(options: { production: boolean; assetBase: s
         .replaceAll("%ASSETS%", options.assetBase)
         .replaceAll("%DEVTOOLS%", DEVTOOLS_ASSET_BASE)
         .replace(/\{\{([\w.]+)\}\}/g, (_, name: string) => escapeHtml(extra[name] ?? MESSAGES[locale][name] ?? MESSAGES.en[name] ?? name));
-      made.set(key, (file = represent(Buffer.from(html), contentTypeOf(`${page}.html`))));
+      file = represent(Buffer.from(html), contentTypeOf(`${page}.html`));
+      made.set(key, file);
     }
     return file;
   }

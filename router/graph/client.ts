@@ -9,7 +9,7 @@ import { ERROR_CODES, registryCodeOf, type ErrorCode } from "../../src/errors.ts
 import { PARSED_BODY, type Gateway } from "./gateway.ts";
 
 /** The result of one operation. */
-export interface GraphResult<T = any> {
+export interface GraphResult<T = unknown> {
   data?: T | null;
   errors?: GraphQLFormattedError[];
 }
@@ -54,7 +54,7 @@ export function postParsed(gateway: Gateway, target: string, headers: Record<str
  * cheap (paired runs: REST read 1.45-1.5 vs 1.55-1.6 CPU ms) and one path is simpler.
  * @returns the GraphQL result (errors included, never thrown for GraphQL errors)
  */
-export async function runOperation<T = any>(gateway: Gateway, query: string, variables: Record<string, unknown>, call: CallContext): Promise<GraphResult<T>> {
+export async function runOperation<T = unknown>(gateway: Gateway, query: string, variables: Record<string, unknown>, call: CallContext): Promise<GraphResult<T>> {
   const response = await postParsed(gateway, "http://router.internal/graphql", operationHeaders(call), { query, variables });
   return (await response.json()) as GraphResult<T>;
 }
@@ -104,7 +104,7 @@ export { sha256Hex } from "../../src/digest.ts";
  * `service_unavailable` with the registry's message.
  */
 export function toShimError(error: GraphQLFormattedError): ShimError {
-  const extensions = (error.extensions ?? {}) as Record<string, any>;
+  const extensions: { code?: unknown; http?: { status?: unknown }; [name: string]: unknown } = error.extensions ?? {};
   // serviceName is the gateway's note of which subgraph answered: not part of our error contract.
   const { code: found, http, serviceName: _s, ...details } = extensions;
   const code = registryCodeOf(found, typeof http?.status === "number" ? http.status : undefined);

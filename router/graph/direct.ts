@@ -22,7 +22,7 @@ import { operationHeaders, runOperation, type CallContext, type GraphResult } fr
 import type { Gateway } from "./gateway.ts";
 
 /** Runs an operation that one subgraph owns whole (see the file comment). */
-export type OwnedOperation = <T = any>(subgraph: string, query: string, variables: Record<string, unknown>, call: CallContext) => Promise<GraphResult<T>>;
+export type OwnedOperation = <T = unknown>(subgraph: string, query: string, variables: Record<string, unknown>, call: CallContext) => Promise<GraphResult<T>>;
 
 /** The named operation of a shim document (each has exactly one). */
 interface Prepared {
@@ -50,13 +50,14 @@ export function ownedOperations(options: {
     if (!known) {
       const document = parse(query);
       const operation = document.definitions[0] as { name?: { value: string }; operation: string };
-      prepared.set(query, (known = { document, name: operation.name?.value ?? "anonymous", type: operation.operation }));
+      known = { document, name: operation.name?.value ?? "anonymous", type: operation.operation };
+      prepared.set(query, known);
     }
     return known;
   };
-  return async (subgraph, query, variables, call) => {
+  return async <T = unknown>(subgraph: string, query: string, variables: Record<string, unknown>, call: CallContext): Promise<GraphResult<T>> => {
     const local = options.localSubgraphs?.[subgraph];
-    if (!local) return runOperation(options.gateway, query, variables, call);
+    if (!local) return runOperation<T>(options.gateway, query, variables, call);
     const { document, name, type } = prepare(query);
     const started = process.hrtime.bigint();
     const headers = operationHeaders(call);
@@ -67,7 +68,7 @@ export function ownedOperations(options: {
       ? { errors: [refused.toJSON()] }
       : (options.reports.takeCallerReport(countId, await local.execute({ query, document, variables, operationName: name, headers: pickInternalHeaders(headers) })) as GraphResult);
     options.metrics.observeOperation({ operation_name: name, operation_type: type }, outcomeOf(result.errors), Number(process.hrtime.bigint() - started) / 1e9);
-    return result;
+    return result as GraphResult<T>;
   };
 }
 

@@ -3,13 +3,13 @@
  * with each subgraph's routing URL taken from config at start-up.
  */
 import fs from "node:fs";
-import { GraphQLError } from "graphql";
+import { GraphQLError, type ExecutionResult } from "graphql";
 import { unifiedGraphHandler } from "@graphql-hive/router-runtime";
 import { Logger } from "@graphql-hive/logger";
 import { createGatewayRuntime, type GatewayPlugin, type GatewayRuntime } from "@graphql-hive/gateway-runtime";
 
 /** The gateway runtime: a fetch handler and a node:http request listener. */
-export type Gateway = GatewayRuntime<Record<string, any>>;
+export type Gateway = GatewayRuntime<Record<string, unknown>>;
 import { SUPERGRAPH_FILE } from "../compose.ts";
 import { gatewayLimitOptions } from "../limits.ts";
 import { statusFollowsData } from "../graphql-status.ts";
@@ -43,11 +43,12 @@ const internalContextPlugin: GatewayPlugin = {
 };
 
 /** The same errors without `extensions.serviceName` (which subgraph answered: internal topology). */
-function withoutServiceNames(result: any): any {
-  if (!result?.errors?.some((error: any) => error?.extensions?.serviceName !== undefined)) return result;
+function withoutServiceNames<T>(result: T): T {
+  const errors = (result as ExecutionResult | undefined)?.errors;
+  if (!errors?.some((error) => error?.extensions?.serviceName !== undefined)) return result;
   return {
     ...result,
-    errors: result.errors.map((error: any) => {
+    errors: errors.map((error) => {
       if (!(error instanceof GraphQLError) || error.extensions?.serviceName === undefined) return error;
       const { serviceName: _hidden, ...extensions } = error.extensions;
       return new GraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, originalError: error.originalError, extensions });
@@ -62,9 +63,9 @@ function withoutServiceNames(result: any): any {
 const hideServiceNames: GatewayPlugin = {
   onExecute() {
     return {
-      onExecuteDone({ result, setResult }: { result: any; setResult(result: any): void }) {
-        if (typeof result?.[Symbol.asyncIterator] === "function") {
-          return { onNext: ({ result: next, setResult: setNext }: { result: any; setResult(result: any): void }) => setNext(withoutServiceNames(next)) };
+      onExecuteDone({ result, setResult }) {
+        if (Symbol.asyncIterator in result) {
+          return { onNext: ({ result: next, setResult: setNext }) => setNext(withoutServiceNames(next)) };
         }
         setResult(withoutServiceNames(result));
       },
@@ -73,11 +74,11 @@ const hideServiceNames: GatewayPlugin = {
   onSubscribe() {
     return {
       onSubscribeResult() {
-        return { onNext: ({ result, setResult }: { result: any; setResult(result: any): void }) => setResult(withoutServiceNames(result)) };
+        return { onNext: ({ result, setResult }) => setResult(withoutServiceNames(result)) };
       },
     };
   },
-} as GatewayPlugin;
+};
 
 /** The internal headers of one in-process subgraph request (no signature needed: same process). */
 function inProcessHeaders(request: SubgraphRequest): Record<string, string> {
@@ -90,18 +91,21 @@ function httpStatusOf(error: unknown): number | undefined {
   return typeof status === "number" ? status : undefined;
 }
 
+/** A result as GraphQL Yoga serializes it (its `ExecutionResultWithSerializer`, not exported). */
+type SerializableResult = ExecutionResult & { stringify?: (result: ExecutionResult) => string };
+
 /** Puts `extensions.http.status` back on the serialized errors of one result, matched by position. */
-function withHttpStatuses(result: any): any {
-  if (!result || typeof result !== "object" || typeof result[Symbol.asyncIterator] === "function") return result;
+function withHttpStatuses<T extends SerializableResult | AsyncIterable<SerializableResult>>(result: T): T {
+  if (!result || typeof result !== "object" || Symbol.asyncIterator in result) return result;
   const statuses: (number | undefined)[] = (result.errors ?? []).map(httpStatusOf);
   if (!statuses.some((status) => status !== undefined)) return result;
   const stringify = result.stringify ?? JSON.stringify;
   return {
     ...result,
-    stringify: (sanitized: any) =>
+    stringify: (sanitized: ExecutionResult) =>
       stringify({
         ...sanitized,
-        errors: sanitized.errors?.map((error: any, i: number) => {
+        errors: sanitized.errors?.map((error, i) => {
           const json = typeof error?.toJSON === "function" ? error.toJSON() : error;
           const status = statuses[i];
           return status === undefined ? json : { ...json, extensions: { ...json.extensions, http: { status } } };
@@ -115,8 +119,8 @@ function withHttpStatuses(result: any): any {
  * turns that extension into the response status and strips it from the body when it
  * serializes; this plugin hands Yoga a serializer that writes it back.
  */
-export const keepHttpStatusInErrors = {
-  onResultProcess({ result, setResult }: { result: any; setResult(result: any): void }) {
+export const keepHttpStatusInErrors: GatewayPlugin = {
+  onResultProcess({ result, setResult }) {
     setResult(Array.isArray(result) ? result.map(withHttpStatuses) : withHttpStatuses(result));
   },
 };
@@ -140,18 +144,18 @@ function requestErrorsOf(error: unknown): GraphQLError[] | null {
  * so they stay request errors (400 with `extensions.http.status`) and pass the later hooks
  * (suggestion masking in production, router/limits.ts) as before.
  */
-export const variableErrorsAsResult = {
-  onExecute({ executeFn, setExecuteFn }: { executeFn: (args: any) => any; setExecuteFn(fn: (args: any) => any): void }) {
+export const variableErrorsAsResult: GatewayPlugin = {
+  onExecute({ executeFn, setExecuteFn }) {
     setExecuteFn(returningRequestErrors(executeFn));
   },
-  onSubscribe({ subscribeFn, setSubscribeFn }: { subscribeFn: (args: any) => any; setSubscribeFn(fn: (args: any) => any): void }) {
+  onSubscribe({ subscribeFn, setSubscribeFn }) {
     setSubscribeFn(returningRequestErrors(subscribeFn));
   },
 };
 
 /** Wraps an execute or subscribe function: thrown request errors become an error result. */
-function returningRequestErrors(run: (args: any) => any) {
-  return async (args: any) => {
+function returningRequestErrors<Args, Result>(run: (args: Args) => Result | Promise<Result>) {
+  return async (args: Args): Promise<Result | { errors: GraphQLError[] }> => {
     try {
       return await run(args);
     } catch (error) {

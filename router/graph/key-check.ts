@@ -44,6 +44,13 @@ function registryError(code: ErrorCode): GraphQLError {
   return new GraphQLError(ERROR_CODES[code].message, { extensions: graphqlExtensions(code) });
 }
 
+/** What the check reads of a subscription's context: graphql-ws's connection params, or the SSE request's headers and node request. */
+interface SubscribeContext {
+  connectionParams?: unknown;
+  headers?: Headers | Record<string, string | undefined>;
+  req?: object;
+}
+
 /**
  * An envelop plugin refusing subscriptions over HTTP (SSE) whose key is bad: the answer is one
  * error result instead of a stream that never starts. A good key's id is handed to the router's
@@ -51,12 +58,14 @@ function registryError(code: ErrorCode): GraphQLError {
  */
 export function subscriptionKeyCheck(gateway: () => Gateway) {
   return {
-    async onSubscribe({ args, setResultAndStopExecution }: { args: { contextValue: any }; setResultAndStopExecution(result: unknown): void }) {
+    async onSubscribe({ args, setResultAndStopExecution }: { args: { contextValue: SubscribeContext | null }; setResultAndStopExecution(result: unknown): void }) {
       const context = args.contextValue ?? {};
       // graphql-ws connections were checked when they connected.
       if (context.connectionParams) return;
       const headers = context.headers ?? {};
-      const header = (name: string): string | undefined => (typeof headers.get === "function" ? headers.get(name) : headers[name]) ?? undefined;
+      // A fetch Headers (the gateway's may be a ponyfill, not the global class) or a plain record.
+      const header = (name: string): string | undefined =>
+        (typeof headers.get === "function" ? (headers as Headers).get(name) : (headers as Record<string, string | undefined>)[name]) ?? undefined;
       // The client IP was set by the router's edge (router/server.ts), never by the client.
       // The SSE request and its key check count as one request.
       const check = await checkKey(gateway(), header("authorization"), { clientIp: header("x-switchyard-client-ip") ?? "", countId: header("x-switchyard-count-id") });

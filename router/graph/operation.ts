@@ -14,7 +14,10 @@ const operations = new WeakMap<DocumentNode, Map<string, OperationDefinitionNode
  */
 export function operationOf(document: DocumentNode, operationName: string | null | undefined): OperationDefinitionNode | null {
   let byName = operations.get(document);
-  if (!byName) operations.set(document, (byName = new Map()));
+  if (!byName) {
+    byName = new Map();
+    operations.set(document, byName);
+  }
   const key = operationName ?? "";
   let operation = byName.get(key);
   if (operation === undefined) {

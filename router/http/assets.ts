@@ -76,7 +76,10 @@ export function represent(raw: Buffer, type: string): Representation {
     etags: { identity: `"${hash}"`, gzip: `"${hash}-gz"`, br: `"${hash}-br"` },
     body(encoding) {
       let body = made.get(encoding);
-      if (!body) made.set(encoding, (body = compress(encoding)));
+      if (!body) {
+        body = compress(encoding);
+        made.set(encoding, body);
+      }
       return body;
     },
   };

@@ -1,6 +1,7 @@
 // The API reference at /docs (router/devtools/pages.ts): Swagger UI over the OpenAPI document the
 // page names, from this origin only (no validator badge, which would call swagger.io).
-(function () {
+(() => {
+  // biome-ignore lint/suspicious/noRedundantUseStrict: loaded as a classic script (<script defer src>), not a module
   "use strict";
   var root = document.getElementById("reference");
   window.SwaggerUIBundle({
@@ -13,7 +14,7 @@
     displayRequestDuration: true,
     presets: [window.SwaggerUIBundle.presets.apis],
     layout: "BaseLayout",
-    onComplete: function () {
+    onComplete: () => {
       root.dataset.ready = "";
     },
   });

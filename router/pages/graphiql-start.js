@@ -1,19 +1,18 @@
 // Starts Switchyard's GraphiQL (router/devtools/graphiql.ts) without inline script: the options
 // come from a JSON data block, and Monaco's editor workers are files of this same origin (the
 // CSP's worker-src 'self'), beside this script under /assets/<version>/.
-(function () {
+(() => {
+  // biome-ignore lint/suspicious/noRedundantUseStrict: loaded as a classic script (<script defer src>), not a module
   "use strict";
   var base = new URL(".", document.currentScript.src).href;
   var workers = {
-    editorWorkerService: base + "graphiql-editor.worker.js",
-    json: base + "graphiql-json.worker.js",
-    graphql: base + "graphiql-graphql.worker.js",
+    editorWorkerService: `${base}graphiql-editor.worker.js`,
+    json: `${base}graphiql-json.worker.js`,
+    graphql: `${base}graphiql-graphql.worker.js`,
   };
   self.MonacoEnvironment = {
     globalAPI: false,
-    getWorkerUrl: function (_moduleId, label) {
-      return workers[label] || workers.editorWorkerService;
-    },
+    getWorkerUrl: (_moduleId, label) => workers[label] || workers.editorWorkerService,
   };
   var options = JSON.parse(document.getElementById("graphiql-options").textContent);
   window.YogaGraphiQL.renderYogaGraphiQL(document.getElementById("root"), options);

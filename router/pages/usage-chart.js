@@ -60,9 +60,9 @@ export function createUsageChart(section) {
     const at = (idx) => (idx == null ? null : days[idx]);
     const day = {
       label: t("usage.day"),
-      value: (_u, v, _s, idx) => (at(idx) ? long.format(new Date(`${at(idx).date}T00:00:00Z`)) : "—"),
+      value: (_u, _v, _s, idx) => (at(idx) ? long.format(new Date(`${at(idx).date}T00:00:00Z`)) : "—"),
     };
-    const integers = (u, min, max) => [0, Math.max(4, Math.ceil(max * 1.15))];
+    const integers = (_u, _min, max) => [0, Math.max(4, Math.ceil(max * 1.15))];
     const common = {
       width: width(plots[name]),
       height: height(),
@@ -91,7 +91,7 @@ export function createUsageChart(section) {
             width: 0,
             paths: uPlot.paths.bars({ size: [0.72, 36] }),
             points: { show: false },
-            value: (_u, v, _s, idx) => (at(idx) ? yuan(at(idx).spent) : "—"),
+            value: (_u, _v, _s, idx) => (at(idx) ? yuan(at(idx).spent) : "—"),
           },
         ],
       };
@@ -115,7 +115,7 @@ export function createUsageChart(section) {
           width: 0,
           paths: uPlot.paths.bars({ size: [0.4, 18], align: -1 }),
           points: { show: false },
-          value: (_u, v, _s, idx) => (at(idx) ? t("unit.seconds", { n: number.format(at(idx).billedSeconds) }) : "—"),
+          value: (_u, _v, _s, idx) => (at(idx) ? t("unit.seconds", { n: number.format(at(idx).billedSeconds) }) : "—"),
         },
         {
           label: t("usage.series.images"),
@@ -125,7 +125,7 @@ export function createUsageChart(section) {
           width: 0,
           paths: uPlot.paths.bars({ size: [0.4, 18], align: 1 }),
           points: { show: false },
-          value: (_u, v, _s, idx) => (at(idx) ? t("unit.images", { n: number.format(at(idx).billedImages) }) : "—"),
+          value: (_u, _v, _s, idx) => (at(idx) ? t("unit.images", { n: number.format(at(idx).billedImages) }) : "—"),
         },
       ],
     };

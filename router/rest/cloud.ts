@@ -51,24 +51,105 @@ export const CLOUD_OPERATIONS = {
   auth: `query RestCloudAuth { apiKey { id } }`,
 } as const;
 
+/** The objects the operations above select (their GraphQL field names). */
+type Money = { amount: string };
+type Ref = { id: string };
+interface Connection<T> {
+  nodes: T[];
+  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+}
+interface VendorNode { id: string; name: string; status: string }
+interface ProductNode {
+  id: string;
+  category: string;
+  name: string;
+  description: string | null;
+  status: string;
+  stock: number | null;
+  requiredFields: string[];
+  vendor: Ref;
+  billingCycles: { cycle: string; months: number; price: Money }[];
+}
+interface OrderNode {
+  id: string;
+  clientOrderNo: string;
+  quantity: number;
+  billingCycle: string;
+  metadata: Record<string, unknown>;
+  amount: Money;
+  paymentStatus: string;
+  provisioningStatus: string;
+  status: string;
+  failureReason: string | null;
+  createdAt: string;
+  updatedAt: string;
+  product: Ref;
+  customer: { customerId: string; contact: string | null };
+  resource: Ref | null;
+}
+interface ResourceNode { id: string; status: string; expiresAt: string; customerId: string; order: Ref; product: Ref }
+interface DomainNode {
+  domain: string;
+  cname: string;
+  reviewStatus: string;
+  resolutionStatus: string;
+  certificateStatus: string;
+  accelerationStatus: string;
+  errorStatus: string;
+  protocol: string;
+  customerId: string;
+  origin: { type: string; address: string; port: number | null };
+  order: Ref;
+}
+interface PurgeNode { id: string; domain: string; type: string; targets: string[]; status: string; createdAt: string; completedAt: string | null }
+interface TransactionNode { id: string; customerId: string; type: string; amount: Money; balanceAfter: Money; createdAt: string; order: Ref | null }
+interface BalanceNode { customerId: string; available: Money; frozen: Money; creditLine: Money; currency: string }
+interface StatementNode {
+  id: string;
+  period: string;
+  totalAmount: Money;
+  exportStatus: string;
+  exportUrl: string | null;
+  items: { transactionId: string; customerId: string; orderId: string | null; type: string; amount: Money; createdAt: string }[];
+}
+/** The `data` of CLOUD_OPERATIONS by root field (each operation fills its own). */
+interface CloudData {
+  vendors: Connection<VendorNode>;
+  products: Connection<ProductNode>;
+  product: ProductNode;
+  createOrder: { replayed: boolean; order: OrderNode };
+  order: OrderNode;
+  orders: Connection<OrderNode>;
+  renewOrder: { replayed: boolean; order: OrderNode };
+  createDomain: { replayed: boolean; domain: DomainNode };
+  domain: DomainNode;
+  purgeDomain: { replayed: boolean; purgeTask: PurgeNode };
+  bandwidthUsage: { resourceId: string; intervalSeconds: number; peakBps: number; points: { time: string; bps: number }[] };
+  trafficUsage: { resourceId: string; totalBytes: number; items: { date: string; bytes: number }[] };
+  resources: Connection<ResourceNode>;
+  customerBalance: BalanceNode;
+  transactions: Connection<TransactionNode>;
+  statement: StatementNode & { csv: string | null };
+}
+
 const yuan = (money: { amount: string } | null | undefined) => (money ? Number(money.amount) : null);
 const lower = (value: string | null | undefined) => (value == null ? null : value.toLowerCase());
 
 /** REST shapes of docs/architecture.md §8. */
 export const cloudShapes = {
-  vendor: (v: any) => ({ vendor_id: v.id, name: v.name, status: lower(v.status) }),
-  product: (p: any) => ({
+  vendor: (v: VendorNode) => ({ vendor_id: v.id, name: v.name, status: lower(v.status) }),
+  product: (p: ProductNode) => ({
     product_id: p.id,
     vendor_id: p.vendor.id,
     category: p.category,
     name: p.name,
     description: p.description ?? null,
     status: lower(p.status),
-    billing_cycles: p.billingCycles.map((c: any) => ({ cycle: c.cycle, months: c.months, price: yuan(c.price) })),
+    billing_cycles: p.billingCycles.map((c) => ({ cycle: c.cycle, months: c.months, price: yuan(c.price) })),
     stock: p.stock ?? null,
     required_fields: p.requiredFields,
   }),
-  order: (o: any) => ({
+  order: (o: OrderNode) => ({
     order_id: o.id,
     client_order_no: o.clientOrderNo,
     product_id: o.product.id,
@@ -85,8 +166,8 @@ export const cloudShapes = {
     created_at: o.createdAt,
     updated_at: o.updatedAt,
   }),
-  resource: (r: any) => ({ resource_id: r.id, order_id: r.order.id, product_id: r.product.id, customer_id: r.customerId, status: r.status, expires_at: r.expiresAt }),
-  domain: (d: any) => ({
+  resource: (r: ResourceNode) => ({ resource_id: r.id, order_id: r.order.id, product_id: r.product.id, customer_id: r.customerId, status: r.status, expires_at: r.expiresAt }),
+  domain: (d: DomainNode) => ({
     domain: d.domain,
     cname: d.cname,
     review_status: d.reviewStatus,
@@ -99,8 +180,8 @@ export const cloudShapes = {
     order_id: d.order.id,
     customer_id: d.customerId,
   }),
-  purge: (p: any) => ({ task_id: p.id, domain: p.domain, type: p.type, targets: p.targets, status: p.status, created_at: p.createdAt, completed_at: p.completedAt ?? null }),
-  transaction: (t: any) => ({
+  purge: (p: PurgeNode) => ({ task_id: p.id, domain: p.domain, type: p.type, targets: p.targets, status: p.status, created_at: p.createdAt, completed_at: p.completedAt ?? null }),
+  transaction: (t: TransactionNode) => ({
     transaction_id: t.id,
     customer_id: t.customerId,
     order_id: t.order?.id ?? null,
@@ -109,12 +190,12 @@ export const cloudShapes = {
     balance_after: yuan(t.balanceAfter),
     created_at: t.createdAt,
   }),
-  balance: (b: any) => ({ customer_id: b.customerId, available: yuan(b.available), frozen: yuan(b.frozen), credit_line: yuan(b.creditLine), currency: b.currency }),
-  statement: (s: any) => ({
+  balance: (b: BalanceNode) => ({ customer_id: b.customerId, available: yuan(b.available), frozen: yuan(b.frozen), credit_line: yuan(b.creditLine), currency: b.currency }),
+  statement: (s: StatementNode) => ({
     statement_id: s.id,
     period: s.period,
     total_amount: yuan(s.totalAmount),
-    items: s.items.map((i: any) => ({ transaction_id: i.transactionId, customer_id: i.customerId, order_id: i.orderId ?? null, type: lower(i.type), amount: yuan(i.amount), created_at: i.createdAt })),
+    items: s.items.map((i) => ({ transaction_id: i.transactionId, customer_id: i.customerId, order_id: i.orderId ?? null, type: lower(i.type), amount: yuan(i.amount), created_at: i.createdAt })),
     export_status: s.exportStatus,
     export_url: s.exportUrl ?? null,
   }),
@@ -188,20 +269,20 @@ export function createCloudShim(deps: CloudShimDeps) {
   }
 
   /** Runs a query and sends `shape(data)` or the mapped error. */
-  async function query(call: RestCall, operation: string, variables: Record<string, unknown>, shape: (data: any) => unknown): Promise<void> {
-    const result = await runOperation(deps.gateway, operation, variables, context(call));
+  async function query(call: RestCall, operation: string, variables: Record<string, unknown>, shape: (data: CloudData) => unknown): Promise<void> {
+    const result = await runOperation<CloudData>(deps.gateway, operation, variables, context(call));
     if (result.errors?.length) return sendCloudError(call.res, call.requestId, toShimError(result.errors[0]!));
-    send(call.res, 200, call.requestId, shape(result.data));
+    send(call.res, 200, call.requestId, shape(result.data!));
   }
 
   /** A list answer: `data.items` and `data.next_cursor` (null on the last page). */
-  const list = (pick: (data: any) => any, item: (node: any) => unknown) => (data: any) => {
+  const list = <T>(pick: (data: CloudData) => Connection<T>, item: (node: T) => unknown) => (data: CloudData) => {
     const connection = pick(data);
     return { items: connection.nodes.map(item), next_cursor: connection.pageInfo.hasNextPage ? connection.pageInfo.endCursor : null };
   };
 
   async function withPage(call: RestCall, run: (page: { first: number; after: string | null }) => Promise<void>): Promise<void> {
-    let page;
+    let page: ReturnType<typeof pageParams>;
     try {
       page = pageParams(call.query);
     } catch (error) {
@@ -219,7 +300,7 @@ export function createCloudShim(deps: CloudShimDeps) {
     inputType: string,
     operation: string,
     extra: Record<string, unknown>,
-    pick: (data: any) => { replayed: boolean; value: unknown },
+    pick: (data: CloudData) => { replayed: boolean; value: unknown },
     status: number,
   ): Promise<void> {
     let text: string;
@@ -241,9 +322,9 @@ export function createCloudShim(deps: CloudShimDeps) {
     const key = call.req.headers["idempotency-key"];
     if (typeof key === "string") input.idempotencyKey = key;
     else delete input.idempotencyKey;
-    const result = await runOperation(deps.gateway, operation, { input: { ...input, ...extra } }, context(call, digest));
+    const result = await runOperation<CloudData>(deps.gateway, operation, { input: { ...input, ...extra } }, context(call, digest));
     if (result.errors?.length) return sendCloudError(call.res, call.requestId, toShimError(result.errors[0]!));
-    const { replayed, value } = pick(result.data);
+    const { replayed, value } = pick(result.data!);
     send(call.res, status, call.requestId, value, replayed ? { "idempotent-replayed": "true" } : {});
   }
 
@@ -307,9 +388,9 @@ export function createCloudShim(deps: CloudShimDeps) {
       }),
     statement: (call: RestCall) => query(call, CLOUD_OPERATIONS.statement, { id: call.params.statement_id }, (d) => cloudShapes.statement(d.statement)),
     statementExport: async (call: RestCall) => {
-      const result = await runOperation(deps.gateway, CLOUD_OPERATIONS.statementCsv, { id: call.params.statement_id }, context(call));
+      const result = await runOperation<Pick<CloudData, "statement">>(deps.gateway, CLOUD_OPERATIONS.statementCsv, { id: call.params.statement_id }, context(call));
       if (result.errors?.length) return sendCloudError(call.res, call.requestId, toShimError(result.errors[0]!));
-      const statement = result.data.statement;
+      const statement = result.data!.statement;
       if (statement.exportStatus !== "ready" || statement.csv == null) {
         return sendCloudError(call.res, call.requestId, { code: "conflict", message: "Statement export is not ready yet", details: { export_status: statement.exportStatus } });
       }

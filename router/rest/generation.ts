@@ -4,7 +4,7 @@
  * bodies: `{"code":200,"data":...}` and `{"code":<status>,"message":...}`.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { GraphQLInputObjectType, type GraphQLSchema } from "graphql";
+import type { GraphQLInputObjectType, GraphQLSchema } from "graphql";
 import { AppError, ERROR_CODES, invalidFieldError, validationMessages, type ErrorCode, type ErrorDetails } from "../../src/errors.ts";
 import { pageSize } from "../../src/pagination.ts";
 import type { Gateway } from "../graph/gateway.ts";
@@ -43,8 +43,24 @@ export const OPERATIONS = {
 /** A decimal string from GraphQL Money as a JSON number (exact: at most three decimals). */
 const yuan = (money: { amount: string } | null | undefined) => (money ? Number(money.amount) : null);
 
+/** A task as TASK_FIELDS selects it. */
+interface TaskNode {
+  id: string;
+  statusCode: number;
+  statusName: string;
+  result: string | null;
+  images: string[] | null;
+  error: string | null;
+  createdAt: string;
+  updatedAt: string;
+  price: { amount: string };
+  refunded: { amount: string } | null;
+  charged: { amount: string } | null;
+  model: { id: string; name: string; kind: string };
+}
+
 /** The REST task body of docs/architecture.md §8. */
-export function restTask(task: any) {
+export function restTask(task: TaskNode) {
   return {
     task_id: task.id,
     model_id: task.model.id,
@@ -61,6 +77,16 @@ export function restTask(task: any) {
     created_at: task.createdAt,
     updated_at: task.updatedAt,
   };
+}
+
+/** The viewer as OPERATIONS.usage selects it. */
+interface UsageViewer {
+  balance: { amount: string };
+  spent: { amount: string };
+  billedSeconds: number;
+  billedImages: number;
+  tasks: { nodes: TaskNode[] };
+  recentRequests: { method: string; path: string; status: number; at: string }[];
 }
 
 /** Writes a JSON answer. */
@@ -148,9 +174,9 @@ export function createGenerationShim(deps: GenerationShimDeps) {
     } catch (error) {
       return rejectAfterAuth(call, route, error as AppError, digest);
     }
-    const result = await run("generation", kind === "video" ? OPERATIONS.submitVideo : OPERATIONS.submitImage, { input }, callContext(call, route, digest));
+    const result = await run<Record<"submitVideoGeneration" | "submitImageGeneration", { task: TaskNode }>>("generation", kind === "video" ? OPERATIONS.submitVideo : OPERATIONS.submitImage, { input }, callContext(call, route, digest));
     if (result.errors?.length) return sendGenerationError(call.res, toShimError(result.errors[0]!));
-    const task = (kind === "video" ? result.data.submitVideoGeneration : result.data.submitImageGeneration).task;
+    const task = (kind === "video" ? result.data!.submitVideoGeneration : result.data!.submitImageGeneration).task;
     sendJson(call.res, 200, {
       code: 200,
       data: {
@@ -167,9 +193,9 @@ export function createGenerationShim(deps: GenerationShimDeps) {
   async function getTask(call: RestCall): Promise<void> {
     const id = call.params.task_id ?? "";
     // The route goes out as a header: the raw (percent-encoded) path, not the decoded id, which may hold NUL or non-Latin-1.
-    const result = await run("generation", OPERATIONS.task, { id }, callContext(call, `GET ${(call.req.url ?? "").split("?")[0]}`));
+    const result = await run<{ task: TaskNode }>("generation", OPERATIONS.task, { id }, callContext(call, `GET ${(call.req.url ?? "").split("?")[0]}`));
     if (result.errors?.length) return sendGenerationError(call.res, toShimError(result.errors[0]!));
-    sendJson(call.res, 200, { code: 200, data: restTask(result.data.task) });
+    sendJson(call.res, 200, { code: 200, data: restTask(result.data!.task) });
   }
 
   async function usage(call: RestCall): Promise<void> {
@@ -180,9 +206,9 @@ export function createGenerationShim(deps: GenerationShimDeps) {
     } catch (error) {
       return rejectAfterAuth(call, route, error as AppError);
     }
-    const result = await run("generation", OPERATIONS.usage, { first }, callContext(call, route));
+    const result = await run<{ viewer: UsageViewer }>("generation", OPERATIONS.usage, { first }, callContext(call, route));
     if (result.errors?.length) return sendGenerationError(call.res, toShimError(result.errors[0]!));
-    const viewer = result.data.viewer;
+    const viewer = result.data!.viewer;
     sendJson(call.res, 200, {
       code: 200,
       data: {

@@ -9,7 +9,7 @@
  */
 import { getNamedType, getNullableType, isInputObjectType, isListType, type GraphQLInputObjectType, type GraphQLInputType } from "graphql";
 import type { AppError } from "../../src/errors.ts";
-import { toCamel, toSnake } from "../../src/names.ts";
+import { toSnake } from "../../src/names.ts";
 
 /** Builds the error of a field whose JSON type is wrong (`item`: an element of a list). */
 export type TypeErrorFactory = (field: string, kind: "field" | "item") => AppError;

@@ -23,7 +23,10 @@ type GatewayResult = { data?: unknown; errors?: GraphQLError[]; extensions?: Rec
 const printed = new WeakMap<DocumentNode, string>();
 function printOnce(document: DocumentNode): string {
   let text = printed.get(document);
-  if (text === undefined) printed.set(document, (text = print(document)));
+  if (text === undefined) {
+    text = print(document);
+    printed.set(document, text);
+  }
   return text;
 }
 

@@ -201,7 +201,20 @@ export async function getKeyInfo(db: Db | Knex.Transaction, keyId: string): Prom
   return row ? toKeyInfo(row) : null;
 }
 
-function toKeyInfo(row: any): KeyInfo {
+/** An `api_keys` row (JSON columns as text; booleans as 0/1 on SQLite). */
+interface KeyRow {
+  id: string;
+  account_id: string;
+  name: string;
+  status: KeyStatus;
+  scopes: string;
+  allow_ips: string | null;
+  rate_limit: number | null;
+  require_signature: boolean | number;
+  created_at: string;
+}
+
+function toKeyInfo(row: KeyRow): KeyInfo {
   return {
     id: row.id,
     accountId: row.account_id,
@@ -232,7 +245,7 @@ function keyListingQuery(db: Db | Knex.Transaction): Knex.QueryBuilder {
   return db("api_keys as k").join("accounts as a", "a.id", "k.account_id").select("k.*", "a.balance as balance");
 }
 
-function toKeyListing(row: any): KeyListing {
+function toKeyListing(row: KeyRow & { callback_url: string | null; balance: number | string }): KeyListing {
   return { ...toKeyInfo(row), callbackUrl: row.callback_url ?? null, balance: Number(row.balance) };
 }
 

@@ -59,7 +59,10 @@ const statusReads = new WeakMap<Db, Map<string, Promise<boolean>>>();
 
 function keyIsActive(db: Db, keyId: string, eventId: number): Promise<boolean> {
   let reads = statusReads.get(db);
-  if (!reads) statusReads.set(db, (reads = new Map()));
+  if (!reads) {
+    reads = new Map();
+    statusReads.set(db, reads);
+  }
   const memo = `${eventId}:${keyId}`;
   let read = reads.get(memo);
   if (!read) {

@@ -87,7 +87,7 @@ export function verifySignatureHeader(
   toleranceSeconds: number,
   nowSeconds: number,
 ): VerifiedSignature {
-  if (!header || !header.trim()) throw new AppError("unauthorized", "Missing request signature");
+  if (!header?.trim()) throw new AppError("unauthorized", "Missing request signature");
   const parsed = parseSignatureHeader(header);
   if (!parsed) throw new AppError("unauthorized", "Invalid request signature");
   const expected = Buffer.from(expectedFor(parsed.timestamp), "hex");

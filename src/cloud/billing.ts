@@ -60,8 +60,19 @@ export interface StatementRecord {
 /** Header row of a statement CSV. */
 export const STATEMENT_CSV_HEADER = "transaction_id,customer_id,order_id,type,amount,balance_after,created_at";
 
+/** A `ledger_entries` row of a customer wallet (money columns are bigint: strings on PostgreSQL). */
+export interface TransactionRow {
+  id: number | string;
+  customer_id: string;
+  order_id: string | null;
+  kind: "debit" | Exclude<TransactionType, "deduction">;
+  amount: number | string;
+  balance_after: number | string;
+  created_at: string;
+}
+
 /** Converts a `ledger_entries` row of a customer wallet. */
-export function toTransactionRecord(row: any): TransactionRecord {
+export function toTransactionRecord(row: TransactionRow): TransactionRecord {
   return {
     id: `txn_${row.id}`,
     customerId: row.customer_id,
@@ -171,7 +182,7 @@ export function statementCsv(items: TransactionRecord[]): string {
   const lines = items.map((t) =>
     [t.id, t.customerId, t.orderId, t.type, formatYuan(t.amount), formatYuan(t.balanceAfter), t.createdAt].map(csvField).join(","),
   );
-  return [STATEMENT_CSV_HEADER, ...lines].join("\n") + "\n";
+  return `${[STATEMENT_CSV_HEADER, ...lines].join("\n")}\n`;
 }
 
 function csvRowCount(csv: string): number {

@@ -124,13 +124,36 @@ export function monthsOfCycle(cycle: string): number | null {
   return Object.hasOwn(CYCLE_MONTHS, cycle) ? CYCLE_MONTHS[cycle]! : null;
 }
 
+/** A `vendors` row. */
+interface VendorRow {
+  id: string;
+  name: string;
+  status: VendorStatus;
+  created_at: string;
+}
+
+/** A `products` row (JSON columns as text). */
+export interface ProductRow {
+  id: string;
+  vendor_id: string;
+  category: string;
+  name: string;
+  description: string | null;
+  status: ProductStatus;
+  billing_cycles: string;
+  stock: number | string | null;
+  required_fields: string;
+  created_at: string;
+  updated_at: string;
+}
+
 /** Converts a `vendors` row. */
-function toVendorRecord(row: any): VendorRecord {
+function toVendorRecord(row: VendorRow): VendorRecord {
   return { id: row.id, name: row.name, status: row.status, createdAt: row.created_at };
 }
 
 /** Converts a `products` row (money in milli-yuan). */
-export function toProductRecord(row: any): ProductRecord {
+export function toProductRecord(row: ProductRow): ProductRecord {
   return {
     id: row.id,
     vendorId: row.vendor_id,
@@ -208,7 +231,7 @@ export async function getProduct(db: Db, id: string): Promise<ProductRecord | nu
 export async function getProductsByIds(db: Db, ids: readonly string[]): Promise<(ProductRecord | null)[]> {
   if (ids.length === 0) return [];
   const rows = await db("products").whereIn("id", [...new Set(ids)]);
-  const byId = new Map(rows.map((row: any) => [row.id as string, toProductRecord(row)]));
+  const byId = new Map(rows.map((row: ProductRow) => [row.id, toProductRecord(row)]));
   return ids.map((id) => byId.get(id) ?? null);
 }
 
@@ -219,7 +242,7 @@ export async function getProductsByIds(db: Db, ids: readonly string[]): Promise<
 export async function getVendorsByIds(db: Db, ids: readonly string[]): Promise<(VendorRecord | null)[]> {
   if (ids.length === 0) return [];
   const rows = await db("vendors").whereIn("id", [...new Set(ids)]);
-  const byId = new Map(rows.map((row: any) => [row.id as string, toVendorRecord(row)]));
+  const byId = new Map(rows.map((row: VendorRow) => [row.id, toVendorRecord(row)]));
   return ids.map((id) => byId.get(id) ?? null);
 }
 

@@ -49,6 +49,7 @@ export const MAX_MOVEMENT: MilliYuan = 100_000_000_000;
  * @throws AppError `validation_failed` (422) with `details.field` = `field`
  */
 export function checkCustomerId(value: unknown, field = "customer_id"): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this check refuses
   if (typeof value !== "string" || value.length === 0 || value.length > 64 || /[\s\u0000-\u001f\u007f]/.test(value)) {
     throw new AppError("validation_failed", `${field} must be a string of 1-64 characters without spaces`, { field });
   }

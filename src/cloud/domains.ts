@@ -243,9 +243,22 @@ function deriveStatuses(domain: string, protocol: string, createdAt: string, ste
   };
 }
 
+/** A `domains` row (`origin` as JSON text). */
+interface DomainRow {
+  domain: string;
+  account_id: string;
+  order_id: string;
+  customer_id: string;
+  origin: string;
+  protocol: "http" | "https";
+  cname: string;
+  created_at: string;
+  updated_at: string;
+}
+
 /** Converts a `domains` row to a record with statuses as of `now`. */
-function toRecord(row: any, stepMs: number, now = Date.now()): DomainRecord {
-  const origin = JSON.parse(row.origin);
+function toRecord(row: DomainRow, stepMs: number, now = Date.now()): DomainRecord {
+  const origin = JSON.parse(row.origin) as DomainOrigin;
   const { lastChangeAt, ...statuses } = deriveStatuses(row.domain, row.protocol, row.created_at, stepMs, now);
   const derivedUpdate = new Date(lastChangeAt).toISOString();
   return {
@@ -258,6 +271,7 @@ function toRecord(row: any, stepMs: number, now = Date.now()): DomainRecord {
     cname: row.cname,
     ...statuses,
     createdAt: row.created_at,
+    // biome-ignore lint/complexity/useMathMinMax: ISO-8601 strings, compared as text, not numbers
     updatedAt: derivedUpdate > row.updated_at ? derivedUpdate : row.updated_at,
   };
 }
@@ -301,7 +315,7 @@ export async function createDomain(
         throw invalidInput("customerId", "must be the customer of the order");
       }
       const product = await trx("products").where("id", order.product_id).first("category");
-      if (!product || product.category !== "cdn") {
+      if (product?.category !== "cdn") {
         throw new AppError("conflict", "Order is not for a CDN product", { field: "order_id" });
       }
       if (order.status !== "active") throw new AppError("conflict", "Order is not active", { field: "order_id" });
@@ -372,6 +386,6 @@ export async function getDomainsByNames(
   if (wanted.length === 0) return names.map(() => null);
   const rows = await db("domains").whereIn("domain", wanted).andWhere("account_id", caller.accountId);
   const now = Date.now();
-  const byName = new Map(rows.map((row: any) => [row.domain as string, toRecord(row, stepMs, now)]));
+  const byName = new Map(rows.map((row: DomainRow) => [row.domain, toRecord(row, stepMs, now)]));
   return normalized.map((n) => (n ? byName.get(n) ?? null : null));
 }

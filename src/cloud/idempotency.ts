@@ -28,7 +28,7 @@ export function requestHash(operation: string, request: unknown): string {
     Array.isArray(value)
       ? value.map(canonical)
       : value && typeof value === "object"
-        ? Object.fromEntries(Object.keys(value as object).sort().map((k) => [k, canonical((value as any)[k])]))
+        ? Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]))
         : value;
   return createHash("sha256").update(JSON.stringify([operation, canonical(request)])).digest("hex");
 }

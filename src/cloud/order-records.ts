@@ -33,8 +33,30 @@ export interface OrderRecord {
   updatedAt: string;
 }
 
+/** An `orders` row (money and quantity may come back as strings on PostgreSQL; `metadata` as JSON text). */
+export interface OrderRow {
+  id: string;
+  account_id: string;
+  key_id: string;
+  client_order_no: string;
+  product_id: string;
+  quantity: number | string;
+  billing_cycle: string;
+  customer_id: string;
+  contact: string | null;
+  metadata: string;
+  amount: number | string;
+  payment_status: PaymentStatus;
+  provisioning_status: ProvisioningStatus;
+  status: OrderStatus;
+  resource_id: string | null;
+  failure_reason: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 /** Converts an `orders` row. */
-export function toOrderRecord(row: any): OrderRecord {
+export function toOrderRecord(row: OrderRow): OrderRecord {
   return {
     id: row.id,
     accountId: row.account_id,

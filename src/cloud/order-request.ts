@@ -86,6 +86,7 @@ export function parseOrderInput(input: CreateOrderInput): OrderRequest {
 
   const clientOrderNo = b.clientOrderNo;
   if (clientOrderNo === undefined || clientOrderNo === null || clientOrderNo === "") throw invalidInput("clientOrderNo", "is required");
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this check refuses
   if (typeof clientOrderNo !== "string" || clientOrderNo.length > 64 || /[\s\u0000-\u001f\u007f]/.test(clientOrderNo)) {
     throw invalidInput("clientOrderNo", "must be a string of 1-64 characters without spaces");
   }

@@ -34,7 +34,7 @@ import { toSpecShape } from "../names.ts";
 import { appendTransactionEvent, ensureCustomer } from "./customers.ts";
 import { toProductRecord, type ProductRecord } from "./catalog.ts";
 import { checkAgainstProduct, cycleOf, parseOrderInput, parseRenewInput, type CreateOrderInput, type RenewOrderInput } from "./order-request.ts";
-import { toOrderRecord, writeOrderEvent, type OrderRecord } from "./order-records.ts";
+import { toOrderRecord, writeOrderEvent, type OrderRecord, type OrderRow } from "./order-records.ts";
 import { createProvisioner } from "./provisioning.ts";
 import { addMonthsUtc, getResource, getResourcesByIds, listResources, toResourceRecord, type ResourceRecord } from "./resources.ts";
 import { addAccountOrders, addCustomerFrozen, storedTotal } from "../ledger/totals.ts";
@@ -177,7 +177,7 @@ export function createOrderService(deps: OrderServiceDeps) {
 
         const id = newId("ord");
         const at = iso();
-        const row = {
+        const row: OrderRow & { provision_due_at: string | null } = {
           id,
           account_id: caller.accountId,
           key_id: caller.keyId,
@@ -236,7 +236,7 @@ export function createOrderService(deps: OrderServiceDeps) {
       const order = toOrderRecord(await orderRow(trx, caller, orderId));
       if (order.status !== "unpaid") throw new AppError("conflict", `Only an unpaid order can be paid; this order is ${order.status}`, { status: order.status });
       const product = await loadProduct(trx, order.productId);
-      if (!product || product.status !== "available" || !product.vendorActive) throw new AppError("conflict", "The order's product is not available", { field: "product_id" });
+      if (product?.status !== "available" || !product.vendorActive) throw new AppError("conflict", "The order's product is not available", { field: "product_id" });
       if (product.stock != null && order.quantity > product.stock) throw new AppError("conflict", "insufficient stock", { field: "quantity", stock: product.stock });
       const paid = await payInside(trx, order, product, opts.requestId);
       if (!paid) throw new AppError("insufficient_balance");
@@ -278,7 +278,7 @@ export function createOrderService(deps: OrderServiceDeps) {
         const locked = await trx("orders").where({ id: order.id, status: "active" }).update({ updated_at: at });
         if (locked !== 1) throw new AppError("conflict", "Only an active order can be renewed", { status: order.status });
         const resourceRow = order.resourceId ? await trx("resources").where({ id: order.resourceId, account_id: caller.accountId }).first() : undefined;
-        if (!resourceRow || resourceRow.status !== "active") throw new AppError("conflict", "The order's resource is not active and cannot be renewed", { status: resourceRow?.status ?? null });
+        if (resourceRow?.status !== "active") throw new AppError("conflict", "The order's resource is not active and cannot be renewed", { status: resourceRow?.status ?? null });
 
         const [{ n }] = await trx("ledger_entries").where("order_id", order.id).andWhere("ref", "like", `order:${order.id}:renew:%`).count({ n: "*" });
         const number = Number(n) + 1;
@@ -327,7 +327,7 @@ export function createOrderService(deps: OrderServiceDeps) {
   async function getByIds(caller: Caller, ids: readonly string[]): Promise<(OrderRecord | null)[]> {
     if (ids.length === 0) return [];
     const rows = await db("orders").whereIn("id", [...new Set(ids)]).andWhere("account_id", caller.accountId);
-    const byId = new Map(rows.map((r: any) => [r.id as string, toOrderRecord(r)]));
+    const byId = new Map(rows.map((r: OrderRow) => [r.id, toOrderRecord(r)]));
     return ids.map((id) => byId.get(id) ?? null);
   }
 

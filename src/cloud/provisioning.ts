@@ -11,7 +11,7 @@ import { claimBatch, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
 import { appendTransactionEvent } from "./customers.ts";
 import { monthsOfCycle, type BillingCycle } from "./catalog.ts";
-import { toOrderRecord, writeOrderEvent } from "./order-records.ts";
+import { toOrderRecord, writeOrderEvent, type OrderRow } from "./order-records.ts";
 import { addMonthsUtc } from "./resources.ts";
 
 /** How long {@link createProvisioner}'s step leases the orders it claims (another worker skips them meanwhile). */
@@ -41,7 +41,7 @@ export function createProvisioner({ db, clock, batch }: ProvisionerDeps) {
   const iso = (ms: number = clock()) => new Date(ms).toISOString();
 
   /** Fails a provisioning order: CAS → failed, full refund, stock back, events. */
-  async function failProvisioning(row: any): Promise<boolean> {
+  async function failProvisioning(row: OrderRow): Promise<boolean> {
     return db.transaction(async (trx) => {
       const at = iso();
       const updated = await trx("orders").where({ id: row.id, status: "provisioning" }).update({
@@ -65,7 +65,7 @@ export function createProvisioner({ db, clock, batch }: ProvisionerDeps) {
   }
 
   /** Activates a provisioning order: CAS → active, a resource expiring one cycle from now, event. */
-  async function activate(row: any): Promise<boolean> {
+  async function activate(row: OrderRow): Promise<boolean> {
     return db.transaction(async (trx) => {
       const nowMs = clock();
       const at = iso(nowMs);
@@ -116,7 +116,7 @@ export function createProvisioner({ db, clock, batch }: ProvisionerDeps) {
     // Lease the batch (provision_due_at pushed forward) so other workers skip it; settling clears
     // provision_due_at, and a settlement that failed is retried once the lease has passed.
     const now = clock();
-    const due = await claimBatch(
+    const due = await claimBatch<OrderRow>(
       db,
       "orders",
       (q) => q.where("status", "provisioning").andWhere("provision_due_at", "<=", iso(now)),

@@ -120,8 +120,17 @@ function validatePurgeInput(input: PurgeInput, domain: string, protocol: string)
   return { type, targets: normalized };
 }
 
+/** A `purge_tasks` row (`targets` as JSON text). */
+interface PurgeTaskRow {
+  id: string;
+  domain: string;
+  type: "url" | "directory";
+  targets: string;
+  created_at: string;
+}
+
 /** Converts a `purge_tasks` row to a record with its status at `now`. */
-function toRecord(row: any, stepMs: number, now = Date.now()): PurgeTaskRecord {
+function toRecord(row: PurgeTaskRow, stepMs: number, now = Date.now()): PurgeTaskRecord {
   const step = Math.max(1, stepMs);
   const created = Date.parse(row.created_at);
   const reached = Math.max(0, Math.floor((now - created) / step));
@@ -227,7 +236,7 @@ export async function listPurgeTasks(
     .orderBy([{ column: "created_at", order: "desc" }, { column: "id", order: "desc" }])
     .limit(first);
   const now = Date.now();
-  return rows.map((row: any) => toRecord(row, stepMs, now));
+  return rows.map((row: PurgeTaskRow) => toRecord(row, stepMs, now));
 }
 
 /**
@@ -251,7 +260,7 @@ export async function listPurgeTasksOfDomains(
   if (!Number.isInteger(first) || first < 1 || first > 100) {
     throw new AppError("invalid_request", "first must be an integer from 1 to 100", { field: "first" });
   }
-  const rowsByDomain = await firstRowsByParent(db as Db, db("purge_tasks").select("*").where("account_id", caller.accountId), "domain", domains, ["created_at", "id"], first);
+  const rowsByDomain = await firstRowsByParent<PurgeTaskRow>(db as Db, db("purge_tasks").select("*").where("account_id", caller.accountId), "domain", domains, ["created_at", "id"], first);
   const now = Date.now();
   return new Map([...rowsByDomain].map(([domain, rows]) => [domain, rows.map((row) => toRecord(row, stepMs, now))]));
 }

@@ -21,8 +21,21 @@ export interface ResourceRecord {
   createdAt: string;
 }
 
+/** A `resources` row (the threshold is bigint: a string on PostgreSQL). */
+export interface ResourceRow {
+  id: string;
+  account_id: string;
+  order_id: string;
+  product_id: string;
+  customer_id: string;
+  status: ResourceStatus;
+  expires_at: string;
+  created_at: string;
+  usage_threshold_bytes: number | string | null;
+}
+
 /** Converts a `resources` row. */
-export function toResourceRecord(row: any): ResourceRecord {
+export function toResourceRecord(row: ResourceRow): ResourceRecord {
   return {
     id: row.id,
     accountId: row.account_id,
@@ -80,6 +93,6 @@ export async function getResource(db: Db, caller: Caller, id: string): Promise<R
 export async function getResourcesByIds(db: Db, caller: Caller, ids: readonly string[]): Promise<(ResourceRecord | null)[]> {
   if (ids.length === 0) return [];
   const rows = await db("resources").whereIn("id", [...new Set(ids)]).andWhere("account_id", caller.accountId);
-  const byId = new Map(rows.map((r: any) => [r.id as string, toResourceRecord(r)]));
+  const byId = new Map(rows.map((r: ResourceRow) => [r.id, toResourceRecord(r)]));
   return ids.map((id) => byId.get(id) ?? null);
 }

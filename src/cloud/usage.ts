@@ -37,6 +37,7 @@ import type { Knex } from "knex";
 import { AppError } from "../errors.ts";
 import { nowIso, type Db } from "../db/index.ts";
 import type { Caller } from "../auth/keys.ts";
+import type { ResourceRow } from "./resources.ts";
 import { appendOutbox } from "../events/outbox.ts";
 
 /** Length of a simulator slot in seconds. */
@@ -225,7 +226,7 @@ function requireResourceId(value: unknown): string {
 }
 
 /** The caller's resource row. @throws AppError `not_found` (404) "Resource not found" */
-async function loadResource(db: Db | Knex.Transaction, caller: Pick<Caller, "accountId">, resourceId: string): Promise<any> {
+async function loadResource(db: Db | Knex.Transaction, caller: Pick<Caller, "accountId">, resourceId: string): Promise<ResourceRow> {
   const row = await db("resources").where({ id: resourceId, account_id: caller.accountId }).first();
   if (!row) throw new AppError("not_found", "Resource not found");
   return row;

@@ -56,7 +56,10 @@ const committers = new WeakMap<Db, GroupCommit>();
  */
 export function groupCommit(db: Db): GroupCommit {
   let committer = committers.get(db);
-  if (!committer) committers.set(db, (committer = isSqlite(db) ? sqliteGroups(db) : (work) => db.transaction(work)));
+  if (!committer) {
+    committer = isSqlite(db) ? sqliteGroups(db) : (work) => db.transaction(work);
+    committers.set(db, committer);
+  }
   return committer;
 }
 

@@ -254,7 +254,10 @@ const fileLocks = new Map<string, TurnLock>();
  */
 function takeTurnsInProcess(db: Db, filename: string): void {
   let lock = fileLocks.get(filename);
-  if (!lock) fileLocks.set(filename, (lock = new TurnLock()));
+  if (!lock) {
+    lock = new TurnLock();
+    fileLocks.set(filename, lock);
+  }
   const turn = lock;
   const client = db.client as { acquireConnection(): Promise<unknown>; releaseConnection(connection: unknown): Promise<void> };
   const acquire = client.acquireConnection.bind(client);
@@ -355,7 +358,7 @@ export interface ClaimOrder {
  * @param lease the columns to set on every claimed row
  * @returns the claimed rows in `order`, with `lease` applied
  */
-export async function claimBatch<Row extends { id: unknown } = any>(
+export async function claimBatch<Row extends { id: string | number }>(
   db: Db,
   table: string,
   where: (query: Knex.QueryBuilder) => void,
@@ -371,7 +374,7 @@ export async function claimBatch<Row extends { id: unknown } = any>(
     const candidates: Row[] = await db(table).where(filter).orderBy(orderBy).limit(limit);
     if (candidates.length === 0) return [];
     const won: { id: unknown }[] = await db(table)
-      .whereIn("id", candidates.map((row) => row.id) as any[])
+      .whereIn("id", candidates.map((row) => row.id))
       .andWhere(filter)
       .update(lease)
       .returning("id");
@@ -381,7 +384,7 @@ export async function claimBatch<Row extends { id: unknown } = any>(
   return db.transaction(async (trx) => {
     const rows: Row[] = await trx(table).where(filter).orderBy(orderBy).limit(limit).forUpdate().skipLocked();
     if (rows.length === 0) return [];
-    await trx(table).whereIn("id", rows.map((row) => row.id) as any[]).update(lease);
+    await trx(table).whereIn("id", rows.map((row) => row.id)).update(lease);
     return rows.map((row) => ({ ...row, ...lease }));
   });
 }

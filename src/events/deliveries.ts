@@ -40,7 +40,24 @@ export interface WebhookDeliveryRecord {
   attempts: WebhookAttemptRecord[];
 }
 
-function toDeliveryRecord(row: any, attempts: WebhookAttemptRecord[]): WebhookDeliveryRecord {
+/** A `webhook_deliveries` row (`id`, `outbox_id` bigint: strings on PostgreSQL). */
+interface DeliveryRow {
+  id: number | string;
+  outbox_id: number | string;
+  account_id: string;
+  key_id: string;
+  aggregate_id: string;
+  event: string;
+  url: string;
+  body: string;
+  status: WebhookDeliveryRecord["status"];
+  attempts: number | string;
+  next_attempt_at: string | null;
+  created_at: string;
+  delivered_at: string | null;
+}
+
+function toDeliveryRecord(row: DeliveryRow, attempts: WebhookAttemptRecord[]): WebhookDeliveryRecord {
   return {
     id: Number(row.id),
     outboxId: Number(row.outbox_id),
@@ -59,7 +76,7 @@ function toDeliveryRecord(row: any, attempts: WebhookAttemptRecord[]): WebhookDe
   };
 }
 
-async function withAttempts(db: Db, rows: any[]): Promise<WebhookDeliveryRecord[]> {
+async function withAttempts(db: Db, rows: DeliveryRow[]): Promise<WebhookDeliveryRecord[]> {
   if (rows.length === 0) return [];
   const attemptRows = await db("webhook_attempts")
     .whereIn("delivery_id", rows.map((r) => r.id))
@@ -112,7 +129,7 @@ export async function listDeliveries(
  */
 export async function listDeliveriesOfAggregates(db: Db, accountId: string, aggregateIds: readonly string[], first: number): Promise<Map<string, WebhookDeliveryRecord[]>> {
   const size = Math.min(Math.max(Math.trunc(first) || 20, 1), 100);
-  const rowsById = await firstRowsByParent(db, db("webhook_deliveries").select("*").where("account_id", accountId), "aggregate_id", aggregateIds, ["id"], size);
+  const rowsById = await firstRowsByParent<DeliveryRow>(db, db("webhook_deliveries").select("*").where("account_id", accountId), "aggregate_id", aggregateIds, ["id"], size);
   const rows = [...rowsById.values()].flat();
   const records = await withAttempts(db, rows);
   const byRow = new Map(rows.map((row, i) => [row, records[i]!]));

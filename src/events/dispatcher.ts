@@ -85,6 +85,18 @@ export interface Dispatcher {
   stop(): Promise<void>;
 }
 
+/** An `outbox` row (`payload` as JSON text; `id` bigint: a string on PostgreSQL). */
+interface OutboxRow {
+  id: number | string;
+  topic: string;
+  account_id: string;
+  aggregate_id: string;
+  payload: string;
+  created_at: string;
+  key_id: string | null;
+  request_id: string | null;
+}
+
 interface DueDelivery {
   id: number;
   attempts: number;
@@ -115,7 +127,7 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
     const claimedAt = now();
     const claimIso = iso(claimedAt);
     const lease = iso(claimedAt + OUTBOX_LEASE_MS);
-    const rows = await claimBatch(
+    const rows = await claimBatch<OutboxRow>(
       db,
       "outbox",
       (q) => q.whereNull("published_at").andWhere((l) => l.whereNull("lease_until").orWhere("lease_until", "<=", claimIso)),
@@ -270,7 +282,7 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
     const claimedAt = now();
     const at = iso(claimedAt);
     const lease = iso(claimedAt + leaseMs);
-    const due = await claimBatch(
+    const due = await claimBatch<{ id: number | string; attempts: number | string; aggregate_id: string }>(
       db,
       "webhook_deliveries",
       (q) => q.where("status", "pending").andWhere("next_attempt_at", "<=", at).andWhere((l) => l.whereNull("lease_until").orWhere("lease_until", "<=", at)),

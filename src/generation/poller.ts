@@ -5,7 +5,7 @@
 import pLimit from "p-limit";
 import type { Logger } from "pino";
 import { claimBatch, nowIso, type Db } from "../db/index.ts";
-import { toTaskRecord, type GenerationService } from "./tasks.ts";
+import { toTaskRecord, type GenerationService, type TaskRow } from "./tasks.ts";
 import type { GenerationUpstream } from "./upstream/types.ts";
 
 /** Settings of the poller. */
@@ -53,7 +53,7 @@ export function startPoller(options: PollerOptions): Poller {
     // Lease the batch (next_poll_at pushed forward) so other pollers skip it; settling it sets
     // next_poll_at again, and applyUpstreamState's compare-and-swap stays the guard.
     const now = nowIso();
-    const rows = await claimBatch(
+    const rows = await claimBatch<TaskRow>(
       options.db,
       "tasks",
       (q) => q.whereIn("status", [0, 3, 4]).andWhere("submit_state", "sent").andWhere("next_poll_at", "<=", now),
@@ -62,10 +62,10 @@ export function startPoller(options: PollerOptions): Poller {
       { next_poll_at: new Date(Date.now() + leaseMs).toISOString() },
     );
     const results = await Promise.all(
-      rows.map((row: any) =>
+      rows.map((row) =>
         limit(async () => {
           try {
-            const state = await options.upstream.fetchStatus(row.upstream_task_id, row.channel_id);
+            const state = await options.upstream.fetchStatus(row.upstream_task_id!, row.channel_id);
             return (await options.service.applyUpstreamState(toTaskRecord(row), state, options.intervalMs)) ? 1 : 0;
           } catch (error) {
             // The upstream could not be asked now: try again next round.

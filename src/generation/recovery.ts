@@ -30,7 +30,7 @@
 import pLimit from "p-limit";
 import type { Logger } from "pino";
 import { nowIso, type Db } from "../db/index.ts";
-import { toTaskRecord, type GenerationService } from "./tasks.ts";
+import { toTaskRecord, type GenerationService, type TaskRow } from "./tasks.ts";
 import type { GenerationRequest } from "./validation.ts";
 import type { GenerationUpstream, UpstreamTaskState } from "./upstream/types.ts";
 
@@ -134,7 +134,7 @@ export function startRecovery(options: RecoveryOptions): Recovery {
     let resent = 0;
     let refunded = 0;
     await Promise.all(
-      rows.map((row: any) =>
+      rows.map((row: TaskRow) =>
         limit(async () => {
           const claimedAt = nowIso();
           const claimed = await db("tasks")
@@ -187,8 +187,8 @@ export function startRecovery(options: RecoveryOptions): Recovery {
     return { expired, full: rows.length === batchSize };
   }
 
-  function nextLateCheck(row: any, now: number): string | null {
-    const expiredAt = Date.parse(row.expired_at);
+  function nextLateCheck(row: Pick<TaskRow, "expired_at">, now: number): string | null {
+    const expiredAt = Date.parse(row.expired_at ?? "");
     if (!Number.isFinite(expiredAt) || now - expiredAt >= LATE_WATCH_MS) return null;
     const delay = Math.min(LATE_CHECK_MAX_DELAY_MS, Math.max(options.pollIntervalMs, now - expiredAt));
     return iso(now + delay);
@@ -205,7 +205,7 @@ export function startRecovery(options: RecoveryOptions): Recovery {
       .limit(batchSize);
     let late = 0;
     await Promise.all(
-      rows.map((row: any) =>
+      rows.map((row: TaskRow) =>
         limit(async () => {
           let state: UpstreamTaskState | null = null;
           if (row.upstream_task_id) {

@@ -47,8 +47,37 @@ export function isTerminal(status: number): boolean {
   return status === 1 || status === 2;
 }
 
+/** A `tasks` row (numbers may come back as strings on PostgreSQL; `images` and `request` as JSON text; optional: columns not set at insert). */
+export interface TaskRow {
+  id: string;
+  account_id: string;
+  key_id: string;
+  kind: ModelKind;
+  model_id: number | string;
+  prompt: string;
+  status: number | string;
+  count: number | string;
+  seconds: number | string | null;
+  resolution: string | null;
+  size: string | null;
+  price: number | string;
+  refunded: number | string;
+  result?: string | null;
+  images?: string | null;
+  error?: string | null;
+  created_at: string;
+  updated_at: string;
+  request: string;
+  upstream_task_id?: string | null;
+  /** The channel that accepted the task (migration 010); null: the implicit `chn_default`. */
+  channel_id?: string | null;
+  next_poll_at?: string | null;
+  deadline_at?: string | null;
+  expired_at?: string | null;
+}
+
 /** Converts a `tasks` row to a {@link TaskRecord}. */
-export function toTaskRecord(row: any): TaskRecord {
+export function toTaskRecord(row: TaskRow): TaskRecord {
   return {
     id: row.id,
     accountId: row.account_id,
@@ -262,7 +291,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
    */
   async function getTasks(caller: Caller, ids: readonly string[]): Promise<(TaskRecord | null)[]> {
     const rows = await db("tasks").whereIn("id", [...ids]).andWhere("key_id", caller.keyId);
-    const byId = new Map(rows.map((r: any) => [r.id, toTaskRecord(r)]));
+    const byId = new Map(rows.map((r: TaskRow) => [r.id, toTaskRecord(r)]));
     return ids.map((id) => byId.get(id) ?? null);
   }
 

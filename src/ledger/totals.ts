@@ -161,7 +161,7 @@ export async function verifyTotals(db: Executor): Promise<TotalMismatch[]> {
   const problems: TotalMismatch[] = [];
   for (const check of CHECKS) {
     const columns = Object.keys(check.totals);
-    const rows: any[] = await db(check.table).select(
+    const rows: Record<string, string | number | null>[] = await db(check.table).select(
       db.raw(`${check.subject} as subject`),
       ...columns.map((c) => db.raw(`?? as ??`, [c, `stored_${c}`])),
       ...columns.map((c) => db.raw(`(${check.totals[c]}) as ??`, [`sum_${c}`])),

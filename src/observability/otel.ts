@@ -117,7 +117,7 @@ export function createOtelTracing(options: TracingOptions & { endpoint: string }
       const span = trace.getActiveSpan();
       const headers: Record<string, string> = {};
       const given = init.headers as Record<string, string> | Headers | undefined;
-      if (given instanceof Headers) given.forEach((value, name) => (headers[name] = value));
+      if (given instanceof Headers) for (const [name, value] of given) headers[name] = value;
       else Object.assign(headers, given);
       propagator.inject(context.active(), headers, defaultTextMapSetter);
       setOptions({ ...init, headers });

@@ -8,8 +8,8 @@ import { toMoney } from "../../src/money.ts";
 import { listProducts, listVendors, type ProductRecord, type VendorRecord } from "../../src/cloud/catalog.ts";
 import type { OrderRecord } from "../../src/cloud/order-records.ts";
 import type { ResourceRecord } from "../../src/cloud/resources.ts";
-import { getCustomerBalance } from "../../src/cloud/customers.ts";
-import { getStatement, listTransactions, type TransactionRecord } from "../../src/cloud/billing.ts";
+import { getCustomerBalance, type CustomerBalance } from "../../src/cloud/customers.ts";
+import { getStatement, listTransactions, type StatementRecord, type TransactionRecord } from "../../src/cloud/billing.ts";
 import { createDomain, type CreateDomainInput, type DomainRecord } from "../../src/cloud/domains.ts";
 import { getPurgeTask, purgeDomain, type PurgeInput } from "../../src/cloud/purge.ts";
 import type { CreateOrderInput, RenewOrderInput } from "../../src/cloud/order-request.ts";
@@ -23,7 +23,14 @@ import { grantRead, type TypeScope } from "../shared/scopes.ts";
 
 /** An order as one event left it: the fresh row, with the state the event recorded. */
 function orderAtEvent(order: OrderRecord, event: OutboxMessage): OrderRecord {
-  const p = event.payload as Record<string, any>;
+  // The payload of an order event (src/cloud/order-records.ts orderPayload).
+  const p = event.payload as {
+    status?: OrderRecord["status"];
+    payment_status?: OrderRecord["paymentStatus"];
+    provisioning_status?: OrderRecord["provisioningStatus"];
+    resource_id?: string | null;
+    failure_reason?: string | null;
+  };
   return {
     ...order,
     status: p.status ?? order.status,
@@ -38,7 +45,10 @@ import { adminMutations } from "./admin.ts";
 const upper = (value: string) => value.toUpperCase();
 const lower = (value: string | null | undefined) => (value == null ? value : value.toLowerCase());
 
-const pageOf = (args: { first?: number | null; after?: string | null }) => ({ first: pageSize(args.first), after: args.after ?? null });
+/** The arguments of a connection field. */
+type PageArgs = { first?: number | null; after?: string | null };
+
+const pageOf = (args: PageArgs) => ({ first: pageSize(args.first), after: args.after ?? null });
 
 /** The Idempotency-Key a write input carries (docs/api/cloud.md §5), kept out of the request it guards. */
 type WithKey<T> = T & { idempotencyKey?: string | null };
@@ -105,13 +115,13 @@ export const resolvers = {
       // Only an active key authenticates, so the key of a request is always ACTIVE.
       return { id: caller.keyId, accountId: caller.accountId, status: "ACTIVE", scopes: caller.scopes, rateLimit: caller.rateLimit, allowedIps: caller.allowIps, requireSignature: caller.requireSignature };
     },
-    vendors: async (_: unknown, args: any, ctx: CloudContext) => {
+    vendors: async (_: unknown, args: PageArgs, ctx: CloudContext) => {
       await ctx.caller("catalog:read");
       return toConnection(await listVendors(ctx.db, pageOf(args)));
     },
-    products: async (_: unknown, args: any, ctx: CloudContext) => {
+    products: async (_: unknown, args: PageArgs & { category?: string | null; vendorId?: string | null; status?: string | null }, ctx: CloudContext) => {
       await ctx.caller("catalog:read");
-      return toConnection(await listProducts(ctx.db, { category: args.category ?? undefined, vendorId: args.vendorId ?? undefined, status: lower(args.status) ?? undefined } as any, pageOf(args)));
+      return toConnection(await listProducts(ctx.db, { category: args.category ?? undefined, vendorId: args.vendorId ?? undefined, status: lower(args.status) ?? undefined }, pageOf(args)));
     },
     product: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => {
       await ctx.caller("catalog:read");
@@ -120,7 +130,7 @@ export const resolvers = {
       return product;
     },
     order: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => ctx.services.orders.get(await ctx.caller("orders:read"), id),
-    orders: async (_: unknown, args: any, ctx: CloudContext) => toConnection(await ctx.services.orders.list(await ctx.caller("orders:read"), pageOf(args))),
+    orders: async (_: unknown, args: PageArgs, ctx: CloudContext) => toConnection(await ctx.services.orders.list(await ctx.caller("orders:read"), pageOf(args))),
     domain: async (_: unknown, { domain }: { domain: string }, ctx: CloudContext) => {
       await ctx.caller("domains:read");
       const record = await ctx.domains.load(domain);
@@ -128,7 +138,7 @@ export const resolvers = {
       return record;
     },
     purgeTask: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => getPurgeTask(ctx.db, await ctx.caller("domains:read"), id, ctx.services.stepMs),
-    resources: async (_: unknown, args: any, ctx: CloudContext) =>
+    resources: async (_: unknown, args: PageArgs & { customerId?: string | null }, ctx: CloudContext) =>
       toConnection(await ctx.services.orders.listResources(await ctx.caller("resources:read"), pageOf(args), args.customerId ?? undefined)),
     bandwidthUsage: async (_: unknown, args: { resourceId: string; start: string; end: string }, ctx: CloudContext) =>
       bandwidthUsage(ctx.db, await ctx.caller("usage:read"), args),
@@ -138,12 +148,16 @@ export const resolvers = {
       const caller = await ctx.caller("billing:read");
       return getCustomerBalance(ctx.db, caller.accountId, customerId);
     },
-    transactions: async (_: unknown, args: any, ctx: CloudContext) =>
+    transactions: async (
+      _: unknown,
+      args: PageArgs & { customerId?: string | null; orderId?: string | null; type?: string | null; start?: string | null; end?: string | null },
+      ctx: CloudContext,
+    ) =>
       toConnection(
         await listTransactions(
           ctx.db,
           await ctx.caller("billing:read"),
-          { customerId: args.customerId ?? undefined, orderId: args.orderId ?? undefined, type: lower(args.type) ?? undefined, start: args.start ?? undefined, end: args.end ?? undefined } as any,
+          { customerId: args.customerId ?? undefined, orderId: args.orderId ?? undefined, type: lower(args.type) ?? undefined, start: args.start ?? undefined, end: args.end ?? undefined },
           pageOf(args),
         ),
       ),
@@ -226,11 +240,11 @@ export const resolvers = {
       await ctx.caller();
       return { id: ref.id };
     },
-    orders: async (account: { id: string }, args: any, ctx: CloudContext) => {
+    orders: async (account: { id: string }, args: PageArgs, ctx: CloudContext) => {
       const caller = await ctx.ownAccount(account.id, "orders:read");
       return caller ? toConnection(await ctx.services.orders.list(caller, pageOf(args))) : null;
     },
-    resources: async (account: { id: string }, args: any, ctx: CloudContext) => {
+    resources: async (account: { id: string }, args: PageArgs & { customerId?: string | null }, ctx: CloudContext) => {
       const caller = await ctx.ownAccount(account.id, "resources:read");
       return caller ? toConnection(await ctx.services.orders.listResources(caller, pageOf(args), args.customerId ?? undefined)) : null;
     },
@@ -242,7 +256,7 @@ export const resolvers = {
   Vendor: {
     __resolveReference: (ref: { id: string }, ctx: CloudContext) => ctx.vendors.load(ref.id),
     status: (vendor: VendorRecord) => upper(vendor.status),
-    products: async (vendor: VendorRecord, args: any, ctx: CloudContext) => toConnection(await ctx.vendorProducts.load({ parent: vendor.id, ...pageOf(args) })),
+    products: async (vendor: VendorRecord, args: PageArgs, ctx: CloudContext) => toConnection(await ctx.vendorProducts.load({ parent: vendor.id, ...pageOf(args) })),
   },
   Product: {
     __resolveReference: (ref: { id: string }, ctx: CloudContext) => ctx.products.load(ref.id),
@@ -288,16 +302,16 @@ export const resolvers = {
     order: (t: TransactionRecord, _: unknown, ctx: CloudContext) => (t.orderId ? ctx.orders.load(t.orderId) : null),
   },
   CustomerBalance: {
-    available: (b: any) => toMoney(b.available),
-    frozen: (b: any) => toMoney(b.frozen),
-    creditLine: (b: any) => toMoney(b.creditLine),
+    available: (b: CustomerBalance) => toMoney(b.available),
+    frozen: (b: CustomerBalance) => toMoney(b.frozen),
+    creditLine: (b: CustomerBalance) => toMoney(b.creditLine),
     currency: () => "CNY",
   },
   Statement: {
-    totalAmount: (s: any) => toMoney(s.totalAmount),
-    exportUrl: (s: any) => (s.exportStatus === "ready" ? `/openapi/v1/billing/statements/${s.id}/export` : null),
-    csv: (s: any) => (s.exportStatus === "ready" ? (s.csv ?? null) : null),
-    items: (s: any) =>
+    totalAmount: (s: StatementRecord) => toMoney(s.totalAmount),
+    exportUrl: (s: StatementRecord) => (s.exportStatus === "ready" ? `/openapi/v1/billing/statements/${s.id}/export` : null),
+    csv: (s: StatementRecord) => (s.exportStatus === "ready" ? (s.csv ?? null) : null),
+    items: (s: StatementRecord) =>
       s.items.map((t: TransactionRecord) => ({ transactionId: t.id, customerId: t.customerId, orderId: t.orderId, type: upper(t.type), amount: toMoney(t.amount), createdAt: t.createdAt })),
   },
 };

@@ -5,7 +5,8 @@
  */
 import { GraphQLScalarType } from "graphql";
 import { AppError } from "../../src/errors.ts";
-import type { ChannelView } from "../../src/generation/channels/index.ts";
+import type { Channels, ChannelView } from "../../src/generation/channels/index.ts";
+import type { ChannelInput } from "../../src/generation/channels/store.ts";
 import type { GenerationContext } from "./context.ts";
 
 /** `DateTime`: an ISO 8601 string. */
@@ -56,8 +57,8 @@ export const channelQueries = {
 };
 
 export const channelMutations = {
-  adminAddChannel: async (_: unknown, { input }: { input: any }, ctx: GenerationContext) => ({ channel: channelOf(await admin(ctx).add(input)) }),
-  adminUpdateChannel: async (_: unknown, { input }: { input: any }, ctx: GenerationContext) => {
+  adminAddChannel: async (_: unknown, { input }: { input: Parameters<Channels["add"]>[0] }, ctx: GenerationContext) => ({ channel: channelOf(await admin(ctx).add(input)) }),
+  adminUpdateChannel: async (_: unknown, { input }: { input: ChannelInput & { id: string } }, ctx: GenerationContext) => {
     const { id, ...fields } = input;
     return { channel: channelOf(await admin(ctx).update(id, fields)) };
   },

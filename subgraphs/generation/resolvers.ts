@@ -30,7 +30,10 @@ function statusCodeOf(status: string | null | undefined): number | null {
   return TASK_STATUS_ENUM.indexOf(status as (typeof TASK_STATUS_ENUM)[number]);
 }
 
-async function taskConnection(ctx: GenerationContext, args: { first?: number | null; after?: string | null; status?: string | null }) {
+/** The arguments of a `tasks` connection field. */
+type TaskPageArgs = { first?: number | null; after?: string | null; status?: string | null };
+
+async function taskConnection(ctx: GenerationContext, args: TaskPageArgs) {
   const caller = await ctx.caller();
   const page = await ctx.service.listTasks(caller, { first: pageSize(args.first), after: args.after, status: statusCodeOf(args.status) });
   for (const task of page.items) ctx.taskLoader.prime(task.id, task);
@@ -43,7 +46,15 @@ async function taskConnection(ctx: GenerationContext, args: { first?: number | n
  * subgraph's fields, so they are never stale joins.
  */
 function taskAtEvent(row: TaskRecord, event: OutboxMessage): TaskRecord {
-  const p = event.payload as Record<string, any>;
+  // The payload of a `task.status_changed` event (src/generation/tasks.ts).
+  const p = event.payload as {
+    status: TaskRecord["status"];
+    result?: string | null;
+    images?: string[] | null;
+    error?: string | null;
+    refunded?: number | string;
+    updated_at?: string;
+  };
   return {
     ...row,
     status: p.status,
@@ -61,7 +72,7 @@ function taskEvents(ctx: GenerationContext, caller: { accountId: string; keyId: 
     ctx.pubsub,
     ctx.db,
     caller,
-    (e) => e.topic === "task.status_changed" && (e.payload as any).key_id === caller.keyId && (!taskId || e.aggregateId === taskId),
+    (e) => e.topic === "task.status_changed" && e.payload.key_id === caller.keyId && (!taskId || e.aggregateId === taskId),
   );
 }
 
@@ -104,7 +115,7 @@ export const resolvers = {
       if (!task) throw new AppError("task_not_found");
       return task;
     },
-    tasks: (_: unknown, args: any, ctx: GenerationContext) => taskConnection(ctx, args),
+    tasks: (_: unknown, args: TaskPageArgs, ctx: GenerationContext) => taskConnection(ctx, args),
     viewer: async (_: unknown, __: unknown, ctx: GenerationContext) => ({ id: (await ctx.anyCaller()).accountId }),
   },
   Mutation: {
@@ -191,7 +202,7 @@ export const resolvers = {
       (await ctx.ownAccount(account.id)) ? await ctx.usage.billedSeconds() : null,
     billedImages: async (account: { id: string }, _: unknown, ctx: GenerationContext) =>
       (await ctx.ownAccount(account.id)) ? await ctx.usage.billedImages() : null,
-    tasks: async (account: { id: string }, args: any, ctx: GenerationContext) =>
+    tasks: async (account: { id: string }, args: TaskPageArgs, ctx: GenerationContext) =>
       (await ctx.ownAccount(account.id)) ? taskConnection(ctx, args) : null,
     recentRequests: async (account: { id: string }, args: { first?: number }, ctx: GenerationContext) => {
       const caller = await ctx.ownAccount(account.id);

@@ -72,7 +72,7 @@ export async function startGenerationSubgraph(options: {
     typeDefs: generationTypeDefs,
     // Every field of a scoped type checks its scope, wherever it was reached from (ADR 0007); every
     // resolver runs inside its request's database budget.
-    resolvers: scopeTypes(generationTypeDefs, withRequestBudget(resolvers) as any, TYPE_SCOPES),
+    resolvers: scopeTypes(generationTypeDefs, withRequestBudget(resolvers), TYPE_SCOPES),
     context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req, options.budget, options.admin),
     secret: options.secret,
     onResponse: recordRoute(options.logger),

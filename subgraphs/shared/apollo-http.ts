@@ -43,7 +43,7 @@ export function apolloHandler<TContext extends BaseContext>(
     for (const [name, value] of Object.entries(req.headers)) {
       if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(", ") : value);
     }
-    let body: unknown = undefined;
+    let body: unknown;
     if (req.method === "POST") {
       const tooLarge = () => sendError(res, "payload_too_large");
       // A declared length over the limit is refused at once, not after waiting for bytes that may never come.

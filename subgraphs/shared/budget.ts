@@ -13,7 +13,7 @@ export interface BudgetedContext {
   budget: RequestBudget;
 }
 
-type AnyFunction = (...args: any[]) => any;
+type AnyFunction = (this: unknown, ...args: unknown[]) => unknown;
 
 /**
  * Wraps one resolver.

@@ -27,7 +27,10 @@ const reports = new WeakMap<object, CallerReport>();
 
 function reportFor(req: object): CallerReport {
   let report = reports.get(req);
-  if (!report) reports.set(req, (report = {}));
+  if (!report) {
+    report = {};
+    reports.set(req, report);
+  }
   return report;
 }
 

@@ -14,7 +14,7 @@
  * - A missing scope is the 403 `forbidden` of `ctx.caller(scope)` on the first field read; the
  *   link fields are nullable, so the link becomes null and its siblings survive.
  */
-import { defaultFieldResolver, Kind, type DocumentNode, type FieldDefinitionNode, type GraphQLFieldResolver } from "graphql";
+import { defaultFieldResolver, Kind, type DocumentNode, type FieldDefinitionNode, type GraphQLFieldResolver, type GraphQLResolveInfo } from "graphql";
 import { ALL_SCOPES } from "../../src/auth/scopes.ts";
 
 /** The scope a type's data needs, and the fields any key that reached it may read. */
@@ -52,7 +52,10 @@ const granted = new WeakMap<object, WeakSet<object>>();
 export function grantRead<T>(ctx: object, value: T): T {
   if (value && typeof value === "object") {
     let set = granted.get(ctx);
-    if (!set) granted.set(ctx, (set = new WeakSet()));
+    if (!set) {
+      set = new WeakSet();
+      granted.set(ctx, set);
+    }
     set.add(value);
   }
   return value;
@@ -65,7 +68,10 @@ export function grantRead<T>(ctx: object, value: T): T {
  */
 function checkScope(ctx: ScopedContext, scope: string): Promise<void> | undefined {
   let scopes = checked.get(ctx);
-  if (!scopes) checked.set(ctx, (scopes = new Map()));
+  if (!scopes) {
+    scopes = new Map();
+    checked.set(ctx, scopes);
+  }
   const state = scopes.get(scope);
   if (state === true) return undefined;
   if (state) return state;
@@ -76,8 +82,8 @@ function checkScope(ctx: ScopedContext, scope: string): Promise<void> | undefine
   return pending;
 }
 
-type Resolver = GraphQLFieldResolver<any, any, any>;
-type ReferenceResolver = (reference: any, ctx: any, info: any) => unknown;
+type Resolver = GraphQLFieldResolver<unknown, unknown, Record<string, unknown>>;
+type ReferenceResolver = (reference: unknown, ctx: unknown, info: unknown) => unknown;
 
 /** Field names of every definition and extension of `typeName` in the SDL, and whether it is an entity (`@key`). */
 function typeOf(typeDefs: DocumentNode, typeName: string): { fields: string[]; entity: boolean } {
@@ -102,25 +108,26 @@ function typeOf(typeDefs: DocumentNode, typeName: string): { fields: string[]; e
  * @throws Error at start-up when a rule names a type the SDL lacks or an unknown scope, or a field
  *   resolver is not a function
  */
-export function scopeTypes<R extends Record<string, any>, C extends ScopedContext>(
+export function scopeTypes<R extends Record<string, unknown>, C extends ScopedContext>(
   typeDefs: DocumentNode,
   resolvers: R,
   rules: Record<string, TypeScope>,
   options: ScopeTypesOptions<C> = {},
 ): R {
-  const result: Record<string, any> = { ...resolvers };
+  const result: Record<string, unknown> = { ...resolvers };
   const bypass = options.bypass ?? (() => false);
   for (const [typeName, rule] of Object.entries(rules)) {
     const { fields, entity } = typeOf(typeDefs, typeName);
     if (fields.length === 0) throw new Error(`scopeTypes: type ${typeName} is not in the SDL`);
     if (!(ALL_SCOPES as readonly string[]).includes(rule.scope)) throw new Error(`scopeTypes: ${typeName} names an unknown scope ${rule.scope}`);
-    const own: Record<string, any> = { ...(resolvers[typeName] ?? {}) };
+    const own: Record<string, unknown> = { ...((resolvers[typeName] ?? {}) as Record<string, unknown>) };
     const open = new Set(rule.open ?? []);
     for (const field of fields) {
       if (open.has(field)) continue;
-      const inner: Resolver = own[field] ?? defaultFieldResolver;
-      if (typeof inner !== "function") throw new Error(`scopeTypes: ${typeName}.${field} must be a resolver function`);
-      own[field] = (parent: any, args: any, ctx: C, info: any) => {
+      const found = own[field] ?? defaultFieldResolver;
+      if (typeof found !== "function") throw new Error(`scopeTypes: ${typeName}.${field} must be a resolver function`);
+      const inner = found as Resolver;
+      own[field] = (parent: unknown, args: Record<string, unknown>, ctx: C, info: GraphQLResolveInfo) => {
         if (bypass(ctx) || (parent && typeof parent === "object" && granted.get(ctx)?.has(parent))) return inner(parent, args, ctx, info);
         const pending = checkScope(ctx, rule.scope);
         return pending ? pending.then(() => inner(parent, args, ctx, info)) : inner(parent, args, ctx, info);
@@ -129,7 +136,7 @@ export function scopeTypes<R extends Record<string, any>, C extends ScopedContex
     result[typeName] = own;
     if (!entity) continue;
     // `_entities` is an entry point too: without the scope, the reference itself is refused.
-    const reference: ReferenceResolver = own.__resolveReference ?? ((ref: unknown) => ref);
+    const reference = (own.__resolveReference as ReferenceResolver | undefined) ?? ((ref: unknown) => ref);
     own.__resolveReference = (ref: unknown, ctx: C, info: unknown) => {
       if (bypass(ctx)) return reference(ref, ctx, info);
       const pending = checkScope(ctx, rule.scope);

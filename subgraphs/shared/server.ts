@@ -7,6 +7,7 @@ import type { AddressInfo } from "node:net";
 import { ApolloServer, type ApolloServerPlugin, type BaseContext } from "@apollo/server";
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginInlineTraceDisabled } from "@apollo/server/plugin/disabled";
 import { buildSubgraphSchema } from "@apollo/subgraph";
+import type { GraphQLResolverMap } from "@apollo/subgraph/dist/schema-helper/resolverMap.js";
 import { WebSocketServer } from "ws";
 import { useServer } from "graphql-ws/use/ws";
 import {
@@ -72,7 +73,10 @@ function localSubgraph<TContext extends BaseContext>(
   const validated = new WeakMap<DocumentNode, readonly GraphQLError[]>();
   const validationErrors = (document: DocumentNode) => {
     let errors = validated.get(document);
-    if (!errors) validated.set(document, (errors = validate(schema, document)));
+    if (!errors) {
+      errors = validate(schema, document);
+      validated.set(document, errors);
+    }
     return errors;
   };
   return {
@@ -185,7 +189,7 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
   const { tracing, metrics } = options.observability ?? {};
   // Every context remembers its request, whose caller report goes back to the router (caller-report.ts).
   const context = reportingContext(options.context);
-  const schema = refusingUnknownEntityTypes(buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as any }]));
+  const schema = refusingUnknownEntityTypes(buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as GraphQLResolverMap<TContext> }]));
   const verifier = createInternalVerifier(options.secret);
   const server = new ApolloServer<TContext>({
     schema,
@@ -246,7 +250,10 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
         try {
           const internal = await verifier.verify(payload as SignedParams);
           let byId = verified.get(ctx);
-          if (!byId) verified.set(ctx, (byId = new Map()));
+          if (!byId) {
+            byId = new Map();
+            verified.set(ctx, byId);
+          }
           byId.set(id, internal);
         } catch (error) {
           if (!(error instanceof InternalContextError)) throw error;
@@ -257,8 +264,8 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
       context: (ctx, id) => context({ headers: verified.get(ctx)?.get(id)?.headers ?? {} }),
       // The same error contract as over HTTP: extensions.code and extensions.http.status.
       onNext: (_ctx, _id, _payload, _args, result) =>
-        result.errors?.length ? { ...result, errors: result.errors.map((e) => formatError(options.logger)(e.toJSON(), e) as any) } : result,
-      onError: (_ctx, _id, _payload, errors) => errors.map((e) => formatError(options.logger)(e.toJSON(), e) as any),
+        result.errors?.length ? { ...result, errors: result.errors.map((e) => formatError(options.logger)(e.toJSON(), e)) } : result,
+      onError: (_ctx, _id, _payload, errors) => errors.map((e) => formatError(options.logger)(e.toJSON(), e)),
     },
     wsServer,
   );

@@ -193,6 +193,7 @@ describe("GraphiQL (development)", () => {
     expect(await page.title()).toBe("Switchyard GraphiQL");
     // The query editor is Monaco; it starts with our welcome query, not the gateway's.
     const editor = page.locator(".graphiql-query-editor .monaco-editor").first();
+    // biome-ignore lint/performance/useDomNodeTextContent: Playwright's Locator.innerText (the rendered text), not the DOM property
     await until(() => editor.locator(".view-lines").innerText()).toMatch(/Switchyard\sGraphiQL/);
     await shot(page, "graphiql-welcome-desktop", false);
     // Replace its text by typing, as a person would.
@@ -210,6 +211,7 @@ describe("GraphiQL (development)", () => {
     expect(body.data.models.length).toBeGreaterThan(0);
     expect(body.data.models.every((m: object) => Object.keys(m).join() === "id")).toBe(true);
     // The answer is shown in the result pane.
+    // biome-ignore lint/performance/useDomNodeTextContent: Playwright's Locator.innerText (the rendered text), not the DOM property
     await until(() => page.locator(".graphiql-response").innerText()).toContain('"models"');
     // The editor's language workers came from the router.
     for (const worker of ["graphiql-editor.worker.js", "graphiql-graphql.worker.js"]) {
@@ -218,6 +220,7 @@ describe("GraphiQL (development)", () => {
     await shot(page, "graphiql-desktop");
     // The documentation explorer reads the schema (introspection, allowed in development).
     await page.getByRole("button", { name: /Documentation Explorer/ }).click();
+    // biome-ignore lint/performance/useDomNodeTextContent: Playwright's Locator.innerText (the rendered text), not the DOM property
     await until(() => page.locator(".graphiql-doc-explorer").innerText()).toMatch(/Query/);
     expect(offsite).toEqual([]);
     expect(pageProblems).toEqual([]);

@@ -56,7 +56,11 @@ async function startScaleUpstream() {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     submissions: () => submissions,
-    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -80,7 +84,11 @@ async function startReceiver(secret: () => string) {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/callbacks`,
     received,
-    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 

@@ -225,7 +225,7 @@ describe("the router's /graphql over HTTP", () => {
     for (const depth of [5_000, 10_000]) {
       const body = toJsonText({
         query: "mutation M($m: JSONObject) { createOrder(input: { clientOrderNo: \"deep\", productId: \"prd_cdn_standard\", quantity: 1, billingCycle: \"monthly\", customer: { customerId: \"c\" }, metadata: $m }) { order { id } } }",
-        variables: { m: { domain: "a.example.com", deep: new RawJson('{"a":'.repeat(depth) + "1" + "}".repeat(depth)) } },
+        variables: { m: { domain: "a.example.com", deep: new RawJson(`${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`) } },
       });
       const answer = await postGraphql(t.url, "/graphql", body, { "content-type": "application/json", accept: "application/graphql-response+json", authorization: `Bearer ${key}` });
       // The nullable payload is null next to the error: data is not null, so HTTP 200 (docs/adr/0006).
@@ -260,7 +260,7 @@ async function openSocket() {
     const text = data.toString();
     expectNoLeak(text, "graphql-ws message");
     messages.push(JSON.parse(text));
-    waiters.splice(0).forEach((w) => w());
+    for (const w of waiters.splice(0)) w();
   });
   const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.once("close", (code, reason) => resolve({ code, reason: reason.toString() })));
   await new Promise<void>((resolve, reject) => {
@@ -276,7 +276,7 @@ async function openSocket() {
         if (socket.readyState >= WebSocket.CLOSING) return resolve(null);
         waiters.push(check);
       };
-      closed.then(() => waiters.push(check)).then(() => waiters.splice(0).forEach((w) => w()));
+      closed.then(() => waiters.push(check)).then(() => { for (const w of waiters.splice(0)) w(); });
       check();
     });
   return { socket, messages, closed, next };

@@ -187,7 +187,7 @@ describe("creates refuse invalid bodies with a documented 4xx and write nothing"
 
   it("answers 400 to an order whose metadata nests thousands of levels deep (regression: 500)", async () => {
     for (const depth of [5_000, 10_000]) {
-      const body = toJsonText({ ...base.order(), client_order_no: "x y", metadata: { domain: "a.example.com", deep: new RawJson('{"a":'.repeat(depth) + "1" + "}".repeat(depth)) } });
+      const body = toJsonText({ ...base.order(), client_order_no: "x y", metadata: { domain: "a.example.com", deep: new RawJson(`${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`) } });
       const answer = await expectRefusedCreate("/orders", `${API}/orders`, body, { "idempotency-key": `deep-${depth}` });
       expect(answer.status).toBe(400);
       expect(answer.body.error).toEqual({ code: "invalid_request", message: "Request body is nested too deeply: at most 64 levels of objects and arrays", details: {} });

@@ -95,6 +95,7 @@ const SPECIAL_STRINGS = [
   "'; DROP TABLE tasks; --",
   "../../etc/passwd",
   "%00%ff",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a log-injection probe, meant literally
   "${jndi:ldap://x/a}",
   "<script>alert(1)</script>",
   "\\",
@@ -133,9 +134,9 @@ export const deepJson: fc.Arbitrary<RawJson> = fc
   // Mostly past the depth where a recursive JSON.stringify overflows (a few thousand levels).
   .tuple(fc.constantFrom("array", "object", "mixed"), fc.oneof(fc.constantFrom(65, 300, 6_000, 12_000), fc.integer({ min: 3_000, max: 12_000 })))
   .map(([kind, depth]) => {
-    if (kind === "array") return new RawJson("[".repeat(depth) + "]".repeat(depth));
-    if (kind === "object") return new RawJson('{"a":'.repeat(depth) + "1" + "}".repeat(depth));
-    return new RawJson('{"a":['.repeat(depth / 2) + "null" + "]}".repeat(depth / 2));
+    if (kind === "array") return new RawJson(`${"[".repeat(depth)}${"]".repeat(depth)}`);
+    if (kind === "object") return new RawJson(`${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`);
+    return new RawJson(`${'{"a":['.repeat(depth / 2)}null${"]}".repeat(depth / 2)}`);
   });
 
 /** Numbers JSON can carry that programs mishandle (written raw: JSON.stringify cannot write some). */

@@ -9,7 +9,6 @@ import { migrate, type Db } from "../../src/db/index.ts";
 import { openTestDb, type TestDb } from "../support/db.ts";
 import { authenticate, createKey, type Caller } from "../../src/auth/keys.ts";
 import { verifyLedger } from "../../src/ledger/index.ts";
-import { AppError } from "../../src/errors.ts";
 import { parseYuan } from "../../src/money.ts";
 import { DEMO_CATALOG, seedDemoCatalog } from "../../src/cloud/demo-seed.ts";
 import { adjustCustomer, getCustomerBalance, setCreditLine, topUpCustomer } from "../../src/cloud/customers.ts";

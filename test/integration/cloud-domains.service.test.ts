@@ -8,7 +8,6 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrate, type Db } from "../../src/db/index.ts";
 import { openTestDb, type TestDb } from "../support/db.ts";
-import { AppError } from "../../src/errors.ts";
 import { createDomain, getDomain, getDomainsByNames, type CreateDomainInput } from "../../src/cloud/domains.ts";
 import { getPurgeTask, listPurgeTasks, purgeDomain, type PurgeInput } from "../../src/cloud/purge.ts";
 import { createUrlGuard, type UrlGuard } from "../../src/net/url-guard.ts";

@@ -9,7 +9,6 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrate, type Db } from "../../src/db/index.ts";
 import { openTestDb, type TestDb } from "../support/db.ts";
-import { AppError } from "../../src/errors.ts";
 import {
   bandwidthUsage,
   checkUsageThresholds,

@@ -35,7 +35,7 @@ function parseExposition(text: string): Sample[] {
 }
 
 /** The value of the sample with exactly these labels (0 when absent: a counter not yet incremented). */
-function valueOf(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
+function sampleValue(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
   const wanted = Object.entries(labels);
   const found = samples.find((s) => s.name === name && Object.keys(s.labels).length === wanted.length && wanted.every(([k, v]) => s.labels[k] === v));
   return found?.value ?? 0;
@@ -72,11 +72,11 @@ describe("/metrics of a running stack", () => {
     const after = await scrape();
 
     const submit = { route: "/api/v1/video/generations", method: "POST", status: "200" };
-    expect(valueOf(after, "switchyard_http_requests_total", submit) - valueOf(before, "switchyard_http_requests_total", submit)).toBe(1);
+    expect(sampleValue(after, "switchyard_http_requests_total", submit) - sampleValue(before, "switchyard_http_requests_total", submit)).toBe(1);
     const read = { route: "/api/v1/tasks/:task_id", method: "GET", status: "200" };
-    expect(valueOf(after, "switchyard_http_requests_total", read) - valueOf(before, "switchyard_http_requests_total", read)).toBe(1);
+    expect(sampleValue(after, "switchyard_http_requests_total", read) - sampleValue(before, "switchyard_http_requests_total", read)).toBe(1);
     const durations = { route: "/api/v1/video/generations", method: "POST" };
-    expect(valueOf(after, "switchyard_http_request_duration_seconds_count", durations) - valueOf(before, "switchyard_http_request_duration_seconds_count", durations)).toBe(1);
+    expect(sampleValue(after, "switchyard_http_request_duration_seconds_count", durations) - sampleValue(before, "switchyard_http_request_duration_seconds_count", durations)).toBe(1);
     expect(after.some((s) => Object.values(s.labels).some((v) => v.includes(taskId)))).toBe(false);
   });
 
@@ -85,7 +85,7 @@ describe("/metrics of a running stack", () => {
     expect((await t.rest("GET", "/no/such/path/abc123")).status).toBe(404);
     const after = await scrape();
     const labels = { route: "other", method: "GET", status: "404" };
-    expect(valueOf(after, "switchyard_http_requests_total", labels) - valueOf(before, "switchyard_http_requests_total", labels)).toBe(1);
+    expect(sampleValue(after, "switchyard_http_requests_total", labels) - sampleValue(before, "switchyard_http_requests_total", labels)).toBe(1);
     expect(after.some((s) => s.labels.route?.includes("abc123"))).toBe(false);
   });
 
@@ -98,7 +98,7 @@ describe("/metrics of a running stack", () => {
     expect(invalid.body.errors?.[0]?.message).toMatch(/noSuchField/);
     const after = await scrape();
 
-    const diff = (labels: Record<string, string>) => valueOf(after, "switchyard_graphql_operations_total", labels) - valueOf(before, "switchyard_graphql_operations_total", labels);
+    const diff = (labels: Record<string, string>) => sampleValue(after, "switchyard_graphql_operations_total", labels) - sampleValue(before, "switchyard_graphql_operations_total", labels);
     expect(diff({ operation_name: "DashboardProbe", operation_type: "query", outcome: "ok" })).toBe(1);
     expect(diff({ operation_name: "MissingTask", operation_type: "query", outcome: "error" })).toBe(1);
     expect(diff({ operation_name: "NoSuchField", operation_type: "query", outcome: "invalid" })).toBe(1);
@@ -107,7 +107,7 @@ describe("/metrics of a running stack", () => {
       samples.filter((s) => s.name === "switchyard_http_requests_total" && s.labels.route === "/graphql" && s.labels.method === "POST").reduce((n, s) => n + s.value, 0);
     expect(graphqlRequests(after) - graphqlRequests(before)).toBe(3);
     const duration = { operation_name: "DashboardProbe", operation_type: "query" };
-    expect(valueOf(after, "switchyard_graphql_operation_duration_seconds_count", duration)).toBe(1);
+    expect(sampleValue(after, "switchyard_graphql_operation_duration_seconds_count", duration)).toBe(1);
   });
 
   it("keeps at most 100 operation names: unnamed ones are `anonymous`, names beyond the cap `other`", async () => {
@@ -125,7 +125,7 @@ describe("/metrics of a running stack", () => {
   });
 
   it("shows subscriptions open over graphql-ws and SSE, and back to zero once they close", async () => {
-    const open = async () => valueOf(await scrape(), "switchyard_subscriptions_open");
+    const open = async () => sampleValue(await scrape(), "switchyard_subscriptions_open");
     expect(await open()).toBe(0);
     const client = wsClient(t.url, { Authorization: `Bearer ${key}` });
     const overWs = collect(client, "subscription WatchTasks { tasks { id status } }");
@@ -157,7 +157,7 @@ describe("/metrics of a running stack", () => {
     fake.onSubmit({ kind: "accept" });
     expect((await t.rest("POST", "/api/v1/video/generations", { key, body: VIDEO_BODY })).status).toBe(200);
     const after = await scrape();
-    const diff = (labels: Record<string, string>) => valueOf(after, "switchyard_upstream_errors_total", labels) - valueOf(before, "switchyard_upstream_errors_total", labels);
+    const diff = (labels: Record<string, string>) => sampleValue(after, "switchyard_upstream_errors_total", labels) - sampleValue(before, "switchyard_upstream_errors_total", labels);
     expect(diff({ kind: "http", operation: "submit" })).toBe(1);
     expect(diff({ kind: "code", operation: "submit" })).toBe(1);
     const submitErrors = after.filter((s) => s.name === "switchyard_upstream_errors_total" && s.labels.operation === "submit").reduce((n, s) => n + s.value, 0);
@@ -169,15 +169,15 @@ describe("/metrics of a running stack", () => {
     const before = await scrape();
     await t.createKey("2.5");
     const after = await scrape();
-    expect(valueOf(after, "switchyard_ledger_entries_total", { kind: "topup" }) - valueOf(before, "switchyard_ledger_entries_total", { kind: "topup" })).toBe(1);
+    expect(sampleValue(after, "switchyard_ledger_entries_total", { kind: "topup" }) - sampleValue(before, "switchyard_ledger_entries_total", { kind: "topup" })).toBe(1);
     const credit = { kind: "topup", direction: "credit" };
-    expect(valueOf(after, "switchyard_ledger_milliyuan_total", credit) - valueOf(before, "switchyard_ledger_milliyuan_total", credit)).toBe(2500);
+    expect(sampleValue(after, "switchyard_ledger_milliyuan_total", credit) - sampleValue(before, "switchyard_ledger_milliyuan_total", credit)).toBe(2500);
     // Each figure equals the books: entries and amounts by kind, straight from the ledger.
     const rows: { kind: string; n: number; total: number }[] = await t.stack.db!("ledger_entries").select("kind").count({ n: "*" }).sum({ total: "amount" }).groupBy("kind");
     for (const row of rows) {
-      expect(valueOf(after, "switchyard_ledger_entries_total", { kind: row.kind })).toBe(Number(row.n));
-      const credited = valueOf(after, "switchyard_ledger_milliyuan_total", { kind: row.kind, direction: "credit" });
-      const debited = valueOf(after, "switchyard_ledger_milliyuan_total", { kind: row.kind, direction: "debit" });
+      expect(sampleValue(after, "switchyard_ledger_entries_total", { kind: row.kind })).toBe(Number(row.n));
+      const credited = sampleValue(after, "switchyard_ledger_milliyuan_total", { kind: row.kind, direction: "credit" });
+      const debited = sampleValue(after, "switchyard_ledger_milliyuan_total", { kind: row.kind, direction: "debit" });
       expect(credited - debited).toBe(Number(row.total));
     }
   });
@@ -191,13 +191,13 @@ describe("/metrics of a running stack", () => {
       .returning("id");
     const id = typeof inserted === "object" ? inserted.id : inserted;
     const stalled = await scrape();
-    expect(valueOf(stalled, "switchyard_outbox_pending")).toBeGreaterThanOrEqual(1);
-    expect(valueOf(stalled, "switchyard_outbox_lag_seconds")).toBeGreaterThanOrEqual(3599);
-    expect(valueOf(stalled, "switchyard_outbox_lag_seconds")).toBeLessThan(3700);
+    expect(sampleValue(stalled, "switchyard_outbox_pending")).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(stalled, "switchyard_outbox_lag_seconds")).toBeGreaterThanOrEqual(3599);
+    expect(sampleValue(stalled, "switchyard_outbox_lag_seconds")).toBeLessThan(3700);
 
     await db("outbox").where({ id }).update({ lease_until: null });
-    const published = await waitUntil(scrape, (s) => valueOf(s, "switchyard_outbox_lag_seconds") < 60);
-    expect(valueOf(published, "switchyard_outbox_lag_seconds")).toBeLessThan(60);
+    const published = await waitUntil(scrape, (s) => sampleValue(s, "switchyard_outbox_lag_seconds") < 60);
+    expect(sampleValue(published, "switchyard_outbox_lag_seconds")).toBeLessThan(60);
   });
 
   it("serves the database figures on a subgraph's own port too", async () => {

@@ -159,7 +159,7 @@ describe("the OpenAPI documents", () => {
 
   it.each(["generation", "cloud"] as const)("every schema of the %s document compiles as strict JSON Schema 2020-12", (surface) => {
     const doc = documents[surface];
-    for (const [name, schema] of Object.entries(doc.components.schemas)) compilers[surface](`component ${name}`, { $ref: `#/components/schemas/${name}` });
+    for (const name of Object.keys(doc.components.schemas)) compilers[surface](`component ${name}`, { $ref: `#/components/schemas/${name}` });
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const method of METHODS) {
         const operation = (item as any)[method] as Operation | undefined;

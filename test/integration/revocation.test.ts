@@ -38,7 +38,7 @@ const KEY_DISABLED_ERROR = expect.objectContaining({ message: "API key is disabl
 function watchedClient(url: string, key: string): { client: Client; closed: Promise<{ code: number; reason: string }> } {
   let resolveClosed: (event: { code: number; reason: string }) => void = () => {};
   const closed = new Promise<{ code: number; reason: string }>((resolve) => (resolveClosed = resolve));
-  const wsUrl = url.replace(/^http/, "ws").replace(/\/graphql$/, "") + "/graphql";
+  const wsUrl = `${url.replace(/^http/, "ws").replace(/\/graphql$/, "")}/graphql`;
   const client = createClient({
     url: wsUrl,
     webSocketImpl: WebSocket,
@@ -232,7 +232,7 @@ describe("disabling a key ends its subscriptions on the router (one process)", (
   async function expectNoEventAfterDisable(control: { key: string }, controlSub: Recorded, revoked: Recorded[], cut: Cut) {
     const after = await placeOrder(t.url, control.key);
     await controlSub.waitFor((e) => orderIdOf(e) === after && e.data.orderEvents.event === "order.provisioned");
-    revoked.forEach((sub, i) => expectNothingNewAfter(sub.events.slice(cut.counts[i]), cut.placedBefore));
+    for (const [i, sub] of revoked.entries()) expectNothingNewAfter(sub.events.slice(cut.counts[i]), cut.placedBefore);
   }
 
   it("closes the key's graphql-ws socket with 4403 when `switchyard keys disable` runs in another process, and no later order or task event reaches it", { timeout: 60_000 }, async () => {
@@ -440,7 +440,7 @@ describe("disabling a key ends its subscriptions on every router (PostgreSQL and
       expect(b).toMatchObject({ code: 4403 });
       const after = await placeOrder(second.url!, control.key);
       await controlSub.waitFor((e) => orderIdOf(e) === after && e.data.orderEvents.event === "order.provisioned");
-      subs.forEach((sub, i) => expectNothingNewAfter(sub.events.slice(cut.counts[i]), cut.placedBefore));
+      for (const [i, sub] of subs.entries()) expectNothingNewAfter(sub.events.slice(cut.counts[i]), cut.placedBefore);
     } finally {
       await Promise.all([onFirst.client.dispose(), onSecond.client.dispose(), watcher.client.dispose()]);
     }

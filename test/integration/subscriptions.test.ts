@@ -41,7 +41,7 @@ describe("taskStatusChanged over graphql-ws through the router", () => {
     expect([...times].sort()).toEqual(times);
     // Every event is a change: no two consecutive events carry the same status (a code may recur,
     // as in QUEUED at submission → SUBMITTED → QUEUED upstream).
-    tasks.slice(1).forEach((task, i) => expect(task.statusCode).not.toBe(tasks[i].statusCode));
+    for (const [i, task] of tasks.slice(1).entries()) expect(task.statusCode).not.toBe(tasks[i].statusCode);
     expect(tasks.length).toBeGreaterThanOrEqual(2);
   });
 
@@ -200,7 +200,7 @@ describe("orderEvents over graphql-ws through the router", () => {
     const firstEventOf = () => {
       const ids = new Set<string>();
       let seen = false;
-      return { ids, seen: () => seen, onEvent: (e: any) => ids.has(e.data?.orderEvents?.order?.id) && (seen = true) };
+      return { ids, seen: () => seen, onEvent: (e: any) => { if (ids.has(e.data?.orderEvents?.order?.id)) seen = true; } };
     };
     // Order numbers (and the domains made of them) from fixed letters: a key's characters may not
     // all be valid in a domain name.

@@ -64,8 +64,7 @@ export async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerat
   let buffer = "";
   for await (const chunk of body as any as AsyncIterable<Uint8Array>) {
     buffer += decoder.decode(chunk, { stream: true });
-    let index: number;
-    while ((index = buffer.indexOf("\n\n")) >= 0) {
+    for (let index = buffer.indexOf("\n\n"); index >= 0; index = buffer.indexOf("\n\n")) {
       const block = buffer.slice(0, index);
       buffer = buffer.slice(index + 2);
       const event = /^event: (.*)$/m.exec(block)?.[1];

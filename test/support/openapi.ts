@@ -33,7 +33,10 @@ export function schemaCompiler(doc: OpenApiDocument, urn: string, options: { str
   const cache = new Map<string, ValidateFunction>();
   return (key: string, schema: JsonSchema): ValidateFunction => {
     let validate = cache.get(key);
-    if (!validate) cache.set(key, (validate = ajv.compile(rewrite(schema) as object)));
+    if (!validate) {
+      validate = ajv.compile(rewrite(schema) as object);
+      cache.set(key, validate);
+    }
     return validate;
   };
 }

@@ -212,7 +212,7 @@ describe("request signatures", () => {
     const check = (h: string, method: string, p: string, b: string) =>
       appErrorOf(() => verifyRequestSignature(secret, h, { method, path: p, bodySha256: sha256Hex(b), nowSeconds: t }));
     for (const error of [
-      check(header, "POST", path, body + " "),
+      check(header, "POST", path, `${body} `),
       check(header, "POST", "/openapi/v1/orders", body),
       check(header, "PUT", path, body),
       check(signRequest("whsec_other", { method: "POST", path, body, timestamp: t }), "POST", path, body),

@@ -120,8 +120,12 @@ describe("createFanOut", () => {
     let runs = 0;
     const fanOut = createFanOut();
     const refused = { errors: [{ message: "Forbidden" }] };
-    expect(await fanOut.subscribe(share, () => (runs++, refused))).toBe(refused);
-    expect(await fanOut.subscribe(share, () => (runs++, refused))).toBe(refused);
+    const start = () => {
+      runs++;
+      return refused;
+    };
+    expect(await fanOut.subscribe(share, start)).toBe(refused);
+    expect(await fanOut.subscribe(share, start)).toBe(refused);
     expect(runs).toBe(2);
   });
 

@@ -689,7 +689,7 @@ describe("references: public HTTPS URLs", () => {
       longest,
     ]);
     await expectInvalid(
-      validate("video", { prompt: "a cat", referenceImage: longest + "a" }, check),
+      validate("video", { prompt: "a cat", referenceImage: `${longest}a` }, check),
       notPublic("reference_image"),
       "reference_image",
     );

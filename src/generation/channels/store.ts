@@ -47,7 +47,32 @@ export interface ChannelRecord {
 }
 
 /** Converts a `channels` row. */
-export function toChannelRecord(row: any): ChannelRecord {
+/** A `channels` row as the database returns it (counters may come back as strings on PostgreSQL). */
+export interface ChannelRow {
+  id: string;
+  name: string;
+  base_url: string;
+  /** JSON: model ids, or `["*"]` for every model. */
+  models: string;
+  model_mapping: string | null;
+  priority: number | string;
+  weight: number | string;
+  status: ChannelStatus;
+  disabled_reason: string | null;
+  consecutive_failures: number | string;
+  probe_failures: number | string;
+  next_probe_at: string | null;
+  implicit: boolean | number;
+  api_key: string | null;
+  submissions: number | string;
+  successes: number | string;
+  failures: number | string;
+  latency_ms_total: number | string;
+  created_at: string;
+  updated_at: string;
+}
+
+export function toChannelRecord(row: ChannelRow): ChannelRecord {
   const models = JSON.parse(row.models) as (number | "*")[];
   return {
     id: row.id,
@@ -203,5 +228,5 @@ export async function setChannelStatus(db: Db, id: string, enabled: boolean): Pr
 /** Open tasks (status 0, 3, 4) per accepting channel; tasks without a channel count for `chn_default`. */
 export async function openTasksByChannel(db: Db): Promise<Map<string, number>> {
   const rows = await db("tasks").whereIn("status", [0, 3, 4]).andWhere("submit_state", "sent").groupBy("channel_id").select("channel_id").count({ n: "*" });
-  return new Map(rows.map((r: any) => [r.channel_id ?? DEFAULT_CHANNEL_ID, Number(r.n)]));
+  return new Map((rows as { channel_id: string | null; n: number | string }[]).map((r) => [r.channel_id ?? DEFAULT_CHANNEL_ID, Number(r.n)]));
 }

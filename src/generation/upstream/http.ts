@@ -50,6 +50,11 @@ export function toUpstreamBody(request: GenerationRequest, clientReference?: str
 }
 
 /** A provider task id as text: a non-empty string or number of at most 200 characters, else null. */
+/** The fields of a JSON value the provider sent: an object's, else none. */
+function fieldsOf(value: unknown): Record<string, unknown> {
+  return value !== null && typeof value === "object" ? (value as Record<string, unknown>) : {};
+}
+
 function providerTaskId(value: unknown): string | null {
   if (typeof value !== "string" && typeof value !== "number") return null;
   const text = String(value);
@@ -63,7 +68,7 @@ function providerTaskId(value: unknown): string | null {
 export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpstream {
   const base = options.baseUrl.replace(/\/+$/, "");
 
-  async function call(path: string, init: RequestInit, headers: Record<string, string> = {}): Promise<any> {
+  async function call(path: string, init: RequestInit, headers: Record<string, string> = {}): Promise<Record<string, unknown>> {
     let response: Response;
     try {
       response = await fetch(`${base}${path}`, {
@@ -85,14 +90,15 @@ export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpst
       throw new UpstreamError("failed", "body could not be read");
     }
     if (!response.ok) throw new UpstreamError("failed", `HTTP ${response.status}`, "http");
-    let body: any;
+    let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
       throw new UpstreamError("failed", "unparsable body", "body");
     }
-    if (!body || typeof body !== "object" || body.code !== 200) throw new UpstreamError("failed", `business code ${body?.code}`, "code");
-    return body.data;
+    const { code, data } = fieldsOf(body);
+    if (code !== 200) throw new UpstreamError("failed", `business code ${code}`, "code");
+    return fieldsOf(data);
   }
 
   // One history read shared by the lookups running at the same time (a sweep asks about many
@@ -101,7 +107,7 @@ export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpst
   function readHistory(): Promise<unknown[]> {
     history ??= call(`/api/v1/usage?limit=${LOOKUP_HISTORY_LIMIT}`, { method: "GET" })
       .then((data) => {
-        if (!Array.isArray(data?.tasks)) throw new UpstreamError("failed", "no task history in the usage answer", "body");
+        if (!Array.isArray(data.tasks)) throw new UpstreamError("failed", "no task history in the usage answer", "body");
         return data.tasks as unknown[];
       })
       .finally(() => {
@@ -115,13 +121,13 @@ export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpst
     async submit(request, reference) {
       const path = request.kind === "image" ? "/api/v1/images/generations" : "/api/v1/video/generations";
       const data = await call(path, { method: "POST", body: JSON.stringify(toUpstreamBody(request, reference)) }, { "idempotency-key": reference });
-      const taskId = providerTaskId(data?.task_id);
+      const taskId = providerTaskId(data.task_id);
       if (taskId === null) throw new UpstreamError("failed", "no task_id", "body");
       return { upstreamTaskId: taskId };
     },
     async findSubmission(reference) {
       const tasks = await readHistory();
-      const match = tasks.find((task: any) => typeof task === "object" && task !== null && task.client_reference === reference) as any;
+      const match = tasks.map(fieldsOf).find((task) => task.client_reference === reference);
       return match ? providerTaskId(match.task_id) : null;
     },
     async probe() {
@@ -130,11 +136,11 @@ export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpst
     },
     async fetchStatus(upstreamTaskId) {
       const data = await call(`/api/v1/tasks/${encodeURIComponent(upstreamTaskId)}`, { method: "GET" });
-      const status = Number(data?.status);
-      if (![0, 1, 2, 3, 4].includes(status)) throw new UpstreamError("failed", `unknown status ${data?.status}`, "body");
+      const status = Number(data.status);
+      if (![0, 1, 2, 3, 4].includes(status)) throw new UpstreamError("failed", `unknown status ${data.status}`, "body");
       const state: UpstreamTaskState = { status: status as TaskStatusCode };
       // U+0000 cannot be stored in PostgreSQL text: dropped from what the provider sends.
-      const text = (value: string) => value.replace(/\u0000/g, "");
+      const text = (value: string) => value.replaceAll("\u0000", "");
       if (typeof data.result === "string") state.result = text(data.result);
       if (Array.isArray(data.images)) state.images = data.images.filter((i: unknown): i is string => typeof i === "string").map(text);
       if (data.error != null) state.error = text(String(data.error));
