@@ -167,7 +167,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
     if (roles.includes("generation") && db) {
       const upstream = countUpstreamErrors(createUpstream(config, mediaBaseUrl), observability.registry);
       const service = createGenerationService({ db, upstream, checkUrl: (url) => guard.isPublicHttpsUrl(url), pollIntervalMs: config.taskPollIntervalMs, deadlineSeconds: config.taskDeadlineSeconds });
-      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, pubsub: stack.pubsub!, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes, drainTimeoutMs: config.shutdownTimeoutMs, secret: subgraphSecret, observability, budget: config.requestBudget });
+      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, pubsub: stack.pubsub!, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes, drainTimeoutMs: config.shutdownTimeoutMs, secret: subgraphSecret, observability, budget: config.requestBudget, adminToken: config.adminToken });
       closers.push(() => subgraph.close());
       const poller = startPoller({
         db,

@@ -13,6 +13,7 @@ import { negotiateLocale, type Locale } from "../shared/locale.ts";
 import { callerAccess, headerOf, type RequestLike } from "../shared/auth.ts";
 import { withLazy } from "../shared/lazy.ts";
 import { ownAccountCaller } from "../shared/own-account.ts";
+import { checkAdminToken } from "../../src/auth/admin.ts";
 import { RequestBudget, type BudgetLimits } from "../../src/db/budget.ts";
 
 /** What every resolver receives. */
@@ -45,13 +46,20 @@ export interface GenerationContext {
   /** `METHOD path` the router reports for this request (request log), if any. */
   route: { method: string; path: string; status: number | null } | null;
   requestId: string | null;
+  /**
+   * Checks that the request carries the admin token (`Authorization: Bearer <ADMIN_TOKEN>`); API
+   * keys play no part.
+   * @throws AppError 403 `Admin API is disabled` when no ADMIN_TOKEN is set, 401 otherwise
+   */
+  requireAdmin(): void;
 }
 
 /**
  * Builds the context of one request.
  * @param budgetLimits the request's database budget (default {@link RequestBudget}'s)
+ * @param adminToken the configured ADMIN_TOKEN; unset disables the admin fields
  */
-export function createContext(db: Db, service: GenerationService, rateLimiter: RateLimiter, pubsub: PubSub, req: RequestLike, budgetLimits?: BudgetLimits): GenerationContext {
+export function createContext(db: Db, service: GenerationService, rateLimiter: RateLimiter, pubsub: PubSub, req: RequestLike, budgetLimits?: BudgetLimits, adminToken?: string): GenerationContext {
   const header = (name: string) => headerOf(req, name);
   const access = callerAccess(db, rateLimiter, req);
   const caller = () => access.caller("generation");
@@ -69,6 +77,7 @@ export function createContext(db: Db, service: GenerationService, rateLimiter: R
     ownAccount: (accountId: string) => ownAccountCaller(access, accountId, "generation"),
     route: match ? { method: match[1]!, path: match[2]!, status: Number(header("x-switchyard-route-status")) || null } : null,
     requestId: header("x-request-id") ?? null,
+    requireAdmin: () => checkAdminToken(adminToken, header("authorization")),
   };
   return withLazy<typeof eager, Pick<GenerationContext, "usage" | "taskLoader">>(eager, {
     usage: () => usageReader(db, caller),

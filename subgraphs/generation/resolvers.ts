@@ -13,6 +13,7 @@ import { formatYuan, toMoney } from "../../src/money.ts";
 import { pageSize, toConnection } from "../shared/connection.ts";
 import { keyEventStream } from "../shared/key-events.ts";
 import type { GenerationContext } from "./context.ts";
+import { adminOverviewQueries } from "./admin-overview.ts";
 import type { TypeScope } from "../shared/scopes.ts";
 
 /** Enum names of the status codes 0-4 (docs/api/generation.md §3). */
@@ -103,6 +104,7 @@ export const resolvers = {
     },
     tasks: (_: unknown, args: any, ctx: GenerationContext) => taskConnection(ctx, args),
     viewer: async (_: unknown, __: unknown, ctx: GenerationContext) => ({ id: (await ctx.anyCaller()).accountId }),
+    ...adminOverviewQueries,
   },
   Mutation: {
     submitVideoGeneration: async (_: unknown, { input }: { input: VideoGenerationInput }, ctx: GenerationContext) => ({

@@ -63,6 +63,8 @@ export async function startGenerationSubgraph(options: {
   observability?: SubgraphObservability;
   /** The database budget of each request (src/db/budget.ts; default its defaults). */
   budget?: BudgetLimits;
+  /** ADMIN_TOKEN of the admin fields; unset disables them. */
+  adminToken?: string;
 }): Promise<SubgraphHandle> {
   enforceRequestBudgets(options.db);
   const handle = await startSubgraph<GenerationContext>({
@@ -71,7 +73,7 @@ export async function startGenerationSubgraph(options: {
     // Every field of a scoped type checks its scope, wherever it was reached from (ADR 0007); every
     // resolver runs inside its request's database budget.
     resolvers: scopeTypes(generationTypeDefs, withRequestBudget(resolvers) as any, TYPE_SCOPES),
-    context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req, options.budget),
+    context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req, options.budget, options.adminToken),
     secret: options.secret,
     onResponse: recordRoute(options.logger),
     logger: options.logger,

@@ -12,6 +12,7 @@ import * as hotQueryIndexes from "./006_hot_query_indexes.ts";
 import * as resourcesWriteScope from "./007_resources_write_scope.ts";
 import * as usageByDay from "./008_usage_by_day.ts";
 import * as runningTotals from "./009_running_totals.ts";
+import * as adminConsoleIndexes from "./010_admin_console_indexes.ts";
 
 const MIGRATIONS: Record<string, Knex.Migration> = {
   "001_core": core,
@@ -23,6 +24,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   "007_resources_write_scope": resourcesWriteScope,
   "008_usage_by_day": usageByDay,
   "009_running_totals": runningTotals,
+  "010_admin_console_indexes": adminConsoleIndexes,
 };
 
 /** knex MigrationSource over {@link MIGRATIONS}. */
