@@ -361,6 +361,14 @@ const PROBES: Record<string, Probe> = {
   "Mutation.adminSetCustomerCreditLine": gql(`mutation($a: ID!) { adminSetCustomerCreditLine(input: { accountId: $a, customerId: "c2", limit: "0" }) { customerBalance { creditLine { amount } } } }`, () => ({
     a: fx.accountId,
   })),
+  "Query.adminApiKeys": gql(`{ adminApiKeys(first: 1) { totalCount } }`),
+  "Query.adminApiKey": gql(`query($id: ID!) { adminApiKey(id: $id) { id } }`, () => ({ id: fx.setupKeyId })),
+  "Query.adminCustomerWallets": gql(`{ adminCustomerWallets(first: 1) { totalCount } }`),
+  "Query.adminOrders": gql(`{ adminOrders(first: 1) { totalCount } }`),
+  "Query.adminWebhookDeliveries": gql(`{ adminWebhookDeliveries(first: 1) { totalCount } }`),
+  "Query.adminOverview": gql(`{ adminOverview(minutes: 1) { at } }`),
+  "Mutation.adminUpdateApiKey": gql(`mutation($id: ID!) { adminUpdateApiKey(input: { keyId: $id, rateLimit: 1000 }) { apiKey { id } } }`, () => ({ id: fx.setupKeyId })),
+  "Mutation.adminResendDelivery": gql(`mutation($id: ID!) { adminResendDelivery(input: { deliveryId: $id }) { delivery { id } } }`, () => ({ id: fx.deliveryId })),
 
   "Subscription.taskStatusChanged": subscription(`subscription($id: ID!) { taskStatusChanged(taskId: $id) { id status } }`, async (a) => ({ id: await ownTask(a.key) })),
   "Subscription.tasks": subscription(`subscription { tasks { id status } }`, undefined, (a) => t.rest("POST", "/api/v1/video/generations", { key: a.key, body: { prompt: "a wren", model_id: 52 } })),
