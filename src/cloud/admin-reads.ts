@@ -30,6 +30,12 @@ const text = (value: string | null | undefined, field: string, max = 200): strin
   return trimmed === "" ? undefined : trimmed;
 };
 
+/** A `status` filter that must be one of `allowed`. @throws AppError `validation_failed` (422, field `status`) */
+const oneOf = (value: string, allowed: readonly string[]): string => {
+  if (!allowed.includes(value)) throw new AppError("validation_failed", `status must be one of: ${allowed.join(", ")}`, { field: "status" });
+  return value;
+};
+
 /** `like` prefix pattern of a user's text, its wildcards escaped (with `escape '\'`). */
 const prefixPattern = (value: string) => `${value.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
@@ -68,10 +74,7 @@ export async function listAllOrders(db: Db, filter: { accountId?: string | null;
   const query = db("orders").select("*");
   if (accountId) query.where("account_id", accountId);
   if (customerId) query.where("customer_id", customerId);
-  if (filter.status != null) {
-    if (!(ORDER_STATUSES as readonly string[]).includes(filter.status)) throw new AppError("validation_failed", `status must be one of: ${ORDER_STATUSES.join(", ")}`, { field: "status" });
-    query.where("status", filter.status as OrderStatus);
-  }
+  if (filter.status != null) query.where("status", oneOf(filter.status, ORDER_STATUSES) as OrderStatus);
   return keysetPage(query, ["created_at", "id"], page, toOrderRecord);
 }
 
@@ -90,10 +93,7 @@ export async function listAllDeliveries(db: Db, filter: { accountId?: string | n
   const query = db("webhook_deliveries").select("id");
   if (accountId) query.where("account_id", accountId);
   if (aggregateId) query.where("aggregate_id", aggregateId);
-  if (filter.status != null) {
-    if (!(DELIVERY_STATUSES as readonly string[]).includes(filter.status)) throw new AppError("validation_failed", `status must be one of: ${DELIVERY_STATUSES.join(", ")}`, { field: "status" });
-    query.where("status", filter.status);
-  }
+  if (filter.status != null) query.where("status", oneOf(filter.status, DELIVERY_STATUSES));
   const ids = await keysetPage(query, ["id"], page, (row) => Number(row.id));
   return { ...ids, items: await getDeliveriesByIds(db, ids.items) };
 }
