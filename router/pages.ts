@@ -19,7 +19,7 @@ import { assetSet, assetVersion, contentTypeOf, pageHeaders, represent, send, ty
 const DIR = new URL("./pages/", import.meta.url);
 
 /** Files served under `/assets/<version>/`. */
-const ASSET_FILES = ["app.css", "common.js", "i18n.js", "client.js", "test.js", "icon.svg", "usage-chart.js"] as const;
+const ASSET_FILES = ["app.css", "common.js", "i18n.js", "client.js", "test.js", "admin.js", "icon.svg", "usage-chart.js"] as const;
 
 /**
  * Files of npm packages served under `/assets/<version>/` byte for byte (no CDN, no build step),
@@ -61,6 +61,8 @@ export interface PageRoutes {
   assets: AssetSet;
   client(call: { req: IncomingMessage; res: ServerResponse }): Promise<void>;
   test(call: { req: IncomingMessage; res: ServerResponse }): Promise<void>;
+  /** The operator console (README "Console"). */
+  admin(call: { req: IncomingMessage; res: ServerResponse }): Promise<void>;
 }
 
 /**
@@ -75,7 +77,7 @@ export function createPages(dir: URL = DIR): PageRoutes {
     Object.fromEntries([...raw].map(([name, body]) => [name, () => body])),
   );
 
-  const page = (name: "client" | "test") => {
+  const page = (name: "client" | "test" | "admin") => {
     const template = read(`${name}.html`).toString("utf8").replaceAll("%ASSETS%", assets.base);
     const byLocale = {
       en: represent(Buffer.from(template), contentTypeOf(`${name}.html`)),
@@ -87,5 +89,5 @@ export function createPages(dir: URL = DIR): PageRoutes {
     };
   };
 
-  return { assets, client: page("client"), test: page("test") };
+  return { assets, client: page("client"), test: page("test"), admin: page("admin") };
 }

@@ -153,6 +153,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   const pages = createPages();
   on("GET", "/client", pages.client);
   on("GET", "/test", pages.test);
+  on("GET", "/admin", pages.admin);
   // The landing page and the API reference (router/devtools/); GraphiQL is the gateway's.
   const devtools = createDevtoolsPages({ production: options.production, assetBase: pages.assets.base });
   const assets = [pages.assets, devtoolsAssets({ production: options.production })];

@@ -16,6 +16,7 @@ import { newId } from "../ids.ts";
 import { sha256Hex } from "../digest.ts";
 import type { MilliYuan } from "../money.ts";
 import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
+import { newestEntryOf, type LedgerEntryView } from "../ledger/entries.ts";
 
 export type { Caller } from "./caller.ts";
 
@@ -233,20 +234,29 @@ export interface KeyListing extends KeyInfo {
   callbackUrl: string | null;
   /** Balance of the key's account in milli-yuan (balances belong to accounts). */
   balance: MilliYuan;
+  /** Debits minus refunds of the key in milli-yuan (its running total). */
+  spent: MilliYuan;
+  /** The key's tasks (its running total). */
+  taskCount: number;
 }
 
 /** Filter of {@link listKeys}; unset fields do not filter. */
 export interface KeyFilter {
   accountId?: string;
   status?: KeyStatus;
+  /**
+   * A key id or account id (exact), or part of a key's name (case-insensitive). Matched while the
+   * page is read in (`created_at`, `id`) index order, so a page stops at `first + 1` matches.
+   */
+  search?: string;
 }
 
 function keyListingQuery(db: Db | Knex.Transaction): Knex.QueryBuilder {
   return db("api_keys as k").join("accounts as a", "a.id", "k.account_id").select("k.*", "a.balance as balance");
 }
 
-function toKeyListing(row: KeyRow & { callback_url: string | null; balance: number | string }): KeyListing {
-  return { ...toKeyInfo(row), callbackUrl: row.callback_url ?? null, balance: Number(row.balance) };
+function toKeyListing(row: KeyRow & { callback_url: string | null; balance: number | string; spent?: number | string; task_count?: number | string }): KeyListing {
+  return { ...toKeyInfo(row), callbackUrl: row.callback_url ?? null, balance: Number(row.balance), spent: Number(row.spent ?? 0), taskCount: Number(row.task_count ?? 0) };
 }
 
 /**
@@ -263,6 +273,12 @@ export async function listKeys(db: Db | Knex.Transaction, filter: KeyFilter, pag
   if (filter.status !== undefined) {
     if (!(KEY_STATUSES as readonly string[]).includes(filter.status)) throw invalidKeyOption("status", `status must be one of: ${KEY_STATUSES.join(", ")}`);
     query.where("k.status", filter.status);
+  }
+  const search = filter.search?.trim();
+  if (search) {
+    if (search.length > 200) throw invalidKeyOption("search", "search must be at most 200 characters");
+    const pattern = `%${search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    query.where((w) => w.where("k.id", search).orWhere("k.account_id", search).orWhereRaw("lower(k.name) like ? escape '\\'", [pattern]));
   }
   return keysetPage(query, ["k.created_at", "k.id"], page, toKeyListing);
 }
@@ -311,12 +327,75 @@ export async function setKeyStatus(db: Db, keyId: string, status: KeyStatus): Pr
  *   integer up to the maximum; `not_found` (404) when no key has that id
  */
 export async function topUpKey(db: Db, keyId: string, amount: MilliYuan): Promise<MilliYuan> {
+  return (await topUpKeyEntry(db, keyId, amount)).balanceAfter;
+}
+
+/**
+ * {@link topUpKey}, answering the ledger entry it wrote (the operator console shows it).
+ * @returns the `topup` entry (amount and balance after in milli-yuan)
+ * @throws as {@link topUpKey}
+ */
+export async function topUpKeyEntry(db: Db, keyId: string, amount: MilliYuan): Promise<LedgerEntryView> {
   if (!Number.isSafeInteger(amount) || amount <= 0 || amount > MAX_KEY_TOPUP) {
     throw invalidKeyOption("amount", `amount must be a positive integer of milli-yuan up to ${MAX_KEY_TOPUP}`);
   }
   return db.transaction(async (trx) => {
     const row = await trx("api_keys").where("id", keyId).first("account_id");
     if (!row) throw new AppError("not_found", "API key not found");
-    return credit(trx, "topup", { accountId: row.account_id, keyId, amount, reason: "top-up" });
+    await credit(trx, "topup", { accountId: row.account_id, keyId, amount, reason: "top-up" });
+    return (await newestEntryOf(trx, row.account_id))!;
   });
+}
+
+/** Settings of a key an operator may change; an absent field stays as it is. */
+export interface KeySettingsChange {
+  /** Empty: every scope. */
+  scopes?: string[];
+  /** Empty or null: any source address. */
+  allowIps?: string[] | null;
+  /** Requests per second; null: unlimited. */
+  rateLimit?: number | null;
+  /** http(s) URL; null: no callbacks. */
+  callbackUrl?: string | null;
+  requireSignature?: boolean;
+}
+
+/**
+ * Changes a key's scopes, source-IP allow-list, rate limit, callback URL or signature rule (the
+ * admin mutation `adminUpdateApiKey`), checked as {@link createKey} checks them. Routers share one
+ * upstream subscription per key and judge scopes when it starts (router/subscription-fanout.ts),
+ * so a change of scopes or allow-list also writes the outbox row `key.disabled` in the same
+ * transaction: every open subscription of the key ends (graphql-ws 4403) and its clients
+ * reconnect under the new settings; the key itself stays active.
+ * @returns the key after the change
+ * @throws AppError `validation_failed` (422, `details.field` = the option: `scopes`,
+ *   `allowIps[i]`, `rateLimit`, `callbackUrl`); `not_found` (404) when no key has that id
+ */
+export async function updateKeySettings(db: Db, keyId: string, change: KeySettingsChange): Promise<KeyListing> {
+  const scopes =
+    change.scopes !== undefined
+      ? validateKeyOptions({ name: "-", scopes: change.scopes })
+      : undefined;
+  validateKeyOptions({
+    name: "-",
+    allowIps: change.allowIps ?? undefined,
+    rateLimit: change.rateLimit ?? undefined,
+    callbackUrl: change.callbackUrl ?? undefined,
+  });
+  const update: Record<string, unknown> = {};
+  if (scopes !== undefined) update.scopes = JSON.stringify(scopes);
+  if (change.allowIps !== undefined) update.allow_ips = change.allowIps?.length ? JSON.stringify(change.allowIps) : null;
+  if (change.rateLimit !== undefined) update.rate_limit = change.rateLimit;
+  if (change.callbackUrl !== undefined) update.callback_url = change.callbackUrl;
+  if (change.requireSignature !== undefined) update.require_signature = change.requireSignature;
+  await db.transaction(async (trx) => {
+    // Write first (see setKeyStatus): the CLI may write while a server does.
+    const updated = Object.keys(update).length ? await trx("api_keys").where("id", keyId).update(update) : (await trx("api_keys").where("id", keyId).first("id")) ? 1 : 0;
+    if (!updated) throw new AppError("not_found", "API key not found");
+    if (update.scopes !== undefined || update.allow_ips !== undefined) {
+      const row = await trx("api_keys").where("id", keyId).first("account_id");
+      await appendOutbox(trx, { topic: KEY_DISABLED_EVENT, accountId: row.account_id, aggregateId: keyId, payload: { key_id: keyId, reason: "settings_changed" } });
+    }
+  });
+  return (await getKeyListing(db, keyId))!;
 }

@@ -9,6 +9,7 @@
 import type { Knex } from "knex";
 import { AppError } from "../errors.ts";
 import { credit } from "../ledger/index.ts";
+import { toLedgerEntry, type LedgerEntryView } from "../ledger/entries.ts";
 import { appendOutbox } from "../events/outbox.ts";
 import { fitText, nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
@@ -151,13 +152,22 @@ function movementRef(kind: string): string {
  * @see docs/architecture.md §2 `customers topup`; docs/api/cloud.md §2 "Transaction" (top-up)
  */
 export async function topUpCustomer(db: Db, movement: CustomerMovement): Promise<MilliYuan> {
+  return (await topUpCustomerEntry(db, movement)).balanceAfter;
+}
+
+/**
+ * {@link topUpCustomer}, answering the ledger entry it wrote (the operator console shows it).
+ * @returns the `topup` entry (amount and balance after in milli-yuan)
+ * @throws as {@link topUpCustomer}
+ */
+export async function topUpCustomerEntry(db: Db, movement: CustomerMovement): Promise<LedgerEntryView> {
   const amount = checkAmount(movement.amount, false);
   const customerId = checkCustomerId(movement.customerId);
   return db.transaction(async (trx) => {
     await assertAccount(trx, movement.accountId);
     await ensureCustomer(trx, movement.accountId, customerId);
     const ref = movementRef("topup");
-    const balanceAfter = await credit(trx, "topup", {
+    await credit(trx, "topup", {
       accountId: movement.accountId,
       customerId,
       keyId: movement.keyId ?? null,
@@ -170,7 +180,7 @@ export async function topUpCustomer(db: Db, movement: CustomerMovement): Promise
       keyId: movement.keyId ?? (await callbackKeyOf(trx, movement.accountId)),
       requestId: movement.requestId,
     });
-    return balanceAfter;
+    return toLedgerEntry(await trx("ledger_entries").where("ref", ref).first());
   });
 }
 

@@ -137,6 +137,17 @@ export async function listDeliveriesOfAggregates(db: Db, accountId: string, aggr
 }
 
 /**
+ * Reads deliveries with their attempts in two statements (the admin delivery list).
+ * @returns the deliveries found, in the order of `ids`
+ */
+export async function getDeliveriesByIds(db: Db, ids: readonly number[]): Promise<WebhookDeliveryRecord[]> {
+  if (ids.length === 0) return [];
+  const records = await withAttempts(db, await db("webhook_deliveries").whereIn("id", [...ids]));
+  const byId = new Map(records.map((r) => [r.id, r]));
+  return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+/**
  * Reads one delivery with its attempts.
  * @param accountId when given, a delivery of another account is not found
  * @throws AppError `not_found` (404) when there is no such delivery (for that account)

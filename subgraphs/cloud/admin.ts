@@ -9,8 +9,14 @@ import { AppError } from "../../src/errors.ts";
 import { parseYuan, toMoney, type MilliYuan } from "../../src/money.ts";
 import { upsertProduct, upsertVendor } from "../../src/cloud/catalog.ts";
 import type { ProductStatus, VendorStatus } from "../../src/cloud/states.ts";
-import { checkCustomerId, getCustomerBalance, setCreditLine, topUpCustomer } from "../../src/cloud/customers.ts";
-import { createKey, getKeyInfo, setKeyStatus, topUpKey, type KeyInfo, type KeyStatus } from "../../src/auth/keys.ts";
+import { checkCustomerId, getCustomerBalance, setCreditLine } from "../../src/cloud/customers.ts";
+import { createKey, getKeyInfo, getKeyListing, listKeys, setKeyStatus, topUpKeyEntry, updateKeySettings, type KeyInfo, type KeyListing, type KeySettingsChange, type KeyStatus } from "../../src/auth/keys.ts";
+import { topUpCustomerEntry } from "../../src/cloud/customers.ts";
+import { listAllDeliveries, listAllOrders, listCustomerWallets, type CustomerWallet } from "../../src/cloud/admin-reads.ts";
+import { entriesOfOrders, newestEntryOf, type LedgerEntryView } from "../../src/ledger/entries.ts";
+import { resendDelivery } from "../../src/events/deliveries.ts";
+import type { OrderRecord } from "../../src/cloud/order-records.ts";
+import { pageOf, toConnection } from "../shared/connection.ts";
 import type { CloudContext } from "./context.ts";
 
 /**
@@ -53,6 +59,68 @@ function apiKeyOf(info: KeyInfo) {
     requireSignature: info.requireSignature,
   };
 }
+
+/** A key in the shape of the `AdminApiKey` type (money as `Money`). */
+function adminApiKeyOf(key: KeyListing) {
+  return { ...apiKeyOf(key), name: key.name, callbackUrl: key.callbackUrl, balance: toMoney(key.balance), spent: toMoney(key.spent), taskCount: key.taskCount, createdAt: key.createdAt };
+}
+
+/** A ledger entry in the shape of the `AdminLedgerEntry` type. */
+function ledgerEntryOf(entry: LedgerEntryView) {
+  return { ...entry, amount: toMoney(entry.amount), balanceAfter: toMoney(entry.balanceAfter) };
+}
+
+/** The listing of a key that must exist (it was just written). */
+async function keyListing(ctx: CloudContext, keyId: string) {
+  const key = await getKeyListing(ctx.db, keyId);
+  if (!key) throw new AppError("not_found", "API key not found");
+  return adminApiKeyOf(key);
+}
+
+function customerWalletOf(wallet: CustomerWallet) {
+  return { ...wallet, available: toMoney(wallet.available), frozen: toMoney(wallet.frozen), creditLine: toMoney(wallet.creditLine) };
+}
+
+function orderOf(order: OrderRecord, entries: LedgerEntryView[]) {
+  return {
+    ...order,
+    amount: toMoney(order.amount),
+    paymentStatus: order.paymentStatus.toUpperCase(),
+    provisioningStatus: order.provisioningStatus.toUpperCase(),
+    status: order.status.toUpperCase(),
+    ledgerEntries: entries.map(ledgerEntryOf),
+  };
+}
+
+/** `Query` resolvers of the admin console (issue 16; docs/api/cloud.md "Admin console"). */
+export const adminQueries = {
+  adminApiKeys: async (_: unknown, args: { first?: number | null; after?: string | null; search?: string | null; accountId?: string | null; status?: string | null }, ctx: CloudContext) => {
+    ctx.requireAdmin();
+    const page = await listKeys(ctx.db, { search: args.search ?? undefined, accountId: args.accountId ?? undefined, status: lower<KeyStatus>(args.status) ?? undefined }, pageOf(args));
+    return toConnection({ ...page, items: page.items.map(adminApiKeyOf) });
+  },
+  adminApiKey: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => {
+    ctx.requireAdmin();
+    const key = await getKeyListing(ctx.db, id);
+    return key ? adminApiKeyOf(key) : null;
+  },
+  adminCustomerWallets: async (_: unknown, args: { first?: number | null; after?: string | null; accountId?: string | null; search?: string | null }, ctx: CloudContext) => {
+    ctx.requireAdmin();
+    const page = await listCustomerWallets(ctx.db, { accountId: args.accountId, search: args.search }, pageOf(args));
+    return toConnection({ ...page, items: page.items.map(customerWalletOf) });
+  },
+  adminOrders: async (_: unknown, args: { first?: number | null; after?: string | null; accountId?: string | null; status?: string | null; customerId?: string | null }, ctx: CloudContext) => {
+    ctx.requireAdmin();
+    const page = await listAllOrders(ctx.db, { accountId: args.accountId, status: lower(args.status), customerId: args.customerId }, pageOf(args));
+    const entries = await entriesOfOrders(ctx.db, page.items.map((o) => o.id));
+    return toConnection({ ...page, items: page.items.map((o) => orderOf(o, entries.get(o.id) ?? [])) });
+  },
+  adminWebhookDeliveries: async (_: unknown, args: { first?: number | null; after?: string | null; accountId?: string | null; status?: string | null; aggregateId?: string | null }, ctx: CloudContext) => {
+    ctx.requireAdmin();
+    const page = await listAllDeliveries(ctx.db, { accountId: args.accountId, status: args.status, aggregateId: args.aggregateId }, pageOf(args));
+    return toConnection(page);
+  },
+};
 
 const lower = <T extends string>(value: string | null | undefined) => (value == null ? null : (value.toLowerCase() as T));
 
@@ -114,7 +182,15 @@ export const adminMutations = {
         }),
       (field) => field.replace(/^allowIps/, "allowedIps"),
     );
-    return { key: created.key, id: created.id, accountId: created.account_id, webhookSecret: created.webhook_secret };
+    const opening = balance ? await newestEntryOf(ctx.db, created.account_id) : null;
+    return {
+      key: created.key,
+      id: created.id,
+      accountId: created.account_id,
+      webhookSecret: created.webhook_secret,
+      apiKey: () => keyListing(ctx, created.id),
+      ledgerEntry: opening && opening.keyId === created.id ? ledgerEntryOf(opening) : null,
+    };
   },
 
   adminSetApiKeyStatus: async (_: unknown, { input }: { input: { keyId: string; status: string } }, ctx: CloudContext) => {
@@ -122,24 +198,22 @@ export const adminMutations = {
     await setKeyStatus(ctx.db, input.keyId, input.status.toLowerCase() as KeyStatus);
     const info = await getKeyInfo(ctx.db, input.keyId);
     if (!info) throw new AppError("not_found", "API key not found");
-    return { apiKey: apiKeyOf(info) };
+    return { apiKey: apiKeyOf(info), adminApiKey: () => keyListing(ctx, info.id) };
   },
 
   adminTopUpAccount: async (_: unknown, { input }: { input: { keyId: string; amount: string } }, ctx: CloudContext) => {
     ctx.requireAdmin();
     const amount = yuanField(input.amount, "amount");
-    const balance = await topUpKey(ctx.db, input.keyId, amount);
-    const info = await getKeyInfo(ctx.db, input.keyId);
-    if (!info) throw new AppError("not_found", "API key not found");
-    return { keyId: info.id, accountId: info.accountId, balance: toMoney(balance) };
+    const entry = await topUpKeyEntry(ctx.db, input.keyId, amount);
+    return { keyId: input.keyId, accountId: entry.accountId, balance: toMoney(entry.balanceAfter), ledgerEntry: ledgerEntryOf(entry) };
   },
 
   adminTopUpCustomer: async (_: unknown, { input }: { input: { accountId: string; customerId: string; amount: string } }, ctx: CloudContext) => {
     ctx.requireAdmin();
     const customerId = checkCustomerId(input.customerId, "customerId");
     const amount = yuanField(input.amount, "amount");
-    await topUpCustomer(ctx.db, { accountId: input.accountId, customerId, amount, requestId: ctx.requestId, reason: "top-up (admin)" });
-    return { customerBalance: await getCustomerBalance(ctx.db, input.accountId, customerId) };
+    const entry = await topUpCustomerEntry(ctx.db, { accountId: input.accountId, customerId, amount, requestId: ctx.requestId, reason: "top-up (admin)" });
+    return { customerBalance: await getCustomerBalance(ctx.db, input.accountId, customerId), ledgerEntry: ledgerEntryOf(entry) };
   },
 
   adminSetCustomerCreditLine: async (_: unknown, { input }: { input: { accountId: string; customerId: string; limit: string } }, ctx: CloudContext) => {
@@ -147,5 +221,27 @@ export const adminMutations = {
     const customerId = checkCustomerId(input.customerId, "customerId");
     const limit = yuanField(input.limit, "limit");
     return { customerBalance: await setCreditLine(ctx.db, input.accountId, customerId, limit) };
+  },
+
+  adminUpdateApiKey: async (
+    _: unknown,
+    { input }: { input: { keyId: string; scopes?: string[] | null; allowedIps?: string[] | null; rateLimit?: number | null; callbackUrl?: string | null; requireSignature?: boolean | null } },
+    ctx: CloudContext,
+  ) => {
+    ctx.requireAdmin();
+    // Absent stays, explicit null clears (GraphQL keeps the difference in the arguments).
+    const change: KeySettingsChange = {};
+    if (input.scopes !== undefined) change.scopes = input.scopes ?? [];
+    if (input.allowedIps !== undefined) change.allowIps = input.allowedIps;
+    if (input.rateLimit !== undefined) change.rateLimit = input.rateLimit;
+    if (input.callbackUrl !== undefined) change.callbackUrl = input.callbackUrl;
+    if (input.requireSignature != null) change.requireSignature = input.requireSignature;
+    const key = await renamingField(() => updateKeySettings(ctx.db, input.keyId, change), (field) => field.replace(/^allowIps/, "allowedIps"));
+    return { apiKey: adminApiKeyOf(key) };
+  },
+
+  adminResendDelivery: async (_: unknown, { input }: { input: { deliveryId: string } }, ctx: CloudContext) => {
+    ctx.requireAdmin();
+    return { delivery: await resendDelivery(ctx.db, input.deliveryId) };
   },
 };

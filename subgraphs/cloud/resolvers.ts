@@ -15,7 +15,7 @@ import { getPurgeTask, purgeDomain, type PurgeInput } from "../../src/cloud/purg
 import type { CreateOrderInput, RenewOrderInput } from "../../src/cloud/order-request.ts";
 import { bandwidthUsage, setUsageThreshold, trafficUsage } from "../../src/cloud/usage.ts";
 import { resendDelivery } from "../../src/events/deliveries.ts";
-import { pageSize, toConnection } from "../shared/connection.ts";
+import { pageOf, pageSize, toConnection, type PageArgs } from "../shared/connection.ts";
 import type { CloudContext } from "./context.ts";
 import type { OutboxMessage } from "../../src/events/pubsub.ts";
 import { keyEventStream } from "../shared/key-events.ts";
@@ -40,15 +40,11 @@ function orderAtEvent(order: OrderRecord, event: OutboxMessage): OrderRecord {
     failureReason: p.failure_reason ?? order.failureReason,
   };
 }
-import { adminMutations } from "./admin.ts";
+import { adminMutations, adminQueries } from "./admin.ts";
 
 const upper = (value: string) => value.toUpperCase();
 const lower = (value: string | null | undefined) => (value == null ? value : value.toLowerCase());
 
-/** The arguments of a connection field. */
-type PageArgs = { first?: number | null; after?: string | null };
-
-const pageOf = (args: PageArgs) => ({ first: pageSize(args.first), after: args.after ?? null });
 
 /** The Idempotency-Key a write input carries (docs/api/cloud.md §5), kept out of the request it guards. */
 type WithKey<T> = T & { idempotencyKey?: string | null };
@@ -162,6 +158,7 @@ export const resolvers = {
         ),
       ),
     statement: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => getStatement(ctx.db, await ctx.caller("billing:read"), id),
+    ...adminQueries,
   },
   Mutation: {
     createOrder: async (_: unknown, { input }: { input: WithKey<CreateOrderInput> }, ctx: CloudContext) => {

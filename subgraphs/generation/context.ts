@@ -62,6 +62,7 @@ export interface GenerationAdmin {
 /**
  * Builds the context of one request.
  * @param budgetLimits the request's database budget (default {@link RequestBudget}'s)
+ * @param adminToken the configured ADMIN_TOKEN; unset disables the admin fields
  */
 export function createContext(db: Db, service: GenerationService, rateLimiter: RateLimiter, pubsub: PubSub, req: RequestLike, budgetLimits?: BudgetLimits, admin: GenerationAdmin = {}): GenerationContext {
   const header = (name: string) => headerOf(req, name);

@@ -14,6 +14,7 @@ import { pageSize, toConnection } from "../shared/connection.ts";
 import { keyEventStream } from "../shared/key-events.ts";
 import type { GenerationContext } from "./context.ts";
 import { channelMutations, channelQueries, DateTime } from "./channels.ts";
+import { adminOverviewQueries } from "./admin-overview.ts";
 import type { TypeScope } from "../shared/scopes.ts";
 
 /** Enum names of the status codes 0-4 (docs/api/generation.md §3). */
@@ -117,6 +118,7 @@ export const resolvers = {
     },
     tasks: (_: unknown, args: TaskPageArgs, ctx: GenerationContext) => taskConnection(ctx, args),
     viewer: async (_: unknown, __: unknown, ctx: GenerationContext) => ({ id: (await ctx.anyCaller()).accountId }),
+    ...adminOverviewQueries,
   },
   Mutation: {
     ...channelMutations,

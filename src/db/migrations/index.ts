@@ -13,6 +13,7 @@ import * as resourcesWriteScope from "./007_resources_write_scope.ts";
 import * as usageByDay from "./008_usage_by_day.ts";
 import * as runningTotals from "./009_running_totals.ts";
 import * as channels from "./010_channels.ts";
+import * as adminConsoleIndexes from "./011_admin_console_indexes.ts";
 
 const MIGRATIONS: Record<string, Knex.Migration> = {
   "001_core": core,
@@ -25,6 +26,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   "008_usage_by_day": usageByDay,
   "009_running_totals": runningTotals,
   "010_channels": channels,
+  "011_admin_console_indexes": adminConsoleIndexes,
 };
 
 /** knex MigrationSource over {@link MIGRATIONS}. */

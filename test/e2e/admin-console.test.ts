@@ -1,0 +1,105 @@
+/**
+ * The operator console (/admin; issue 16 "Operator console") in Debian's chromium driven by
+ * playwright-core: sign in with ADMIN_TOKEN, create a key (secret shown once), top it up and see
+ * the balance move with the ledger entry, disable it and see its REST call refused with 403.
+ * Screenshots at desktop and phone width in both languages go to test/artifacts/.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { startTestStack, type TestStack } from "../support/stack.ts";
+import { ARTIFACTS, DESKTOP, LAUNCH, PHONE } from "../support/browser.ts";
+
+const ADMIN_TOKEN = "e2e-console-token";
+let t: TestStack;
+let browser: Browser;
+const problems: string[] = [];
+/** What the page's next window.prompt is answered with. */
+let promptAnswer = "";
+
+beforeAll(async () => {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  [t, browser] = await Promise.all([startTestStack({ ADMIN_TOKEN }), chromium.launch(LAUNCH)]);
+});
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+  expect(problems).toEqual([]);
+});
+
+async function signIn(viewport = DESKTOP, locale = "en-US"): Promise<Page> {
+  const context = await browser.newContext({ viewport, locale });
+  context.setDefaultTimeout(10_000);
+  const page = await context.newPage();
+  page.on("pageerror", (error) => problems.push(error.message));
+  page.on("console", (m) => {
+    if (m.type() === "error" && /Content Security Policy|Refused/.test(m.text())) problems.push(m.text());
+  });
+  page.on("dialog", (dialog) => dialog.accept(dialog.type() === "prompt" ? promptAnswer : undefined));
+  await page.goto(`${t.url}/admin`);
+  await page.locator("#signin[data-ready]").waitFor();
+  await page.locator("#token").fill(ADMIN_TOKEN);
+  await page.locator("#signin-button").click();
+  await page.locator("#console").waitFor({ state: "visible" });
+  return page;
+}
+
+describe("/admin", () => {
+  it("refuses a wrong token and keeps the token out of every storage", async () => {
+    const context = await browser.newContext({ viewport: DESKTOP });
+    const page = await context.newPage();
+    await page.goto(`${t.url}/admin`);
+    await page.locator("#signin[data-ready]").waitFor();
+    await page.locator("#token").fill("wrong");
+    await page.locator("#signin-button").click();
+    await expect.poll(() => page.locator("#signin-error").isVisible()).toBe(true);
+    expect(await page.locator("#console").isVisible()).toBe(false);
+    const ok = await signIn();
+    expect(await ok.evaluate(() => [localStorage.getItem("switchyard.key"), sessionStorage.length, document.cookie])).toEqual([null, 0, ""]);
+    await context.close();
+  });
+
+  it("creates a key, tops it up, shows the balance move and the ledger entry, and disables it (its REST call then gets 403)", async () => {
+    const page = await signIn();
+    await page.locator('[data-view="keys"]').click();
+    await page.locator("#new-name").fill("console-e2e");
+    await page.locator("#new-balance").fill("5");
+    await page.locator("#key-create button[type=submit]").click();
+    const key = (await page.locator("#new-key").textContent())!.trim();
+    expect(key).toMatch(/^sy_/);
+    expect((await t.rest("GET", "/api/v1/usage", { key })).body.data.balance).toBe(5);
+
+    const row = page.locator("#keys-table tbody tr", { hasText: "console-e2e" });
+    await expect.poll(() => row.locator(".key-balance").textContent()).toBe("¥5.00");
+    promptAnswer = "2.5";
+    await row.getByRole("button", { name: "Top up" }).click();
+    await expect.poll(() => row.locator(".key-balance").textContent()).toBe("¥7.50");
+    expect(await page.locator("#ledger-entry").textContent()).toContain("topup ¥2.50 → balance after ¥7.50");
+    expect((await t.rest("GET", "/api/v1/usage", { key })).body.data.balance).toBe(7.5);
+
+    await row.getByRole("button", { name: "Disable" }).click();
+    await expect.poll(() => row.locator(".key-status").textContent()).toBe("Disabled");
+    expect((await t.rest("GET", "/api/v1/usage", { key })).status).toBe(403);
+
+    await page.locator('[data-view="overview"]').click();
+    await expect.poll(() => page.locator("#ov-at").textContent()).toMatch(/Updated/);
+  });
+
+  it("saves screenshots at desktop and phone width in both languages", async () => {
+    for (const [name, viewport] of [["desktop", DESKTOP], ["phone", PHONE]] as const) {
+      for (const lang of ["en", "zh"] as const) {
+        const page = await signIn(viewport, lang === "zh" ? "zh-CN" : "en-US");
+        await page.locator(`[data-lang="${lang}"]`).click();
+        await page.locator('[data-view="keys"]').click();
+        await page.locator("#keys-table tbody tr").first().waitFor();
+        await page.screenshot({ path: path.join(ARTIFACTS, `admin-keys-${name}-${lang}.png`), fullPage: true });
+        await page.locator('[data-view="overview"]').click();
+        await page.locator("#ov-chart canvas").waitFor();
+        await page.screenshot({ path: path.join(ARTIFACTS, `admin-overview-${name}-${lang}.png`), fullPage: true });
+        expect(await page.locator("h1").textContent()).toBe(lang === "zh" ? "运营控制台" : "Operator console");
+        await page.context().close();
+      }
+    }
+  });
+});
