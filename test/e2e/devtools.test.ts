@@ -100,7 +100,7 @@ describe("/, the landing page", () => {
     expect(chosen).toContain('<html lang="en">');
   });
 
-  it("links /test, /client, GraphiQL, /docs and /health, each of which answers, and fits a phone in Chinese", async () => {
+  it("links /test, /client, GraphiQL, /docs, /health and the /admin console, each of which answers, and fits a phone in Chinese", async () => {
     const page = await open(t.url, "/", "main h1");
     expect(await page.title()).toBe("Switchyard");
     const links = page.locator(".tiles a");
@@ -110,8 +110,9 @@ describe("/, the landing page", () => {
       ["GraphiQL", "/graphql"],
       ["API reference", "/docs"],
       ["Health", "/health"],
+      ["Console", "/admin"],
     ]);
-    for (const href of ["/test", "/client", "/docs", "/health"]) {
+    for (const href of ["/test", "/client", "/docs", "/health", "/admin"]) {
       expect((await fetch(`${t.url}${href}`)).status, href).toBe(200);
     }
     await shot(page, "home-desktop");
