@@ -107,10 +107,10 @@ describe("/, the landing page", () => {
     expect(await links.evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute("href")]))).toEqual([
       ["Test bench", "/test"],
       ["Balance", "/client"],
+      ["Console", "/admin"],
       ["GraphiQL", "/graphql"],
       ["API reference", "/docs"],
       ["Health", "/health"],
-      ["Console", "/admin"],
     ]);
     for (const href of ["/test", "/client", "/docs", "/health", "/admin"]) {
       expect((await fetch(`${t.url}${href}`)).status, href).toBe(200);
