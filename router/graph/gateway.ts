@@ -8,8 +8,6 @@ import { unifiedGraphHandler } from "@graphql-hive/router-runtime";
 import { Logger } from "@graphql-hive/logger";
 import { createGatewayRuntime, type GatewayPlugin, type GatewayRuntime } from "@graphql-hive/gateway-runtime";
 
-/** The gateway runtime: a fetch handler and a node:http request listener. */
-export type Gateway = GatewayRuntime<Record<string, unknown>>;
 import { SUPERGRAPH_FILE } from "../compose.ts";
 import { gatewayLimitOptions } from "../limits.ts";
 import { statusFollowsData } from "../graphql-status.ts";
@@ -25,6 +23,9 @@ import {
   type InternalContext,
   type InternalHeaders,
 } from "../../subgraphs/shared/internal-context.ts";
+
+/** The gateway runtime: a fetch handler and a node:http request listener. */
+export type Gateway = GatewayRuntime<Record<string, unknown>>;
 
 /**
  * Puts the internal context of a subgraph request (subgraphs/shared/internal-context.ts) in its

@@ -20,6 +20,7 @@ import type { CloudContext } from "./context.ts";
 import type { OutboxMessage } from "../../src/events/pubsub.ts";
 import { keyEventStream } from "../shared/key-events.ts";
 import { grantRead, type TypeScope } from "../shared/scopes.ts";
+import { adminMutations, adminQueries } from "./admin.ts";
 
 /** An order as one event left it: the fresh row, with the state the event recorded. */
 function orderAtEvent(order: OrderRecord, event: OutboxMessage): OrderRecord {
@@ -40,7 +41,6 @@ function orderAtEvent(order: OrderRecord, event: OutboxMessage): OrderRecord {
     failureReason: p.failure_reason ?? order.failureReason,
   };
 }
-import { adminMutations, adminQueries } from "./admin.ts";
 
 const upper = (value: string) => value.toUpperCase();
 const lower = (value: string | null | undefined) => (value == null ? value : value.toLowerCase());
