@@ -61,7 +61,11 @@ class Worker {
   private readonly child: ChildProcess;
   private readonly waiting: { resolve: (message: FromWorker) => void; reject: (error: Error) => void }[] = [];
   constructor() {
-    this.child = fork(path.join(ROOT, "bench", "live-worker.ts"), [], { cwd: ROOT, execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    this.child = fork(path.join(ROOT, "bench", "live-worker.ts"), [], {
+      cwd: ROOT,
+      execArgv: ["--import", "tsx"],
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
     this.child.on("message", (message: FromWorker) => this.waiting.shift()?.resolve(message));
     this.child.on("exit", (code, signal) => {
       for (const { reject } of this.waiting.splice(0)) reject(new Error(`live worker exited (${code ?? signal}) before answering`));
@@ -103,7 +107,9 @@ export async function runLive(options: LiveOptions): Promise<LiveResult> {
   // single topology, the subgraphs' side); each worker half the client sockets.
   const needed = options.subscribers + 2 * options.keys + 1000;
   if (openFileLimit() < needed) {
-    throw new Error(`live: ${options.subscribers} subscribers need about ${needed} open files per process; raise the limit (ulimit -n ${needed}) or lower BENCH_LIVE_SUBSCRIBERS`);
+    throw new Error(
+      `live: ${options.subscribers} subscribers need about ${needed} open files per process; raise the limit (ulimit -n ${needed}) or lower BENCH_LIVE_SUBSCRIBERS`,
+    );
   }
   const database = await createBenchDatabase("live");
   const keys: BenchKey[] = await withDb(database, (db) => createBenchKeys(db, options.keys, "bench-live"));
@@ -153,7 +159,10 @@ export async function runLive(options: LiveOptions): Promise<LiveResult> {
           }),
         ),
       );
-      await waitFor(async () => (await Promise.all(workers.map((w) => w.ask<"unconfirmed">({ type: "unconfirmed" })))).every((a) => a.keyIndexes.length === 0), 10_000);
+      await waitFor(
+        async () => (await Promise.all(workers.map((w) => w.ask<"unconfirmed">({ type: "unconfirmed" })))).every((a) => a.keyIndexes.length === 0),
+        10_000,
+      );
     }
     const silentKeys = new Set((await Promise.all(workers.map((w) => w.ask<"unconfirmed">({ type: "unconfirmed" })))).flatMap((a) => a.keyIndexes)).size;
     if (silentKeys > 0) log(`  ${silentKeys} keys still have a subscriber that never received an event (60 s)`);
@@ -218,7 +227,14 @@ export async function runLive(options: LiveOptions): Promise<LiveResult> {
       failed: false,
     };
     result.failed =
-      subscribed !== options.subscribers || silentKeys > 0 || submitErrors > 0 || unfinished > 0 || merged.missed > 0 || merged.duplicates > 0 || merged.broken > 0 || merged.delivered === 0;
+      subscribed !== options.subscribers ||
+      silentKeys > 0 ||
+      submitErrors > 0 ||
+      unfinished > 0 ||
+      merged.missed > 0 ||
+      merged.duplicates > 0 ||
+      merged.broken > 0 ||
+      merged.delivered === 0;
     return result;
   } finally {
     for (const w of workers) w.kill();

@@ -36,7 +36,11 @@ export function measureOperation(source: string, variables: Record<string, unkno
     n: Number.MAX_SAFE_INTEGER,
     onAccept: [(_: unknown, details: { n: number }) => (size[key] = Math.max(size[key], details.n))],
   });
-  validate(measuringSchema, document, [maxDepthRule(record("depth")), maxAliasesRule(record("aliases")), maxDirectivesRule(record("directives"))] as ValidationRule[]);
+  validate(measuringSchema, document, [
+    maxDepthRule(record("depth")),
+    maxAliasesRule(record("aliases")),
+    maxDirectivesRule(record("directives")),
+  ] as ValidationRule[]);
   size.cost = operationCost(supergraphSchema(), document, undefined, variables);
   return size;
 }

@@ -85,7 +85,11 @@ function ratio(a: number | undefined, b: number | undefined): number | null {
  * @param rows the load rows; `write`, `live` when run
  * @returns ratios (null where a partner is missing or failed) and targets
  */
-export function evaluate(rows: Row[], write: WriteResult | undefined, live: LiveResult | undefined): { ratios: Record<string, number | null>; targets: Target[] } {
+export function evaluate(
+  rows: Row[],
+  write: WriteResult | undefined,
+  live: LiveResult | undefined,
+): { ratios: Record<string, number | null>; targets: Target[] } {
   const scales = [...new Set(rows.map((r) => r.scale))].sort((a, b) => a - b);
   const base = scales[0];
   const top = scales[scales.length - 1];
@@ -107,7 +111,10 @@ export function evaluate(rows: Row[], write: WriteResult | undefined, live: Live
   } as Record<string, number | null>;
   // Cost growth: every larger scale against the first, read and join through the router.
   for (const scale of scales.filter((s) => s !== base)) {
-    for (const [scenario, first] of [["read", router], ["join", join]] as const) {
+    for (const [scenario, first] of [
+      ["read", router],
+      ["join", join],
+    ] as const) {
       const grown = find(rows, scenario, "router", scale);
       ratios[`${scenario} router p99 ${scale}x / ${base}x`] = both(grown, first) ? ratio(grown!.p99, first!.p99) : null;
       ratios[`${scenario} router req/s ${scale}x / ${base}x`] = both(grown, first) ? ratio(grown!.rps, first!.rps) : null;
@@ -117,7 +124,12 @@ export function evaluate(rows: Row[], write: WriteResult | undefined, live: Live
   const targets: Target[] = [];
   const r1 = ratios["read router / direct subgraph (req/s)"];
   const c1 = ratios["read router / direct subgraph (CPU ms per request)"];
-  targets.push({ name: "read: router vs direct subgraph", target: "≥ 0.6x req/s", measured: `${show(r1)}${c1 ? ` (CPU per request ${c1}x the direct one's)` : ""}`, met: r1 === null ? null : r1 >= 0.6 });
+  targets.push({
+    name: "read: router vs direct subgraph",
+    target: "≥ 0.6x req/s",
+    measured: `${show(r1)}${c1 ? ` (CPU per request ${c1}x the direct one's)` : ""}`,
+    met: r1 === null ? null : r1 >= 0.6,
+  });
   const r2 = ratios["read REST shim / router (req/s)"];
   targets.push({ name: "read: REST shim vs router", target: "≥ 0.9x req/s", measured: show(r2), met: r2 === null ? null : r2 >= 0.9 });
   const r3 = ratios["join router / Apollo Gateway (req/s)"];
@@ -163,7 +175,10 @@ export function evaluate(rows: Row[], write: WriteResult | undefined, live: Live
   for (const scale of scales.filter((s) => s !== base && (s >= 100 || s === top))) {
     const g = (name: string) => ratios[`${name} ${scale}x / ${base}x`] ?? null;
     const [readP99, joinP99, readRps, joinRps] = [g("read router p99"), g("join router p99"), g("read router req/s"), g("join router req/s")];
-    const measured = readP99 === null && joinP99 === null ? "not measured" : `p99 read ${show(readP99)}, join ${show(joinP99)}; req/s read ${show(readRps)}, join ${show(joinRps)}`;
+    const measured =
+      readP99 === null && joinP99 === null
+        ? "not measured"
+        : `p99 read ${show(readP99)}, join ${show(joinP99)}; req/s read ${show(readRps)}, join ${show(joinRps)}`;
     const all = [readP99, joinP99, readRps, joinRps];
     const targeted = scale <= 100;
     targets.push({
@@ -207,7 +222,9 @@ export function renderTables(results: Results): string {
     const data = results.data[`${row.scale}x`];
     const dataText = data ? `${row.scale}x (${data.tasks} tasks, ${data.orders} orders)` : `${row.scale}x`;
     const failures = !r ? `**${row.note ?? "not run"}**` : r.failed ? `**${failureText(r)}**` : "0";
-    lines.push(`| ${row.scenario} | ${row.variant} | ${row.processes ?? "–"} | ${dataText} | ${fmt(r?.rps)} | ${fmt(r?.p50)} | ${fmt(r?.p99)} | ${fmt(r?.max)} | ${r?.cpuMsPerRequest ?? "–"} | ${failures} |`);
+    lines.push(
+      `| ${row.scenario} | ${row.variant} | ${row.processes ?? "–"} | ${dataText} | ${fmt(r?.rps)} | ${fmt(r?.p50)} | ${fmt(r?.p99)} | ${fmt(r?.max)} | ${r?.cpuMsPerRequest ?? "–"} | ${failures} |`,
+    );
   }
   const w = results.write;
   if (w) {
@@ -227,7 +244,9 @@ export function renderTables(results: Results): string {
   }
   const l = results.live;
   if (l) {
-    lines.push("| live | subscribed | tasks | deliveries | lost | delivery p50 / p99 / max ms | submit → first event p50 / p99 ms | router RSS before → subscribed → after | KB / subscriber |");
+    lines.push(
+      "| live | subscribed | tasks | deliveries | lost | delivery p50 / p99 / max ms | submit → first event p50 / p99 ms | router RSS before → subscribed → after | KB / subscriber |",
+    );
     lines.push("|---|---:|---:|---:|---:|---|---|---|---:|");
     const rss = (kb: number) => `${Math.round(kb / 1024)} MB`;
     lines.push(

@@ -25,7 +25,16 @@ import { runLive } from "./live.ts";
 import { evaluate, renderTables, replaceResults, type Results, type Row } from "./report.ts";
 
 const SCENARIOS = ["read", "join", "growth", "write", "live"] as const;
-const list = (fallback: string) => z.string().default(fallback).transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean));
+const list = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((s) =>
+      s
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean),
+    );
 const settings = z
   .object({
     BENCH_ONLY: list(SCENARIOS.join(",")).pipe(z.array(z.enum(SCENARIOS))),
@@ -108,12 +117,19 @@ async function readAndJoin() {
         // paths the others share, and looked slower than it is.
         if (baseline && load.warmupSeconds > 0) {
           log("warming the server up");
-          const endpoints = [await readSubgraph(server.generationUrl, viewer, state.taskId, server.subgraphSecret), readGraphql(`${server.url}/graphql`, viewer, state.taskId), readRest(server.url, viewer, state.taskId), dashboard(`${server.url}/graphql`, viewer)];
+          const endpoints = [
+            await readSubgraph(server.generationUrl, viewer, state.taskId, server.subgraphSecret),
+            readGraphql(`${server.url}/graphql`, viewer, state.taskId),
+            readRest(server.url, viewer, state.taskId),
+            dashboard(`${server.url}/graphql`, viewer),
+          ];
           for (const endpoint of endpoints) await runLoad(loadSpec(endpoint, { ...load, durationSeconds: load.warmupSeconds, warmupSeconds: 0 }));
         }
         // The full set at the first scale; the router's own rows at every scale (growth).
-        if (baseline && only.has("read")) await measure("read", "direct subgraph", scale, await readSubgraph(server.generationUrl, viewer, state.taskId, server.subgraphSecret), server.pids);
-        if (only.has("read") || only.has("growth")) await measure("read", "router", scale, readGraphql(`${server.url}/graphql`, viewer, state.taskId), server.pids);
+        if (baseline && only.has("read"))
+          await measure("read", "direct subgraph", scale, await readSubgraph(server.generationUrl, viewer, state.taskId, server.subgraphSecret), server.pids);
+        if (only.has("read") || only.has("growth"))
+          await measure("read", "router", scale, readGraphql(`${server.url}/graphql`, viewer, state.taskId), server.pids);
         if (baseline && only.has("read")) await measure("read", "REST shim", scale, readRest(server.url, viewer, state.taskId), server.pids);
         if (only.has("join") || only.has("growth")) await measure("join", "router", scale, dashboard(`${server.url}/graphql`, viewer), server.pids);
         if (baseline && only.has("join")) {

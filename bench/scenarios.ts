@@ -59,7 +59,12 @@ export function readGraphql(url: string, key: string, taskId: string): Endpoint 
     headers: graphqlHeaders(key),
     body: JSON.stringify({ query: TASK_QUERY, variables: { id: taskId } }),
     verify: (body) => body.includes(taskId) && !body.includes('"errors"'),
-    preflight: (json) => (json?.errors ? JSON.stringify(json.errors).slice(0, 300) : json?.data?.task?.id === taskId ? null : `unexpected answer ${JSON.stringify(json).slice(0, 300)}`),
+    preflight: (json) =>
+      json?.errors
+        ? JSON.stringify(json.errors).slice(0, 300)
+        : json?.data?.task?.id === taskId
+          ? null
+          : `unexpected answer ${JSON.stringify(json).slice(0, 300)}`,
   };
 }
 
@@ -100,7 +105,8 @@ export function dashboard(url: string, key: string): Endpoint {
       const viewer = json?.data?.viewer;
       const tasks = viewer?.tasks?.nodes ?? [];
       const orders = viewer?.orders?.nodes ?? [];
-      if (tasks.length !== PER_ACCOUNT || orders.length !== PER_ACCOUNT) return `expected ${PER_ACCOUNT} tasks and orders, got ${tasks.length} and ${orders.length}`;
+      if (tasks.length !== PER_ACCOUNT || orders.length !== PER_ACCOUNT)
+        return `expected ${PER_ACCOUNT} tasks and orders, got ${tasks.length} and ${orders.length}`;
       if (!orders.every((o) => o.product?.vendor?.name && o.resource?.expiresAt)) return "an order lacks its product's vendor or its resource";
       if (!tasks.every((t) => t.model?.name && t.price?.amount)) return "a task lacks its model or price";
       if (!viewer?.balance?.amount || !viewer.customerBalance?.available) return "balance or customer balance missing";

@@ -206,7 +206,12 @@ export async function bulkHistory(db: Db, key: BenchKey, tasks: number, orders: 
       await insertAll(trx, "ledger_entries", entries);
       await trx("accounts").where("id", key.accountId).update({ balance });
       const units = taskUnits(toTaskRecord(task));
-      await addKeyTotals(trx, key.id, { spent: count * Number(task.price), tasks: count, billedSeconds: count * units.billedSeconds, billedImages: count * units.billedImages });
+      await addKeyTotals(trx, key.id, {
+        spent: count * Number(task.price),
+        tasks: count,
+        billedSeconds: count * units.billedSeconds,
+        billedImages: count * units.billedImages,
+      });
     });
   }
   const order = await db("orders").where({ account_id: key.accountId, status: "active" }).orderBy("created_at", "desc").first();

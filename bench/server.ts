@@ -47,10 +47,12 @@ export function startProcess(command: string, args: string[], env: NodeJS.Proces
   };
   child.stdout!.on("data", keep);
   child.stderr!.on("data", keep);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => {
+  const exited = new Promise<void>((resolve) =>
+    child.once("exit", () => {
       running.delete(child);
       resolve();
-    }));
+    }),
+  );
   async function stop() {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill("SIGTERM");
@@ -119,15 +121,25 @@ export async function startServer(topology: Topology, env: Record<string, string
   const cloud = /Cloud subgraph:\s+(\S+)/;
   if (topology === "single") {
     const one = await startProcess(...cli(["start"]), base, [router, generation, cloud]);
-    return { url: one.matches[0]![1]!, generationUrl: one.matches[1]![1]!, cloudUrl: one.matches[2]![1]!, routerPid: one.child.pid!, pids: [one.child.pid!], subgraphSecret, stop: one.stop };
+    return {
+      url: one.matches[0]![1]!,
+      generationUrl: one.matches[1]![1]!,
+      cloudUrl: one.matches[2]![1]!,
+      routerPid: one.child.pid!,
+      pids: [one.child.pid!],
+      subgraphSecret,
+      stop: one.stop,
+    };
   }
   const subgraphs = await startProcess(...cli(["start", "generation,cloud"]), base, [generation, cloud]);
   const generationUrl = subgraphs.matches[0]![1]!;
   const cloudUrl = subgraphs.matches[1]![1]!;
-  const front = await startProcess(...cli(["start", "router"]), { ...base, GENERATION_URL: generationUrl, CLOUD_URL: cloudUrl }, [router]).catch(async (error) => {
-    await subgraphs.stop();
-    throw error;
-  });
+  const front = await startProcess(...cli(["start", "router"]), { ...base, GENERATION_URL: generationUrl, CLOUD_URL: cloudUrl }, [router]).catch(
+    async (error) => {
+      await subgraphs.stop();
+      throw error;
+    },
+  );
   return {
     url: front.matches[0]![1]!,
     generationUrl,
@@ -147,7 +159,14 @@ export async function startServer(topology: Topology, env: Record<string, string
  * @returns its GraphQL URL and a stop function
  */
 export async function startApolloGateway(server: Server): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
-  const env = { ...process.env, GENERATION_URL: server.generationUrl, CLOUD_URL: server.cloudUrl, SUBGRAPH_SECRET: server.subgraphSecret, PORT: "0", NODE_ENV: "production" };
+  const env = {
+    ...process.env,
+    GENERATION_URL: server.generationUrl,
+    CLOUD_URL: server.cloudUrl,
+    SUBGRAPH_SECRET: server.subgraphSecret,
+    PORT: "0",
+    NODE_ENV: "production",
+  };
   const peer = await startProcess(process.execPath, ["--import", "tsx", path.join(ROOT, "bench", "apollo-gateway.ts")], env, [/Apollo Gateway:\s+(\S+)/]);
   return { url: peer.matches[0]![1]!, pid: peer.child.pid!, stop: peer.stop };
 }

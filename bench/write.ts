@@ -18,7 +18,13 @@ const VIEWER = "{ viewer { balance { amount } spent { amount } tasks { totalCoun
  * @param settings connections and seconds of the load; `env` extra server settings
  * @returns throughput, the client-seen and stored counts, and the money checks
  */
-export async function runWrite(settings: { topology: Topology; connections: number; durationSeconds: number; warmupSeconds: number; env: Record<string, string> }): Promise<WriteResult> {
+export async function runWrite(settings: {
+  topology: Topology;
+  connections: number;
+  durationSeconds: number;
+  warmupSeconds: number;
+  env: Record<string, string>;
+}): Promise<WriteResult> {
   const database = await createBenchDatabase("write");
   const [key] = await withDb(database, (db) => createBenchKeys(db, 1, "bench-write"));
   const server = await startServer(settings.topology, { ...settings.env, ...database.env });

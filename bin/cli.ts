@@ -30,7 +30,7 @@ function buildProgram(result: { code: number }): Command {
     .addHelpText(
       "after",
       "\nEvery command that opens the database prints which one on stderr (database: sqlite PATH, or postgres HOST:PORT/DB).\n" +
-        "Settings come from environment variables (README \"Configuration\"). Exit codes: 0 done, 1 failed, 2 bad usage.",
+        'Settings come from environment variables (README "Configuration"). Exit codes: 0 done, 1 failed, 2 bad usage.',
     );
   reportUnknownCommands(program);
 

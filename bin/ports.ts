@@ -61,7 +61,11 @@ export async function assertPortsFree(config: Pick<Config, "host" | "port" | "ge
  * The one-line form of an error a server's `listen` threw (a port taken between
  * {@link assertPortsFree} and the listen), or null for any other error.
  */
-export function describeListenError(error: unknown, config: Pick<Config, "host" | "port" | "generationPort" | "cloudPort">, roles: readonly Role[]): ConfigError | null {
+export function describeListenError(
+  error: unknown,
+  config: Pick<Config, "host" | "port" | "generationPort" | "cloudPort">,
+  roles: readonly Role[],
+): ConfigError | null {
   const e = error as NodeJS.ErrnoException & { port?: number; address?: string };
   if (e?.syscall !== "listen" || typeof e.port !== "number") return null;
   const listener = listenersOf(config, roles).find((l) => l.port === e.port);

@@ -85,7 +85,10 @@ export function createLogger(config: Config, destination?: DestinationStream): L
     // Loaded only when used: production (JSON) never loads the prettifier. In the same thread
     // (a stream, not a pino transport) so no line is lost when the process exits.
     const pretty = createRequire(import.meta.url)("pino-pretty") as typeof import("pino-pretty");
-    return pino(options, pretty({ destination: destination ?? 1, sync: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname,service", singleLine: true }));
+    return pino(
+      options,
+      pretty({ destination: destination ?? 1, sync: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname,service", singleLine: true }),
+    );
   }
   return destination ? pino(options, destination) : pino(options);
 }
@@ -179,8 +182,28 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       // A live submission may try several channels, each within UPSTREAM_TIMEOUT_MS: the sweep
       // waits that long before it takes a pending task for interrupted.
       const attempts = Math.max(1, Math.min(config.channelMaxAttempts, (await channels.list()).length));
-      const service = createGenerationService({ db, upstream, checkUrl: (url) => guard.isPublicHttpsUrl(url), pollIntervalMs: config.taskPollIntervalMs, deadlineSeconds: config.taskDeadlineSeconds });
-      const subgraph = await startGenerationSubgraph({ db, service, rateLimiter, pubsub: stack.pubsub!, logger, host: config.host, port: config.generationPort, bodyLimit: config.bodyLimitBytes, drainTimeoutMs: config.shutdownTimeoutMs, secret: subgraphSecret, observability, budget: config.requestBudget, admin: { adminToken: config.adminToken, channels } });
+      const service = createGenerationService({
+        db,
+        upstream,
+        checkUrl: (url) => guard.isPublicHttpsUrl(url),
+        pollIntervalMs: config.taskPollIntervalMs,
+        deadlineSeconds: config.taskDeadlineSeconds,
+      });
+      const subgraph = await startGenerationSubgraph({
+        db,
+        service,
+        rateLimiter,
+        pubsub: stack.pubsub!,
+        logger,
+        host: config.host,
+        port: config.generationPort,
+        bodyLimit: config.bodyLimitBytes,
+        drainTimeoutMs: config.shutdownTimeoutMs,
+        secret: subgraphSecret,
+        observability,
+        budget: config.requestBudget,
+        admin: { adminToken: config.adminToken, channels },
+      });
       closers.push(() => subgraph.close());
       const poller = startPoller({
         db,

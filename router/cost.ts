@@ -105,7 +105,12 @@ function cacheKey(operation: OperationDefinitionNode, variables: Record<string, 
  *   coercion, graphql-tools' copy of graphql-js's, runs there)
  * @throws GraphQLError when the operation has more than {@link MAX_COST_NODES} selections to walk
  */
-export function operationCost(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined): number | null {
+export function operationCost(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  variables: Record<string, unknown> | null | undefined,
+): number | null {
   const operation = operationOf(document, operationName);
   if (!operation) return null;
   const values = variables ?? {};

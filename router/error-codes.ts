@@ -40,12 +40,16 @@ const isStream = (value: unknown) => !!value && typeof (value as AsyncIterable<u
 
 /** The plugin: parse, validation, execution and subscription results, then every HTTP result. */
 export const registryCodes: GatewayPlugin = {
-  onParse: () => ({ result }) => {
-    if (result instanceof GraphQLError) toRegistryCode(result, "graphql_parse_failed");
-  },
-  onValidate: () => ({ valid, result }) => {
-    if (!valid) for (const error of result) toRegistryCode(error, "graphql_validation_failed");
-  },
+  onParse:
+    () =>
+    ({ result }) => {
+      if (result instanceof GraphQLError) toRegistryCode(result, "graphql_parse_failed");
+    },
+  onValidate:
+    () =>
+    ({ valid, result }) => {
+      if (!valid) for (const error of result) toRegistryCode(error, "graphql_validation_failed");
+    },
   onExecute: () => ({
     onExecuteDone: ({ result }) => {
       if (!isStream(result)) return void resultWithRegistryCodes(result);

@@ -26,7 +26,17 @@ export const statusFollowsData = {
   onResultProcess({ request, result }: { request: object; result: unknown }) {
     if (hasData(result)) answeredWithData.add(request);
   },
-  onResponse({ request, response, setResponse, fetchAPI }: { request: object; response: Response; setResponse(response: Response): void; fetchAPI: { Response: typeof Response } }) {
+  onResponse({
+    request,
+    response,
+    setResponse,
+    fetchAPI,
+  }: {
+    request: object;
+    response: Response;
+    setResponse(response: Response): void;
+    fetchAPI: { Response: typeof Response };
+  }) {
     if (response.status === 200 || !answeredWithData.has(request)) return;
     setResponse(new fetchAPI.Response(response.body, { status: 200, headers: response.headers }));
   },

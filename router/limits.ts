@@ -204,7 +204,11 @@ function hasPageArguments(document: DocumentNode): boolean {
  * @param variables the request's variables as sent (a variable left out takes its default value)
  * @returns one error per offending argument (empty when all are within the limit)
  */
-export function pageSizeErrors(document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined): GraphQLError[] {
+export function pageSizeErrors(
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  variables: Record<string, unknown> | null | undefined,
+): GraphQLError[] {
   if (!hasPageArguments(document)) return [];
   const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
   const operation = operationName ? operations.find((o) => o.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined;
@@ -258,7 +262,12 @@ export const pageSizeLimit: GatewayPlugin = {
  * The cost limit's error for an operation, or null when it is within {@link LIMITS.cost}.
  * @param variables the request's variables as sent
  */
-export function costError(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined): GraphQLError | null {
+export function costError(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  variables: Record<string, unknown> | null | undefined,
+): GraphQLError | null {
   let cost: number | null;
   try {
     cost = operationCost(schema, document, operationName, variables);
@@ -358,9 +367,11 @@ function withoutSuggestions<T extends ExecutionResult | AsyncIterable<ExecutionR
  * in literals and in variables, whose coercion errors come from execution, not validation.
  */
 export const hideSuggestions: GatewayPlugin = {
-  onValidate: () => ({ valid, result, setResult }) => {
-    if (!valid) setResult(maskSuggestions(result));
-  },
+  onValidate:
+    () =>
+    ({ valid, result, setResult }) => {
+      if (!valid) setResult(maskSuggestions(result));
+    },
   onExecute: () => ({
     onExecuteDone: ({ result, setResult }) => setResult(withoutSuggestions(result)),
   }),
@@ -425,7 +436,11 @@ export function limitPlugins(options: LimitOptions): GatewayPlugin[] {
     paramsJsonErrorsAre400,
     maxTokensPlugin(tokenOptions) as GatewayPlugin,
     deepDocumentIs400,
-    { onValidate: ({ addValidationRule }) => { for (const rule of rules) addValidationRule(rule); } },
+    {
+      onValidate: ({ addValidationRule }) => {
+        for (const rule of rules) addValidationRule(rule);
+      },
+    },
     pageSizeLimit,
     costLimit,
   ];

@@ -120,7 +120,11 @@ export function createRouterMetrics(registry: Registry, maxOperationNames = 100)
     },
     onValidate({ params, context }) {
       return ({ valid }) => {
-        if (!valid) operations.inc({ ...describeNow(params.documentAST, (context as { params?: { operationName?: string } }).params?.operationName), outcome: "invalid" });
+        if (!valid)
+          operations.inc({
+            ...describeNow(params.documentAST, (context as { params?: { operationName?: string } }).params?.operationName),
+            outcome: "invalid",
+          });
       };
     },
     onExecute({ args }) {

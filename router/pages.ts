@@ -72,10 +72,7 @@ export interface PageRoutes {
 export function createPages(dir: URL = DIR): PageRoutes {
   const read = (name: string) => fs.readFileSync(new URL(name, dir));
   const raw = new Map<string, Buffer>([...readLibraries(), ...ASSET_FILES.map((name) => [name, read(name)] as const)]);
-  const assets = assetSet(
-    assetVersion([...raw].flat()),
-    Object.fromEntries([...raw].map(([name, body]) => [name, () => body])),
-  );
+  const assets = assetSet(assetVersion([...raw].flat()), Object.fromEntries([...raw].map(([name, body]) => [name, () => body])));
 
   const page = (name: "client" | "test" | "admin") => {
     const template = read(`${name}.html`).toString("utf8").replaceAll("%ASSETS%", assets.base);

@@ -56,7 +56,12 @@ function parseReport(value: unknown): CallerReport | null {
   const q = rateLimit as Record<string, unknown> | undefined;
   const whole = (n: unknown) => typeof n === "number" && Number.isInteger(n) && n >= 0;
   if (q && whole(q.limit) && whole(q.windowSeconds) && whole(q.remaining) && whole(q.resetSeconds)) {
-    report.rateLimit = { limit: q.limit as number, windowSeconds: q.windowSeconds as number, remaining: q.remaining as number, resetSeconds: q.resetSeconds as number };
+    report.rateLimit = {
+      limit: q.limit as number,
+      windowSeconds: q.windowSeconds as number,
+      remaining: q.remaining as number,
+      resetSeconds: q.resetSeconds as number,
+    };
   }
   return report;
 }

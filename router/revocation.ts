@@ -69,10 +69,11 @@ export function createRevocations(pubsub: PubSub | undefined, logger: Pick<Logge
     },
     close: () => unsubscribe(),
   };
-  const unsubscribe = pubsub?.subscribe(KEYS_TOPIC, (message) => {
-    const keyId = disabledKeyOf(message);
-    if (keyId) revocations.revoke(keyId);
-  }) ?? (() => {});
+  const unsubscribe =
+    pubsub?.subscribe(KEYS_TOPIC, (message) => {
+      const keyId = disabledKeyOf(message);
+      if (keyId) revocations.revoke(keyId);
+    }) ?? (() => {});
   return revocations;
 }
 

@@ -121,7 +121,9 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     defaultRoute: (_req, res) => sendGenerationError(res, { code: "not_found" }),
   });
   const on = (method: "GET" | "POST", path: string, handler: Handler) =>
-    routes.on(method, path, (req, res, params, store: RouteContext) => handler({ req, res, params, requestId: store.requestId, query: store.query }), { route: path });
+    routes.on(method, path, (req, res, params, store: RouteContext) => handler({ req, res, params, requestId: store.requestId, query: store.query }), {
+      route: path,
+    });
   // find-my-way passes a store per route; we pass ours through lookup's context instead.
   on("POST", "/api/v1/video/generations", shim.submitVideo);
   on("POST", "/api/v1/images/generations", shim.submitImage);
@@ -165,7 +167,10 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     }
   });
   on("GET", "/metrics", (call) =>
-    serveMetrics(call.req, call.res, metrics.registry, { token: options.metricsToken, clientAddress: String(call.req.headers["x-switchyard-client-ip"] ?? "") }),
+    serveMetrics(call.req, call.res, metrics.registry, {
+      token: options.metricsToken,
+      clientAddress: String(call.req.headers["x-switchyard-client-ip"] ?? ""),
+    }),
   );
 
   // Subscriptions over SSE never finish on their own: a graceful shutdown ends them at once
@@ -190,12 +195,23 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     res.setHeader("x-request-id", requestId);
     // The route pattern served (a bounded label: never the raw path), set by handle().
     const served: Served = { route: "other" };
-    res.once("close", () => metrics.observeHttp(served.route, req.method, res.headersSent ? res.statusCode : 499, Number(process.hrtime.bigint() - started) / 1e9));
+    res.once("close", () =>
+      metrics.observeHttp(served.route, req.method, res.headersSent ? res.statusCode : 499, Number(process.hrtime.bigint() - started) / 1e9),
+    );
     res.on("finish", () => {
       const ms = Math.round(Number(process.hrtime.bigint() - started) / 1e6);
       const { operationName, keyId } = report;
       options.logger.info(
-        { request_id: requestId, method: req.method, path: (req.url ?? "").split("?")[0], route: served.route, operation_name: operationName, key_id: keyId, status: res.statusCode, duration_ms: ms },
+        {
+          request_id: requestId,
+          method: req.method,
+          path: (req.url ?? "").split("?")[0],
+          route: served.route,
+          operation_name: operationName,
+          key_id: keyId,
+          status: res.statusCode,
+          duration_ms: ms,
+        },
         "request",
       );
     });
@@ -250,7 +266,11 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     if (!found) {
       const anyMethod = ["GET", "POST"].some((m) => routes.find(m as "GET", path));
       if (path.startsWith("/openapi/")) {
-        return sendCloudError(res, requestId, anyMethod ? { code: "method_not_allowed", details: { method: req.method } } : { code: "not_found", message: "Path not found", details: { path } });
+        return sendCloudError(
+          res,
+          requestId,
+          anyMethod ? { code: "method_not_allowed", details: { method: req.method } } : { code: "not_found", message: "Path not found", details: { path } },
+        );
       }
       return sendGenerationError(res, { code: anyMethod ? "method_not_allowed" : "not_found" });
     }

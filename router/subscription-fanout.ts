@@ -48,9 +48,14 @@ function shareableOperationName(query: string, operationName: string | undefined
   try {
     const document = parse(query, { noLocation: true, maxTokens: 200 });
     const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
-    const operation = operationName === undefined ? (operations.length === 1 ? operations[0] : undefined) : operations.find((o) => o.name?.value === operationName);
+    const operation =
+      operationName === undefined ? (operations.length === 1 ? operations[0] : undefined) : operations.find((o) => o.name?.value === operationName);
     const plain = document.definitions.length === operations.length; // no fragments to follow
-    if (plain && operation?.operation === "subscription" && operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && !s.directives?.length && SHAREABLE_SUBSCRIPTION_FIELDS.has(s.name.value))) {
+    if (
+      plain &&
+      operation?.operation === "subscription" &&
+      operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && !s.directives?.length && SHAREABLE_SUBSCRIPTION_FIELDS.has(s.name.value))
+    ) {
       name = operation.name?.value ?? "";
     }
   } catch {
@@ -67,12 +72,23 @@ function shareableOperationName(query: string, operationName: string | undefined
  * @param facts the facts the router passes to the subgraphs for it (router/websocket.ts)
  * @returns `{ key, operationName }`: operations with equal keys receive the same events
  */
-export function shareKeyOf(params: OperationParams, facts: { authorization?: string; locale?: string; clientIp: string }): { key: string; operationName: string } | null {
+export function shareKeyOf(
+  params: OperationParams,
+  facts: { authorization?: string; locale?: string; clientIp: string },
+): { key: string; operationName: string } | null {
   if (typeof params.query !== "string" || params.query.length > MAX_SHAREABLE_QUERY_LENGTH || !facts.authorization) return null;
   if (params.operationName != null && typeof params.operationName !== "string") return null;
   const operationName = shareableOperationName(params.query, params.operationName ?? undefined);
   if (operationName === null) return null;
-  const key = JSON.stringify([facts.authorization, facts.clientIp, facts.locale ?? "", params.query, params.operationName ?? null, params.variables ?? null, params.extensions ?? null]);
+  const key = JSON.stringify([
+    facts.authorization,
+    facts.clientIp,
+    facts.locale ?? "",
+    params.query,
+    params.operationName ?? null,
+    params.variables ?? null,
+    params.extensions ?? null,
+  ]);
   return { key, operationName };
 }
 

@@ -69,10 +69,15 @@ function refusingServerOnlyMessages(wss: WebSocketServer): WebSocketServer {
       get: (target, prop) =>
         prop === "on"
           ? (event: string, listener: (...args: unknown[]) => void) =>
-              target.on(event, event !== "message" ? listener : (data: unknown, ...rest: unknown[]) => {
-                if (isServerOnlyMessage(data)) return void target.close(CloseCode.BadRequest, "Invalid message received");
-                listener(data, ...rest);
-              })
+              target.on(
+                event,
+                event !== "message"
+                  ? listener
+                  : (data: unknown, ...rest: unknown[]) => {
+                      if (isServerOnlyMessage(data)) return void target.close(CloseCode.BadRequest, "Invalid message received");
+                      listener(data, ...rest);
+                    },
+              )
           : passThrough(target, prop),
     });
   return new Proxy(wss, {
@@ -157,7 +162,11 @@ export function attachWebSockets(
       subscribe: (args) => {
         const context = args.contextValue as { params: Record<string, unknown>; internalHeaders: InternalHeaders; [SHARED_UPSTREAM]?: boolean };
         const headers = context.internalHeaders;
-        const share = shareKeyOf(context.params, { authorization: headers.authorization, locale: headers["accept-language"], clientIp: headers["x-switchyard-client-ip"] });
+        const share = shareKeyOf(context.params, {
+          authorization: headers.authorization,
+          locale: headers["accept-language"],
+          clientIp: headers["x-switchyard-client-ip"],
+        });
         let started = !share;
         const stream = fanOut.subscribe(share, () => {
           started = true;

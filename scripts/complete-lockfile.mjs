@@ -14,7 +14,18 @@ import fs from "node:fs";
 const file = new URL("../package-lock.json", import.meta.url);
 const lock = JSON.parse(fs.readFileSync(file, "utf8"));
 const packages = lock.packages;
-const OS = { android: "android", darwin: "darwin", freebsd: "freebsd", linux: "linux", openbsd: "openbsd", openharmony: "openharmony", win32: "win32", netbsd: "netbsd", sunos: "sunos", aix: "aix" };
+const OS = {
+  android: "android",
+  darwin: "darwin",
+  freebsd: "freebsd",
+  linux: "linux",
+  openbsd: "openbsd",
+  openharmony: "openharmony",
+  win32: "win32",
+  netbsd: "netbsd",
+  sunos: "sunos",
+  aix: "aix",
+};
 
 function platformOf(name) {
   const base = name.split("/").pop();
@@ -23,7 +34,17 @@ function platformOf(name) {
   if (osIndex < 0) return null;
   const os = OS[parts[osIndex]];
   let cpu = parts[osIndex + 1];
-  if (cpu === "arm" || cpu === "arm64" || cpu === "x64" || cpu === "ia32" || cpu === "loong64" || cpu === "ppc64" || cpu === "riscv64" || cpu === "s390x" || cpu === "mips64el") {
+  if (
+    cpu === "arm" ||
+    cpu === "arm64" ||
+    cpu === "x64" ||
+    cpu === "ia32" ||
+    cpu === "loong64" ||
+    cpu === "ppc64" ||
+    cpu === "riscv64" ||
+    cpu === "s390x" ||
+    cpu === "mips64el"
+  ) {
     /* known cpu */
   } else if (cpu === "universal") cpu = null;
   const rest = parts.slice(osIndex + 2).join("-");

@@ -104,7 +104,9 @@ const schema = z.object({
   TASK_POLL_INTERVAL_MS: millis(3_000),
   TASK_POLL_BATCH: integer(1).default(100),
   TASK_POLL_CONCURRENCY: integer(1).default(8),
-  TASK_DEADLINE_SECONDS: integer(1).optional().or(z.literal("").transform(() => undefined)),
+  TASK_DEADLINE_SECONDS: integer(1)
+    .optional()
+    .or(z.literal("").transform(() => undefined)),
   RECOVERY_MARGIN_MS: millis(10_000),
   SHUTDOWN_TIMEOUT_MS: millis(10_000),
   SIMULATOR_STEP_MS: millis(1_000),
@@ -125,7 +127,11 @@ const schema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
   OTEL_SERVICE_NAME: z.string().optional(),
   OTEL_BSP_SCHEDULE_DELAY: millis(5_000),
-  OTEL_TRACES_SAMPLER_ARG: z.coerce.number({ invalid_type_error: "must be a number from 0 to 1" }).min(0, { message: "must be a number from 0 to 1" }).max(1, { message: "must be a number from 0 to 1" }).default(1),
+  OTEL_TRACES_SAMPLER_ARG: z.coerce
+    .number({ invalid_type_error: "must be a number from 0 to 1" })
+    .min(0, { message: "must be a number from 0 to 1" })
+    .max(1, { message: "must be a number from 0 to 1" })
+    .default(1),
 });
 
 /** The validated settings. Times are milliseconds; ports are TCP ports (0 = any free port). */
@@ -267,7 +273,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     recoveryMarginMs: e.RECOVERY_MARGIN_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     simulatorStepMs: e.SIMULATOR_STEP_MS,
-    dnsServers: e.DNS_SERVERS ? e.DNS_SERVERS.split(",").map((s) => s.trim()).filter(Boolean) : undefined,
+    dnsServers: e.DNS_SERVERS
+      ? e.DNS_SERVERS.split(",")
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : undefined,
     adminToken: e.ADMIN_TOKEN || undefined,
     subgraphSecret: e.SUBGRAPH_SECRET || undefined,
     logLevel: e.LOG_LEVEL,
@@ -276,7 +286,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookRetryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
     webhookMaxAttempts: e.WEBHOOK_MAX_ATTEMPTS,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
-    trustProxy: e.TRUST_PROXY.split(",").map((s) => s.trim()).filter(Boolean),
+    trustProxy: e.TRUST_PROXY.split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     requestBudget: { statements: e.DB_STATEMENTS_PER_REQUEST, connections: e.DB_CONNECTIONS_PER_REQUEST, timeoutMs: e.REQUEST_TIMEOUT_MS },
     metricsToken: e.METRICS_TOKEN || undefined,

@@ -11,7 +11,9 @@ import { createHash, createHmac } from "node:crypto";
  * @returns 64 lower-case hex digits
  */
 export function sha256Hex(body: string | Uint8Array | null | undefined): string {
-  return createHash("sha256").update(body ?? "").digest("hex");
+  return createHash("sha256")
+    .update(body ?? "")
+    .digest("hex");
 }
 
 /**

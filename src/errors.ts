@@ -36,9 +36,19 @@ export const ERROR_CODES = defineErrors({
   invalid_json: { status: 400, message: "Request body must be valid JSON", cloud: "invalid_request", graphql: "invalid_json" },
   invalid_request: { status: 400, message: "Invalid request", cloud: "invalid_request", graphql: "invalid_request" },
   graphql_parse_failed: { status: 400, message: "The GraphQL document cannot be parsed", cloud: "invalid_request", graphql: "graphql_parse_failed" },
-  graphql_validation_failed: { status: 400, message: "The GraphQL document is not valid against the schema", cloud: "invalid_request", graphql: "graphql_validation_failed" },
+  graphql_validation_failed: {
+    status: 400,
+    message: "The GraphQL document is not valid against the schema",
+    cloud: "invalid_request",
+    graphql: "graphql_validation_failed",
+  },
   bad_user_input: { status: 400, message: "A variable or argument has an invalid value", cloud: "invalid_request", graphql: "bad_user_input" },
-  operation_resolution_failure: { status: 400, message: "Could not determine what operation to execute", cloud: "invalid_request", graphql: "operation_resolution_failure" },
+  operation_resolution_failure: {
+    status: 400,
+    message: "Could not determine what operation to execute",
+    cloud: "invalid_request",
+    graphql: "operation_resolution_failure",
+  },
   // Apollo clients recognise these two by their message: it stays Apollo's.
   persisted_query_not_found: { status: 400, message: "PersistedQueryNotFound", cloud: "invalid_request", graphql: "persisted_query_not_found" },
   persisted_query_not_supported: { status: 400, message: "PersistedQueryNotSupported", cloud: "invalid_request", graphql: "persisted_query_not_supported" },
@@ -185,11 +195,6 @@ export const validationMessages = {
  * @param extra further details (for example the limit that was passed)
  */
 export function invalidFieldError(field: string, extra: ErrorDetails = {}): AppError {
-  const message =
-    field === "prompt"
-      ? validationMessages.prompt
-      : field === "model_id"
-        ? validationMessages.modelId
-        : validationMessages.unsupported(field);
+  const message = field === "prompt" ? validationMessages.prompt : field === "model_id" ? validationMessages.modelId : validationMessages.unsupported(field);
   return new AppError("invalid_request", message, { field, ...extra });
 }

@@ -187,12 +187,18 @@ export async function keysetPagesByParent<T, Row>(
   const order = columns.map(() => "?? desc").join(", ");
   const window = `partition by ?? order by ${order}`;
   const windowBindings = [parentColumn, ...columns];
-  const ranked = query.clone().whereIn(parentColumn, ids).select(db.raw(`count(*) over (partition by ??) as _total`, [parentColumn]));
+  const ranked = query
+    .clone()
+    .whereIn(parentColumn, ids)
+    .select(db.raw(`count(*) over (partition by ??) as _total`, [parentColumn]));
   if (page.after) {
     const cursor = beforeCursorSql(columns, decodeCursor(page.after, columns.length));
     // Rows at or before the cursor are counted (for the total) but not ranked.
     ranked.select(
-      db.raw(`sum(case when ${cursor.sql} then 1 else 0 end) over (${window} rows between unbounded preceding and current row) as _rank`, [...cursor.bindings, ...windowBindings]),
+      db.raw(`sum(case when ${cursor.sql} then 1 else 0 end) over (${window} rows between unbounded preceding and current row) as _rank`, [
+        ...cursor.bindings,
+        ...windowBindings,
+      ]),
       db.raw(`case when ${cursor.sql} then 1 else 0 end as _after`, cursor.bindings),
     );
   } else {

@@ -27,7 +27,9 @@ export function registerCatalogCommands(program: Command, act: Act): void {
       const values = this.opts<{ category?: string; vendor?: string; status?: string; json?: boolean }>();
       await withDb(async (db) => {
         const { listProducts } = await import("../../src/cloud/catalog.ts");
-        const products = await allPages<ProductRecord>((after) => listProducts(db, { category: values.category, vendorId: values.vendor, status: values.status }, { first: 100, after }));
+        const products = await allPages<ProductRecord>((after) =>
+          listProducts(db, { category: values.category, vendorId: values.vendor, status: values.status }, { first: 100, after }),
+        );
         console.log(values.json ? JSON.stringify(products.map(productJson)) : products.map(productLine).join("\n") || "no products");
       });
     },
@@ -66,12 +68,26 @@ export function registerCatalogCommands(program: Command, act: Act): void {
       .option("--id <ID>", "the product to update, or the id of a new one")
       .option("--status <STATUS>", "available, sold_out or offline")
       .option("--stock <N|unlimited>", "units left to sell")
-      .option("--cycle <NAME=YUAN|NAME:MONTHS=YUAN>", "a billing cycle and its price; repeat for several", (value: string, previous: string[] = []) => [...previous, value])
+      .option("--cycle <NAME=YUAN|NAME:MONTHS=YUAN>", "a billing cycle and its price; repeat for several", (value: string, previous: string[] = []) => [
+        ...previous,
+        value,
+      ])
       .option("--required <FIELD,...>", "fields an order must fill in")
       .option("--description <TEXT>", "description")
       .option("--json", "print it as JSON"),
     async function () {
-      const values = this.opts<{ vendor?: string; category?: string; name?: string; id?: string; status?: string; stock?: string; cycle?: string[]; required?: string; description?: string; json?: boolean }>();
+      const values = this.opts<{
+        vendor?: string;
+        category?: string;
+        name?: string;
+        id?: string;
+        status?: string;
+        stock?: string;
+        cycle?: string[];
+        required?: string;
+        description?: string;
+        json?: boolean;
+      }>();
       if (!values.vendor || !values.category || !values.name) throw new UsageError("catalog product upsert needs --vendor, --category and --name");
       let stock: number | null | undefined;
       if (values.stock !== undefined) {
@@ -80,7 +96,13 @@ export function registerCatalogCommands(program: Command, act: Act): void {
         else throw new UsageError("--stock must be a non-negative integer or unlimited");
       }
       const cycles = (values.cycle ?? []).map(cycleOption);
-      const required = values.required === undefined ? undefined : values.required.split(",").map((f) => f.trim()).filter(Boolean);
+      const required =
+        values.required === undefined
+          ? undefined
+          : values.required
+              .split(",")
+              .map((f) => f.trim())
+              .filter(Boolean);
       await withDb(async (db) => {
         const catalogModule = await import("../../src/cloud/catalog.ts");
         const existing = values.id ? await catalogModule.getProduct(db, values.id) : null;

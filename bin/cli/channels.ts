@@ -10,7 +10,15 @@ function channelJson(c: ChannelRecord) {
 }
 
 /** Options shared by add and update, read into a {@link ChannelInput}. */
-function inputOf(values: { name?: string; baseUrl?: string; apiKey?: string; models?: string; map?: string; priority?: string; weight?: string }): ChannelInput {
+function inputOf(values: {
+  name?: string;
+  baseUrl?: string;
+  apiKey?: string;
+  models?: string;
+  map?: string;
+  priority?: string;
+  weight?: string;
+}): ChannelInput {
   const whole = (value: string | undefined, name: string) => {
     if (value === undefined) return undefined;
     if (!/^-?\d+$/.test(value)) throw new UsageError(`--${name} must be a whole number`);
@@ -22,7 +30,15 @@ function inputOf(values: { name?: string; baseUrl?: string; apiKey?: string; mod
     if (!modelId || !upstreamModel) throw new UsageError("--map takes MODEL_ID=UPSTREAM_MODEL pairs, comma-separated");
     return { modelId: whole(modelId, "map")!, upstreamModel };
   });
-  return { name: values.name, baseUrl: values.baseUrl, apiKey: values.apiKey, models, modelMapping, priority: whole(values.priority, "priority"), weight: whole(values.weight, "weight") };
+  return {
+    name: values.name,
+    baseUrl: values.baseUrl,
+    apiKey: values.apiKey,
+    models,
+    modelMapping,
+    priority: whole(values.priority, "priority"),
+    weight: whole(values.weight, "weight"),
+  };
 }
 
 const fieldOptions = (command: Command) =>
@@ -40,13 +56,22 @@ const fieldOptions = (command: Command) =>
 export function registerChannelCommands(program: Command, act: Act): void {
   const channels = group(program, "channels", "upstream channels: add, list, update, disable, enable, test");
   const print = (channel: ChannelRecord, json?: boolean) =>
-    console.log(json ? JSON.stringify(channelJson(channel)) : `${channel.id}  ${channel.name}  ${channel.status}  priority ${channel.priority}  weight ${channel.weight}  ${channel.baseUrl}`);
+    console.log(
+      json
+        ? JSON.stringify(channelJson(channel))
+        : `${channel.id}  ${channel.name}  ${channel.status}  priority ${channel.priority}  weight ${channel.weight}  ${channel.baseUrl}`,
+    );
   const box = async (config: { channelKeySecret?: string }) => (await import("../../src/generation/channels/index.ts")).keyBoxFor(config);
 
   act(fieldOptions(channels.command("add").description("add a channel (enabled); needs CHANNEL_KEY_SECRET")), async function () {
     const values = this.opts();
     const input = inputOf(values);
-    for (const [field, option] of [["name", "--name"], ["baseUrl", "--base-url"], ["apiKey", "--api-key"], ["models", "--models"]] as const) {
+    for (const [field, option] of [
+      ["name", "--name"],
+      ["baseUrl", "--base-url"],
+      ["apiKey", "--api-key"],
+      ["models", "--models"],
+    ] as const) {
       if (input[field] === undefined) throw new UsageError(`channels add needs ${option}`);
     }
     await withDb(async (db, config) => {
@@ -54,21 +79,36 @@ export function registerChannelCommands(program: Command, act: Act): void {
       print(await addChannel(db, await box(config), input as Parameters<typeof addChannel>[2]), values.json);
     });
   });
-  act(channels.command("list").description("list channels, highest priority first, with their health and figures").option("--json", "print a JSON array"), async function () {
-    const values = this.opts<{ json?: boolean }>();
-    await withDb(async (db) => {
-      const { listChannels, openTasksByChannel } = await import("../../src/generation/channels/store.ts");
-      const [rows, open] = await Promise.all([listChannels(db), openTasksByChannel(db)]);
-      if (values.json) return console.log(JSON.stringify(rows.map((c) => ({ ...channelJson(c), open_tasks: open.get(c.id) ?? 0 }))));
-      const rate = (c: ChannelRecord) => (c.submissions ? `${((100 * c.successes) / c.submissions).toFixed(1)}%` : "-");
-      console.log(
-        table([
-          ["ID", "NAME", "STATUS", "PRIORITY", "WEIGHT", "MODELS", "TRIED", "OK", "OPEN", "NEXT PROBE", "BASE URL"],
-          ...rows.map((c) => [c.id, c.name, c.status, String(c.priority), String(c.weight), c.models?.join(",") ?? "all", String(c.submissions), rate(c), String(open.get(c.id) ?? 0), c.nextProbeAt ?? "-", c.baseUrl]),
-        ]),
-      );
-    });
-  });
+  act(
+    channels.command("list").description("list channels, highest priority first, with their health and figures").option("--json", "print a JSON array"),
+    async function () {
+      const values = this.opts<{ json?: boolean }>();
+      await withDb(async (db) => {
+        const { listChannels, openTasksByChannel } = await import("../../src/generation/channels/store.ts");
+        const [rows, open] = await Promise.all([listChannels(db), openTasksByChannel(db)]);
+        if (values.json) return console.log(JSON.stringify(rows.map((c) => ({ ...channelJson(c), open_tasks: open.get(c.id) ?? 0 }))));
+        const rate = (c: ChannelRecord) => (c.submissions ? `${((100 * c.successes) / c.submissions).toFixed(1)}%` : "-");
+        console.log(
+          table([
+            ["ID", "NAME", "STATUS", "PRIORITY", "WEIGHT", "MODELS", "TRIED", "OK", "OPEN", "NEXT PROBE", "BASE URL"],
+            ...rows.map((c) => [
+              c.id,
+              c.name,
+              c.status,
+              String(c.priority),
+              String(c.weight),
+              c.models?.join(",") ?? "all",
+              String(c.submissions),
+              rate(c),
+              String(open.get(c.id) ?? 0),
+              c.nextProbeAt ?? "-",
+              c.baseUrl,
+            ]),
+          ]),
+        );
+      });
+    },
+  );
   act(fieldOptions(channels.command("update").description("change the given fields of a stored channel").argument("<CHANNEL_ID>")), async function (id) {
     const values = this.opts();
     await withDb(async (db, config) => {
@@ -76,7 +116,10 @@ export function registerChannelCommands(program: Command, act: Act): void {
       print(await updateChannel(db, await box(config), id!, inputOf(values)), values.json);
     });
   });
-  for (const [name, enabled] of [["disable", false], ["enable", true]] as const) {
+  for (const [name, enabled] of [
+    ["disable", false],
+    ["enable", true],
+  ] as const) {
     act(
       channels
         .command(name)
@@ -107,8 +150,10 @@ export function registerChannelCommands(program: Command, act: Act): void {
         const channel = await getChannel(db, id!);
         const keys = await box(config);
         let result: Awaited<ReturnType<typeof probeAdapter>>;
-        if (channel.implicit && !config.upstreamUrl) result = { ok: true, latencyMs: 0, error: null }; // the simulator always answers
-        else if (!channel.implicit && (!keys || !channel.sealedKey)) result = { ok: false, latencyMs: 0, error: "CHANNEL_KEY_SECRET is not set: the key cannot be read" };
+        if (channel.implicit && !config.upstreamUrl)
+          result = { ok: true, latencyMs: 0, error: null }; // the simulator always answers
+        else if (!channel.implicit && (!keys || !channel.sealedKey))
+          result = { ok: false, latencyMs: 0, error: "CHANNEL_KEY_SECRET is not set: the key cannot be read" };
         else {
           const apiKey = channel.implicit ? config.upstreamKey : keys!.open(channel.sealedKey!);
           result = await probeAdapter(createHttpUpstream({ baseUrl: channel.baseUrl, apiKey, timeoutMs: config.upstreamTimeoutMs }));

@@ -28,8 +28,16 @@ export function registerCustomerCommands(program: Command, act: Act): void {
         if (action === "topup") await topUpCustomer(db, { accountId, customerId: customerId!, amount: amount!, reason: "top-up (CLI)" });
         else await setCreditLine(db, accountId, customerId!, limit!);
         const balance = await getCustomerBalance(db, accountId, customerId!);
-        const shown = { customer_id: customerId, available: formatYuan(balance.available), frozen: formatYuan(balance.frozen), credit_line: formatYuan(balance.creditLine), currency: "CNY" };
-        console.log(values.json ? JSON.stringify(shown) : `${customerId}: available ${shown.available}, frozen ${shown.frozen}, credit line ${shown.credit_line} CNY`);
+        const shown = {
+          customer_id: customerId,
+          available: formatYuan(balance.available),
+          frozen: formatYuan(balance.frozen),
+          credit_line: formatYuan(balance.creditLine),
+          currency: "CNY",
+        };
+        console.log(
+          values.json ? JSON.stringify(shown) : `${customerId}: available ${shown.available}, frozen ${shown.frozen}, credit line ${shown.credit_line} CNY`,
+        );
       });
     });
   }

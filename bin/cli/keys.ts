@@ -28,7 +28,17 @@ export function registerKeyCommands(program: Command, act: Act): void {
       .option("--require-signature", "every request must carry X-Service-Signature")
       .option("--json", "print {id, key, account_id, webhook_secret} as JSON"),
     async function () {
-      const values = this.opts<{ name?: string; account?: string; balance?: string; scopes?: string; allowIp?: string; rateLimit?: string; callbackUrl?: string; requireSignature?: boolean; json?: boolean }>();
+      const values = this.opts<{
+        name?: string;
+        account?: string;
+        balance?: string;
+        scopes?: string;
+        allowIp?: string;
+        rateLimit?: string;
+        callbackUrl?: string;
+        requireSignature?: boolean;
+        json?: boolean;
+      }>();
       if (!values.name) throw new UsageError("keys create needs --name");
       const rateLimit = values.rateLimit === undefined ? undefined : Number(values.rateLimit);
       if (rateLimit !== undefined && (!Number.isInteger(rateLimit) || rateLimit < 1)) throw new UsageError("--rate-limit must be a positive integer");
@@ -46,7 +56,10 @@ export function registerKeyCommands(program: Command, act: Act): void {
           requireSignature: values.requireSignature,
         });
         if (values.json) console.log(JSON.stringify(created));
-        else console.log(`key id:      ${created.id}\naccount id:  ${created.account_id}\nAPI key:     ${created.key}   (shown once)\nwebhook secret: ${created.webhook_secret}`);
+        else
+          console.log(
+            `key id:      ${created.id}\naccount id:  ${created.account_id}\nAPI key:     ${created.key}   (shown once)\nwebhook secret: ${created.webhook_secret}`,
+          );
       });
     },
   );
@@ -71,7 +84,12 @@ export function registerKeyCommands(program: Command, act: Act): void {
         else if (page.items.length === 0) console.log("no keys");
         else {
           const scopes = (k: KeyListing) => (ALL_SCOPES.every((s) => k.scopes.includes(s)) ? "all" : k.scopes.join(","));
-          console.log(table([["ID", "NAME", "ACCOUNT", "STATUS", "BALANCE", "CREATED", "SCOPES"], ...page.items.map((k) => [k.id, k.name, k.accountId, k.status, formatYuan(k.balance), k.createdAt, scopes(k)])]));
+          console.log(
+            table([
+              ["ID", "NAME", "ACCOUNT", "STATUS", "BALANCE", "CREATED", "SCOPES"],
+              ...page.items.map((k) => [k.id, k.name, k.accountId, k.status, formatYuan(k.balance), k.createdAt, scopes(k)]),
+            ]),
+          );
         }
         if (page.hasNextPage) process.stderr.write(`showing ${page.items.length} of ${page.totalCount} keys; next page: --after ${page.cursors.at(-1)}\n`);
       });

@@ -59,7 +59,13 @@ export function yuanOption(value: string | undefined, name: string) {
 }
 
 /** A comma-separated option as a list; undefined when absent. */
-export const list = (v?: string) => (v ? v.split(",").map((s) => s.trim()).filter(Boolean) : undefined);
+export const list = (v?: string) =>
+  v
+    ? v
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : undefined;
 
 /** Columns padded to their widest cell; the last column is not padded. */
 export function table(rows: string[][]): string {

@@ -72,8 +72,12 @@ export async function start(config: Config, roleArg: string | undefined): Promis
     if (Number(n) === 0) demoKey = await createKey(started.db, { name: "demo", balance: parseYuan("100") });
   }
   const lines = [""];
-  if (started.url) lines.push(`Switchyard router:   ${started.url}  (GraphQL ${started.url}/graphql, REST ${started.url}/api/v1, health ${started.url}/health)`);
-  if (started.url) lines.push(`Web pages:           ${started.url}/ (start here: links everything)  ${started.url}/test  ${started.url}/client  ${started.url}/docs (API reference)`);
+  if (started.url)
+    lines.push(`Switchyard router:   ${started.url}  (GraphQL ${started.url}/graphql, REST ${started.url}/api/v1, health ${started.url}/health)`);
+  if (started.url)
+    lines.push(
+      `Web pages:           ${started.url}/ (start here: links everything)  ${started.url}/test  ${started.url}/client  ${started.url}/docs (API reference)`,
+    );
   if (started.generationUrl) lines.push(`Generation subgraph: ${started.generationUrl}`);
   if (started.cloudUrl) lines.push(`Cloud subgraph:      ${started.cloudUrl}`);
   if (demoKey) lines.push(`Demo API key (100.00 CNY, shown once): ${demoKey.key} (id ${demoKey.id})`);

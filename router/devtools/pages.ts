@@ -32,7 +32,7 @@ type Api = keyof typeof APIS;
 
 const MESSAGES: Record<Locale, Record<string, string>> = {
   en: {
-    "skip": "Skip to content",
+    skip: "Skip to content",
     "nav.label": "Pages",
     "nav.client": "Balance",
     "nav.test": "Test bench",
@@ -67,7 +67,7 @@ const MESSAGES: Record<Locale, Record<string, string>> = {
     "docs.loading": "Loading the API reference…",
   },
   zh: {
-    "skip": "跳到正文",
+    skip: "跳到正文",
     "nav.label": "页面",
     "nav.client": "余额",
     "nav.test": "测试台",

@@ -66,7 +66,10 @@ export function ownedOperations(options: {
     const refused = pageSizeErrors(document, name, variables)[0] ?? costError(await options.schema(), document, name, variables);
     const result: GraphResult = refused
       ? { errors: [refused.toJSON()] }
-      : (options.reports.takeCallerReport(countId, await local.execute({ query, document, variables, operationName: name, headers: pickInternalHeaders(headers) })) as GraphResult);
+      : (options.reports.takeCallerReport(
+          countId,
+          await local.execute({ query, document, variables, operationName: name, headers: pickInternalHeaders(headers) }),
+        ) as GraphResult);
     options.metrics.observeOperation({ operation_name: name, operation_type: type }, outcomeOf(result.errors), Number(process.hrtime.bigint() - started) / 1e9);
     return result as GraphResult<T>;
   };

@@ -52,7 +52,14 @@ function withoutServiceNames<T>(result: T): T {
     errors: errors.map((error) => {
       if (!(error instanceof GraphQLError) || error.extensions?.serviceName === undefined) return error;
       const { serviceName: _hidden, ...extensions } = error.extensions;
-      return new GraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, originalError: error.originalError, extensions });
+      return new GraphQLError(error.message, {
+        nodes: error.nodes,
+        source: error.source,
+        positions: error.positions,
+        path: error.path,
+        originalError: error.originalError,
+        extensions,
+      });
     }),
   };
 }

@@ -21,18 +21,19 @@ type KeyCheck = { keyId: string; error: null } | { keyId: null; error: GraphQLEr
  *   `countId`, the id the rate limiter counts this request under (default: a new one)
  * @returns the key id when the key is valid, else the GraphQL error the subgraph gave (401/403/429)
  */
-export async function checkKey(
-  gateway: Gateway,
-  authorization: string | undefined | null,
-  client: { clientIp: string; countId?: string },
-): Promise<KeyCheck> {
+export async function checkKey(gateway: Gateway, authorization: string | undefined | null, client: { clientIp: string; countId?: string }): Promise<KeyCheck> {
   if (!authorization) return { keyId: null, error: registryError("unauthorized") };
-  const result = await runOperation<{ apiKey: { id: string } }>(gateway, "query KeyCheck { apiKey { id } }", {}, {
-    authorization,
-    requestId: randomUUID(),
-    route: "POST /graphql",
-    headers: { "x-switchyard-client-ip": client.clientIp, "x-switchyard-count-id": client.countId ?? randomUUID() },
-  });
+  const result = await runOperation<{ apiKey: { id: string } }>(
+    gateway,
+    "query KeyCheck { apiKey { id } }",
+    {},
+    {
+      authorization,
+      requestId: randomUUID(),
+      route: "POST /graphql",
+      headers: { "x-switchyard-client-ip": client.clientIp, "x-switchyard-count-id": client.countId ?? randomUUID() },
+    },
+  );
   const error = result.errors?.[0];
   if (error) return { keyId: null, error: new GraphQLError(error.message, { extensions: error.extensions }) };
   const keyId = result.data?.apiKey?.id;
@@ -58,7 +59,13 @@ interface SubscribeContext {
  */
 export function subscriptionKeyCheck(gateway: () => Gateway) {
   return {
-    async onSubscribe({ args, setResultAndStopExecution }: { args: { contextValue: SubscribeContext | null }; setResultAndStopExecution(result: unknown): void }) {
+    async onSubscribe({
+      args,
+      setResultAndStopExecution,
+    }: {
+      args: { contextValue: SubscribeContext | null };
+      setResultAndStopExecution(result: unknown): void;
+    }) {
       const context = args.contextValue ?? {};
       // graphql-ws connections were checked when they connected.
       if (context.connectionParams) return;
@@ -68,7 +75,10 @@ export function subscriptionKeyCheck(gateway: () => Gateway) {
         (typeof headers.get === "function" ? (headers as Headers).get(name) : (headers as Record<string, string | undefined>)[name]) ?? undefined;
       // The client IP was set by the router's edge (router/server.ts), never by the client.
       // The SSE request and its key check count as one request.
-      const check = await checkKey(gateway(), header("authorization"), { clientIp: header("x-switchyard-client-ip") ?? "", countId: header("x-switchyard-count-id") });
+      const check = await checkKey(gateway(), header("authorization"), {
+        clientIp: header("x-switchyard-client-ip") ?? "",
+        countId: header("x-switchyard-count-id"),
+      });
       if (check.error) setResultAndStopExecution({ errors: [check.error] });
       else requestKeyIdentified(context.req, check.keyId);
     },

@@ -164,7 +164,10 @@ export function assetSet(version: string, loaders: Record<string, () => Buffer |
  * caching when the version is that set's, `no-cache` for an old one.
  * @returns false when no set has the file (the caller answers 404)
  */
-export async function serveAsset(call: { req: IncomingMessage; res: ServerResponse; params: Record<string, string | undefined> }, sets: readonly AssetSet[]): Promise<boolean> {
+export async function serveAsset(
+  call: { req: IncomingMessage; res: ServerResponse; params: Record<string, string | undefined> },
+  sets: readonly AssetSet[],
+): Promise<boolean> {
   const name = call.params.file ?? "";
   for (const set of sets) {
     const file = set.file(name);

@@ -139,7 +139,13 @@ function operation(scope: string, fields: Omit<Operation, "security">): Operatio
   };
 }
 
-const pathParameter = (name: string, description: string, schema: JsonSchema = { type: "string", minLength: 1 }): Parameter => ({ name, in: "path", required: true, description, schema });
+const pathParameter = (name: string, description: string, schema: JsonSchema = { type: "string", minLength: 1 }): Parameter => ({
+  name,
+  in: "path",
+  required: true,
+  description,
+  schema,
+});
 const query = (name: string, description: string, schema: JsonSchema, required = false): Parameter => ({ name, in: "query", required, description, schema });
 
 const page = (item: string, description: string): JsonSchema => ({
@@ -224,7 +230,10 @@ export const cloudOpenApi: OpenApiDocument = {
           "A duplicate `client_order_no`, short stock, or an `Idempotency-Key` reused with another body or still running is 409.",
         tags: ["orders"],
         requestBody: { required: true, content: { "application/json": { schema: ref("CreateOrderRequest") } } },
-        responses: { "201": ok("The order as created (or, with `Idempotent-Replayed: true`, the first answer to this key).", ref("Order"), replayedHeader), ...WRITE_ERRORS },
+        responses: {
+          "201": ok("The order as created (or, with `Idempotent-Replayed: true`, the first answer to this key).", ref("Order"), replayedHeader),
+          ...WRITE_ERRORS,
+        },
       }),
       get: operation("orders:read", {
         operationId: "listOrders",
@@ -306,7 +315,8 @@ export const cloudOpenApi: OpenApiDocument = {
       get: operation("usage:read", {
         operationId: "getBandwidth",
         summary: "Bandwidth curve of a resource",
-        description: "Points every 300 s for ranges up to a day, 3600 s up to 7 days, 14400 s beyond; at most 31 days. Start after (or equal to) end, an unparsable time or a longer range is 400.",
+        description:
+          "Points every 300 s for ranges up to a day, 3600 s up to 7 days, 14400 s beyond; at most 31 days. Start after (or equal to) end, an unparsable time or a longer range is 400.",
         tags: ["usage"],
         parameters: [
           query("resource_id", "A resource of the account.", { type: "string", minLength: 1 }, true),
@@ -320,7 +330,8 @@ export const cloudOpenApi: OpenApiDocument = {
       get: operation("usage:read", {
         operationId: "getTraffic",
         summary: "Traffic summary and daily detail of a resource",
-        description: "UTC days, both dates inclusive, at most 31 days; `total_bytes` is the sum of the days. Start after end, an unparsable date or a longer range is 400.",
+        description:
+          "UTC days, both dates inclusive, at most 31 days; `total_bytes` is the sum of the days. Start after end, an unparsable date or a longer range is 400.",
         tags: ["usage"],
         parameters: [
           query("resource_id", "A resource of the account.", { type: "string", minLength: 1 }, true),
@@ -369,7 +380,8 @@ export const cloudOpenApi: OpenApiDocument = {
       get: operation("billing:read", {
         operationId: "getStatement",
         summary: "A monthly statement",
-        description: "Reading a statement requests its CSV export, which becomes `ready` shortly after. Another form of id, or a month that has not begun, is 404.",
+        description:
+          "Reading a statement requests its CSV export, which becomes `ready` shortly after. Another form of id, or a month that has not begun, is 404.",
         tags: ["billing"],
         parameters: [pathParameter("statement_id", "`stm_YYYY-MM` (UTC month).", { type: "string", pattern: "^stm_\\d{4}-\\d{2}$" })],
         responses: { "200": ok("The statement.", ref("Statement")), ...errors("NotFound") },
@@ -388,7 +400,7 @@ export const cloudOpenApi: OpenApiDocument = {
             headers: {
               "X-Request-Id": headerRef("X-Request-Id"),
               ...rateLimitHeaderRefs,
-              "Content-Disposition": { required: true, description: "`attachment; filename=\"<statement_id>.csv\"`.", schema: { type: "string" } },
+              "Content-Disposition": { required: true, description: '`attachment; filename="<statement_id>.csv"`.', schema: { type: "string" } },
             },
             content: { "text/csv": { schema: { type: "string", pattern: "^transaction_id,customer_id,order_id,type,amount,balance_after,created_at\\n" } } },
           },
@@ -434,7 +446,13 @@ export const cloudOpenApi: OpenApiDocument = {
         description: `Page size: an integer from 1 to ${MAX_PAGE_SIZE}; anything else is 400 \`invalid_request\` \`${pageSizeError(0, "limit")!.message}\`.`,
         schema: { type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
       },
-      Cursor: { name: "cursor", in: "query", required: false, description: "`next_cursor` of the previous page; a malformed cursor is 400.", schema: { type: "string" } },
+      Cursor: {
+        name: "cursor",
+        in: "query",
+        required: false,
+        description: "`next_cursor` of the previous page; a malformed cursor is 400.",
+        schema: { type: "string" },
+      },
     },
     headers: {
       "X-Request-Id": requestIdHeader,
@@ -455,12 +473,19 @@ export const cloudOpenApi: OpenApiDocument = {
       Unauthorized: errorResponse("unauthorized", "API key missing or invalid, or a missing, invalid or stale `X-Service-Signature`."),
       Forbidden: errorResponse("forbidden", "The key is disabled, lacks the operation's scope (`details.scope`), or the source IP is outside its allow-list."),
       NotFound: errorResponse("not_found", "Not found, or another account's."),
-      Conflict: errorResponse("conflict", "Duplicate idempotency key use, order state conflict, duplicate `client_order_no`, short stock, or the resource already exists."),
-      ValidationFailed: errorResponse("validation_failed", "A field is invalid; `details.field` names the first one (`customer.customer_id`, `metadata.domain`, `targets[0]`, ...).", {
-        type: "object",
-        required: ["field"],
-        properties: { field: { type: "string", minLength: 1 } },
-      }),
+      Conflict: errorResponse(
+        "conflict",
+        "Duplicate idempotency key use, order state conflict, duplicate `client_order_no`, short stock, or the resource already exists.",
+      ),
+      ValidationFailed: errorResponse(
+        "validation_failed",
+        "A field is invalid; `details.field` names the first one (`customer.customer_id`, `metadata.domain`, `targets[0]`, ...).",
+        {
+          type: "object",
+          required: ["field"],
+          properties: { field: { type: "string", minLength: 1 } },
+        },
+      ),
       InsufficientBalance: errorResponse("insufficient_balance", "The customer's balance and credit line do not cover the charge; nothing was taken."),
       PayloadTooLarge: errorResponse("payload_too_large", "The body is larger than `BODY_LIMIT_BYTES` (1 MiB by default)."),
       TooManyRequests: errorResponse(
@@ -542,8 +567,21 @@ export const cloudOpenApi: OpenApiDocument = {
         description:
           "A cloud-resource order. `status`: `unpaid` (nothing taken) → `provisioning` (paid) → `active` (resource provisioned) or `failed` (refunded in full); renewals keep it `active`.",
         required: [
-          "order_id", "client_order_no", "product_id", "quantity", "billing_cycle", "customer", "metadata", "amount",
-          "payment_status", "provisioning_status", "status", "resource_id", "failure_reason", "created_at", "updated_at",
+          "order_id",
+          "client_order_no",
+          "product_id",
+          "quantity",
+          "billing_cycle",
+          "customer",
+          "metadata",
+          "amount",
+          "payment_status",
+          "provisioning_status",
+          "status",
+          "resource_id",
+          "failure_reason",
+          "created_at",
+          "updated_at",
         ],
         additionalProperties: false,
         properties: {
@@ -592,8 +630,17 @@ export const cloudOpenApi: OpenApiDocument = {
         type: "object",
         description: "A CDN accelerated domain and its states.",
         required: [
-          "domain", "cname", "review_status", "resolution_status", "certificate_status", "acceleration_status", "error_status",
-          "origin", "protocol", "order_id", "customer_id",
+          "domain",
+          "cname",
+          "review_status",
+          "resolution_status",
+          "certificate_status",
+          "acceleration_status",
+          "error_status",
+          "origin",
+          "protocol",
+          "order_id",
+          "customer_id",
         ],
         additionalProperties: false,
         properties: {
@@ -640,7 +687,10 @@ export const cloudOpenApi: OpenApiDocument = {
               type: "object",
               required: ["time", "bps"],
               additionalProperties: false,
-              properties: { time: { ...dateTime, description: "Start of the interval." }, bps: { type: "number", minimum: 0, description: "Mean bits per second." } },
+              properties: {
+                time: { ...dateTime, description: "Start of the interval." },
+                bps: { type: "number", minimum: 0, description: "Mean bits per second." },
+              },
             },
           },
         },
@@ -729,7 +779,13 @@ export const cloudOpenApi: OpenApiDocument = {
         description: "Create-order body (docs/api/cloud.md §2). Unknown fields are ignored.",
         required: ["client_order_no", "product_id", "quantity", "billing_cycle", "customer"],
         properties: {
-          client_order_no: { type: "string", minLength: 1, maxLength: 64, pattern: TOKEN, description: "The caller's own order number, unique per account; no spaces." },
+          client_order_no: {
+            type: "string",
+            minLength: 1,
+            maxLength: 64,
+            pattern: TOKEN,
+            description: "The caller's own order number, unique per account; no spaces.",
+          },
           product_id: { type: "string", minLength: 1, maxLength: 40, description: "An `available` product." },
           quantity: { type: "integer", minimum: 1, maximum: 1000 },
           billing_cycle: { type: "string", minLength: 1, maxLength: 20, description: "One of the product's `billing_cycles[].cycle`." },
@@ -745,7 +801,7 @@ export const cloudOpenApi: OpenApiDocument = {
             type: "object",
             description:
               "Free-form, at most 8192 characters of JSON. Keys in the product's `required_fields` must be non-empty strings; `domain` must be a host name such as www.example.com. " +
-              "Sandbox: `\"simulate\": \"fail\"` makes the vendor fail the order.",
+              'Sandbox: `"simulate": "fail"` makes the vendor fail the order.',
           },
         },
       },
@@ -762,7 +818,12 @@ export const cloudOpenApi: OpenApiDocument = {
         description: "Create-domain body (docs/architecture.md §8). Unknown fields are ignored.",
         required: ["domain", "origin", "protocol", "order_id", "customer_id"],
         properties: {
-          domain: { type: "string", format: "hostname", maxLength: 230, description: "Fully qualified, at least two labels, no wildcard; folded to lower case." },
+          domain: {
+            type: "string",
+            format: "hostname",
+            maxLength: 230,
+            description: "Fully qualified, at least two labels, no wildcard; folded to lower case.",
+          },
           origin: {
             type: "object",
             required: ["type", "address"],
@@ -793,7 +854,8 @@ export const cloudOpenApi: OpenApiDocument = {
             type: "array",
             minItems: 1,
             maxItems: 100,
-            description: "`url`: absolute http(s) URLs on the domain. `directory`: such URLs ending in `/` without a query, or paths starting and ending with `/`.",
+            description:
+              "`url`: absolute http(s) URLs on the domain. `directory`: such URLs ending in `/` without a query, or paths starting and ending with `/`.",
             items: { type: "string", minLength: 1, maxLength: 2048 },
           },
         },

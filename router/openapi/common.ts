@@ -27,7 +27,7 @@ export const signatureParameter: Parameter = {
   in: "header",
   required: false,
   description:
-    "Request signature `t=<unix seconds>,v1=<hex HMAC-SHA256(webhook_secret, \"<t>.<METHOD>.<path with query>.<hex SHA-256 of the raw body>\")>`. " +
+    'Request signature `t=<unix seconds>,v1=<hex HMAC-SHA256(webhook_secret, "<t>.<METHOD>.<path with query>.<hex SHA-256 of the raw body>")>`. ' +
     "Required for keys created with `--require-signature`; checked whenever sent. Several `v1` values may be sent; `t` must be within 300 seconds of the server's clock. " +
     "A missing, wrong or stale signature is 401.",
   schema: { type: "string", minLength: 1, examples: ["t=1700000000,v1=5f2b…"] },
@@ -50,7 +50,7 @@ export const retryAfterHeader: Header = {
 /** `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers) on answers to a key with a rate limit. */
 export const rateLimitPolicyHeader: Header = {
   description:
-    "Sent for a key with a rate limit (draft-ietf-httpapi-ratelimit-headers): its policy, `\"default\";q=<requests>;w=<window in seconds>`. " +
+    'Sent for a key with a rate limit (draft-ietf-httpapi-ratelimit-headers): its policy, `"default";q=<requests>;w=<window in seconds>`. ' +
     "Absent for a key without one and for a request whose key does not authenticate.",
   required: false,
   schema: { type: "string", pattern: '^"default";q=[0-9]+;w=[1-9][0-9]*$', examples: ['"default";q=5;w=1'] },
@@ -59,7 +59,7 @@ export const rateLimitPolicyHeader: Header = {
 /** `RateLimit` (draft-ietf-httpapi-ratelimit-headers) on answers to a key with a rate limit. */
 export const rateLimitHeader: Header = {
   description:
-    "Sent with `RateLimit-Policy`: `\"default\";r=<requests left in the current window>;t=<seconds until it resets>`. " +
+    'Sent with `RateLimit-Policy`: `"default";r=<requests left in the current window>;t=<seconds until it resets>`. ' +
     "A 429 has `r=0`, and `t` equals `Retry-After`.",
   required: false,
   schema: { type: "string", pattern: '^"default";r=[0-9]+;t=[0-9]+$', examples: ['"default";r=3;t=1'] },

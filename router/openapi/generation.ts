@@ -90,7 +90,10 @@ const ERROR_RESPONSES = {
   },
   Unauthorized: { code: "unauthorized", description: `${said("unauthorized")}, or a missing, invalid or stale \`X-Service-Signature\`.` },
   PaymentRequired: { code: "insufficient_balance", description: `${said("insufficient_balance")}: nothing was debited.` },
-  Forbidden: { code: "key_disabled", description: `${said("key_disabled")}, the key lacks the \`generation\` scope, or the source IP is outside the key's allow-list.` },
+  Forbidden: {
+    code: "key_disabled",
+    description: `${said("key_disabled")}, the key lacks the \`generation\` scope, or the source IP is outside the key's allow-list.`,
+  },
   NotFound: { code: "task_not_found", description: `${said("task_not_found")}: unknown, or submitted with another key.` },
   PayloadTooLarge: { code: "payload_too_large", description: `${said("payload_too_large")} (\`BODY_LIMIT_BYTES\`, 1 MiB by default).` },
   TooManyRequests: { code: "rate_limited", description: "The key's rate limit (requests per second) is exceeded." },
@@ -141,7 +144,7 @@ export const generationOpenApi: OpenApiDocument = {
     version: "1.0.0",
     description:
       "Asynchronous video and image generation on a prepaid balance (generation spec). Every path but `/health` and this document needs an API key. " +
-      "Errors are `{\"code\": <HTTP status>, \"message\": \"...\"}`. Money is yuan as JSON numbers with at most three decimals. " +
+      'Errors are `{"code": <HTTP status>, "message": "..."}`. Money is yuan as JSON numbers with at most three decimals. ' +
       "Checks run in this order: key (401/403, 429), body (400 invalid JSON, 413 too large), validation (400), balance (402), upstream (502/504, refunded). " +
       "An unknown path is 404, a known path with another method 405, both with the error body; a request target that is not a URL is 400 `Malformed request URL`. " +
       "A request line and headers over 16 KiB are refused by the HTTP server itself with 431 and no body.",
@@ -259,7 +262,8 @@ export const generationOpenApi: OpenApiDocument = {
         format: "uri",
         pattern: "^https://",
         maxLength: 2048,
-        description: "A public HTTPS URL: no credentials, not localhost, no private or local IP address, and no host whose DNS answer is one. Otherwise 400 `{field} must be a public HTTPS URL`.",
+        description:
+          "A public HTTPS URL: no credentials, not localhost, no private or local IP address, and no host whose DNS answer is one. Otherwise 400 `{field} must be a public HTTPS URL`.",
       },
       VideoGenerationRequest: {
         type: "object",
@@ -271,8 +275,17 @@ export const generationOpenApi: OpenApiDocument = {
           prompt: prompt("video"),
           model_id: { type: "integer", enum: [...VIDEO_MODEL_IDS], default: DEFAULT_VIDEO_MODEL_ID, description: `${VIDEO_MODEL_IDS.join(", ")}.` },
           size: { type: "string", enum: [...VIDEO_SIZES], description: "Aspect ratio allowed by the model; omitted: not sent upstream." },
-          seconds: { type: "integer", minimum: 4, maximum: 30, description: "Duration allowed by the model at the resolution; default the model's (52, 67, 39: 5; 69, 51: 4)." },
-          resolution: { type: "string", pattern: "^(?:480|720|1080)[Pp]$", description: "480P, 720P or 1080P as the model allows, any case; default the model's lowest." },
+          seconds: {
+            type: "integer",
+            minimum: 4,
+            maximum: 30,
+            description: "Duration allowed by the model at the resolution; default the model's (52, 67, 39: 5; 69, 51: 4).",
+          },
+          resolution: {
+            type: "string",
+            pattern: "^(?:480|720|1080)[Pp]$",
+            description: "480P, 720P or 1080P as the model allows, any case; default the model's lowest.",
+          },
           count: { type: "integer", minimum: 1, maximum: 4, default: 1, description: "Videos to generate; the price is multiplied by it." },
           reference_image: url("One reference image."),
           reference_images: urls("Reference images: at most 9 (model 67: images, audios and videos together at most 30).", 30),
@@ -321,7 +334,22 @@ export const generationOpenApi: OpenApiDocument = {
       Task: {
         type: "object",
         description: "A generation task (docs/api/generation.md §2-3; docs/architecture.md §8).",
-        required: ["task_id", "model_id", "model_name", "kind", "status", "status_name", "result", "images", "error", "amount", "price", "refunded", "created_at", "updated_at"],
+        required: [
+          "task_id",
+          "model_id",
+          "model_name",
+          "kind",
+          "status",
+          "status_name",
+          "result",
+          "images",
+          "error",
+          "amount",
+          "price",
+          "refunded",
+          "created_at",
+          "updated_at",
+        ],
         additionalProperties: false,
         properties: {
           task_id: { type: "string", minLength: 1 },
@@ -331,7 +359,11 @@ export const generationOpenApi: OpenApiDocument = {
           status: { type: "integer", enum: [0, 1, 2, 3, 4], description: "0 waiting, 1 succeeded, 2 failed, 3 processing, 4 submitted or syncing assets." },
           status_name: { type: "string", description: "Localized label of the status (Chinese, or English for `Accept-Language: en`)." },
           result: { type: ["string", "null"], format: "uri", description: "Result address when status is 1, else null." },
-          images: { type: ["array", "null"], items: { type: "string", format: "uri" }, description: "Every generated image of an image task with status 1, else null." },
+          images: {
+            type: ["array", "null"],
+            items: { type: "string", format: "uri" },
+            description: "Every generated image of an image task with status 1, else null.",
+          },
           error: { type: ["string", "null"], description: "Failure reason when status is 2, else null." },
           amount: { ...ref("Money"), description: "What the task costs in the end: price − refunded." },
           price: { ...ref("Money"), description: "Yuan debited at submission." },

@@ -43,7 +43,18 @@ async function write(question, work) {
 }
 
 function table(el, headers, rows) {
-  el.replaceChildren(h("thead", {}, h("tr", {}, headers.map((key) => h("th", { textContent: t(key) })))), h("tbody", {}, rows));
+  el.replaceChildren(
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        headers.map((key) => h("th", { textContent: t(key) })),
+      ),
+    ),
+    h("tbody", {}, rows),
+  );
 }
 const cell = (...children) => h("td", {}, ...children);
 const button = (label, onclick) => h("button", { type: "button", className: "secondary small", textContent: t(label), onclick });
@@ -51,10 +62,13 @@ const button = (label, onclick) => h("button", { type: "button", className: "sec
 // -- API keys ------------------------------------------------------------------------------------
 
 async function loadKeys(append = false) {
-  const data = await run(`query($search: String, $after: String) { adminApiKeys(search: $search, after: $after, first: 20) { totalCount pageInfo { hasNextPage endCursor } nodes { ${KEY} } } }`, {
-    search: $("key-query").value.trim() || null,
-    after: append ? keysAfter : null,
-  });
+  const data = await run(
+    `query($search: String, $after: String) { adminApiKeys(search: $search, after: $after, first: 20) { totalCount pageInfo { hasNextPage endCursor } nodes { ${KEY} } } }`,
+    {
+      search: $("key-query").value.trim() || null,
+      after: append ? keysAfter : null,
+    },
+  );
   const conn = data.adminApiKeys;
   keysAfter = conn.pageInfo.endCursor;
   $("keys-more").hidden = !conn.pageInfo.hasNextPage;
@@ -72,13 +86,24 @@ async function loadKeys(append = false) {
       cell(
         button("admin.topup", () => {
           const amount = window.prompt(t("admin.topupAmount"));
-          if (amount) write(t("admin.confirmTopup", { amount, id: k.id }), async () => showEntry((await run(`mutation($input: AdminTopUpAccountInput!) { adminTopUpAccount(input: $input) { ledgerEntry { ${ENTRY} } } }`, { input: { keyId: k.id, amount } })).adminTopUpAccount.ledgerEntry));
+          if (amount)
+            write(t("admin.confirmTopup", { amount, id: k.id }), async () =>
+              showEntry(
+                (
+                  await run(`mutation($input: AdminTopUpAccountInput!) { adminTopUpAccount(input: $input) { ledgerEntry { ${ENTRY} } } }`, {
+                    input: { keyId: k.id, amount },
+                  })
+                ).adminTopUpAccount.ledgerEntry,
+              ),
+            );
         }),
         button(k.status === "ACTIVE" ? "admin.disable" : "admin.enable", () => {
           const status = k.status === "ACTIVE" ? "DISABLED" : "ACTIVE";
           write(t(status === "DISABLED" ? "admin.confirmDisable" : "admin.confirmEnable", { id: k.id }), async () => {
             showEntry(null);
-            return run(`mutation($input: AdminSetApiKeyStatusInput!) { adminSetApiKeyStatus(input: $input) { apiKey { id status } } }`, { input: { keyId: k.id, status } });
+            return run(`mutation($input: AdminSetApiKeyStatusInput!) { adminSetApiKeyStatus(input: $input) { apiKey { id status } } }`, {
+              input: { keyId: k.id, status },
+            });
           });
         }),
         button("admin.settings", () => {
@@ -88,7 +113,11 @@ async function loadKeys(append = false) {
           if (ips === null) return;
           const rate = window.prompt(t("admin.ratePrompt"), k.rateLimit == null ? "" : String(k.rateLimit));
           if (rate === null) return;
-          const list = (text) => text.split(",").map((s) => s.trim()).filter(Boolean);
+          const list = (text) =>
+            text
+              .split(",")
+              .map((s) => s.trim())
+              .filter(Boolean);
           const input = { keyId: k.id, scopes: list(scopes), allowedIps: list(ips).length ? list(ips) : null, rateLimit: rate.trim() ? Number(rate) : null };
           write(t("admin.confirmSettings", { id: k.id }), async () => {
             showEntry(null);
@@ -100,13 +129,29 @@ async function loadKeys(append = false) {
   );
   const body = $("keys-table").tBodies[0];
   if (append && body) body.append(...rows);
-  else table($("keys-table"), ["admin.col.key", "admin.col.account", "admin.col.status", "admin.col.balance", "admin.col.scopes", "admin.col.ips", "admin.col.rate", "admin.col.actions"], rows);
+  else
+    table(
+      $("keys-table"),
+      [
+        "admin.col.key",
+        "admin.col.account",
+        "admin.col.status",
+        "admin.col.balance",
+        "admin.col.scopes",
+        "admin.col.ips",
+        "admin.col.rate",
+        "admin.col.actions",
+      ],
+      rows,
+    );
 }
 
 // -- Wallets, orders, deliveries ------------------------------------------------------------------
 
 async function loadWallets() {
-  const data = await run(`{ adminCustomerWallets(first: 50) { nodes { accountId customerId contact available { amount } frozen { amount } creditLine { amount } } } }`);
+  const data = await run(
+    `{ adminCustomerWallets(first: 50) { nodes { accountId customerId contact available { amount } frozen { amount } creditLine { amount } } } }`,
+  );
   table(
     $("wallets-table"),
     ["admin.col.account", "admin.col.customer", "admin.col.available", "admin.col.frozen", "admin.col.credit", "admin.col.actions"],
@@ -122,14 +167,27 @@ async function loadWallets() {
         cell(
           button("admin.topup", () => {
             const amount = window.prompt(t("admin.topupAmount"));
-            if (amount) write(t("admin.confirmTopup", { amount, id: w.customerId }), async () => showEntry((await run(`mutation($input: AdminTopUpCustomerInput!) { adminTopUpCustomer(input: $input) { ledgerEntry { ${ENTRY} } } }`, { input: { accountId: w.accountId, customerId: w.customerId, amount } })).adminTopUpCustomer.ledgerEntry));
+            if (amount)
+              write(t("admin.confirmTopup", { amount, id: w.customerId }), async () =>
+                showEntry(
+                  (
+                    await run(`mutation($input: AdminTopUpCustomerInput!) { adminTopUpCustomer(input: $input) { ledgerEntry { ${ENTRY} } } }`, {
+                      input: { accountId: w.accountId, customerId: w.customerId, amount },
+                    })
+                  ).adminTopUpCustomer.ledgerEntry,
+                ),
+              );
           }),
           button("admin.credit", () => {
             const limit = window.prompt(t("admin.creditPrompt"), w.creditLine.amount);
-            if (limit) write(t("admin.confirmCredit", { amount: limit, id: w.customerId }), async () => {
-              showEntry(null);
-              return run(`mutation($input: AdminSetCustomerCreditLineInput!) { adminSetCustomerCreditLine(input: $input) { customerBalance { creditLine { amount } } } }`, { input: { accountId: w.accountId, customerId: w.customerId, limit } });
-            });
+            if (limit)
+              write(t("admin.confirmCredit", { amount: limit, id: w.customerId }), async () => {
+                showEntry(null);
+                return run(
+                  `mutation($input: AdminSetCustomerCreditLineInput!) { adminSetCustomerCreditLine(input: $input) { customerBalance { creditLine { amount } } } }`,
+                  { input: { accountId: w.accountId, customerId: w.customerId, limit } },
+                );
+              });
           }),
         ),
       ),
@@ -138,7 +196,9 @@ async function loadWallets() {
 }
 
 async function loadOrders() {
-  const data = await run(`{ adminOrders(first: 50) { nodes { id accountId customerId status paymentStatus failureReason amount { amount } createdAt ledgerEntries { kind amount { amount } } } } }`);
+  const data = await run(
+    `{ adminOrders(first: 50) { nodes { id accountId customerId status paymentStatus failureReason amount { amount } createdAt ledgerEntries { kind amount { amount } } } } }`,
+  );
   table(
     $("orders-table"),
     ["admin.col.order", "admin.col.account", "admin.col.status", "admin.col.amount", "admin.col.payments", "admin.col.created"],
@@ -158,7 +218,9 @@ async function loadOrders() {
 }
 
 async function loadDeliveries() {
-  const data = await run(`{ adminWebhookDeliveries(first: 50) { nodes { id accountId event status attemptCount url createdAt attempts { at status error } } } }`);
+  const data = await run(
+    `{ adminWebhookDeliveries(first: 50) { nodes { id accountId event status attemptCount url createdAt attempts { at status error } } } }`,
+  );
   table(
     $("deliveries-table"),
     ["admin.col.delivery", "admin.col.event", "admin.col.status", "admin.col.attempts", "admin.col.actions"],
@@ -174,7 +236,9 @@ async function loadDeliveries() {
           button("admin.resend", () =>
             write(t("admin.confirmResend", { id: d.id }), async () => {
               showEntry(null);
-              return run(`mutation($input: AdminResendDeliveryInput!) { adminResendDelivery(input: $input) { delivery { id status } } }`, { input: { deliveryId: d.id } });
+              return run(`mutation($input: AdminResendDeliveryInput!) { adminResendDelivery(input: $input) { delivery { id status } } }`, {
+                input: { deliveryId: d.id },
+              });
             }),
           ),
         ),
@@ -190,7 +254,11 @@ async function loadChannels() {
   try {
     data = await run(`{ adminChannels { id name baseUrl status disabledReason consecutiveFailures implicit stats { successRate latencyMsAvg openTasks } } }`);
   } catch (error) {
-    table($("channels-table"), ["admin.col.channel"], [h("tr", {}, cell(t("admin.channelsUnavailable"), h("div", { className: "hint", textContent: error.message })))]);
+    table(
+      $("channels-table"),
+      ["admin.col.channel"],
+      [h("tr", {}, cell(t("admin.channelsUnavailable"), h("div", { className: "hint", textContent: error.message })))],
+    );
     return;
   }
   table(
@@ -202,16 +270,24 @@ async function loadChannels() {
         {},
         cell(h("code", { textContent: c.id }), h("br"), c.name, h("div", { className: "hint", textContent: c.baseUrl })),
         cell(c.status, c.disabledReason ? h("div", { className: "hint", textContent: c.disabledReason }) : null),
-        cell(`${c.stats.successRate == null ? "—" : `${Math.round(c.stats.successRate * 100)}%`} · ${c.stats.latencyMsAvg == null ? "—" : `${Math.round(c.stats.latencyMsAvg)} ms`} · ${t("admin.openTasks")} ${c.stats.openTasks}`),
+        cell(
+          `${c.stats.successRate == null ? "—" : `${Math.round(c.stats.successRate * 100)}%`} · ${c.stats.latencyMsAvg == null ? "—" : `${Math.round(c.stats.latencyMsAvg)} ms`} · ${t("admin.openTasks")} ${c.stats.openTasks}`,
+        ),
         cell(
           c.implicit
             ? null
             : button(c.status === "ENABLED" ? "admin.disable" : "admin.enable", () =>
-                write(t(c.status === "ENABLED" ? "admin.confirmDisable" : "admin.confirmEnable", { id: c.id }), () => run(`mutation($input: AdminSetChannelStatusInput!) { adminSetChannelStatus(input: $input) { channel { id status } } }`, { input: { id: c.id, enabled: c.status !== "ENABLED" } })),
+                write(t(c.status === "ENABLED" ? "admin.confirmDisable" : "admin.confirmEnable", { id: c.id }), () =>
+                  run(`mutation($input: AdminSetChannelStatusInput!) { adminSetChannelStatus(input: $input) { channel { id status } } }`, {
+                    input: { id: c.id, enabled: c.status !== "ENABLED" },
+                  }),
+                ),
               ),
           button("admin.test", () =>
             write(t("admin.confirmTest", { id: c.id }), async () => {
-              const r = (await run(`mutation($input: AdminTestChannelInput!) { adminTestChannel(input: $input) { ok latencyMs error } }`, { input: { id: c.id } })).adminTestChannel;
+              const r = (
+                await run(`mutation($input: AdminTestChannelInput!) { adminTestChannel(input: $input) { ok latencyMs error } }`, { input: { id: c.id } })
+              ).adminTestChannel;
               window.alert(r.ok ? `OK ${r.latencyMs ?? ""} ms` : `${t("admin.failed")} ${r.error ?? ""}`);
             }),
           ),
@@ -227,7 +303,11 @@ let chart = null;
 let uPlotLoading = null;
 
 async function loadOverview() {
-  const o = (await run(`{ adminOverview(minutes: 60) { at tasksPerMinute { minute submitted succeeded failed } window { successRate } revenueToday { amount } refundsToday { amount } } }`)).adminOverview;
+  const o = (
+    await run(
+      `{ adminOverview(minutes: 60) { at tasksPerMinute { minute submitted succeeded failed } window { successRate } revenueToday { amount } refundsToday { amount } } }`,
+    )
+  ).adminOverview;
   const last = o.tasksPerMinute.at(-1);
   $("ov-tpm").textContent = String(last?.submitted ?? 0);
   $("ov-success").textContent = o.window.successRate == null ? "—" : `${Math.round(o.window.successRate * 1000) / 10}%`;
@@ -244,7 +324,12 @@ async function loadOverview() {
     {
       width: Math.max(240, el.clientWidth || 600),
       height: 200,
-      series: [{}, { label: t("admin.submitted"), stroke: "#1d4ed8" }, { label: t("admin.succeeded"), stroke: "#0f766e" }, { label: t("admin.failedTasks"), stroke: "#c2410c" }],
+      series: [
+        {},
+        { label: t("admin.submitted"), stroke: "#1d4ed8" },
+        { label: t("admin.succeeded"), stroke: "#0f766e" },
+        { label: t("admin.failedTasks"), stroke: "#c2410c" },
+      ],
     },
     data,
     el,
@@ -253,7 +338,14 @@ async function loadOverview() {
 
 // -- Views and sign-in ---------------------------------------------------------------------------
 
-const LOADERS = { overview: loadOverview, keys: () => loadKeys(), wallets: loadWallets, orders: loadOrders, deliveries: loadDeliveries, channels: loadChannels };
+const LOADERS = {
+  overview: loadOverview,
+  keys: () => loadKeys(),
+  wallets: loadWallets,
+  orders: loadOrders,
+  deliveries: loadDeliveries,
+  channels: loadChannels,
+};
 
 async function refresh() {
   try {

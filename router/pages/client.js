@@ -1,7 +1,22 @@
 // /client: the customer's balance page. The key is sent with each GraphQL request and kept in the
 // page (sessionStorage only when "remember in this tab" is ticked). While an account is shown, a
 // graphql-ws subscription to the key's own task changes (`tasks`) refreshes it live.
-import { PageError, gql, h, initLang, onLangChange, originalLine, safeUrls, setupKeyField, showError, subscribe, t, taskFailure, when, yuan } from "./common.js";
+import {
+  PageError,
+  gql,
+  h,
+  initLang,
+  onLangChange,
+  originalLine,
+  safeUrls,
+  setupKeyField,
+  showError,
+  subscribe,
+  t,
+  taskFailure,
+  when,
+  yuan,
+} from "./common.js";
 import { createUsageChart } from "./usage-chart.js";
 
 const VIEWER = `query PageViewer($first: Int!, $days: Int!) { viewer {
@@ -99,16 +114,21 @@ function goLive(key) {
     renderLiveState();
   };
   live = "connecting";
-  stopLive = subscribe(key, CHANGES, {}, {
-    next: refreshSoon,
-    connected: () => {
-      setLive("live");
-      refreshSoon();
+  stopLive = subscribe(
+    key,
+    CHANGES,
+    {},
+    {
+      next: refreshSoon,
+      connected: () => {
+        setLive("live");
+        refreshSoon();
+      },
+      disconnected: () => setLive("reconnecting"),
+      complete: () => setLive("stopped"),
+      error: () => setLive("stopped"),
     },
-    disconnected: () => setLive("reconnecting"),
-    complete: () => setLive("stopped"),
-    error: () => setLive("stopped"),
-  });
+  );
 }
 
 function renderLiveState() {
@@ -132,14 +152,18 @@ function resultLinks(task) {
   return h(
     "span",
     { className: "links" },
-    urls.map((url, i) => h("a", { href: url, target: "_blank", rel: "noopener noreferrer", textContent: urls.length > 1 ? t("task.downloadN", { n: i + 1 }) : t("task.open") })),
+    urls.map((url, i) =>
+      h("a", { href: url, target: "_blank", rel: "noopener noreferrer", textContent: urls.length > 1 ? t("task.downloadN", { n: i + 1 }) : t("task.open") }),
+    ),
     h("span", { className: "ai-mark small", textContent: t("ai.mark") }),
   );
 }
 
 function chargedCell(task) {
   const refunded = task.refunded && Number(task.refunded.amount) !== 0;
-  return refunded ? [yuan(task.charged), h("span", { className: "muted", textContent: ` (${t("task.refunded")} ${yuan(task.refunded)})` })] : yuan(task.charged);
+  return refunded
+    ? [yuan(task.charged), h("span", { className: "muted", textContent: ` (${t("task.refunded")} ${yuan(task.refunded)})` })]
+    : yuan(task.charged);
 }
 
 function describe(task) {

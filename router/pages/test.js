@@ -2,7 +2,22 @@
 // preview is the server's own `quote`, a submission is the user's GraphQL mutation with their key,
 // and each task's status comes live over graphql-ws (`taskStatusChanged`, every task on the page's
 // one WebSocket), or every 3 s from `task(id)` while that socket is down.
-import { PageError, currentLang, gql, h, initLang, onLangChange, originalLine, safeUrls, setupKeyField, showError, subscribe, t, taskFailure, yuan } from "./common.js";
+import {
+  PageError,
+  currentLang,
+  gql,
+  h,
+  initLang,
+  onLangChange,
+  originalLine,
+  safeUrls,
+  setupKeyField,
+  showError,
+  subscribe,
+  t,
+  taskFailure,
+  yuan,
+} from "./common.js";
 
 const MODEL_FIELDS = `id name kind sizes resolutions durations { resolution seconds } defaultSeconds maxCount available
   references { kinds frames maxImages maxAudios maxVideos maxTotal audioNeedsVisual }`;
@@ -114,9 +129,16 @@ function renderForm() {
   $("seconds-field").hidden = !video;
   if (video) renderSeconds(model);
   const keepSize = sizeSelect.value;
-  sizeSelect.replaceChildren(h("option", { value: "", textContent: t("size.default") }), ...model.sizes.map((size) => h("option", { value: size, textContent: size })));
+  sizeSelect.replaceChildren(
+    h("option", { value: "", textContent: t("size.default") }),
+    ...model.sizes.map((size) => h("option", { value: size, textContent: size })),
+  );
   if (model.sizes.includes(keepSize)) sizeSelect.value = keepSize;
-  setOptions(countSelect, Array.from({ length: model.maxCount }, (_, i) => i + 1), countSelect.value || 1);
+  setOptions(
+    countSelect,
+    Array.from({ length: model.maxCount }, (_, i) => i + 1),
+    countSelect.value || 1,
+  );
   $("count-hint").textContent = t(video ? "count.hint.video" : "count.hint.image");
   renderReferences(model);
   updatePrice();
@@ -376,29 +398,34 @@ function track(task, key) {
     clearTimeout(polling);
     polling = setTimeout(poll, 0);
   };
-  entry.stop = subscribe(key, WATCH, { id: task.id }, {
-    next: (data) => onTask(data?.taskStatusChanged),
-    complete: () => {},
-    disconnected: startPolling,
-    // Back on the socket: graphql-ws subscribes again, and the server's first event is the task as it is now.
-    connected: () => {
-      if (!entry.note) return;
-      clearTimeout(polling);
-      polling = null;
-      entry.note = "";
-      render(entry);
-    },
-    error: (error) => {
-      if (TERMINAL.has(entry.task.status)) return;
-      if (error instanceof PageError) {
-        entry.error = error;
+  entry.stop = subscribe(
+    key,
+    WATCH,
+    { id: task.id },
+    {
+      next: (data) => onTask(data?.taskStatusChanged),
+      complete: () => {},
+      disconnected: startPolling,
+      // Back on the socket: graphql-ws subscribes again, and the server's first event is the task as it is now.
+      connected: () => {
+        if (!entry.note) return;
+        clearTimeout(polling);
+        polling = null;
+        entry.note = "";
         render(entry);
-        return;
-      }
-      // The socket cannot be used at all (a proxy without WebSockets): poll until the task ends.
-      startPolling();
+      },
+      error: (error) => {
+        if (TERMINAL.has(entry.task.status)) return;
+        if (error instanceof PageError) {
+          entry.error = error;
+          render(entry);
+          return;
+        }
+        // The socket cannot be used at all (a proxy without WebSockets): poll until the task ends.
+        startPolling();
+      },
     },
-  });
+  );
   window.addEventListener("pagehide", () => {
     entry.stop();
     clearTimeout(polling);
@@ -441,7 +468,12 @@ function resultsOf(task) {
           h(
             "figure",
             { className: "result" },
-            h("div", { className: "media" }, h("img", { src: url, alt: t("task.image", { n: i + 1, id: task.id }), loading: "lazy", width: 512, height: 512 }), aiMark()),
+            h(
+              "div",
+              { className: "media" },
+              h("img", { src: url, alt: t("task.image", { n: i + 1, id: task.id }), loading: "lazy", width: 512, height: 512 }),
+              aiMark(),
+            ),
             h("figcaption", {}, h("a", { href: url, download: "", textContent: t("task.downloadN", { n: i + 1 }) })),
           ),
         ),
@@ -489,7 +521,15 @@ function render(entry) {
     h(
       "ol",
       { className: "timeline", attrs: { "aria-label": t("task.statusLabel") } },
-      entry.history.map((step) => h("li", { dataset: { status: step.status } }, t(`status.${step.status}`), " ", h("time", { dateTime: step.at.toISOString(), textContent: clock(step.at) }))),
+      entry.history.map((step) =>
+        h(
+          "li",
+          { dataset: { status: step.status } },
+          t(`status.${step.status}`),
+          " ",
+          h("time", { dateTime: step.at.toISOString(), textContent: clock(step.at) }),
+        ),
+      ),
     ),
     task.status === "FAILED" ? failureNote(task) : null,
     entry.error ? h("p", { className: "alert" }, entry.error.text, originalLine(entry.error.detail)) : null,

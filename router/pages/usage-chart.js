@@ -18,7 +18,9 @@ const milli = (money) => Math.round(Number(money?.amount ?? 0) * 1000);
 const yuanOf = (milliYuan) => {
   const sign = milliYuan < 0 ? "-" : "";
   const abs = Math.abs(milliYuan);
-  const fraction = String(abs % 1000).padStart(3, "0").replace(/0$/, "");
+  const fraction = String(abs % 1000)
+    .padStart(3, "0")
+    .replace(/0$/, "");
   return `${sign}${Math.floor(abs / 1000)}.${fraction}`;
 };
 
@@ -102,7 +104,14 @@ export function createUsageChart(section) {
       axes: [
         xAxis,
         { ...axis, scale: "seconds", size: 48, values: (_u, splits) => splits.map((v) => (Number.isInteger(v) ? number.format(v) : "")) },
-        { ...axis, scale: "images", side: 1, size: 40, grid: { show: false }, values: (_u, splits) => splits.map((v) => (Number.isInteger(v) ? number.format(v) : "")) },
+        {
+          ...axis,
+          scale: "images",
+          side: 1,
+          size: 40,
+          grid: { show: false },
+          values: (_u, splits) => splits.map((v) => (Number.isInteger(v) ? number.format(v) : "")),
+        },
       ],
       series: [
         day,

@@ -58,7 +58,11 @@ interface Connection<T> {
   nodes: T[];
   pageInfo: { hasNextPage: boolean; endCursor: string | null };
 }
-interface VendorNode { id: string; name: string; status: string }
+interface VendorNode {
+  id: string;
+  name: string;
+  status: string;
+}
 interface ProductNode {
   id: string;
   category: string;
@@ -87,7 +91,14 @@ interface OrderNode {
   customer: { customerId: string; contact: string | null };
   resource: Ref | null;
 }
-interface ResourceNode { id: string; status: string; expiresAt: string; customerId: string; order: Ref; product: Ref }
+interface ResourceNode {
+  id: string;
+  status: string;
+  expiresAt: string;
+  customerId: string;
+  order: Ref;
+  product: Ref;
+}
 interface DomainNode {
   domain: string;
   cname: string;
@@ -101,9 +112,31 @@ interface DomainNode {
   origin: { type: string; address: string; port: number | null };
   order: Ref;
 }
-interface PurgeNode { id: string; domain: string; type: string; targets: string[]; status: string; createdAt: string; completedAt: string | null }
-interface TransactionNode { id: string; customerId: string; type: string; amount: Money; balanceAfter: Money; createdAt: string; order: Ref | null }
-interface BalanceNode { customerId: string; available: Money; frozen: Money; creditLine: Money; currency: string }
+interface PurgeNode {
+  id: string;
+  domain: string;
+  type: string;
+  targets: string[];
+  status: string;
+  createdAt: string;
+  completedAt: string | null;
+}
+interface TransactionNode {
+  id: string;
+  customerId: string;
+  type: string;
+  amount: Money;
+  balanceAfter: Money;
+  createdAt: string;
+  order: Ref | null;
+}
+interface BalanceNode {
+  customerId: string;
+  available: Money;
+  frozen: Money;
+  creditLine: Money;
+  currency: string;
+}
 interface StatementNode {
   id: string;
   period: string;
@@ -166,7 +199,14 @@ export const cloudShapes = {
     created_at: o.createdAt,
     updated_at: o.updatedAt,
   }),
-  resource: (r: ResourceNode) => ({ resource_id: r.id, order_id: r.order.id, product_id: r.product.id, customer_id: r.customerId, status: r.status, expires_at: r.expiresAt }),
+  resource: (r: ResourceNode) => ({
+    resource_id: r.id,
+    order_id: r.order.id,
+    product_id: r.product.id,
+    customer_id: r.customerId,
+    status: r.status,
+    expires_at: r.expiresAt,
+  }),
   domain: (d: DomainNode) => ({
     domain: d.domain,
     cname: d.cname,
@@ -180,7 +220,15 @@ export const cloudShapes = {
     order_id: d.order.id,
     customer_id: d.customerId,
   }),
-  purge: (p: PurgeNode) => ({ task_id: p.id, domain: p.domain, type: p.type, targets: p.targets, status: p.status, created_at: p.createdAt, completed_at: p.completedAt ?? null }),
+  purge: (p: PurgeNode) => ({
+    task_id: p.id,
+    domain: p.domain,
+    type: p.type,
+    targets: p.targets,
+    status: p.status,
+    created_at: p.createdAt,
+    completed_at: p.completedAt ?? null,
+  }),
   transaction: (t: TransactionNode) => ({
     transaction_id: t.id,
     customer_id: t.customerId,
@@ -190,12 +238,25 @@ export const cloudShapes = {
     balance_after: yuan(t.balanceAfter),
     created_at: t.createdAt,
   }),
-  balance: (b: BalanceNode) => ({ customer_id: b.customerId, available: yuan(b.available), frozen: yuan(b.frozen), credit_line: yuan(b.creditLine), currency: b.currency }),
+  balance: (b: BalanceNode) => ({
+    customer_id: b.customerId,
+    available: yuan(b.available),
+    frozen: yuan(b.frozen),
+    credit_line: yuan(b.creditLine),
+    currency: b.currency,
+  }),
   statement: (s: StatementNode) => ({
     statement_id: s.id,
     period: s.period,
     total_amount: yuan(s.totalAmount),
-    items: s.items.map((i) => ({ transaction_id: i.transactionId, customer_id: i.customerId, order_id: i.orderId ?? null, type: lower(i.type), amount: yuan(i.amount), created_at: i.createdAt })),
+    items: s.items.map((i) => ({
+      transaction_id: i.transactionId,
+      customer_id: i.customerId,
+      order_id: i.orderId ?? null,
+      type: lower(i.type),
+      amount: yuan(i.amount),
+      created_at: i.createdAt,
+    })),
     export_status: s.exportStatus,
     export_url: s.exportUrl ?? null,
   }),
@@ -276,10 +337,12 @@ export function createCloudShim(deps: CloudShimDeps) {
   }
 
   /** A list answer: `data.items` and `data.next_cursor` (null on the last page). */
-  const list = <T>(pick: (data: CloudData) => Connection<T>, item: (node: T) => unknown) => (data: CloudData) => {
-    const connection = pick(data);
-    return { items: connection.nodes.map(item), next_cursor: connection.pageInfo.hasNextPage ? connection.pageInfo.endCursor : null };
-  };
+  const list =
+    <T>(pick: (data: CloudData) => Connection<T>, item: (node: T) => unknown) =>
+    (data: CloudData) => {
+      const connection = pick(data);
+      return { items: connection.nodes.map(item), next_cursor: connection.pageInfo.hasNextPage ? connection.pageInfo.endCursor : null };
+    };
 
   async function withPage(call: RestCall, run: (page: { first: number; after: string | null }) => Promise<void>): Promise<void> {
     let page: ReturnType<typeof pageParams>;
@@ -330,7 +393,14 @@ export function createCloudShim(deps: CloudShimDeps) {
 
   return {
     vendors: (call: RestCall) =>
-      withPage(call, (page) => query(call, CLOUD_OPERATIONS.vendors, page, list((d) => d.vendors, cloudShapes.vendor))),
+      withPage(call, (page) =>
+        query(
+          call,
+          CLOUD_OPERATIONS.vendors,
+          page,
+          list((d) => d.vendors, cloudShapes.vendor),
+        ),
+      ),
     products: (call: RestCall) =>
       withPage(call, (page) => {
         const status = param(call.query, "status");
@@ -346,21 +416,63 @@ export function createCloudShim(deps: CloudShimDeps) {
       }),
     product: (call: RestCall) => query(call, CLOUD_OPERATIONS.product, { id: call.params.product_id }, (d) => cloudShapes.product(d.product)),
     createOrder: (call: RestCall) =>
-      mutate(call, "CreateOrderInput", CLOUD_OPERATIONS.createOrder, {}, (d) => ({ replayed: d.createOrder.replayed, value: cloudShapes.order(d.createOrder.order) }), 201),
+      mutate(
+        call,
+        "CreateOrderInput",
+        CLOUD_OPERATIONS.createOrder,
+        {},
+        (d) => ({ replayed: d.createOrder.replayed, value: cloudShapes.order(d.createOrder.order) }),
+        201,
+      ),
     order: (call: RestCall) => query(call, CLOUD_OPERATIONS.order, { id: call.params.order_id }, (d) => cloudShapes.order(d.order)),
     orders: (call: RestCall) =>
-      withPage(call, (page) => query(call, CLOUD_OPERATIONS.orders, page, list((d) => d.orders, cloudShapes.order))),
+      withPage(call, (page) =>
+        query(
+          call,
+          CLOUD_OPERATIONS.orders,
+          page,
+          list((d) => d.orders, cloudShapes.order),
+        ),
+      ),
     renewOrder: (call: RestCall) =>
-      mutate(call, "RenewOrderInput", CLOUD_OPERATIONS.renewOrder, { orderId: call.params.order_id }, (d) => ({ replayed: d.renewOrder.replayed, value: cloudShapes.order(d.renewOrder.order) }), 200),
+      mutate(
+        call,
+        "RenewOrderInput",
+        CLOUD_OPERATIONS.renewOrder,
+        { orderId: call.params.order_id },
+        (d) => ({ replayed: d.renewOrder.replayed, value: cloudShapes.order(d.renewOrder.order) }),
+        200,
+      ),
     createDomain: (call: RestCall) =>
-      mutate(call, "CreateDomainInput", CLOUD_OPERATIONS.createDomain, {}, (d) => ({ replayed: d.createDomain.replayed, value: cloudShapes.domain(d.createDomain.domain) }), 201),
+      mutate(
+        call,
+        "CreateDomainInput",
+        CLOUD_OPERATIONS.createDomain,
+        {},
+        (d) => ({ replayed: d.createDomain.replayed, value: cloudShapes.domain(d.createDomain.domain) }),
+        201,
+      ),
     domainStatus: (call: RestCall) => query(call, CLOUD_OPERATIONS.domain, { domain: call.params.domain }, (d) => cloudShapes.domain(d.domain)),
     purge: (call: RestCall) =>
-      mutate(call, "PurgeDomainInput", CLOUD_OPERATIONS.purge, { domain: call.params.domain }, (d) => ({ replayed: d.purgeDomain.replayed, value: cloudShapes.purge(d.purgeDomain.purgeTask) }), 201),
+      mutate(
+        call,
+        "PurgeDomainInput",
+        CLOUD_OPERATIONS.purge,
+        { domain: call.params.domain },
+        (d) => ({ replayed: d.purgeDomain.replayed, value: cloudShapes.purge(d.purgeDomain.purgeTask) }),
+        201,
+      ),
     bandwidth: (call: RestCall) => usage(call, "bandwidth"),
     traffic: (call: RestCall) => usage(call, "traffic"),
     resources: (call: RestCall) =>
-      withPage(call, (page) => query(call, CLOUD_OPERATIONS.resources, { ...page, customerId: param(call.query, "customer_id") }, list((d) => d.resources, cloudShapes.resource))),
+      withPage(call, (page) =>
+        query(
+          call,
+          CLOUD_OPERATIONS.resources,
+          { ...page, customerId: param(call.query, "customer_id") },
+          list((d) => d.resources, cloudShapes.resource),
+        ),
+      ),
     balance: (call: RestCall) => {
       const customerId = param(call.query, "customer_id");
       if (!customerId) return rejectAfterAuth(call, new AppError("invalid_request", "customer_id is required", { field: "customer_id" }));
@@ -388,11 +500,20 @@ export function createCloudShim(deps: CloudShimDeps) {
       }),
     statement: (call: RestCall) => query(call, CLOUD_OPERATIONS.statement, { id: call.params.statement_id }, (d) => cloudShapes.statement(d.statement)),
     statementExport: async (call: RestCall) => {
-      const result = await runOperation<Pick<CloudData, "statement">>(deps.gateway, CLOUD_OPERATIONS.statementCsv, { id: call.params.statement_id }, context(call));
+      const result = await runOperation<Pick<CloudData, "statement">>(
+        deps.gateway,
+        CLOUD_OPERATIONS.statementCsv,
+        { id: call.params.statement_id },
+        context(call),
+      );
       if (result.errors?.length) return sendCloudError(call.res, call.requestId, toShimError(result.errors[0]!));
       const statement = result.data!.statement;
       if (statement.exportStatus !== "ready" || statement.csv == null) {
-        return sendCloudError(call.res, call.requestId, { code: "conflict", message: "Statement export is not ready yet", details: { export_status: statement.exportStatus } });
+        return sendCloudError(call.res, call.requestId, {
+          code: "conflict",
+          message: "Statement export is not ready yet",
+          details: { export_status: statement.exportStatus },
+        });
       }
       call.res.writeHead(200, { "content-type": "text/csv; charset=utf-8", "content-disposition": `attachment; filename="${statement.id}.csv"` });
       call.res.end(statement.csv);

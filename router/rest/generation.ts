@@ -174,7 +174,12 @@ export function createGenerationShim(deps: GenerationShimDeps) {
     } catch (error) {
       return rejectAfterAuth(call, route, error as AppError, digest);
     }
-    const result = await run<Record<"submitVideoGeneration" | "submitImageGeneration", { task: TaskNode }>>("generation", kind === "video" ? OPERATIONS.submitVideo : OPERATIONS.submitImage, { input }, callContext(call, route, digest));
+    const result = await run<Record<"submitVideoGeneration" | "submitImageGeneration", { task: TaskNode }>>(
+      "generation",
+      kind === "video" ? OPERATIONS.submitVideo : OPERATIONS.submitImage,
+      { input },
+      callContext(call, route, digest),
+    );
     if (result.errors?.length) return sendGenerationError(call.res, toShimError(result.errors[0]!));
     const task = (kind === "video" ? result.data!.submitVideoGeneration : result.data!.submitImageGeneration).task;
     sendJson(call.res, 200, {

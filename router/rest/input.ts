@@ -39,7 +39,12 @@ function matchesScalar(value: unknown, typeName: string): boolean {
  * @returns the GraphQL input value
  * @throws the factory's error for the first field (in the input type's order) whose JSON type is wrong
  */
-export function restBodyToInput(body: Record<string, unknown>, type: GraphQLInputObjectType, typeError: TypeErrorFactory, prefix = ""): Record<string, unknown> {
+export function restBodyToInput(
+  body: Record<string, unknown>,
+  type: GraphQLInputObjectType,
+  typeError: TypeErrorFactory,
+  prefix = "",
+): Record<string, unknown> {
   const input: Record<string, unknown> = {};
   for (const field of Object.values(type.getFields())) {
     const restName = toSnake(field.name);

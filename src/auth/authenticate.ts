@@ -76,7 +76,8 @@ export async function authenticateRequest(db: Db, rateLimiter: RateLimiter, fact
   try {
     quota = await rateLimiter.consume(caller, facts.countId);
   } catch (error) {
-    const retryAfter = error instanceof AppError && error.code === "rate_limited" ? (error.details as { retry_after_seconds?: unknown }).retry_after_seconds : undefined;
+    const retryAfter =
+      error instanceof AppError && error.code === "rate_limited" ? (error.details as { retry_after_seconds?: unknown }).retry_after_seconds : undefined;
     if (typeof retryAfter === "number" && caller.rateLimit) {
       observer.quota?.({ limit: caller.rateLimit, windowSeconds: RATE_LIMIT_WINDOW_SECONDS, remaining: 0, resetSeconds: retryAfter }, retryAfter);
     }

@@ -74,7 +74,8 @@ function validateKeyOptions(options: CreateKeyOptions): string[] {
   if (options.allowIps != null) {
     if (!Array.isArray(options.allowIps) || options.allowIps.length > 100) throw invalidKeyOption("allowIps", "allowIps must list at most 100 CIDR ranges");
     options.allowIps.forEach((entry, i) => {
-      if (typeof entry !== "string" || !isValidAllowListEntry(entry)) throw invalidKeyOption(`allowIps[${i}]`, `allowIps[${i}] must be an IP address or a CIDR range`);
+      if (typeof entry !== "string" || !isValidAllowListEntry(entry))
+        throw invalidKeyOption(`allowIps[${i}]`, `allowIps[${i}] must be an IP address or a CIDR range`);
     });
   }
   if (options.rateLimit != null && (!Number.isSafeInteger(options.rateLimit) || options.rateLimit < 1 || options.rateLimit > MAX_RATE_LIMIT)) {
@@ -83,7 +84,10 @@ function validateKeyOptions(options: CreateKeyOptions): string[] {
   if (options.callbackUrl != null) {
     let url: URL | null = null;
     try {
-      url = typeof options.callbackUrl === "string" && options.callbackUrl.length <= 2000 && !options.callbackUrl.includes("\u0000") ? new URL(options.callbackUrl) : null;
+      url =
+        typeof options.callbackUrl === "string" && options.callbackUrl.length <= 2000 && !options.callbackUrl.includes("\u0000")
+          ? new URL(options.callbackUrl)
+          : null;
     } catch {
       url = null;
     }
@@ -255,8 +259,16 @@ function keyListingQuery(db: Db | Knex.Transaction): Knex.QueryBuilder {
   return db("api_keys as k").join("accounts as a", "a.id", "k.account_id").select("k.*", "a.balance as balance");
 }
 
-function toKeyListing(row: KeyRow & { callback_url: string | null; balance: number | string; spent?: number | string; task_count?: number | string }): KeyListing {
-  return { ...toKeyInfo(row), callbackUrl: row.callback_url ?? null, balance: Number(row.balance), spent: Number(row.spent ?? 0), taskCount: Number(row.task_count ?? 0) };
+function toKeyListing(
+  row: KeyRow & { callback_url: string | null; balance: number | string; spent?: number | string; task_count?: number | string },
+): KeyListing {
+  return {
+    ...toKeyInfo(row),
+    callbackUrl: row.callback_url ?? null,
+    balance: Number(row.balance),
+    spent: Number(row.spent ?? 0),
+    taskCount: Number(row.task_count ?? 0),
+  };
 }
 
 /**
@@ -372,10 +384,7 @@ export interface KeySettingsChange {
  *   `allowIps[i]`, `rateLimit`, `callbackUrl`); `not_found` (404) when no key has that id
  */
 export async function updateKeySettings(db: Db, keyId: string, change: KeySettingsChange): Promise<KeyListing> {
-  const scopes =
-    change.scopes !== undefined
-      ? validateKeyOptions({ name: "-", scopes: change.scopes })
-      : undefined;
+  const scopes = change.scopes !== undefined ? validateKeyOptions({ name: "-", scopes: change.scopes }) : undefined;
   validateKeyOptions({
     name: "-",
     allowIps: change.allowIps ?? undefined,
@@ -390,11 +399,20 @@ export async function updateKeySettings(db: Db, keyId: string, change: KeySettin
   if (change.requireSignature !== undefined) update.require_signature = change.requireSignature;
   await db.transaction(async (trx) => {
     // Write first (see setKeyStatus): the CLI may write while a server does.
-    const updated = Object.keys(update).length ? await trx("api_keys").where("id", keyId).update(update) : (await trx("api_keys").where("id", keyId).first("id")) ? 1 : 0;
+    const updated = Object.keys(update).length
+      ? await trx("api_keys").where("id", keyId).update(update)
+      : (await trx("api_keys").where("id", keyId).first("id"))
+        ? 1
+        : 0;
     if (!updated) throw new AppError("not_found", "API key not found");
     if (update.scopes !== undefined || update.allow_ips !== undefined) {
       const row = await trx("api_keys").where("id", keyId).first("account_id");
-      await appendOutbox(trx, { topic: KEY_DISABLED_EVENT, accountId: row.account_id, aggregateId: keyId, payload: { key_id: keyId, reason: "settings_changed" } });
+      await appendOutbox(trx, {
+        topic: KEY_DISABLED_EVENT,
+        accountId: row.account_id,
+        aggregateId: keyId,
+        payload: { key_id: keyId, reason: "settings_changed" },
+      });
     }
   });
   return (await getKeyListing(db, keyId))!;

@@ -179,7 +179,11 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
     }
     // Storing the outcome is best effort: this call's answer stands even if Redis fails now (the
     // other subgraph's call then waits out the pending key and counts itself).
-    const store = (value: string) => client.set(memoKey, value, "PX", Math.max(1, ttlMs)).then(() => undefined, () => undefined);
+    const store = (value: string) =>
+      client.set(memoKey, value, "PX", Math.max(1, ttlMs)).then(
+        () => undefined,
+        () => undefined,
+      );
     let quota: RateLimitQuota;
     try {
       quota = await count(keyId, points);

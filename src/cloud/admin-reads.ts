@@ -56,7 +56,11 @@ interface CustomerRow {
  * @returns the page and its bounded total count
  * @throws AppError `validation_failed` (422) for a filter over 200 characters; `invalid_request` (400) for a bad cursor
  */
-export async function listCustomerWallets(db: Db, filter: { accountId?: string | null; search?: string | null }, page: PageRequest): Promise<Page<CustomerWallet>> {
+export async function listCustomerWallets(
+  db: Db,
+  filter: { accountId?: string | null; search?: string | null },
+  page: PageRequest,
+): Promise<Page<CustomerWallet>> {
   const accountId = text(filter.accountId, "accountId");
   const search = text(filter.search, "search", 64);
   const query = db("customers").select("*");
@@ -79,7 +83,11 @@ export async function listCustomerWallets(db: Db, filter: { accountId?: string |
  * @returns the page and its bounded total count
  * @throws AppError `validation_failed` (422, field `status`) for an unknown state; `invalid_request` (400) for a bad cursor
  */
-export async function listAllOrders(db: Db, filter: { accountId?: string | null; status?: string | null; customerId?: string | null }, page: PageRequest): Promise<Page<OrderRecord>> {
+export async function listAllOrders(
+  db: Db,
+  filter: { accountId?: string | null; status?: string | null; customerId?: string | null },
+  page: PageRequest,
+): Promise<Page<OrderRecord>> {
   const accountId = text(filter.accountId, "accountId");
   const customerId = text(filter.customerId, "customerId", 64);
   const query = db("orders").select("*");
@@ -98,7 +106,11 @@ const DELIVERY_STATUSES = ["pending", "delivered", "failed"] as const;
  * @returns the page and its bounded total count
  * @throws AppError `validation_failed` (422, field `status`); `invalid_request` (400) for a bad cursor
  */
-export async function listAllDeliveries(db: Db, filter: { accountId?: string | null; status?: string | null; aggregateId?: string | null }, page: PageRequest): Promise<Page<WebhookDeliveryRecord>> {
+export async function listAllDeliveries(
+  db: Db,
+  filter: { accountId?: string | null; status?: string | null; aggregateId?: string | null },
+  page: PageRequest,
+): Promise<Page<WebhookDeliveryRecord>> {
   const accountId = text(filter.accountId, "accountId");
   const aggregateId = text(filter.aggregateId, "aggregateId", 60);
   const query = db("webhook_deliveries").select("id");

@@ -95,14 +95,19 @@ export function parseIsoTime(value: string): { ms: number; dateOnly: boolean } |
   const m = TIME_PATTERN.exec(value);
   if (!m) return null;
   const [, y, mo, d, h, mi, s, frac, offset] = m;
-  const year = Number(y), month = Number(mo), day = Number(d);
-  const hour = Number(h ?? 0), minute = Number(mi ?? 0), second = Number(s ?? 0);
+  const year = Number(y),
+    month = Number(mo),
+    day = Number(d);
+  const hour = Number(h ?? 0),
+    minute = Number(mi ?? 0),
+    second = Number(s ?? 0);
   if (month < 1 || month > 12 || day < 1 || day > new Date(Date.UTC(year, month, 0)).getUTCDate()) return null;
   if (hour > 23 || minute > 59 || second > 59) return null;
   let offsetMinutes = 0;
   if (offset && offset !== "Z") {
     const om = /^([+-])(\d{2}):?(\d{2})$/.exec(offset)!;
-    const oh = Number(om[2]), omin = Number(om[3]);
+    const oh = Number(om[2]),
+      omin = Number(om[3]);
     if (oh > 14 || omin > 59) return null;
     offsetMinutes = (om[1] === "-" ? -1 : 1) * (oh * 60 + omin);
   }
@@ -155,7 +160,8 @@ export async function listTransactions(db: Db, caller: Caller, filter: Transacti
 function periodOf(statementId: string, nowMs: number): { period: string; from: string; until: string } | null {
   const m = typeof statementId === "string" ? /^stm_(\d{4})-(\d{2})$/.exec(statementId) : null;
   if (!m) return null;
-  const year = Number(m[1]), month = Number(m[2]);
+  const year = Number(m[1]),
+    month = Number(m[2]);
   if (year < 1970 || month < 1 || month > 12) return null;
   const from = Date.UTC(year, month - 1, 1);
   if (from > nowMs) return null;
@@ -209,10 +215,15 @@ export async function getStatement(db: Db, caller: Caller, statementId: string, 
   const requestedAt = new Date(nowMs).toISOString();
   let row = await db("statement_exports").where(where).first();
   if (!row) {
-    await db("statement_exports").insert({ ...where, status: "pending", csv: null, requested_at: requestedAt, ready_at: null }).onConflict(["account_id", "period"]).ignore();
+    await db("statement_exports")
+      .insert({ ...where, status: "pending", csv: null, requested_at: requestedAt, ready_at: null })
+      .onConflict(["account_id", "period"])
+      .ignore();
     row = await db("statement_exports").where(where).first();
   } else if (row.status === "ready" && csvRowCount(row.csv ?? "") !== items.length) {
-    await db("statement_exports").where({ ...where, status: "ready" }).update({ status: "pending", csv: null, requested_at: requestedAt, ready_at: null });
+    await db("statement_exports")
+      .where({ ...where, status: "ready" })
+      .update({ status: "pending", csv: null, requested_at: requestedAt, ready_at: null });
     row = await db("statement_exports").where(where).first();
   }
   const ready = row?.status === "ready";
@@ -236,7 +247,10 @@ export async function getStatement(db: Db, caller: Caller, statementId: string, 
  */
 export async function processStatementExports(db: Db, opts: { delayMs: number; now?: number }): Promise<number> {
   const nowMs = opts.now ?? Date.now();
-  const due = await db("statement_exports").where("status", "pending").andWhere("requested_at", "<=", new Date(nowMs - opts.delayMs).toISOString()).limit(100);
+  const due = await db("statement_exports")
+    .where("status", "pending")
+    .andWhere("requested_at", "<=", new Date(nowMs - opts.delayMs).toISOString())
+    .limit(100);
   let done = 0;
   for (const row of due) {
     const [year, month] = (row.period as string).split("-").map(Number) as [number, number];

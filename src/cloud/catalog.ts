@@ -254,7 +254,8 @@ function checkId(value: unknown, field: string): string | null {
 
 function checkName(value: unknown, field: string, max: number): string {
   // U+0000 cannot be stored in PostgreSQL text: invalid on every database.
-  if (typeof value !== "string" || value.trim() === "" || value.length > max || value.includes("\u0000")) throw invalid(field, `${field} must be a non-empty string of at most ${max} characters`);
+  if (typeof value !== "string" || value.trim() === "" || value.length > max || value.includes("\u0000"))
+    throw invalid(field, `${field} must be a non-empty string of at most ${max} characters`);
   return value.trim();
 }
 
@@ -294,7 +295,8 @@ function validateProductInput(input: ProductInput) {
   const name = checkName(input.name, "name", 200);
   let description: string | null = null;
   if (input.description != null) {
-    if (typeof input.description !== "string" || input.description.length > 2000 || input.description.includes("\u0000")) throw invalid("description", "description must be a string of at most 2000 characters");
+    if (typeof input.description !== "string" || input.description.length > 2000 || input.description.includes("\u0000"))
+      throw invalid("description", "description must be a string of at most 2000 characters");
     description = input.description;
   }
   const status = input.status ?? "available";
@@ -306,7 +308,8 @@ function validateProductInput(input: ProductInput) {
   const cycles: BillingCycle[] = input.billingCycles.map((c, i) => {
     const at = `billingCycles[${i}]`;
     if (!c || typeof c !== "object") throw invalid(at, `${at} must be an object`);
-    if (typeof c.cycle !== "string" || !CYCLE_PATTERN.test(c.cycle)) throw invalid(`${at}.cycle`, `${at}.cycle must be 1-20 lower-case letters, digits, '_' or '-'`);
+    if (typeof c.cycle !== "string" || !CYCLE_PATTERN.test(c.cycle))
+      throw invalid(`${at}.cycle`, `${at}.cycle must be 1-20 lower-case letters, digits, '_' or '-'`);
     if (seen.has(c.cycle)) throw invalid(`${at}.cycle`, `${at}.cycle repeats ${c.cycle}`);
     seen.add(c.cycle);
     const months = c.months ?? monthsOfCycle(c.cycle);
@@ -327,7 +330,8 @@ function validateProductInput(input: ProductInput) {
   const requiredFields = input.requiredFields ?? [];
   if (!Array.isArray(requiredFields) || requiredFields.length > 20) throw invalid("requiredFields", "requiredFields must list at most 20 metadata keys");
   requiredFields.forEach((f, i) => {
-    if (typeof f !== "string" || !FIELD_PATTERN.test(f)) throw invalid(`requiredFields[${i}]`, `requiredFields[${i}] must be a metadata key of letters, digits and '_'`);
+    if (typeof f !== "string" || !FIELD_PATTERN.test(f))
+      throw invalid(`requiredFields[${i}]`, `requiredFields[${i}] must be a metadata key of letters, digits and '_'`);
     if (requiredFields.indexOf(f) !== i) throw invalid(`requiredFields[${i}]`, `requiredFields[${i}] repeats ${f}`);
   });
   return { id, vendorId, category: input.category, name, description, status, cycles, stock, requiredFields: [...requiredFields] };

@@ -98,7 +98,11 @@ function checkAmount(amount: unknown, allowNegative: boolean): MilliYuan {
  * the CLI): the account's oldest active key with a callback URL, else none.
  */
 async function callbackKeyOf(trx: Executor, accountId: string): Promise<string | null> {
-  const row = await trx("api_keys").where({ account_id: accountId, status: "active" }).whereNotNull("callback_url").orderBy([{ column: "created_at" }, { column: "id" }]).first("id");
+  const row = await trx("api_keys")
+    .where({ account_id: accountId, status: "active" })
+    .whereNotNull("callback_url")
+    .orderBy([{ column: "created_at" }, { column: "id" }])
+    .first("id");
   return row?.id ?? null;
 }
 
@@ -269,7 +273,10 @@ export async function setCreditLine(db: Db, accountId: string, customerId: strin
  * @see docs/api/cloud.md §4 `GET /billing/balance?customer_id=`; docs/architecture.md §8 Balance
  */
 export async function getCustomerBalance(db: Executor, accountId: string, customerId: string): Promise<CustomerBalance> {
-  const row = typeof customerId === "string" && customerId.length <= 64 ? await db("customers").where({ account_id: accountId, customer_id: customerId }).first() : undefined;
+  const row =
+    typeof customerId === "string" && customerId.length <= 64
+      ? await db("customers").where({ account_id: accountId, customer_id: customerId }).first()
+      : undefined;
   if (!row) throw new AppError("not_found", "Customer not found");
   return { customerId, available: Number(row.balance), frozen: Number(row.frozen), creditLine: Number(row.credit_line) };
 }

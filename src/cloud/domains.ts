@@ -387,5 +387,5 @@ export async function getDomainsByNames(
   const rows = await db("domains").whereIn("domain", wanted).andWhere("account_id", caller.accountId);
   const now = Date.now();
   const byName = new Map(rows.map((row: DomainRow) => [row.domain, toRecord(row, stepMs, now)]));
-  return normalized.map((n) => (n ? byName.get(n) ?? null : null));
+  return normalized.map((n) => (n ? (byName.get(n) ?? null) : null));
 }

@@ -28,9 +28,15 @@ export function requestHash(operation: string, request: unknown): string {
     Array.isArray(value)
       ? value.map(canonical)
       : value && typeof value === "object"
-        ? Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]))
+        ? Object.fromEntries(
+            Object.keys(value)
+              .sort()
+              .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+          )
         : value;
-  return createHash("sha256").update(JSON.stringify([operation, canonical(request)])).digest("hex");
+  return createHash("sha256")
+    .update(JSON.stringify([operation, canonical(request)]))
+    .digest("hex");
 }
 
 /**
@@ -56,30 +62,32 @@ export async function withIdempotency<T>(
 
   // Claim the key (or find the earlier request) in a short transaction of its own, so a
   // concurrent retry sees the claim.
-  const earlier = await db.transaction(async (trx) => {
-    const row = await trx("idempotency_keys").where(where).first();
-    if (row && Date.parse(row.expires_at) > now) {
-      const stale = row.state === "in_progress" && now - Date.parse(row.created_at) > IN_PROGRESS_STALE_MS;
-      if (!stale) return row;
-      await trx("idempotency_keys").where(where).delete();
-    } else if (row) {
-      await trx("idempotency_keys").where(where).delete();
-    }
-    await trx("idempotency_keys").insert({
-      ...where,
-      operation: scope.operation,
-      request_hash: hash,
-      state: "in_progress",
-      response: null,
-      created_at: nowIso(),
-      expires_at: new Date(now + IDEMPOTENCY_TTL_MS).toISOString(),
+  const earlier = await db
+    .transaction(async (trx) => {
+      const row = await trx("idempotency_keys").where(where).first();
+      if (row && Date.parse(row.expires_at) > now) {
+        const stale = row.state === "in_progress" && now - Date.parse(row.created_at) > IN_PROGRESS_STALE_MS;
+        if (!stale) return row;
+        await trx("idempotency_keys").where(where).delete();
+      } else if (row) {
+        await trx("idempotency_keys").where(where).delete();
+      }
+      await trx("idempotency_keys").insert({
+        ...where,
+        operation: scope.operation,
+        request_hash: hash,
+        state: "in_progress",
+        response: null,
+        created_at: nowIso(),
+        expires_at: new Date(now + IDEMPOTENCY_TTL_MS).toISOString(),
+      });
+      return null;
+    })
+    .catch((error) => {
+      // A concurrent claim won the insert race.
+      if (isUniqueViolation(error)) return { state: "in_progress", request_hash: hash, operation: scope.operation };
+      throw error;
     });
-    return null;
-  }).catch((error) => {
-    // A concurrent claim won the insert race.
-    if (isUniqueViolation(error)) return { state: "in_progress", request_hash: hash, operation: scope.operation };
-    throw error;
-  });
 
   if (earlier) {
     if (earlier.request_hash !== hash || earlier.operation !== scope.operation) {
@@ -94,12 +102,16 @@ export async function withIdempotency<T>(
   try {
     const result = await db.transaction(async (trx) => {
       const value = await work(trx);
-      await trx("idempotency_keys").where(where).update({ state: "completed", response: JSON.stringify(value) });
+      await trx("idempotency_keys")
+        .where(where)
+        .update({ state: "completed", response: JSON.stringify(value) });
       return value;
     });
     return { result, replayed: false };
   } catch (error) {
-    await db("idempotency_keys").where({ ...where, state: "in_progress" }).delete();
+    await db("idempotency_keys")
+      .where({ ...where, state: "in_progress" })
+      .delete();
     throw error;
   }
 }

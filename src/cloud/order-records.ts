@@ -101,7 +101,13 @@ function orderPayload(order: OrderRecord): Record<string, unknown> {
  * @param requestId the request id echoed in the callback, if any
  * @param extra further payload fields (a renewal's facts)
  */
-export async function writeOrderEvent(trx: Knex.Transaction, topic: string, order: OrderRecord, requestId: string | null | undefined, extra?: Record<string, unknown>): Promise<void> {
+export async function writeOrderEvent(
+  trx: Knex.Transaction,
+  topic: string,
+  order: OrderRecord,
+  requestId: string | null | undefined,
+  extra?: Record<string, unknown>,
+): Promise<void> {
   await appendOutbox(trx, {
     topic,
     accountId: order.accountId,

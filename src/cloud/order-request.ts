@@ -103,7 +103,8 @@ export function parseOrderInput(input: CreateOrderInput): OrderRequest {
 
   const billingCycle = b.billingCycle;
   if (billingCycle === undefined || billingCycle === null || billingCycle === "") throw invalidInput("billingCycle", "is required");
-  if (typeof billingCycle !== "string" || billingCycle.length > 20) throw invalidInput("billingCycle", "must be a string naming one of the product's billing cycles");
+  if (typeof billingCycle !== "string" || billingCycle.length > 20)
+    throw invalidInput("billingCycle", "must be a string naming one of the product's billing cycles");
 
   const customer = b.customer;
   if (customer === undefined || customer === null) throw invalidInput("customer", "is required");
@@ -162,7 +163,8 @@ export function checkAgainstProduct<P extends ProductRecord & { vendorActive: bo
   const metadata = { ...request.metadata };
   for (const field of product.requiredFields) {
     const value = metadata[field];
-    if (typeof value !== "string" || value.trim() === "") throw invalid(`metadata.${field}`, `metadata.${field} is required by this product and must be a non-empty string`);
+    if (typeof value !== "string" || value.trim() === "")
+      throw invalid(`metadata.${field}`, `metadata.${field} is required by this product and must be a non-empty string`);
   }
   if (product.requiredFields.includes("domain")) {
     const domain = normalizeHostname(String(metadata.domain).trim());

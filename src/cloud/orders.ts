@@ -103,7 +103,12 @@ export function createOrderService(deps: OrderServiceDeps) {
    * @returns the paid order, or null when the wallet does not cover it (nothing written)
    * @throws AppError `conflict` when the order is no longer unpaid or the stock is short
    */
-  async function payInside(trx: Knex.Transaction, order: OrderRecord, product: ProductRecord, requestId: string | null | undefined): Promise<OrderRecord | null> {
+  async function payInside(
+    trx: Knex.Transaction,
+    order: OrderRecord,
+    product: ProductRecord,
+    requestId: string | null | undefined,
+  ): Promise<OrderRecord | null> {
     const ref = `order:${order.id}:pay`;
     try {
       await debit(trx, {
@@ -215,7 +220,8 @@ export function createOrderService(deps: OrderServiceDeps) {
   }
 
   async function orderRow(executor: Knex | Knex.Transaction, caller: Caller, id: unknown) {
-    const row = typeof id === "string" && id.length > 0 && id.length <= 40 ? await executor("orders").where({ id, account_id: caller.accountId }).first() : undefined;
+    const row =
+      typeof id === "string" && id.length > 0 && id.length <= 40 ? await executor("orders").where({ id, account_id: caller.accountId }).first() : undefined;
     if (!row) throw new AppError("not_found", "Order not found");
     return row;
   }
@@ -234,10 +240,13 @@ export function createOrderService(deps: OrderServiceDeps) {
   async function pay(caller: Caller, orderId: string, opts: WriteOptions = {}): Promise<OrderRecord> {
     return db.transaction(async (trx) => {
       const order = toOrderRecord(await orderRow(trx, caller, orderId));
-      if (order.status !== "unpaid") throw new AppError("conflict", `Only an unpaid order can be paid; this order is ${order.status}`, { status: order.status });
+      if (order.status !== "unpaid")
+        throw new AppError("conflict", `Only an unpaid order can be paid; this order is ${order.status}`, { status: order.status });
       const product = await loadProduct(trx, order.productId);
-      if (product?.status !== "available" || !product.vendorActive) throw new AppError("conflict", "The order's product is not available", { field: "product_id" });
-      if (product.stock != null && order.quantity > product.stock) throw new AppError("conflict", "insufficient stock", { field: "quantity", stock: product.stock });
+      if (product?.status !== "available" || !product.vendorActive)
+        throw new AppError("conflict", "The order's product is not available", { field: "product_id" });
+      if (product.stock != null && order.quantity > product.stock)
+        throw new AppError("conflict", "insufficient stock", { field: "quantity", stock: product.stock });
       const paid = await payInside(trx, order, product, opts.requestId);
       if (!paid) throw new AppError("insufficient_balance");
       return paid;
@@ -260,7 +269,12 @@ export function createOrderService(deps: OrderServiceDeps) {
    *   when the order or its resource is not active, the product is offline, or the idempotency key
    *   conflicts; `insufficient_balance` (402) when the wallet does not cover the renewal
    */
-  async function renew(caller: Caller, orderId: string, input: RenewOrderInput | null | undefined, opts: WriteOptions = {}): Promise<RenewResult & { replayed: boolean }> {
+  async function renew(
+    caller: Caller,
+    orderId: string,
+    input: RenewOrderInput | null | undefined,
+    opts: WriteOptions = {},
+  ): Promise<RenewResult & { replayed: boolean }> {
     const request = parseRenewInput(input);
     const { result, replayed } = await withIdempotency(
       db,
@@ -269,8 +283,10 @@ export function createOrderService(deps: OrderServiceDeps) {
         const order = toOrderRecord(await orderRow(trx, caller, orderId));
         const product = await loadProduct(trx, order.productId);
         const cycle = cycleOf(product?.billingCycles ?? [], request.billingCycle ?? order.billingCycle);
-        if (order.status !== "active") throw new AppError("conflict", `Only an active order can be renewed; this order is ${order.status}`, { status: order.status });
-        if (!product || product.status === "offline") throw new AppError("conflict", "The order's product is offline and cannot be renewed", { field: "product_id" });
+        if (order.status !== "active")
+          throw new AppError("conflict", `Only an active order can be renewed; this order is ${order.status}`, { status: order.status });
+        if (!product || product.status === "offline")
+          throw new AppError("conflict", "The order's product is offline and cannot be renewed", { field: "product_id" });
 
         // Take the order's row first (a row lock on PostgreSQL) so concurrent renewals of one
         // order run one after the other and number themselves correctly.
@@ -278,7 +294,8 @@ export function createOrderService(deps: OrderServiceDeps) {
         const locked = await trx("orders").where({ id: order.id, status: "active" }).update({ updated_at: at });
         if (locked !== 1) throw new AppError("conflict", "Only an active order can be renewed", { status: order.status });
         const resourceRow = order.resourceId ? await trx("resources").where({ id: order.resourceId, account_id: caller.accountId }).first() : undefined;
-        if (resourceRow?.status !== "active") throw new AppError("conflict", "The order's resource is not active and cannot be renewed", { status: resourceRow?.status ?? null });
+        if (resourceRow?.status !== "active")
+          throw new AppError("conflict", "The order's resource is not active and cannot be renewed", { status: resourceRow?.status ?? null });
 
         const [{ n }] = await trx("ledger_entries").where("order_id", order.id).andWhere("ref", "like", `order:${order.id}:renew:%`).count({ n: "*" });
         const number = Number(n) + 1;
@@ -295,15 +312,32 @@ export function createOrderService(deps: OrderServiceDeps) {
         });
         const previous = resourceRow.expires_at as string;
         const expiresAt = iso(addMonthsUtc(Math.max(Date.parse(previous), clock()), cycle.months * request.periods));
-        const moved = await trx("resources").where({ id: resourceRow.id, expires_at: previous, status: "active" }).update({ expires_at: expiresAt, updated_at: at });
+        const moved = await trx("resources")
+          .where({ id: resourceRow.id, expires_at: previous, status: "active" })
+          .update({ expires_at: expiresAt, updated_at: at });
         if (moved !== 1) throw new AppError("conflict", "The resource changed during the renewal; retry");
 
         const renewedOrder: OrderRecord = { ...order, updatedAt: at };
         const entry = await trx("ledger_entries").where("ref", ref).first("id");
         const transactionId = `txn_${entry.id}`;
-        const renewal: RenewalRecord = { number, periods: request.periods, billingCycle: cycle.cycle, amount, transactionId, previousExpiresAt: previous, expiresAt };
+        const renewal: RenewalRecord = {
+          number,
+          periods: request.periods,
+          billingCycle: cycle.cycle,
+          amount,
+          transactionId,
+          previousExpiresAt: previous,
+          expiresAt,
+        };
         await writeOrderEvent(trx, "order.paid", renewedOrder, opts.requestId, {
-          renewal: { number, periods: request.periods, billing_cycle: cycle.cycle, amount: formatYuan(amount), transaction_id: transactionId, expires_at: expiresAt },
+          renewal: {
+            number,
+            periods: request.periods,
+            billing_cycle: cycle.cycle,
+            amount: formatYuan(amount),
+            transaction_id: transactionId,
+            expires_at: expiresAt,
+          },
         });
         await appendTransactionEvent(trx, ref, { accountId: order.accountId, keyId: order.keyId, requestId: opts.requestId });
         return { order: renewedOrder, resource: toResourceRecord({ ...resourceRow, expires_at: expiresAt }), renewal };
@@ -326,7 +360,9 @@ export function createOrderService(deps: OrderServiceDeps) {
    */
   async function getByIds(caller: Caller, ids: readonly string[]): Promise<(OrderRecord | null)[]> {
     if (ids.length === 0) return [];
-    const rows = await db("orders").whereIn("id", [...new Set(ids)]).andWhere("account_id", caller.accountId);
+    const rows = await db("orders")
+      .whereIn("id", [...new Set(ids)])
+      .andWhere("account_id", caller.accountId);
     const byId = new Map(rows.map((r: OrderRow) => [r.id, toOrderRecord(r)]));
     return ids.map((id) => byId.get(id) ?? null);
   }
@@ -337,7 +373,9 @@ export function createOrderService(deps: OrderServiceDeps) {
    * @throws AppError `invalid_request` (400, field `cursor`) for a bad cursor
    */
   async function list(caller: Caller, page: PageRequest): Promise<Page<OrderRecord>> {
-    return keysetPage(db("orders").where("account_id", caller.accountId), ["created_at", "id"], page, toOrderRecord, { stored: storedTotal(db, "accounts", caller.accountId, "order_count") });
+    return keysetPage(db("orders").where("account_id", caller.accountId), ["created_at", "id"], page, toOrderRecord, {
+      stored: storedTotal(db, "accounts", caller.accountId, "order_count"),
+    });
   }
 
   const { provisionDue } = createProvisioner({ db, clock, batch: deps.provisionBatch ?? 100 });

@@ -53,10 +53,25 @@ export function createProvisioner({ db, clock, batch }: ProvisionerDeps) {
         updated_at: at,
       });
       if (updated !== 1) return false;
-      const order = toOrderRecord({ ...row, status: "failed", provisioning_status: "failed", payment_status: "refunded", failure_reason: SIMULATED_FAILURE_REASON, updated_at: at });
+      const order = toOrderRecord({
+        ...row,
+        status: "failed",
+        provisioning_status: "failed",
+        payment_status: "refunded",
+        failure_reason: SIMULATED_FAILURE_REASON,
+        updated_at: at,
+      });
       const ref = `order:${order.id}:refund`;
       await addCustomerFrozen(trx, order.accountId, order.customerId, -order.amount);
-      await credit(trx, "refund", { accountId: order.accountId, customerId: order.customerId, keyId: order.keyId, amount: order.amount, ref, orderId: order.id, reason: SIMULATED_FAILURE_REASON });
+      await credit(trx, "refund", {
+        accountId: order.accountId,
+        customerId: order.customerId,
+        keyId: order.keyId,
+        amount: order.amount,
+        ref,
+        orderId: order.id,
+        reason: SIMULATED_FAILURE_REASON,
+      });
       await trx("products").where("id", order.productId).whereNotNull("stock").increment("stock", order.quantity);
       await writeOrderEvent(trx, "order.failed", order, null);
       await appendTransactionEvent(trx, ref, { accountId: order.accountId, keyId: order.keyId, requestId: null });

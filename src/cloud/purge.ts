@@ -233,7 +233,10 @@ export async function listPurgeTasks(
   const record = await getDomain(db, caller, domain, stepMs);
   const rows = await db("purge_tasks")
     .where({ domain: record.domain, account_id: caller.accountId })
-    .orderBy([{ column: "created_at", order: "desc" }, { column: "id", order: "desc" }])
+    .orderBy([
+      { column: "created_at", order: "desc" },
+      { column: "id", order: "desc" },
+    ])
     .limit(first);
   const now = Date.now();
   return rows.map((row: PurgeTaskRow) => toRecord(row, stepMs, now));
@@ -260,7 +263,14 @@ export async function listPurgeTasksOfDomains(
   if (!Number.isInteger(first) || first < 1 || first > 100) {
     throw new AppError("invalid_request", "first must be an integer from 1 to 100", { field: "first" });
   }
-  const rowsByDomain = await firstRowsByParent<PurgeTaskRow>(db as Db, db("purge_tasks").select("*").where("account_id", caller.accountId), "domain", domains, ["created_at", "id"], first);
+  const rowsByDomain = await firstRowsByParent<PurgeTaskRow>(
+    db as Db,
+    db("purge_tasks").select("*").where("account_id", caller.accountId),
+    "domain",
+    domains,
+    ["created_at", "id"],
+    first,
+  );
   const now = Date.now();
   return new Map([...rowsByDomain].map(([domain, rows]) => [domain, rows.map((row) => toRecord(row, stepMs, now))]));
 }

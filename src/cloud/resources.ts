@@ -81,7 +81,8 @@ export async function listResources(db: Db, caller: Caller, page: PageRequest, c
  * @throws AppError `not_found` (404) `Resource not found` for an unknown id or another account's
  */
 export async function getResource(db: Db, caller: Caller, id: string): Promise<ResourceRecord> {
-  const row = typeof id === "string" && id.length > 0 && id.length <= 40 ? await db("resources").where({ id, account_id: caller.accountId }).first() : undefined;
+  const row =
+    typeof id === "string" && id.length > 0 && id.length <= 40 ? await db("resources").where({ id, account_id: caller.accountId }).first() : undefined;
   if (!row) throw new AppError("not_found", "Resource not found");
   return toResourceRecord(row);
 }
@@ -92,7 +93,9 @@ export async function getResource(db: Db, caller: Caller, id: string): Promise<R
  */
 export async function getResourcesByIds(db: Db, caller: Caller, ids: readonly string[]): Promise<(ResourceRecord | null)[]> {
   if (ids.length === 0) return [];
-  const rows = await db("resources").whereIn("id", [...new Set(ids)]).andWhere("account_id", caller.accountId);
+  const rows = await db("resources")
+    .whereIn("id", [...new Set(ids)])
+    .andWhere("account_id", caller.accountId);
   const byId = new Map(rows.map((r: ResourceRow) => [r.id, toResourceRecord(r)]));
   return ids.map((id) => byId.get(id) ?? null);
 }

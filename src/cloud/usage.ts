@@ -196,7 +196,12 @@ function parseDateTime(value: unknown, field: string): number {
   const match = typeof value === "string" ? DATE_TIME.exec(value) : null;
   if (!match) throw badParameter(field, `${field} must be an ISO 8601 date-time with a time zone, for example 2025-01-31T00:00:00Z`);
   const [, y, mo, d, h, mi, s, frac, zone, sign, oh, om] = match;
-  const year = Number(y), month = Number(mo), day = Number(d), hour = Number(h), minute = Number(mi), second = Number(s ?? 0);
+  const year = Number(y),
+    month = Number(mo),
+    day = Number(d),
+    hour = Number(h),
+    minute = Number(mi),
+    second = Number(s ?? 0);
   const offsetMinutes = zone!.toUpperCase() === "Z" ? 0 : (sign === "-" ? -1 : 1) * (Number(oh) * 60 + Number(om));
   if (!validDate(year, month, day) || hour > 23 || minute > 59 || second > 59 || Number(oh ?? 0) > 23 || Number(om ?? 0) > 59) {
     throw badParameter(field, `${field} is not a valid date-time`);
@@ -330,9 +335,7 @@ export async function setUsageThreshold(
     const row = await loadResource(trx, caller, resourceId);
     const current = row.usage_threshold_bytes == null ? null : Number(row.usage_threshold_bytes);
     if (current !== bytes) {
-      await trx("resources")
-        .where("id", resourceId)
-        .update({ usage_threshold_bytes: bytes, threshold_notified_bytes: null, updated_at: nowIso() });
+      await trx("resources").where("id", resourceId).update({ usage_threshold_bytes: bytes, threshold_notified_bytes: null, updated_at: nowIso() });
     }
     return { resourceId, thresholdBytes: bytes };
   });
@@ -357,14 +360,7 @@ export async function checkUsageThresholds(db: Db, options: { now?: Date | numbe
     .andWhere((q) =>
       q.whereNull("resources.threshold_notified_bytes").orWhereRaw("?? <> ??", ["resources.threshold_notified_bytes", "resources.usage_threshold_bytes"]),
     )
-    .select(
-      "resources.id",
-      "resources.account_id",
-      "resources.order_id",
-      "resources.created_at",
-      "resources.usage_threshold_bytes",
-      "orders.key_id",
-    );
+    .select("resources.id", "resources.account_id", "resources.order_id", "resources.created_at", "resources.usage_threshold_bytes", "orders.key_id");
   let emitted = 0;
   for (const row of candidates) {
     const threshold = Number(row.usage_threshold_bytes);

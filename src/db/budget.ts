@@ -119,10 +119,13 @@ export class RequestBudget {
       };
       this.waiting.push(grant);
       if (this.deadline === Infinity) return;
-      timer = setTimeout(() => {
-        this.waiting.splice(this.waiting.indexOf(grant), 1);
-        reject(this.timeoutError());
-      }, this.deadline - Date.now() + 1);
+      timer = setTimeout(
+        () => {
+          this.waiting.splice(this.waiting.indexOf(grant), 1);
+          reject(this.timeoutError());
+        },
+        this.deadline - Date.now() + 1,
+      );
     });
     // A released slot passes straight to its waiter: `held` is unchanged.
   }

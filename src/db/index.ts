@@ -329,7 +329,8 @@ export function isUniqueViolation(error: unknown): boolean {
   if (!error || typeof error !== "object") return false;
   const e = error as { code?: unknown; errno?: unknown; message?: unknown };
   if (e.code === "23505") return true;
-  const sqliteConstraint = e.code === "SQLITE_CONSTRAINT" || e.code === "SQLITE_CONSTRAINT_UNIQUE" || e.code === "SQLITE_CONSTRAINT_PRIMARYKEY" || e.errno === 19;
+  const sqliteConstraint =
+    e.code === "SQLITE_CONSTRAINT" || e.code === "SQLITE_CONSTRAINT_UNIQUE" || e.code === "SQLITE_CONSTRAINT_PRIMARYKEY" || e.errno === 19;
   return sqliteConstraint && /UNIQUE constraint failed/.test(String(e.message ?? ""));
 }
 
@@ -374,7 +375,10 @@ export async function claimBatch<Row extends { id: string | number }>(
     const candidates: Row[] = await db(table).where(filter).orderBy(orderBy).limit(limit);
     if (candidates.length === 0) return [];
     const won: { id: unknown }[] = await db(table)
-      .whereIn("id", candidates.map((row) => row.id))
+      .whereIn(
+        "id",
+        candidates.map((row) => row.id),
+      )
       .andWhere(filter)
       .update(lease)
       .returning("id");
@@ -384,7 +388,12 @@ export async function claimBatch<Row extends { id: string | number }>(
   return db.transaction(async (trx) => {
     const rows: Row[] = await trx(table).where(filter).orderBy(orderBy).limit(limit).forUpdate().skipLocked();
     if (rows.length === 0) return [];
-    await trx(table).whereIn("id", rows.map((row) => row.id)).update(lease);
+    await trx(table)
+      .whereIn(
+        "id",
+        rows.map((row) => row.id),
+      )
+      .update(lease);
     return rows.map((row) => ({ ...row, ...lease }));
   });
 }

@@ -79,12 +79,20 @@ function toDeliveryRecord(row: DeliveryRow, attempts: WebhookAttemptRecord[]): W
 async function withAttempts(db: Db, rows: DeliveryRow[]): Promise<WebhookDeliveryRecord[]> {
   if (rows.length === 0) return [];
   const attemptRows = await db("webhook_attempts")
-    .whereIn("delivery_id", rows.map((r) => r.id))
+    .whereIn(
+      "delivery_id",
+      rows.map((r) => r.id),
+    )
     .orderBy("id");
   const byDelivery = new Map<number, WebhookAttemptRecord[]>();
   for (const a of attemptRows) {
     const list = byDelivery.get(Number(a.delivery_id)) ?? [];
-    list.push({ at: a.at, status: a.status == null ? null : Number(a.status), error: a.error ?? null, durationMs: a.duration_ms == null ? null : Number(a.duration_ms) });
+    list.push({
+      at: a.at,
+      status: a.status == null ? null : Number(a.status),
+      error: a.error ?? null,
+      durationMs: a.duration_ms == null ? null : Number(a.duration_ms),
+    });
     byDelivery.set(Number(a.delivery_id), list);
   }
   return rows.map((r) => toDeliveryRecord(r, byDelivery.get(Number(r.id)) ?? []));
@@ -127,9 +135,21 @@ export async function listDeliveries(
  * @param first deliveries per aggregate, 1-100 (clamped, as {@link listDeliveries})
  * @returns each aggregate's deliveries, newest first (an empty list for one without deliveries)
  */
-export async function listDeliveriesOfAggregates(db: Db, accountId: string, aggregateIds: readonly string[], first: number): Promise<Map<string, WebhookDeliveryRecord[]>> {
+export async function listDeliveriesOfAggregates(
+  db: Db,
+  accountId: string,
+  aggregateIds: readonly string[],
+  first: number,
+): Promise<Map<string, WebhookDeliveryRecord[]>> {
   const size = Math.min(Math.max(Math.trunc(first) || 20, 1), 100);
-  const rowsById = await firstRowsByParent<DeliveryRow>(db, db("webhook_deliveries").select("*").where("account_id", accountId), "aggregate_id", aggregateIds, ["id"], size);
+  const rowsById = await firstRowsByParent<DeliveryRow>(
+    db,
+    db("webhook_deliveries").select("*").where("account_id", accountId),
+    "aggregate_id",
+    aggregateIds,
+    ["id"],
+    size,
+  );
   const rows = [...rowsById.values()].flat();
   const records = await withAttempts(db, rows);
   const byRow = new Map(rows.map((row, i) => [row, records[i]!]));

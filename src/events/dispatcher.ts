@@ -157,7 +157,10 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
       try {
         const done = await db.transaction(async (trx) => {
           const at = iso(now());
-          const claimed = await trx("outbox").where({ id: row.id, lease_until: lease }).whereNull("published_at").update({ published_at: at, lease_until: null });
+          const claimed = await trx("outbox")
+            .where({ id: row.id, lease_until: lease })
+            .whereNull("published_at")
+            .update({ published_at: at, lease_until: null });
           if (claimed !== 1) return false; // our lease ran out and another dispatcher has it
           const events = row.key_id ? callbackEventsFor(row.topic, payload) : [];
           if (events.length > 0) {
@@ -193,7 +196,10 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
         // Keep id order: stop here, this row is tried again next round.
         logger.error({ err: error, outbox_id: row.id }, "outbox publish failed");
         await db("outbox")
-          .whereIn("id", rows.slice(index).map((r) => r.id))
+          .whereIn(
+            "id",
+            rows.slice(index).map((r) => r.id),
+          )
           .andWhere("lease_until", lease)
           .whereNull("published_at")
           .update({ lease_until: null })
@@ -285,7 +291,11 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
     const due = await claimBatch<{ id: number | string; attempts: number | string; aggregate_id: string }>(
       db,
       "webhook_deliveries",
-      (q) => q.where("status", "pending").andWhere("next_attempt_at", "<=", at).andWhere((l) => l.whereNull("lease_until").orWhere("lease_until", "<=", at)),
+      (q) =>
+        q
+          .where("status", "pending")
+          .andWhere("next_attempt_at", "<=", at)
+          .andWhere((l) => l.whereNull("lease_until").orWhere("lease_until", "<=", at)),
       [{ column: "next_attempt_at" }, { column: "id" }],
       DELIVERY_BATCH,
       { lease_until: lease },

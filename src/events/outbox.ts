@@ -43,5 +43,8 @@ export async function appendOutbox(trx: Knex.Transaction, event: OutboxEvent): P
     created_at: nowIso(),
   });
   // After the commit only: a rolled-back change must never be announced.
-  trx.executionPromise?.then(() => outboxSignal.emit("committed"), () => undefined);
+  trx.executionPromise?.then(
+    () => outboxSignal.emit("committed"),
+    () => undefined,
+  );
 }

@@ -94,7 +94,10 @@ export function createRedisPubSub(url: string, options: RedisPubSubOptions = {})
   const log = options.logger;
   const publisher = new Redis(url, COMMAND_OPTIONS);
   const subscriber = new Redis(url, SUBSCRIBER_OPTIONS);
-  for (const [name, client] of [["command", publisher], ["subscriber", subscriber]] as const) {
+  for (const [name, client] of [
+    ["command", publisher],
+    ["subscriber", subscriber],
+  ] as const) {
     // Without a listener ioredis prints every failed reconnect as an unhandled error event.
     client.on("error", (err) => (log ? log.warn({ err, connection: name }, "redis connection error") : console.error(`redis ${name} connection error`, err)));
   }

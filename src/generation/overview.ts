@@ -74,7 +74,12 @@ export function overviewTasksQuery(db: Db, since: string) {
  * `created_at`, `amount`) index per kind, read from the index alone.
  */
 export function overviewMoneyQuery(db: Db, since: string) {
-  return db("ledger_entries").whereIn("kind", ["debit", "refund", "topup"]).andWhere("created_at", ">=", since).groupBy("kind").select("kind").sum({ total: "amount" });
+  return db("ledger_entries")
+    .whereIn("kind", ["debit", "refund", "topup"])
+    .andWhere("created_at", ">=", since)
+    .groupBy("kind")
+    .select("kind")
+    .sum({ total: "amount" });
 }
 
 /**
@@ -94,7 +99,11 @@ export async function readOverview(db: Db, minutes: number, nowMs: number = Date
   // biome-ignore lint/complexity/useMathMinMax: ISO 8601 strings compare as text, Math.min would turn them into NaN
   const rangeStart = since < dayStart ? since : dayStart;
   const [taskRows, moneyRows] = await Promise.all([overviewTasksQuery(db, rangeStart), overviewMoneyQuery(db, dayStart)]);
-  const rows = (taskRows as { minute: string; status: number | string; n: number | string }[]).map((r) => ({ minute: String(r.minute), status: Number(r.status), n: Number(r.n) }));
+  const rows = (taskRows as { minute: string; status: number | string; n: number | string }[]).map((r) => ({
+    minute: String(r.minute),
+    status: Number(r.status),
+    n: Number(r.n),
+  }));
   const sinceMinute = since.slice(0, 16);
   const todayMinute = dayStart.slice(0, 16);
   const perMinute: MinuteTasks[] = [];

@@ -70,7 +70,10 @@ export function startPoller(options: PollerOptions): Poller {
           } catch (error) {
             // The upstream could not be asked now: try again next round.
             options.logger.warn({ task_id: row.id, err: (error as Error).message }, "task poll failed");
-            await options.db("tasks").where({ id: row.id }).update({ next_poll_at: new Date(Date.now() + options.intervalMs).toISOString() });
+            await options
+              .db("tasks")
+              .where({ id: row.id })
+              .update({ next_poll_at: new Date(Date.now() + options.intervalMs).toISOString() });
             return 0;
           }
         }),

@@ -139,9 +139,7 @@ export function startRecovery(options: RecoveryOptions): Recovery {
           const claimedAt = nowIso();
           const claimed = await db("tasks")
             .where({ id: row.id, status: 0 })
-            .andWhere((q) =>
-              q.where("submit_state", "pending").orWhere((r) => r.where("submit_state", "resending").andWhere("next_poll_at", "<=", claimedAt)),
-            )
+            .andWhere((q) => q.where("submit_state", "pending").orWhere((r) => r.where("submit_state", "resending").andWhere("next_poll_at", "<=", claimedAt)))
             .update({ submit_state: "resending", next_poll_at: iso(Date.now() + leaseMs), updated_at: claimedAt });
           if (claimed !== 1) return; // another process has it, or it moved on
           try {
@@ -158,7 +156,10 @@ export function startRecovery(options: RecoveryOptions): Recovery {
             const outcome = await service.resend(task, request);
             if (outcome === "sent") resent += 1;
             else refunded += 1;
-            logger.warn({ task_id: row.id, outcome }, outcome === "sent" ? "interrupted submission resent to the upstream" : "interrupted submission refused by the upstream; refunded");
+            logger.warn(
+              { task_id: row.id, outcome },
+              outcome === "sent" ? "interrupted submission resent to the upstream" : "interrupted submission refused by the upstream; refunded",
+            );
           } catch (error) {
             // Left in `resending`: claimed again once the lease runs out.
             logger.error({ task_id: row.id, err: error }, "interrupted submission could not be recovered now");
@@ -231,7 +232,9 @@ export function startRecovery(options: RecoveryOptions): Recovery {
           }
           // Still open upstream (or not reachable): ask again later; failed upstream or no id: stop.
           const open = row.upstream_task_id && (state === null || state.status === 0 || state.status === 3 || state.status === 4);
-          await db("tasks").where(guard).update({ next_poll_at: open ? nextLateCheck(row, Date.now()) : null });
+          await db("tasks")
+            .where(guard)
+            .update({ next_poll_at: open ? nextLateCheck(row, Date.now()) : null });
         }),
       ),
     );

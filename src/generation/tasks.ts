@@ -118,7 +118,6 @@ export const DEADLINE_ERROR = "Generation timed out";
 /** Where a submission stands: `pending` until the upstream answers, `resending` while the recovery sweep holds it. */
 export type SubmitState = "pending" | "resending" | "sent" | "failed";
 
-
 /**
  * Creates the generation service.
  * @returns submission, reads and settlement bound to the given database and upstream
@@ -169,7 +168,15 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     };
     await commit(async (trx) => {
       const keyTotals = { tasks: 1, ...taskUnits(toTaskRecord(row)) };
-      await debit(trx, { accountId: caller.accountId, keyId: caller.keyId, amount: price, ref: `task:${id}:debit`, taskId: id, reason: `${kind} generation`, keyTotals });
+      await debit(trx, {
+        accountId: caller.accountId,
+        keyId: caller.keyId,
+        amount: price,
+        ref: `task:${id}:debit`,
+        taskId: id,
+        reason: `${kind} generation`,
+        keyTotals,
+      });
       await trx("tasks").insert(row);
       await appendOutbox(trx, statusEvent(toTaskRecord(row)));
     });
@@ -195,7 +202,9 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     const nextPoll = new Date(Date.now() + deps.pollIntervalMs).toISOString();
     // With the submissions' group (ADR 0011): one commit for many such records instead of one each.
     const updated = await commit((trx) =>
-      trx("tasks").where({ id: task.id, submit_state: from }).update({ upstream_task_id: upstreamTaskId, submit_state: "sent", next_poll_at: nextPoll, updated_at: nowIso() }),
+      trx("tasks")
+        .where({ id: task.id, submit_state: from })
+        .update({ upstream_task_id: upstreamTaskId, submit_state: "sent", next_poll_at: nextPoll, updated_at: nowIso() }),
     );
     return updated === 1;
   }
@@ -290,7 +299,9 @@ export function createGenerationService(deps: GenerationServiceDeps) {
    * @returns one entry per id, null where not found or not the caller's
    */
   async function getTasks(caller: Caller, ids: readonly string[]): Promise<(TaskRecord | null)[]> {
-    const rows = await db("tasks").whereIn("id", [...ids]).andWhere("key_id", caller.keyId);
+    const rows = await db("tasks")
+      .whereIn("id", [...ids])
+      .andWhere("key_id", caller.keyId);
     const byId = new Map(rows.map((r: TaskRow) => [r.id, toTaskRecord(r)]));
     return ids.map((id) => byId.get(id) ?? null);
   }
@@ -377,7 +388,15 @@ export function createGenerationService(deps: GenerationServiceDeps) {
 async function settle(trx: Knex.Transaction, before: TaskRecord, after: TaskRecord, refund: MilliYuan, reason: string): Promise<void> {
   const keyTotals = taskUnitsDelta(before, after);
   if (refund > 0) {
-    await credit(trx, "refund", { accountId: before.accountId, keyId: before.keyId, amount: refund, ref: `task:${before.id}:refund`, taskId: before.id, reason, keyTotals });
+    await credit(trx, "refund", {
+      accountId: before.accountId,
+      keyId: before.keyId,
+      amount: refund,
+      ref: `task:${before.id}:refund`,
+      taskId: before.id,
+      reason,
+      keyTotals,
+    });
   } else {
     await addKeyTotals(trx, before.keyId, keyTotals);
   }
@@ -392,6 +411,15 @@ function statusEvent(task: TaskRecord) {
     accountId: task.accountId,
     aggregateId: task.id,
     keyId: task.keyId,
-    payload: { task_id: task.id, key_id: task.keyId, status: task.status, result: task.result, images: task.images, error: task.error, refunded: task.refunded, updated_at: task.updatedAt },
+    payload: {
+      task_id: task.id,
+      key_id: task.keyId,
+      status: task.status,
+      result: task.result,
+      images: task.images,
+      error: task.error,
+      refunded: task.refunded,
+      updated_at: task.updatedAt,
+    },
   };
 }

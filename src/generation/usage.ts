@@ -175,7 +175,12 @@ export async function usageByDay(db: Db, caller: Caller, days: number, now: Date
 export async function recentRequests(db: Db, caller: Caller, limit: number): Promise<RequestRecord[]> {
   await flushRequestLog(db);
   const rows = await db("request_log").where("key_id", caller.keyId).orderBy("id", "desc").limit(limit);
-  return rows.map((r: { method: string; path: string; status: number | string; at: string }) => ({ method: r.method, path: r.path, status: Number(r.status), at: r.at }));
+  return rows.map((r: { method: string; path: string; status: number | string; at: string }) => ({
+    method: r.method,
+    path: r.path,
+    status: Number(r.status),
+    at: r.at,
+  }));
 }
 
 /** One request of a key, as {@link recordRequest} takes it. */

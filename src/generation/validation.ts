@@ -11,15 +11,7 @@
  * order; the reference readers share the field map and error builders with every other check.
  */
 import { AppError, invalidFieldError, validationMessages } from "../errors.ts";
-import {
-  DEFAULT_VIDEO_MODEL_ID,
-  IMAGE_MODEL_ID,
-  canonicalResolution,
-  getModel,
-  type ModelKind,
-  type ModelSpec,
-  type ReferenceKind,
-} from "./catalog.ts";
+import { DEFAULT_VIDEO_MODEL_ID, IMAGE_MODEL_ID, canonicalResolution, getModel, type ModelKind, type ModelSpec, type ReferenceKind } from "./catalog.ts";
 
 /**
  * A video generation request as the client sent it (docs/api/generation.md §2, in camelCase;
@@ -285,11 +277,7 @@ async function checkReferenceUrls(fields: ReferenceField[], checkUrl: UrlCheck):
     return result;
   };
   const results = fields.map((entry) =>
-    entry.values.map((value) =>
-      typeof value === "string" && value.length > 0 && value.length <= MAX_URL_LENGTH
-        ? check(value)
-        : Promise.resolve(false),
-    ),
+    entry.values.map((value) => (typeof value === "string" && value.length > 0 && value.length <= MAX_URL_LENGTH ? check(value) : Promise.resolve(false))),
   );
   const settled = await Promise.all(results.map((list) => Promise.all(list)));
   settled.forEach((list, index) => {
@@ -362,11 +350,7 @@ export function validatePriceParams(model: ModelSpec, params: PriceParams): { se
  * @throws AppError `invalid_json` when the body is not a JSON object; `invalid_request` (400) with
  *   the spec's message and `details.field` for any invalid field
  */
-export async function validateGenerationRequest(
-  kind: ModelKind,
-  input: GenerationInput,
-  checkUrl: UrlCheck,
-): Promise<GenerationRequest> {
+export async function validateGenerationRequest(kind: ModelKind, input: GenerationInput, checkUrl: UrlCheck): Promise<GenerationRequest> {
   // Typed for callers, checked for what arrives: a JSON body may be anything.
   const body: unknown = input;
   if (!isObject(body)) throw new AppError("invalid_json");
@@ -395,16 +379,7 @@ export async function validateGenerationRequest(
   const refs = readReferences(body, model);
   // Field order of the docs/api/generation.md §2 table: images, frames, audios, videos.
   await checkReferenceUrls(
-    [
-      refs.images.single,
-      refs.images.plural,
-      refs.frameStart,
-      refs.frameEnd,
-      refs.audios.single,
-      refs.audios.plural,
-      refs.videos.single,
-      refs.videos.plural,
-    ],
+    [refs.images.single, refs.images.plural, refs.frameStart, refs.frameEnd, refs.audios.single, refs.audios.plural, refs.videos.single, refs.videos.plural],
     checkUrl,
   );
 

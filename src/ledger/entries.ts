@@ -66,7 +66,9 @@ export async function newestEntryOf(db: Knex | Knex.Transaction, accountId: stri
 export async function entriesOfOrders(db: Knex, orderIds: readonly string[]): Promise<Map<string, LedgerEntryView[]>> {
   const byOrder = new Map<string, LedgerEntryView[]>(orderIds.map((id) => [id, []]));
   if (orderIds.length === 0) return byOrder;
-  const rows = await db("ledger_entries").whereIn("order_id", [...new Set(orderIds)]).orderBy("id");
+  const rows = await db("ledger_entries")
+    .whereIn("order_id", [...new Set(orderIds)])
+    .orderBy("id");
   for (const row of rows) byOrder.get(row.order_id)?.push(toLedgerEntry(row));
   return byOrder;
 }

@@ -85,23 +85,14 @@ export async function debit(trx: Knex.Transaction, movement: LedgerMovement): Pr
  * @returns the balance after the credit, in milli-yuan
  * @throws AppError `not_found` when the account (or customer) does not exist
  */
-export async function credit(
-  trx: Knex.Transaction,
-  kind: Exclude<LedgerEntryKind, "debit">,
-  movement: LedgerMovement,
-): Promise<MilliYuan> {
+export async function credit(trx: Knex.Transaction, kind: Exclude<LedgerEntryKind, "debit">, movement: LedgerMovement): Promise<MilliYuan> {
   const amount = assertPositive(movement.amount);
   const updated = await wallet(trx, movement).increment("balance", amount);
   if (updated !== 1) throw new AppError("not_found", movement.customerId ? "Customer not found" : "Account not found");
   return appendEntry(trx, kind, amount, movement);
 }
 
-async function appendEntry(
-  trx: Knex.Transaction,
-  kind: LedgerEntryKind,
-  signedAmount: MilliYuan,
-  movement: LedgerMovement,
-): Promise<MilliYuan> {
+async function appendEntry(trx: Knex.Transaction, kind: LedgerEntryKind, signedAmount: MilliYuan, movement: LedgerMovement): Promise<MilliYuan> {
   const row = await wallet(trx, movement).first("balance");
   const balanceAfter = Number(row.balance);
   await trx("ledger_entries").insert({
@@ -215,10 +206,19 @@ async function verifyRefundCauses(db: Db): Promise<LedgerDiscrepancy[]> {
     .leftJoin("tasks as t", "t.id", "e.task_id")
     .leftJoin("orders as o", "o.id", "e.order_id")
     .where("e.kind", "refund")
-    .andWhere((q) => q.where((n) => n.whereNull("e.task_id").whereNull("e.order_id")).orWhere((t) => t.whereNotNull("e.task_id").whereNull("t.id")).orWhere((o) => o.whereNotNull("e.order_id").whereNull("o.id")))
+    .andWhere((q) =>
+      q
+        .where((n) => n.whereNull("e.task_id").whereNull("e.order_id"))
+        .orWhere((t) => t.whereNotNull("e.task_id").whereNull("t.id"))
+        .orWhere((o) => o.whereNotNull("e.order_id").whereNull("o.id")),
+    )
     .select("e.id", "e.ref", "e.task_id", "e.order_id");
   for (const r of refunds) {
-    const detail = r.task_id ? `refund names task ${r.task_id}, which does not exist` : r.order_id ? `refund names order ${r.order_id}, which does not exist` : "refund tied to no task or order";
+    const detail = r.task_id
+      ? `refund names task ${r.task_id}, which does not exist`
+      : r.order_id
+        ? `refund names order ${r.order_id}, which does not exist`
+        : "refund tied to no task or order";
     problems.push({ kind: "refund_without_cause", subject: String(r.id), detail: r.ref ? `${detail} (ref ${r.ref})` : detail });
   }
   return problems;
@@ -252,7 +252,11 @@ async function verifyOrders(db: Db): Promise<LedgerDiscrepancy[]> {
     const paid = o.payment_status === "paid" || o.payment_status === "refunded";
     if (paid) {
       if (Number(o.pays) !== 1 || Number(o.pays_not_debit) !== 0 || -Number(o.paid_total) !== amount) {
-        problems.push({ kind: "order_payment", subject: o.id, detail: `${o.pays} order:${o.id}:pay deductions totalling ${-Number(o.paid_total)}, amount ${amount}` });
+        problems.push({
+          kind: "order_payment",
+          subject: o.id,
+          detail: `${o.pays} order:${o.id}:pay deductions totalling ${-Number(o.paid_total)}, amount ${amount}`,
+        });
       }
     } else if (Number(o.entries) > 0) {
       problems.push({ kind: "unpaid_order_entries", subject: o.id, detail: `payment_status ${o.payment_status} but ${o.entries} ledger entries` });
@@ -273,11 +277,19 @@ async function verifyOrders(db: Db): Promise<LedgerDiscrepancy[]> {
   for (const e of orderRefs) {
     const match = /^order:(.+):(pay|refund|renew:\d+)$/.exec(e.ref);
     if (!match || match[1] !== e.order_id || !e.order_exists) {
-      problems.push({ kind: "order_entry_without_order", subject: String(e.id), detail: `ref ${e.ref} belongs to no order${e.order_id ? ` (entry names ${e.order_id})` : ""}` });
+      problems.push({
+        kind: "order_entry_without_order",
+        subject: String(e.id),
+        detail: `ref ${e.ref} belongs to no order${e.order_id ? ` (entry names ${e.order_id})` : ""}`,
+      });
       continue;
     }
     if (match[2]!.startsWith("renew:") && (e.kind !== "debit" || e.payment_status !== "paid")) {
-      problems.push({ kind: "order_renewal", subject: String(e.id), detail: `renewal ${e.ref} is a ${e.kind} on an order whose payment_status is ${e.payment_status}` });
+      problems.push({
+        kind: "order_renewal",
+        subject: String(e.id),
+        detail: `renewal ${e.ref} is a ${e.kind} on an order whose payment_status is ${e.payment_status}`,
+      });
     }
   }
   return problems;

@@ -100,7 +100,12 @@ async function addTo(trx: Executor, table: string, where: Record<string, string>
  * @throws Error when the key does not exist (the transaction then rolls back)
  */
 export function addKeyTotals(trx: Knex.Transaction, keyId: string, delta: KeyTotalsDelta): Promise<void> {
-  return addTo(trx, "api_keys", { id: keyId }, { spent: delta.spent, billed_seconds: delta.billedSeconds, billed_images: delta.billedImages, task_count: delta.tasks });
+  return addTo(
+    trx,
+    "api_keys",
+    { id: keyId },
+    { spent: delta.spent, billed_seconds: delta.billedSeconds, billed_images: delta.billedImages, task_count: delta.tasks },
+  );
 }
 
 /** Moves an account's order count (inside the transaction that inserts the order). */
@@ -169,7 +174,11 @@ export async function verifyTotals(db: Executor): Promise<TotalMismatch[]> {
     for (const row of rows) {
       for (const c of columns) {
         if (Number(row[`stored_${c}`]) !== Number(row[`sum_${c}`])) {
-          problems.push({ kind: "total_mismatch", subject: String(row.subject), detail: `${check.table}.${c}: stored ${row[`stored_${c}`]} != sum of its rows ${row[`sum_${c}`]}` });
+          problems.push({
+            kind: "total_mismatch",
+            subject: String(row.subject),
+            detail: `${check.table}.${c}: stored ${row[`stored_${c}`]} != sum of its rows ${row[`sum_${c}`]}`,
+          });
         }
       }
     }

@@ -39,11 +39,18 @@ export function drainHttpServer(server: http.Server, timeoutMs: number = DEFAULT
  * has not completed the closing handshake after `timeoutMs` is terminated.
  * @param dispose the graphql-ws cleanup (it sends the 1001 close frames itself), if any
  */
-export async function closeWebSockets(wss: WebSocketServer, dispose: (() => Promise<void> | void) | undefined, timeoutMs: number = DEFAULT_DRAIN_TIMEOUT_MS): Promise<void> {
+export async function closeWebSockets(
+  wss: WebSocketServer,
+  dispose: (() => Promise<void> | void) | undefined,
+  timeoutMs: number = DEFAULT_DRAIN_TIMEOUT_MS,
+): Promise<void> {
   for (const client of wss.clients) client.close(1001, "Server shutting down");
-  const force = setTimeout(() => {
-    for (const client of wss.clients) client.terminate();
-  }, Math.max(0, timeoutMs));
+  const force = setTimeout(
+    () => {
+      for (const client of wss.clients) client.terminate();
+    },
+    Math.max(0, timeoutMs),
+  );
   try {
     if (dispose) await dispose();
     await new Promise<void>((resolve) => wss.close(() => resolve()));

@@ -171,10 +171,7 @@ export function createUrlGuard(options: UrlGuardOptions = {}): UrlGuard {
   }
 
   async function resolveHost(hostname: string): Promise<UrlCheckResult> {
-    const [v4, v6] = await Promise.allSettled([
-      resolver.resolve4(hostname),
-      resolver.resolve6(hostname),
-    ]);
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(hostname), resolver.resolve6(hostname)]);
     const answers: string[] = [];
     for (const result of [v4, v6]) {
       if (result.status === "fulfilled") {

@@ -69,7 +69,10 @@ export function onScrape<T>(query: () => Promise<T>, logger: Logger, what: strin
     logger.warn({ err: error }, `metrics: ${what} could not be read; keeping the last values`);
     return undefined;
   };
-  return () => (running ??= query().catch(failed).finally(() => (running = undefined)));
+  return () =>
+    (running ??= query()
+      .catch(failed)
+      .finally(() => (running = undefined)));
 }
 
 /** Who may read `/metrics`. */

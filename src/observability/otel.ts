@@ -83,7 +83,9 @@ export function createOtelTracing(options: TracingOptions & { endpoint: string }
   const provider = new TracerProvider({
     resource: defaultResource().merge(resourceFromAttributes({ "service.name": options.serviceName })),
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(options.sampleRatio) }),
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: tracesUrl(options.endpoint) }), scheduledDelayMillis: options.scheduleDelayMs })],
+    spanProcessors: [
+      new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: tracesUrl(options.endpoint) }), scheduledDelayMillis: options.scheduleDelayMs }),
+    ],
   });
   const tracer = provider.getTracer("switchyard");
   const propagator = new W3CTraceContextPropagator();
@@ -145,7 +147,11 @@ export function createOtelTracing(options: TracingOptions & { endpoint: string }
             // Root fields only (Query.*, Mutation.*, _entities): one span each, not one per leaf.
             willResolveField({ info }) {
               if (info.path.prev !== undefined) return;
-              const field = tracer.startSpan(`graphql.resolve ${info.parentType.name}.${info.fieldName}`, { attributes: { "graphql.field.path": info.fieldName } }, parent);
+              const field = tracer.startSpan(
+                `graphql.resolve ${info.parentType.name}.${info.fieldName}`,
+                { attributes: { "graphql.field.path": info.fieldName } },
+                parent,
+              );
               return (error) => {
                 if (error) recordError(field, error);
                 field.end();

@@ -33,4 +33,3 @@ export interface Tracing {
   /** Exports the spans still buffered and stops the exporter. */
   shutdown(): Promise<void>;
 }
-

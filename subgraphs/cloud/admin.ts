@@ -10,7 +10,19 @@ import { parseYuan, toMoney, type MilliYuan } from "../../src/money.ts";
 import { upsertProduct, upsertVendor } from "../../src/cloud/catalog.ts";
 import type { ProductStatus, VendorStatus } from "../../src/cloud/states.ts";
 import { checkCustomerId, getCustomerBalance, setCreditLine } from "../../src/cloud/customers.ts";
-import { createKey, getKeyInfo, getKeyListing, listKeys, setKeyStatus, topUpKeyEntry, updateKeySettings, type KeyInfo, type KeyListing, type KeySettingsChange, type KeyStatus } from "../../src/auth/keys.ts";
+import {
+  createKey,
+  getKeyInfo,
+  getKeyListing,
+  listKeys,
+  setKeyStatus,
+  topUpKeyEntry,
+  updateKeySettings,
+  type KeyInfo,
+  type KeyListing,
+  type KeySettingsChange,
+  type KeyStatus,
+} from "../../src/auth/keys.ts";
 import { topUpCustomerEntry } from "../../src/cloud/customers.ts";
 import { listAllDeliveries, listAllOrders, listCustomerWallets, type CustomerWallet } from "../../src/cloud/admin-reads.ts";
 import { entriesOfOrders, newestEntryOf, type LedgerEntryView } from "../../src/ledger/entries.ts";
@@ -30,7 +42,9 @@ export function yuanField(value: unknown, field: string): MilliYuan {
     if (typeof value !== "string") throw new RangeError("not a string");
     return parseYuan(value);
   } catch {
-    throw new AppError("validation_failed", `${field} must be an amount in yuan as a decimal string with at most three decimals, for example "30.00"`, { field });
+    throw new AppError("validation_failed", `${field} must be an amount in yuan as a decimal string with at most three decimals, for example "30.00"`, {
+      field,
+    });
   }
 }
 
@@ -62,7 +76,15 @@ function apiKeyOf(info: KeyInfo) {
 
 /** A key in the shape of the `AdminApiKey` type (money as `Money`). */
 function adminApiKeyOf(key: KeyListing) {
-  return { ...apiKeyOf(key), name: key.name, callbackUrl: key.callbackUrl, balance: toMoney(key.balance), spent: toMoney(key.spent), taskCount: key.taskCount, createdAt: key.createdAt };
+  return {
+    ...apiKeyOf(key),
+    name: key.name,
+    callbackUrl: key.callbackUrl,
+    balance: toMoney(key.balance),
+    spent: toMoney(key.spent),
+    taskCount: key.taskCount,
+    createdAt: key.createdAt,
+  };
 }
 
 /** A ledger entry in the shape of the `AdminLedgerEntry` type. */
@@ -94,9 +116,17 @@ function orderOf(order: OrderRecord, entries: LedgerEntryView[]) {
 
 /** `Query` resolvers of the admin console (issue 16; docs/api/cloud.md "Admin console"). */
 export const adminQueries = {
-  adminApiKeys: async (_: unknown, args: { first?: number | null; after?: string | null; search?: string | null; accountId?: string | null; status?: string | null }, ctx: CloudContext) => {
+  adminApiKeys: async (
+    _: unknown,
+    args: { first?: number | null; after?: string | null; search?: string | null; accountId?: string | null; status?: string | null },
+    ctx: CloudContext,
+  ) => {
     ctx.requireAdmin();
-    const page = await listKeys(ctx.db, { search: args.search ?? undefined, accountId: args.accountId ?? undefined, status: lower<KeyStatus>(args.status) ?? undefined }, pageOf(args));
+    const page = await listKeys(
+      ctx.db,
+      { search: args.search ?? undefined, accountId: args.accountId ?? undefined, status: lower<KeyStatus>(args.status) ?? undefined },
+      pageOf(args),
+    );
     return toConnection({ ...page, items: page.items.map(adminApiKeyOf) });
   },
   adminApiKey: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => {
@@ -104,18 +134,33 @@ export const adminQueries = {
     const key = await getKeyListing(ctx.db, id);
     return key ? adminApiKeyOf(key) : null;
   },
-  adminCustomerWallets: async (_: unknown, args: { first?: number | null; after?: string | null; accountId?: string | null; search?: string | null }, ctx: CloudContext) => {
+  adminCustomerWallets: async (
+    _: unknown,
+    args: { first?: number | null; after?: string | null; accountId?: string | null; search?: string | null },
+    ctx: CloudContext,
+  ) => {
     ctx.requireAdmin();
     const page = await listCustomerWallets(ctx.db, { accountId: args.accountId, search: args.search }, pageOf(args));
     return toConnection({ ...page, items: page.items.map(customerWalletOf) });
   },
-  adminOrders: async (_: unknown, args: { first?: number | null; after?: string | null; accountId?: string | null; status?: string | null; customerId?: string | null }, ctx: CloudContext) => {
+  adminOrders: async (
+    _: unknown,
+    args: { first?: number | null; after?: string | null; accountId?: string | null; status?: string | null; customerId?: string | null },
+    ctx: CloudContext,
+  ) => {
     ctx.requireAdmin();
     const page = await listAllOrders(ctx.db, { accountId: args.accountId, status: lower(args.status), customerId: args.customerId }, pageOf(args));
-    const entries = await entriesOfOrders(ctx.db, page.items.map((o) => o.id));
+    const entries = await entriesOfOrders(
+      ctx.db,
+      page.items.map((o) => o.id),
+    );
     return toConnection({ ...page, items: page.items.map((o) => orderOf(o, entries.get(o.id) ?? [])) });
   },
-  adminWebhookDeliveries: async (_: unknown, args: { first?: number | null; after?: string | null; accountId?: string | null; status?: string | null; aggregateId?: string | null }, ctx: CloudContext) => {
+  adminWebhookDeliveries: async (
+    _: unknown,
+    args: { first?: number | null; after?: string | null; accountId?: string | null; status?: string | null; aggregateId?: string | null },
+    ctx: CloudContext,
+  ) => {
     ctx.requireAdmin();
     const page = await listAllDeliveries(ctx.db, { accountId: args.accountId, status: args.status, aggregateId: args.aggregateId }, pageOf(args));
     return toConnection(page);
@@ -141,11 +186,29 @@ export const adminMutations = {
 
   adminUpsertProduct: async (
     _: unknown,
-    { input }: { input: { id?: string | null; vendorId: string; category: string; name: string; description?: string | null; status?: string | null; billingCycles: BillingCycleInput[]; stock?: number | null; requiredFields?: string[] | null } },
+    {
+      input,
+    }: {
+      input: {
+        id?: string | null;
+        vendorId: string;
+        category: string;
+        name: string;
+        description?: string | null;
+        status?: string | null;
+        billingCycles: BillingCycleInput[];
+        stock?: number | null;
+        requiredFields?: string[] | null;
+      };
+    },
     ctx: CloudContext,
   ) => {
     ctx.requireAdmin();
-    const billingCycles = (input.billingCycles ?? []).map((c, i) => ({ cycle: c.cycle, months: c.months ?? null, price: yuanField(c.price, `billingCycles[${i}].price`) }));
+    const billingCycles = (input.billingCycles ?? []).map((c, i) => ({
+      cycle: c.cycle,
+      months: c.months ?? null,
+      price: yuanField(c.price, `billingCycles[${i}].price`),
+    }));
     const product = await upsertProduct(ctx.db, {
       id: input.id ?? null,
       vendorId: input.vendorId,
@@ -163,7 +226,20 @@ export const adminMutations = {
 
   adminCreateApiKey: async (
     _: unknown,
-    { input }: { input: { name: string; accountId?: string | null; balance?: string | null; scopes?: string[] | null; allowedIps?: string[] | null; rateLimit?: number | null; callbackUrl?: string | null; requireSignature?: boolean | null } },
+    {
+      input,
+    }: {
+      input: {
+        name: string;
+        accountId?: string | null;
+        balance?: string | null;
+        scopes?: string[] | null;
+        allowedIps?: string[] | null;
+        rateLimit?: number | null;
+        callbackUrl?: string | null;
+        requireSignature?: boolean | null;
+      };
+    },
     ctx: CloudContext,
   ) => {
     ctx.requireAdmin();
@@ -225,7 +301,18 @@ export const adminMutations = {
 
   adminUpdateApiKey: async (
     _: unknown,
-    { input }: { input: { keyId: string; scopes?: string[] | null; allowedIps?: string[] | null; rateLimit?: number | null; callbackUrl?: string | null; requireSignature?: boolean | null } },
+    {
+      input,
+    }: {
+      input: {
+        keyId: string;
+        scopes?: string[] | null;
+        allowedIps?: string[] | null;
+        rateLimit?: number | null;
+        callbackUrl?: string | null;
+        requireSignature?: boolean | null;
+      };
+    },
     ctx: CloudContext,
   ) => {
     ctx.requireAdmin();
@@ -236,7 +323,10 @@ export const adminMutations = {
     if (input.rateLimit !== undefined) change.rateLimit = input.rateLimit;
     if (input.callbackUrl !== undefined) change.callbackUrl = input.callbackUrl;
     if (input.requireSignature != null) change.requireSignature = input.requireSignature;
-    const key = await renamingField(() => updateKeySettings(ctx.db, input.keyId, change), (field) => field.replace(/^allowIps/, "allowedIps"));
+    const key = await renamingField(
+      () => updateKeySettings(ctx.db, input.keyId, change),
+      (field) => field.replace(/^allowIps/, "allowedIps"),
+    );
     return { apiKey: adminApiKeyOf(key) };
   },
 

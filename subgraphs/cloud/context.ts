@@ -74,7 +74,10 @@ export interface ChildListKey {
  * @param argsOf the arguments of a key other than its parent, as a string
  * @param read reads the lists of `parents` for the arguments of `sample`
  */
-function childListLoader<K extends ChildListKey, V>(argsOf: (key: K) => string, read: (parents: string[], sample: K) => Promise<Map<string, V>>): DataLoader<K, V, string> {
+function childListLoader<K extends ChildListKey, V>(
+  argsOf: (key: K) => string,
+  read: (parents: string[], sample: K) => Promise<Map<string, V>>,
+): DataLoader<K, V, string> {
   return new DataLoader<K, V, string>(
     async (keys) => {
       const groups = new Map<string, K[]>();
@@ -87,7 +90,10 @@ function childListLoader<K extends ChildListKey, V>(argsOf: (key: K) => string, 
       const lists = new Map<string, Map<string, V> | Error>();
       await Promise.all(
         [...groups].map(([args, members]) =>
-          read(members.map((key) => key.parent), members[0]!).then(
+          read(
+            members.map((key) => key.parent),
+            members[0]!,
+          ).then(
             (found) => lists.set(args, found),
             (error: unknown) => lists.set(args, error instanceof Error ? error : new Error(String(error))),
           ),
@@ -107,7 +113,14 @@ function childListLoader<K extends ChildListKey, V>(argsOf: (key: K) => string, 
  * @param adminToken the configured ADMIN_TOKEN; unset disables the admin mutations
  * @param budgetLimits the request's database budget (default {@link RequestBudget}'s)
  */
-export function createCloudContext(db: Db, services: CloudServices, rateLimiter: RateLimiter, req: RequestLike, adminToken?: string, budgetLimits?: BudgetLimits): CloudContext {
+export function createCloudContext(
+  db: Db,
+  services: CloudServices,
+  rateLimiter: RateLimiter,
+  req: RequestLike,
+  adminToken?: string,
+  budgetLimits?: BudgetLimits,
+): CloudContext {
   const access = callerAccess(db, rateLimiter, req);
   const anyCaller = async () => (await access.caller())!;
   const requireAdmin = () => checkAdminToken(adminToken, headerOf(req, "authorization"));
@@ -131,7 +144,10 @@ export function createCloudContext(db: Db, services: CloudServices, rateLimiter:
       })()),
     requestId: headerOf(req, "x-request-id") ?? null,
   };
-  return withLazy<typeof eager, Pick<CloudContext, "products" | "vendors" | "orders" | "resources" | "domains" | "vendorProducts" | "orderDeliveries" | "domainPurgeTasks">>(eager, {
+  return withLazy<
+    typeof eager,
+    Pick<CloudContext, "products" | "vendors" | "orders" | "resources" | "domains" | "vendorProducts" | "orderDeliveries" | "domainPurgeTasks">
+  >(eager, {
     products: () => new DataLoader((ids) => getProductsByIds(db, ids as string[])),
     vendors: () => new DataLoader((ids) => getVendorsByIds(db, ids as string[])),
     orders: () => new DataLoader(async (ids) => services.orders.getByIds(await anyCaller(), ids as string[])),

@@ -45,7 +45,6 @@ function orderAtEvent(order: OrderRecord, event: OutboxMessage): OrderRecord {
 const upper = (value: string) => value.toUpperCase();
 const lower = (value: string | null | undefined) => (value == null ? value : value.toLowerCase());
 
-
 /** The Idempotency-Key a write input carries (docs/api/cloud.md §5), kept out of the request it guards. */
 type WithKey<T> = T & { idempotencyKey?: string | null };
 
@@ -109,7 +108,15 @@ export const resolvers = {
     apiKey: async (_: unknown, __: unknown, ctx: CloudContext) => {
       const caller = await ctx.caller();
       // Only an active key authenticates, so the key of a request is always ACTIVE.
-      return { id: caller.keyId, accountId: caller.accountId, status: "ACTIVE", scopes: caller.scopes, rateLimit: caller.rateLimit, allowedIps: caller.allowIps, requireSignature: caller.requireSignature };
+      return {
+        id: caller.keyId,
+        accountId: caller.accountId,
+        status: "ACTIVE",
+        scopes: caller.scopes,
+        rateLimit: caller.rateLimit,
+        allowedIps: caller.allowIps,
+        requireSignature: caller.requireSignature,
+      };
     },
     vendors: async (_: unknown, args: PageArgs, ctx: CloudContext) => {
       await ctx.caller("catalog:read");
@@ -117,7 +124,13 @@ export const resolvers = {
     },
     products: async (_: unknown, args: PageArgs & { category?: string | null; vendorId?: string | null; status?: string | null }, ctx: CloudContext) => {
       await ctx.caller("catalog:read");
-      return toConnection(await listProducts(ctx.db, { category: args.category ?? undefined, vendorId: args.vendorId ?? undefined, status: lower(args.status) ?? undefined }, pageOf(args)));
+      return toConnection(
+        await listProducts(
+          ctx.db,
+          { category: args.category ?? undefined, vendorId: args.vendorId ?? undefined, status: lower(args.status) ?? undefined },
+          pageOf(args),
+        ),
+      );
     },
     product: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => {
       await ctx.caller("catalog:read");
@@ -126,7 +139,8 @@ export const resolvers = {
       return product;
     },
     order: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => ctx.services.orders.get(await ctx.caller("orders:read"), id),
-    orders: async (_: unknown, args: PageArgs, ctx: CloudContext) => toConnection(await ctx.services.orders.list(await ctx.caller("orders:read"), pageOf(args))),
+    orders: async (_: unknown, args: PageArgs, ctx: CloudContext) =>
+      toConnection(await ctx.services.orders.list(await ctx.caller("orders:read"), pageOf(args))),
     domain: async (_: unknown, { domain }: { domain: string }, ctx: CloudContext) => {
       await ctx.caller("domains:read");
       const record = await ctx.domains.load(domain);
@@ -153,7 +167,13 @@ export const resolvers = {
         await listTransactions(
           ctx.db,
           await ctx.caller("billing:read"),
-          { customerId: args.customerId ?? undefined, orderId: args.orderId ?? undefined, type: lower(args.type) ?? undefined, start: args.start ?? undefined, end: args.end ?? undefined },
+          {
+            customerId: args.customerId ?? undefined,
+            orderId: args.orderId ?? undefined,
+            type: lower(args.type) ?? undefined,
+            start: args.start ?? undefined,
+            end: args.end ?? undefined,
+          },
           pageOf(args),
         ),
       ),
@@ -179,7 +199,12 @@ export const resolvers = {
     createDomain: async (_: unknown, { input }: { input: WithKey<CreateDomainInput> }, ctx: CloudContext) => {
       const caller = await ctx.caller("domains:write");
       const { idempotencyKey = null, ...fields } = input;
-      const { domain, replayed } = await createDomain(ctx.db, caller, fields, { idempotencyKey, requestId: ctx.requestId, stepMs: ctx.services.stepMs, checkOriginHost: ctx.services.checkOriginHost });
+      const { domain, replayed } = await createDomain(ctx.db, caller, fields, {
+        idempotencyKey,
+        requestId: ctx.requestId,
+        stepMs: ctx.services.stepMs,
+        checkOriginHost: ctx.services.checkOriginHost,
+      });
       return { domain: grantRead(ctx, domain), replayed };
     },
     purgeDomain: async (_: unknown, { input }: { input: WithKey<PurgeInput> & { domain: string } }, ctx: CloudContext) => {
@@ -253,7 +278,8 @@ export const resolvers = {
   Vendor: {
     __resolveReference: (ref: { id: string }, ctx: CloudContext) => ctx.vendors.load(ref.id),
     status: (vendor: VendorRecord) => upper(vendor.status),
-    products: async (vendor: VendorRecord, args: PageArgs, ctx: CloudContext) => toConnection(await ctx.vendorProducts.load({ parent: vendor.id, ...pageOf(args) })),
+    products: async (vendor: VendorRecord, args: PageArgs, ctx: CloudContext) =>
+      toConnection(await ctx.vendorProducts.load({ parent: vendor.id, ...pageOf(args) })),
   },
   Product: {
     __resolveReference: (ref: { id: string }, ctx: CloudContext) => ctx.products.load(ref.id),
@@ -309,6 +335,13 @@ export const resolvers = {
     exportUrl: (s: StatementRecord) => (s.exportStatus === "ready" ? `/openapi/v1/billing/statements/${s.id}/export` : null),
     csv: (s: StatementRecord) => (s.exportStatus === "ready" ? (s.csv ?? null) : null),
     items: (s: StatementRecord) =>
-      s.items.map((t: TransactionRecord) => ({ transactionId: t.id, customerId: t.customerId, orderId: t.orderId, type: upper(t.type), amount: toMoney(t.amount), createdAt: t.createdAt })),
+      s.items.map((t: TransactionRecord) => ({
+        transactionId: t.id,
+        customerId: t.customerId,
+        orderId: t.orderId,
+        type: upper(t.type),
+        amount: toMoney(t.amount),
+        createdAt: t.createdAt,
+      })),
   },
 };

@@ -57,7 +57,9 @@ export const channelQueries = {
 };
 
 export const channelMutations = {
-  adminAddChannel: async (_: unknown, { input }: { input: Parameters<Channels["add"]>[0] }, ctx: GenerationContext) => ({ channel: channelOf(await admin(ctx).add(input)) }),
+  adminAddChannel: async (_: unknown, { input }: { input: Parameters<Channels["add"]>[0] }, ctx: GenerationContext) => ({
+    channel: channelOf(await admin(ctx).add(input)),
+  }),
   adminUpdateChannel: async (_: unknown, { input }: { input: ChannelInput & { id: string } }, ctx: GenerationContext) => {
     const { id, ...fields } = input;
     return { channel: channelOf(await admin(ctx).update(id, fields)) };

@@ -64,7 +64,15 @@ export interface GenerationAdmin {
  * @param budgetLimits the request's database budget (default {@link RequestBudget}'s)
  * @param adminToken the configured ADMIN_TOKEN; unset disables the admin fields
  */
-export function createContext(db: Db, service: GenerationService, rateLimiter: RateLimiter, pubsub: PubSub, req: RequestLike, budgetLimits?: BudgetLimits, admin: GenerationAdmin = {}): GenerationContext {
+export function createContext(
+  db: Db,
+  service: GenerationService,
+  rateLimiter: RateLimiter,
+  pubsub: PubSub,
+  req: RequestLike,
+  budgetLimits?: BudgetLimits,
+  admin: GenerationAdmin = {},
+): GenerationContext {
   const header = (name: string) => headerOf(req, name);
   const access = callerAccess(db, rateLimiter, req);
   const caller = () => access.caller("generation");

@@ -239,7 +239,10 @@ export const resolvers = {
       if (p.kind === "points") {
         return {
           kind: p.kind,
-          pointsPerSecond: Object.entries(p.pointsRateTenths).map(([resolution, tenths]) => ({ resolution, rate: formatYuan(tenths * 100).replace(/\.?0+$/, "") })),
+          pointsPerSecond: Object.entries(p.pointsRateTenths).map(([resolution, tenths]) => ({
+            resolution,
+            rate: formatYuan(tenths * 100).replace(/\.?0+$/, ""),
+          })),
           pricePerPoint: toMoney(p.milliPerPoint),
         };
       }

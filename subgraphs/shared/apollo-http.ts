@@ -10,14 +10,21 @@ import { InternalContextError, type InternalContext, type SignedParams, type cre
 
 /** A JSON GraphQL error answer with our error contract: a registry code with its status (src/errors.ts). */
 function sendError(res: ServerResponse, code: ErrorCode, message: string = ERROR_CODES[code].message): void {
-  res.writeHead(ERROR_CODES[code].status, { "content-type": "application/json" }).end(JSON.stringify({ errors: [{ message, extensions: graphqlExtensions(code) }] }));
+  res
+    .writeHead(ERROR_CODES[code].status, { "content-type": "application/json" })
+    .end(JSON.stringify({ errors: [{ message, extensions: graphqlExtensions(code) }] }));
 }
 
 /** GraphQL parameters of a GET request's query string; null when `variables` or `extensions` is not JSON. */
 function paramsOfSearch(search: URLSearchParams): SignedParams | null {
   try {
     const json = (name: string) => (search.has(name) ? JSON.parse(search.get(name)!) : undefined);
-    return { query: search.get("query") ?? undefined, operationName: search.get("operationName"), variables: json("variables"), extensions: json("extensions") };
+    return {
+      query: search.get("query") ?? undefined,
+      operationName: search.get("operationName"),
+      variables: json("variables"),
+      extensions: json("extensions"),
+    };
   } catch {
     return null;
   }

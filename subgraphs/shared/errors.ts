@@ -17,7 +17,12 @@ export function formatError(logger: Logger) {
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
     const original = unwrapResolverError(error);
     if (original instanceof AppError) {
-      return { message: original.message, locations: formatted.locations, path: formatted.path, extensions: graphqlExtensions(original.code, original.details) };
+      return {
+        message: original.message,
+        locations: formatted.locations,
+        path: formatted.path,
+        extensions: graphqlExtensions(original.code, original.details),
+      };
     }
     const code = formatted.extensions?.code;
     if (code === "INTERNAL_SERVER_ERROR" || code === undefined) {

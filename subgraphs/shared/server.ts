@@ -103,7 +103,13 @@ function localSubgraph<TContext extends BaseContext>(
       const invalid = validationErrors(operation.document);
       if (invalid.length) return formatResult({ errors: invalid }, "graphql_validation_failed");
       const contextValue = await context({ headers: operation.headers });
-      const result = await subscribe({ schema, document: operation.document, variableValues: operation.variables, operationName: operation.operationName, contextValue });
+      const result = await subscribe({
+        schema,
+        document: operation.document,
+        variableValues: operation.variables,
+        operationName: operation.operationName,
+        contextValue,
+      });
       return Symbol.asyncIterator in result ? mapStream(result, (r) => formatResult(r)) : formatResult(result);
     },
   };
@@ -189,7 +195,9 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
   const { tracing, metrics } = options.observability ?? {};
   // Every context remembers its request, whose caller report goes back to the router (caller-report.ts).
   const context = reportingContext(options.context);
-  const schema = refusingUnknownEntityTypes(buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as GraphQLResolverMap<TContext> }]));
+  const schema = refusingUnknownEntityTypes(
+    buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as GraphQLResolverMap<TContext> }]),
+  );
   const verifier = createInternalVerifier(options.secret);
   const server = new ApolloServer<TContext>({
     schema,
@@ -215,7 +223,15 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
   const httpServer = http.createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (path === "/graphql") {
-      (tracing ? tracing.traceHttp(req, res, () => "/graphql", () => handle(req, res)) : handle(req, res)).catch((error) => {
+      (tracing
+        ? tracing.traceHttp(
+            req,
+            res,
+            () => "/graphql",
+            () => handle(req, res),
+          )
+        : handle(req, res)
+      ).catch((error) => {
         options.logger.error({ err: error, subgraph: options.name }, "subgraph request failed");
         if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
         res.end(JSON.stringify({ errors: [{ message: "Internal server error" }] }));

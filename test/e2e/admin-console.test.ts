@@ -87,7 +87,10 @@ describe("/admin", () => {
   });
 
   it("saves screenshots at desktop and phone width in both languages", async () => {
-    for (const [name, viewport] of [["desktop", DESKTOP], ["phone", PHONE]] as const) {
+    for (const [name, viewport] of [
+      ["desktop", DESKTOP],
+      ["phone", PHONE],
+    ] as const) {
       for (const lang of ["en", "zh"] as const) {
         const page = await signIn(viewport, lang === "zh" ? "zh-CN" : "en-US");
         await page.locator(`[data-lang="${lang}"]`).click();

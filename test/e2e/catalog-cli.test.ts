@@ -15,8 +15,30 @@ describe("managing the catalog with `switchyard catalog` as an operator does", (
     expect(JSON.parse(vendor.stdout)).toMatchObject({ vendor_id: "vnd_cirrus", name: "Cirrus Compute", status: "active" });
 
     const created = await runCli(
-      ["catalog", "product", "upsert", "--id", "prd_block", "--vendor", "vnd_cirrus", "--category", "storage", "--name", "Block storage 100 GiB",
-        "--stock", "10", "--cycle", "monthly=30", "--cycle", "yearly=300.5", "--cycle", "trial:2=0.125", "--required", "volume,zone", "--json"],
+      [
+        "catalog",
+        "product",
+        "upsert",
+        "--id",
+        "prd_block",
+        "--vendor",
+        "vnd_cirrus",
+        "--category",
+        "storage",
+        "--name",
+        "Block storage 100 GiB",
+        "--stock",
+        "10",
+        "--cycle",
+        "monthly=30",
+        "--cycle",
+        "yearly=300.5",
+        "--cycle",
+        "trial:2=0.125",
+        "--required",
+        "volume,zone",
+        "--json",
+      ],
       env,
     );
     expect(created.code).toBe(0);
@@ -35,11 +57,31 @@ describe("managing the catalog with `switchyard catalog` as an operator does", (
     });
 
     const updated = await runCli(
-      ["catalog", "product", "upsert", "--id", "prd_block", "--vendor", "vnd_cirrus", "--category", "storage", "--name", "Block storage 100 GiB", "--status", "sold_out", "--json"],
+      [
+        "catalog",
+        "product",
+        "upsert",
+        "--id",
+        "prd_block",
+        "--vendor",
+        "vnd_cirrus",
+        "--category",
+        "storage",
+        "--name",
+        "Block storage 100 GiB",
+        "--status",
+        "sold_out",
+        "--json",
+      ],
       env,
     );
     expect(updated.code).toBe(0);
-    expect(JSON.parse(updated.stdout)).toMatchObject({ status: "sold_out", stock: 10, required_fields: ["volume", "zone"], billing_cycles: [{ price: "30.00" }, { price: "300.50" }, { price: "0.125" }] });
+    expect(JSON.parse(updated.stdout)).toMatchObject({
+      status: "sold_out",
+      stock: 10,
+      required_fields: ["volume", "zone"],
+      billing_cycles: [{ price: "30.00" }, { price: "300.50" }, { price: "0.125" }],
+    });
 
     const products = await runCli(["catalog", "products", "--json"], env);
     expect(products.code).toBe(0);
@@ -50,7 +92,10 @@ describe("managing the catalog with `switchyard catalog` as an operator does", (
   });
 
   it("exits 1 with the message for an unknown vendor and 2 for a missing option or a malformed --cycle", async () => {
-    const unknownVendor = await runCli(["catalog", "product", "upsert", "--vendor", "vnd_nope", "--category", "cdn", "--name", "X", "--cycle", "monthly=1"], env);
+    const unknownVendor = await runCli(
+      ["catalog", "product", "upsert", "--vendor", "vnd_nope", "--category", "cdn", "--name", "X", "--cycle", "monthly=1"],
+      env,
+    );
     expect(unknownVendor.code).toBe(1);
     expect(unknownVendor.stderr).toMatch(/vendorId does not name a vendor/);
     const missing = await runCli(["catalog", "product", "upsert", "--vendor", "vnd_cirrus", "--name", "X", "--cycle", "monthly"], env);

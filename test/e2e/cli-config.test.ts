@@ -57,7 +57,10 @@ describe("configuration that cannot work fails loudly, in one line, as an operat
   });
 
   it("names PORT when it is not a port", async () => {
-    expectOneLineFailure(await runCli(["start"], { ...env, PORT: "abc" }), /^switchyard: Invalid configuration: PORT: must be a TCP port: a whole number from 0 to 65535/);
+    expectOneLineFailure(
+      await runCli(["start"], { ...env, PORT: "abc" }),
+      /^switchyard: Invalid configuration: PORT: must be a TCP port: a whole number from 0 to 65535/,
+    );
   });
 
   it("names LOG_LEVEL and lists pino's levels when it is not one", async () => {
@@ -72,7 +75,10 @@ describe("configuration that cannot work fails loudly, in one line, as an operat
     const url = `postgres://switchyard:hunter2@127.0.0.1:${port}/switchyard`;
     for (const args of [["start"], ["keys", "list"], ["migrate"]]) {
       const run = await runCli(args, { ...env, DATABASE_URL: url });
-      expectOneLineFailure(run, new RegExp(`^switchyard: database: cannot connect to postgres 127\\.0\\.0\\.1:${port}/switchyard \\(DATABASE_URL\\): connection refused$`));
+      expectOneLineFailure(
+        run,
+        new RegExp(`^switchyard: database: cannot connect to postgres 127\\.0\\.0\\.1:${port}/switchyard \\(DATABASE_URL\\): connection refused$`),
+      );
       expect(run.stderr).not.toMatch(/hunter2/);
     }
   });
@@ -81,7 +87,10 @@ describe("configuration that cannot work fails loudly, in one line, as an operat
     const silent = await silentServer();
     try {
       const run = await runCli(["keys", "list"], { ...env, DATABASE_URL: `postgres://postgres@127.0.0.1:${silent.port}/switchyard` });
-      expectOneLineFailure(run, new RegExp(`^switchyard: database: cannot connect to postgres 127\\.0\\.0\\.1:${silent.port}/switchyard \\(DATABASE_URL\\): no answer within 10 s$`));
+      expectOneLineFailure(
+        run,
+        new RegExp(`^switchyard: database: cannot connect to postgres 127\\.0\\.0\\.1:${silent.port}/switchyard \\(DATABASE_URL\\): no answer within 10 s$`),
+      );
     } finally {
       await silent.close();
     }
@@ -98,7 +107,10 @@ describe("configuration that cannot work fails loudly, in one line, as an operat
       const url = new URL(database.databaseUrl!);
       url.pathname = `/${url.pathname.slice(1)}_missing`;
       const run = await runCli(["migrate"], { ...env, DATABASE_URL: url.toString() });
-      expectOneLineFailure(run, /^switchyard: database: cannot connect to postgres [^ ]+:\d+\/sy_test_\w+_missing \(DATABASE_URL\): database "sy_test_\w+_missing" does not exist$/);
+      expectOneLineFailure(
+        run,
+        /^switchyard: database: cannot connect to postgres [^ ]+:\d+\/sy_test_\w+_missing \(DATABASE_URL\): database "sy_test_\w+_missing" does not exist$/,
+      );
     });
 
     it("prints which database a command opened on stderr, host, port and name but never the user's password", async () => {
@@ -117,17 +129,24 @@ describe("configuration that cannot work fails loudly, in one line, as an operat
     expect(run.stderr).toBe(`database: sqlite ${path.join(dataDir, "switchyard.db")}\n`);
   });
 
-  it.each([["PORT"], ["GENERATION_PORT"], ["CLOUD_PORT"]])("refuses to start when %s is in use, naming the variable and the address", { timeout: 60_000 }, async (variable) => {
-    const taken = net.createServer();
-    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
-    const { port } = taken.address() as net.AddressInfo;
-    try {
-      const run = await runCli(["start"], { ...env, [variable]: String(port) });
-      expectOneLineFailure(run, new RegExp(`^switchyard: ${variable}: 127\\.0\\.0\\.1:${port} is already in use; stop what listens there or set ${variable} to another port$`));
-    } finally {
-      await new Promise((resolve) => taken.close(resolve));
-    }
-  });
+  it.each([["PORT"], ["GENERATION_PORT"], ["CLOUD_PORT"]])(
+    "refuses to start when %s is in use, naming the variable and the address",
+    { timeout: 60_000 },
+    async (variable) => {
+      const taken = net.createServer();
+      await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+      const { port } = taken.address() as net.AddressInfo;
+      try {
+        const run = await runCli(["start"], { ...env, [variable]: String(port) });
+        expectOneLineFailure(
+          run,
+          new RegExp(`^switchyard: ${variable}: 127\\.0\\.0\\.1:${port} is already in use; stop what listens there or set ${variable} to another port$`),
+        );
+      } finally {
+        await new Promise((resolve) => taken.close(resolve));
+      }
+    },
+  );
 
   it("refuses two servers on one port, naming both variables", async () => {
     const port = await closedPort();

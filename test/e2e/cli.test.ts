@@ -11,16 +11,28 @@ describe("the switchyard CLI and `start` as a newcomer runs them", () => {
   afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   // Two real processes start one after the other: slow on a busy two-core machine.
-  it("prints the URL and a demo key with its id on first start; the key works; SIGTERM exits cleanly; a restart prints no new key", { timeout: 90_000 }, async () => {
+  it("prints the URL and a demo key with its id on first start; the key works; SIGTERM exits cleanly; a restart prints no new key", {
+    timeout: 90_000,
+  }, async () => {
     const first = startCli(["start"], { ...env, LOG_LEVEL: "info" });
     const [, url] = await first.waitFor(/Switchyard router:\s+(http:\/\/\S+)/);
     const [, key, keyId] = await first.waitFor(/Demo API key[^:]*: (sy_\S+) \(id (key_\w+)\)/);
     await first.waitFor(/"event":"ready"/);
     // stderr names the database; stdout is the banner in one block, then JSON log lines only.
     expect(first.output()).toContain(`database: sqlite ${path.join(dataDir, "switchyard.db")}\n`);
-    const stdoutLines = first.output().replace(/^database: .*\n/m, "").split("\n").filter(Boolean);
+    const stdoutLines = first
+      .output()
+      .replace(/^database: .*\n/m, "")
+      .split("\n")
+      .filter(Boolean);
     const banner = stdoutLines.filter((line) => !line.startsWith("{"));
-    expect(banner.map((line) => line.split(":")[0])).toEqual(["Switchyard router", "Web pages", "Generation subgraph", "Cloud subgraph", "Demo API key (100.00 CNY, shown once)"]);
+    expect(banner.map((line) => line.split(":")[0])).toEqual([
+      "Switchyard router",
+      "Web pages",
+      "Generation subgraph",
+      "Cloud subgraph",
+      "Demo API key (100.00 CNY, shown once)",
+    ]);
     const firstBannerLine = stdoutLines.indexOf(banner[0]!);
     expect(stdoutLines.slice(firstBannerLine, firstBannerLine + banner.length)).toEqual(banner);
     for (const line of stdoutLines.filter((l) => l.startsWith("{"))) expect(() => JSON.parse(line)).not.toThrow();
@@ -108,8 +120,24 @@ describe("the switchyard CLI and `start` as a newcomer runs them", () => {
     expect(ofShop.code).toBe(0);
     const listed = JSON.parse(ofShop.stdout);
     expect(listed).toEqual([
-      { id: shopReader.id, name: "shop reader", account_id: shop.account_id, status: "disabled", scopes: ["catalog:read", "orders:read"], balance: "20.00", created_at: expect.any(String) },
-      { id: shop.id, name: "shop", account_id: shop.account_id, status: "active", scopes: expect.arrayContaining(["generation", "orders:write"]), balance: "20.00", created_at: expect.any(String) },
+      {
+        id: shopReader.id,
+        name: "shop reader",
+        account_id: shop.account_id,
+        status: "disabled",
+        scopes: ["catalog:read", "orders:read"],
+        balance: "20.00",
+        created_at: expect.any(String),
+      },
+      {
+        id: shop.id,
+        name: "shop",
+        account_id: shop.account_id,
+        status: "active",
+        scopes: expect.arrayContaining(["generation", "orders:write"]),
+        balance: "20.00",
+        created_at: expect.any(String),
+      },
     ]);
     expect(new Date(listed[0].created_at).toISOString()).toBe(listed[0].created_at);
 
@@ -136,7 +164,27 @@ describe("the switchyard CLI and `start` as a newcomer runs them", () => {
 
   it("shows one key's settings and balance, never its secret, and exits 1 for an unknown id", async () => {
     const created = JSON.parse(
-      (await runCli(["keys", "create", "--name", "hooks", "--balance", "3", "--allow-ip", "10.0.0.0/8", "--rate-limit", "5", "--callback-url", "https://shop.example/hooks", "--require-signature", "--json"], env)).stdout,
+      (
+        await runCli(
+          [
+            "keys",
+            "create",
+            "--name",
+            "hooks",
+            "--balance",
+            "3",
+            "--allow-ip",
+            "10.0.0.0/8",
+            "--rate-limit",
+            "5",
+            "--callback-url",
+            "https://shop.example/hooks",
+            "--require-signature",
+            "--json",
+          ],
+          env,
+        )
+      ).stdout,
     );
     const json = await runCli(["keys", "show", created.id, "--json"], env);
     expect(json.code).toBe(0);

@@ -127,10 +127,16 @@ describe("crash recovery with real processes", () => {
     // Restart with the upstream accepting: the sweep sends it exactly once more and it completes.
     fake.onSubmit({ kind: "accept", taskId: "up-recovered" });
     stack = await start(env(dbEnv));
-    await waitUntil(() => taskRow(db, pending.id), (t) => t.submit_state === "sent");
+    await waitUntil(
+      () => taskRow(db, pending.id),
+      (t) => t.submit_state === "sent",
+    );
     expect(submissions()).toBe(before + 2);
     fake.setTask("up-recovered", { status: 1, result: "https://cdn.example.com/recovered.mp4" });
-    const done = await waitUntil(() => taskRow(db, pending.id), (t) => Number(t.status) === 1);
+    const done = await waitUntil(
+      () => taskRow(db, pending.id),
+      (t) => Number(t.status) === 1,
+    );
     expect(done).toMatchObject({ upstream_task_id: "up-recovered", result: "https://cdn.example.com/recovered.mp4", refunded: 0 });
     expect((await entries(db, pending.id)).map((e: any) => [e.kind, Number(e.amount)])).toEqual([["debit", -PRICE]]);
 
@@ -145,7 +151,10 @@ describe("crash recovery with real processes", () => {
 
     fake.onSubmit({ kind: "http_error", status: 500 });
     stack = await start(env(dbEnv));
-    const refused = await waitUntil(() => taskRow(db, second.id), (t) => Number(t.status) === 2);
+    const refused = await waitUntil(
+      () => taskRow(db, second.id),
+      (t) => Number(t.status) === 2,
+    );
     expect(refused).toMatchObject({ submit_state: "failed", error: "Upstream request failed" });
     expect(Number(refused.refunded)).toBe(PRICE);
     expect(submissions()).toBe(before + 4);
@@ -178,10 +187,16 @@ describe("crash recovery with real processes", () => {
     // Restart: the sweep asks the provider, adopts its task and sends nothing; a resend would get another id.
     fake.onSubmit({ kind: "accept", taskId: "up-duplicate" });
     stack = await start(env(dbEnv));
-    const adopted = await waitUntil(() => taskRow(db, pending.id), (t) => t.submit_state === "sent");
+    const adopted = await waitUntil(
+      () => taskRow(db, pending.id),
+      (t) => t.submit_state === "sent",
+    );
     expect(adopted.upstream_task_id).toBe("up-lost-answer");
     fake.setTask("up-lost-answer", { status: 1, result: "https://cdn.example.com/lantern.mp4" });
-    const done = await waitUntil(() => taskRow(db, pending.id), (t) => Number(t.status) === 1);
+    const done = await waitUntil(
+      () => taskRow(db, pending.id),
+      (t) => Number(t.status) === 1,
+    );
     expect(done).toMatchObject({ upstream_task_id: "up-lost-answer", result: "https://cdn.example.com/lantern.mp4", refunded: 0 });
     expect(submissions()).toBe(before + 1);
     expect(fake.accepted.filter((a) => a.clientReference === pending.id)).toHaveLength(1);
@@ -220,7 +235,10 @@ describe("crash recovery with real processes", () => {
     const refusedResponse = await submitVideo(stack.url, key.key, "task A");
     expect(refusedResponse.status).toBe(502);
     const taskA = (await db("tasks").where("key_id", key.id).first()).id as string;
-    await waitUntil(async () => received.map((r) => r.event), (events) => events.includes("task.failed") && events.includes("task.refunded"));
+    await waitUntil(
+      async () => received.map((r) => r.event),
+      (events) => events.includes("task.failed") && events.includes("task.refunded"),
+    );
 
     // Task B is accepted; then the process is frozen (it can publish nothing more) and B's
     // success is committed with its outbox row, exactly as a poller writes it; then SIGKILL.
@@ -235,16 +253,24 @@ describe("crash recovery with real processes", () => {
     const sqlite = isSqlite(db);
     for (;;) {
       const applied = await db.transaction(async (trx) => {
-        if (sqlite) await trx("accounts").where("id", key.account_id).update({ balance: trx.ref("balance") });
+        if (sqlite)
+          await trx("accounts")
+            .where("id", key.account_id)
+            .update({ balance: trx.ref("balance") });
         stack.proc.child.kill("SIGSTOP");
         if (await trx("webhook_deliveries").whereNotNull("lease_until").first()) return false;
         const service = createGenerationService({ db: trx, upstream: null as never, checkUrl: async () => true, pollIntervalMs: 1000 });
-        expect(await service.applyUpstreamState(toTaskRecord(await taskRow(trx, taskB)), { status: 1, result: "https://cdn.example.com/b.mp4" }, 1000)).toBe(true);
+        expect(await service.applyUpstreamState(toTaskRecord(await taskRow(trx, taskB)), { status: 1, result: "https://cdn.example.com/b.mp4" }, 1000)).toBe(
+          true,
+        );
         return true;
       });
       if (applied) break;
       stack.proc.child.kill("SIGCONT");
-      await waitUntil(() => db("webhook_deliveries").whereNotNull("lease_until").first(), (row) => !row);
+      await waitUntil(
+        () => db("webhook_deliveries").whereNotNull("lease_until").first(),
+        (row) => !row,
+      );
     }
     const unpublished = await db("outbox").where("aggregate_id", taskB).whereNull("published_at");
     expect(unpublished.map((row: any) => JSON.parse(row.payload).status)).toContain(1);
@@ -256,11 +282,24 @@ describe("crash recovery with real processes", () => {
     failing = false;
     const restarted = await start(environment);
     const ok = () => received.filter((r) => r.status === 200);
-    await waitUntil(async () => ok().map((r) => `${r.event} ${r.taskId}`).sort(), (got) => got.length >= 3);
+    await waitUntil(
+      async () =>
+        ok()
+          .map((r) => `${r.event} ${r.taskId}`)
+          .sort(),
+      (got) => got.length >= 3,
+    );
     // Every outbox row, including any the restarted process commits meanwhile, gets published.
-    await waitUntil(() => db("outbox").whereNull("published_at").count({ n: "*" }), (rows: any) => Number(rows[0].n) === 0);
+    await waitUntil(
+      () => db("outbox").whereNull("published_at").count({ n: "*" }),
+      (rows: any) => Number(rows[0].n) === 0,
+    );
     expect(await restarted.proc.stop("SIGTERM")).toBe(0);
-    expect(ok().map((r) => `${r.event} ${r.taskId}`).sort()).toEqual([`task.failed ${taskA}`, `task.refunded ${taskA}`, `task.succeeded ${taskB}`].sort());
+    expect(
+      ok()
+        .map((r) => `${r.event} ${r.taskId}`)
+        .sort(),
+    ).toEqual([`task.failed ${taskA}`, `task.refunded ${taskA}`, `task.succeeded ${taskB}`].sort());
     expect(new Set(ok().map((r) => r.delivery)).size).toBe(3);
     expect(await db("outbox").whereNull("published_at").count({ n: "*" })).toEqual([{ n: 0 }]);
     expect((await db("webhook_deliveries").select("status")).map((d: any) => d.status)).toEqual(["delivered", "delivered", "delivered"]);
@@ -280,7 +319,10 @@ describe("crash recovery with real processes", () => {
     expect(await stack.proc.stop("SIGKILL")).toBeNull();
     stack = await start(environment);
 
-    const expired = await waitUntil(() => taskRow(db, taskId), (t) => Number(t.status) === 2);
+    const expired = await waitUntil(
+      () => taskRow(db, taskId),
+      (t) => Number(t.status) === 2,
+    );
     expect(expired).toMatchObject({ error: "Generation timed out", submit_state: "sent", late_result: null });
     expect(Number(expired.refunded)).toBe(PRICE);
     expect(expired.expired_at).toEqual(expect.any(String));
@@ -289,7 +331,10 @@ describe("crash recovery with real processes", () => {
 
     // The upstream finishes after all: recorded, not charged, the status stays 2.
     fake.setTask("up-silent", { status: 1, result: "https://cdn.example.com/late.mp4" });
-    const late = await waitUntil(() => taskRow(db, taskId), (t) => t.late_result !== null);
+    const late = await waitUntil(
+      () => taskRow(db, taskId),
+      (t) => t.late_result !== null,
+    );
     expect(late).toMatchObject({ status: 2, late_result: "https://cdn.example.com/late.mp4", error: "Generation timed out" });
     expect(Number(late.refunded)).toBe(PRICE);
     expect((await entries(db, taskId)).map((e: any) => [e.kind, Number(e.amount)])).toEqual([

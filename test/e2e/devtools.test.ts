@@ -13,7 +13,6 @@ import { chromium, type Browser, type BrowserContext, type Page } from "playwrig
 import { startTestStack, type TestStack } from "../support/stack.ts";
 import { ARTIFACTS, DESKTOP, LAUNCH, PHONE } from "../support/browser.ts";
 
-
 let t: TestStack;
 let browser: Browser;
 const contexts: BrowserContext[] = [];
@@ -74,7 +73,12 @@ const until = <T>(read: () => Promise<T>, timeout = 20_000) => expect.poll(read,
 /** The CSP directives of a response, by name. */
 function directives(response: Response): Map<string, string> {
   const csp = response.headers.get("content-security-policy") ?? "";
-  return new Map(csp.split(/;\s*/).filter(Boolean).map((d) => [d.split(" ")[0]!, d] as const));
+  return new Map(
+    csp
+      .split(/;\s*/)
+      .filter(Boolean)
+      .map((d) => [d.split(" ")[0]!, d] as const),
+  );
 }
 
 describe("/, the landing page", () => {
@@ -143,7 +147,11 @@ describe("/docs, the API reference", () => {
     expect(html).not.toMatch(/https?:\/\/(?!www\.w3\.org)/);
     const bundle = html.match(/src="(\/assets\/[0-9a-f]+\/swagger-ui-bundle\.js)"/)![1]!;
     const asset = await fetch(`${t.url}${bundle}`, { headers: { "accept-encoding": "br" } });
-    expect([asset.status, asset.headers.get("cache-control"), asset.headers.get("content-encoding")]).toEqual([200, "public, max-age=31536000, immutable", "br"]);
+    expect([asset.status, asset.headers.get("cache-control"), asset.headers.get("content-encoding")]).toEqual([
+      200,
+      "public, max-age=31536000, immutable",
+      "br",
+    ]);
     expect((await fetch(`${t.url}${bundle}`, { headers: { "accept-encoding": "br", "if-none-match": asset.headers.get("etag")! } })).status).toBe(304);
 
     const page = await open(t.url, "/docs", "#reference[data-ready]");
@@ -202,7 +210,9 @@ describe("GraphiQL (development)", () => {
     await page.keyboard.press("ControlOrMeta+A");
     await page.keyboard.press("Delete");
     await page.keyboard.type("{ models { id } }");
-    const executed = page.waitForResponse((r) => r.url().endsWith("/graphql") && r.request().method() === "POST" && (r.request().postData() ?? "").includes("models"));
+    const executed = page.waitForResponse(
+      (r) => r.url().endsWith("/graphql") && r.request().method() === "POST" && (r.request().postData() ?? "").includes("models"),
+    );
     await page.getByRole("button", { name: /Execute query/ }).click();
     const result = await executed;
     // (GraphiQL sends the query with the ignored characters stripped.)
@@ -216,7 +226,10 @@ describe("GraphiQL (development)", () => {
     await until(() => page.locator(".graphiql-response").innerText()).toContain('"models"');
     // The editor's language workers came from the router.
     for (const worker of ["graphiql-editor.worker.js", "graphiql-graphql.worker.js"]) {
-      expect(served.some((path) => path.endsWith(`/${worker}`)), worker).toBe(true);
+      expect(
+        served.some((path) => path.endsWith(`/${worker}`)),
+        worker,
+      ).toBe(true);
     }
     await shot(page, "graphiql-desktop");
     // The documentation explorer reads the schema (introspection, allowed in development).

@@ -13,7 +13,6 @@ import { startTestStack, type TestStack } from "../support/stack.ts";
 import { ARTIFACTS, DESKTOP, LAUNCH, PHONE } from "../support/browser.ts";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";
 
-
 let t: TestStack;
 let browser: Browser;
 const contexts: BrowserContext[] = [];
@@ -65,7 +64,10 @@ async function weight(page: Page) {
 }
 
 async function optionValues(page: Page, label: string) {
-  return page.getByLabel(label, { exact: true }).locator("option").evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value));
+  return page
+    .getByLabel(label, { exact: true })
+    .locator("option")
+    .evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value));
 }
 
 /** Waits (polling, no fixed sleep) until a value read from the page matches. */
@@ -78,7 +80,10 @@ const focused = (locator: Locator) => until(() => locator.evaluate((el) => el ==
 
 /** Waits, checking on every animation frame, until the newest task card shows a status label. */
 async function waitForStatus(page: Page, label: string) {
-  await page.waitForFunction((label) => document.querySelector('.task [data-role="status"]')?.textContent === label, label, { polling: "raf", timeout: 15_000 });
+  await page.waitForFunction((label) => document.querySelector('.task [data-role="status"]')?.textContent === label, label, {
+    polling: "raf",
+    timeout: 15_000,
+  });
 }
 
 /**
@@ -157,7 +162,10 @@ function watchSocket(socket: WebSocket): Socket {
     socket,
     subscribed: () => sent.filter((m) => m?.type === "subscribe" && m.payload?.variables?.id).map((m) => m.payload.variables.id),
     statuses: (taskId) =>
-      received.map((m) => m?.type === "next" && m.payload?.data?.taskStatusChanged).filter((task) => task && task.id === taskId).map((task) => task.status),
+      received
+        .map((m) => m?.type === "next" && m.payload?.data?.taskStatusChanged)
+        .filter((task) => task && task.id === taskId)
+        .map((task) => task.status),
   };
 }
 
@@ -174,7 +182,14 @@ describe("serving the pages", () => {
     expect(response.headers.get("vary")).toContain("Accept-Language");
     const host = new URL(t.url).host;
     const csp = response.headers.get("content-security-policy")!;
-    for (const directive of ["default-src 'none'", "script-src 'self'", "style-src 'self'", `connect-src 'self' ws://${host} wss://${host}`, "frame-ancestors 'none'", "base-uri 'none'"]) {
+    for (const directive of [
+      "default-src 'none'",
+      "script-src 'self'",
+      "style-src 'self'",
+      `connect-src 'self' ws://${host} wss://${host}`,
+      "frame-ancestors 'none'",
+      "base-uri 'none'",
+    ]) {
       expect(csp).toContain(directive);
     }
     expect(csp).not.toContain("unsafe-inline");
@@ -217,7 +232,12 @@ describe("serving the pages", () => {
       ["uPlot.min.css", library("uplot/dist/uPlot.min.css"), "text/css; charset=utf-8"],
     ] as const) {
       const response = await fetch(`${t.url}${base}/${name}`, { headers: { "accept-encoding": "identity" } });
-      expect([name, response.status, response.headers.get("content-type"), response.headers.get("cache-control")]).toEqual([name, 200, type, "public, max-age=31536000, immutable"]);
+      expect([name, response.status, response.headers.get("content-type"), response.headers.get("cache-control")]).toEqual([
+        name,
+        200,
+        type,
+        "public, max-age=31536000, immutable",
+      ]);
       expect(Buffer.from(await response.arrayBuffer()).equals(body)).toBe(true);
     }
     expect(html).toContain(`${base}/uPlot.min.css`);
@@ -229,11 +249,15 @@ describe("/test, the test bench", () => {
     const { key } = await t.createKey("10");
     const page = await open(t.url, "/test");
     const loaded = await weight(page);
-    console.log(`/test first load: ${loaded.transferred} bytes transferred in ${loaded.requests} requests (${loaded.decoded} bytes decoded), plus ${loaded.apiTransferred} bytes of GraphQL`);
+    console.log(
+      `/test first load: ${loaded.transferred} bytes transferred in ${loaded.requests} requests (${loaded.decoded} bytes decoded), plus ${loaded.apiTransferred} bytes of GraphQL`,
+    );
 
     await text(page.getByRole("note")).toContain("Results are AI-generated. Keep the AI-generated mark when you show them publicly.");
     // Every control has a label.
-    const unlabeled = await page.locator("input, select, textarea").evaluateAll((controls) => controls.filter((c) => !(c as HTMLInputElement).labels?.length).map((c) => c.id));
+    const unlabeled = await page
+      .locator("input, select, textarea")
+      .evaluateAll((controls) => controls.filter((c) => !(c as HTMLInputElement).labels?.length).map((c) => c.id));
     expect(unlabeled).toEqual([]);
 
     const catalog = (await t.graphql(`{ models { id sizes resolutions durations { resolution seconds } maxCount } }`)).body.data.models as any[];
@@ -244,12 +268,20 @@ describe("/test, the test bench", () => {
     expect(await optionValues(page, "Resolution")).toEqual(model(67).resolutions);
     await page.getByLabel("Resolution").selectOption("480P");
     const at480 = await optionValues(page, "Duration (seconds)");
-    expect(at480).toEqual(model(67).durations.find((d: any) => d.resolution === "480P").seconds.map(String));
+    expect(at480).toEqual(
+      model(67)
+        .durations.find((d: any) => d.resolution === "480P")
+        .seconds.map(String),
+    );
     expect(at480).toContain("20");
     expect(at480).not.toContain("16");
     await page.getByLabel("Resolution").selectOption("720P");
     const at720 = await optionValues(page, "Duration (seconds)");
-    expect(at720).toEqual(model(67).durations.find((d: any) => d.resolution === "720P").seconds.map(String));
+    expect(at720).toEqual(
+      model(67)
+        .durations.find((d: any) => d.resolution === "720P")
+        .seconds.map(String),
+    );
     expect(at720).toContain("16");
 
     // Model 69: its own sizes, resolutions and counts; the preview is the server's quote.
@@ -583,7 +615,9 @@ describe("/client, the balance page", () => {
     await page.mouse.move(0, 0);
     // The numbers, for those who cannot see the chart.
     await page.getByText("Show the numbers").click();
-    expect(await page.locator("#usage-table tbody tr").evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll("td")].map((td) => td.textContent)))).toEqual([
+    expect(
+      await page.locator("#usage-table tbody tr").evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll("td")].map((td) => td.textContent))),
+    ).toEqual([
       [longDate(0, "en-GB"), "¥0.60", "0", "2"],
       [longDate(1, "en-GB"), "¥6.00", "6", "0"],
       [longDate(3, "en-GB"), "¥10.90", "10", "3"],

@@ -192,7 +192,11 @@ describe("two routers behind nginx, two generation and two cloud processes on Po
     const BURST = 24;
     const LIMIT = 10;
     const usage = (router: string, bearer: string) =>
-      fetch(`${router}/openapi/v1/vendors`, { headers: { authorization: `Bearer ${bearer}` } }).then(async (r) => ({ status: r.status, retryAfter: r.headers.get("retry-after"), body: await r.json() }));
+      fetch(`${router}/openapi/v1/vendors`, { headers: { authorization: `Bearer ${bearer}` } }).then(async (r) => ({
+        status: r.status,
+        retryAfter: r.headers.get("retry-after"),
+        body: await r.json(),
+      }));
     // Open the client's keep-alive connections first, so the burst below is only the burst.
     await Promise.all(Array.from({ length: BURST }, (_, i) => usage(deployment.routers[i % 2], key.key)));
     // A fixed one-second window starts at a key's first request: a burst that ends within a

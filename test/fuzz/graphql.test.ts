@@ -52,10 +52,55 @@ afterAll(async () => {
 // Documents
 
 const NAMES = [
-  "viewer", "tasks", "task", "models", "model", "nodes", "id", "first", "after", "status", "order", "orders", "products", "product",
-  "vendors", "createOrder", "submitVideoGeneration", "renewOrder", "purgeDomain", "input", "metadata", "apiKey", "balance", "amount",
-  "__typename", "__schema", "__type", "name", "fields", "type", "ofType", "skip", "include", "if", "deprecated", "Query", "Mutation",
-  "Task", "Account", "String", "Int", "ID", "Boolean", "JSONObject", "taskStatusChanged", "_service", "_entities", "representations", "sdl",
+  "viewer",
+  "tasks",
+  "task",
+  "models",
+  "model",
+  "nodes",
+  "id",
+  "first",
+  "after",
+  "status",
+  "order",
+  "orders",
+  "products",
+  "product",
+  "vendors",
+  "createOrder",
+  "submitVideoGeneration",
+  "renewOrder",
+  "purgeDomain",
+  "input",
+  "metadata",
+  "apiKey",
+  "balance",
+  "amount",
+  "__typename",
+  "__schema",
+  "__type",
+  "name",
+  "fields",
+  "type",
+  "ofType",
+  "skip",
+  "include",
+  "if",
+  "deprecated",
+  "Query",
+  "Mutation",
+  "Task",
+  "Account",
+  "String",
+  "Int",
+  "ID",
+  "Boolean",
+  "JSONObject",
+  "taskStatusChanged",
+  "_service",
+  "_entities",
+  "representations",
+  "sdl",
 ];
 const PUNCTUATION = ["{", "}", "(", ")", "[", "]", ":", "$", "!", "=", "...", "@", "|", "&", ",", "#x\n"];
 const KEYWORDS = ["query", "mutation", "subscription", "fragment", "on", "true", "false", "null", "schema", "extend", "directive", "input", "enum"];
@@ -78,14 +123,32 @@ const document: fc.Arbitrary<string> = fc.oneof(
   { weight: 2, arbitrary: nastyString },
   {
     weight: 1,
-    arbitrary: fc.tuple(fc.constantFrom("viewer", "a", "__typename", "tasks"), fc.integer({ min: 10, max: 4_000 })).map(([name, depth]) => `{${` ${name} {`.repeat(depth)} id${" }".repeat(depth)} }`),
+    arbitrary: fc
+      .tuple(fc.constantFrom("viewer", "a", "__typename", "tasks"), fc.integer({ min: 10, max: 4_000 }))
+      .map(([name, depth]) => `{${` ${name} {`.repeat(depth)} id${" }".repeat(depth)} }`),
   },
   { weight: 1, arbitrary: fc.integer({ min: 25, max: 3_000 }).map((n) => `{ ${Array.from({ length: n }, (_, i) => `a${i}: __typename`).join(" ")} }`) },
   { weight: 1, arbitrary: fc.integer({ min: 10, max: 3_000 }).map((n) => `{ __typename ${"@skip(if: false) ".repeat(n)}}`) },
-  { weight: 1, arbitrary: fc.integer({ min: 1, max: 2_000 }).map((n) => `query Q(${Array.from({ length: n }, (_, i) => `$v${i}: Int`).join(", ")}) { __typename }`) },
+  {
+    weight: 1,
+    arbitrary: fc.integer({ min: 1, max: 2_000 }).map((n) => `query Q(${Array.from({ length: n }, (_, i) => `$v${i}: Int`).join(", ")}) { __typename }`),
+  },
   { weight: 1, arbitrary: fc.integer({ min: 100, max: 5_000 }).map((n) => `{ model(id: ${"[".repeat(n)}1${"]".repeat(n)}) { id } }`) },
-  { weight: 1, arbitrary: fc.integer({ min: 10, max: 2_000 }).map((n) => `query { ...F } ${Array.from({ length: n }, (_, i) => `fragment F${i === 0 ? "" : i} on Query { ...F${i + 1} }`).join(" ")}`) },
-  { weight: 1, arbitrary: fc.constantFrom("fragment A on Query { ...A } { ...A }", "{ __schema { types { fields { type { ofType { ofType { ofType { ofType { name } } } } } } } } }", "subscription { __typename }", "{ viewer { tasks(first: 2147483648) { nodes { id } } } }") },
+  {
+    weight: 1,
+    arbitrary: fc
+      .integer({ min: 10, max: 2_000 })
+      .map((n) => `query { ...F } ${Array.from({ length: n }, (_, i) => `fragment F${i === 0 ? "" : i} on Query { ...F${i + 1} }`).join(" ")}`),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      "fragment A on Query { ...A } { ...A }",
+      "{ __schema { types { fields { type { ofType { ofType { ofType { ofType { name } } } } } } } } }",
+      "subscription { __typename }",
+      "{ viewer { tasks(first: 2147483648) { nodes { id } } } }",
+    ),
+  },
 );
 
 /** Valid operations whose variables the fuzz fills with values of any type. */
@@ -107,7 +170,11 @@ const requestBody: fc.Arbitrary<string | Buffer> = fc.oneof(
     arbitrary: fc
       .record(
         {
-          query: fc.oneof({ weight: 4, arbitrary: document }, { weight: 2, arbitrary: fc.constantFrom(...TYPED_OPERATIONS) }, { weight: 1, arbitrary: wildValue }),
+          query: fc.oneof(
+            { weight: 4, arbitrary: document },
+            { weight: 2, arbitrary: fc.constantFrom(...TYPED_OPERATIONS) },
+            { weight: 1, arbitrary: wildValue },
+          ),
           variables: fc.oneof(fc.dictionary(fc.constantFrom("id", "n", "after", "input", "c", "r", "x"), wildValue, { maxKeys: 3 }), wildValue),
           operationName: fc.oneof(fc.constantFrom("Q", "M", "Nope", ""), wildValue),
           extensions: fc.oneof(wildValue, fc.constant({ persistedQuery: { version: 1, sha256Hash: "0".repeat(64) } })),
@@ -116,12 +183,28 @@ const requestBody: fc.Arbitrary<string | Buffer> = fc.oneof(
       )
       .map((body) => toJsonText(body)),
   },
-  { weight: 1, arbitrary: fc.array(fc.record({ query: fc.oneof(document, fc.constant("{ __typename }")) }), { minLength: 0, maxLength: 5 }).map((batch) => toJsonText(batch)) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .array(fc.record({ query: fc.oneof(document, fc.constant("{ __typename }")) }), { minLength: 0, maxLength: 5 })
+      .map((batch) => toJsonText(batch)),
+  },
   { weight: 2, arbitrary: notAJsonObject },
   { weight: 1, arbitrary: deepJson.map((deep) => toJsonText({ query: "{ __typename }", variables: { x: deep } })) },
 );
 
-const accept = fc.constantFrom(undefined, "application/json", "application/graphql-response+json", "application/graphql-response+json, application/json;q=0.9", "*/*", "text/html", "text/plain", "application/xml", "multipart/mixed", "");
+const accept = fc.constantFrom(
+  undefined,
+  "application/json",
+  "application/graphql-response+json",
+  "application/graphql-response+json, application/json;q=0.9",
+  "*/*",
+  "text/html",
+  "text/plain",
+  "application/xml",
+  "multipart/mixed",
+  "",
+);
 
 /**
  * Asserts a GraphQL-over-HTTP answer: 2xx/4xx only; JSON answers carry `data` or a non-empty
@@ -168,7 +251,11 @@ describe("the router's /graphql over HTTP", () => {
   it("answers any POST body with a 4xx or 200 and errors, never a 5xx, a hang or a write", async () => {
     await checkProperty(
       fc.asyncProperty(requestBody, contentType, accept, fc.boolean(), async (body, type, acceptHeader, withKey) => {
-        await postGraphql(t.url, "/graphql", body, { "content-type": type ?? "application/json", accept: acceptHeader, authorization: withKey ? `Bearer ${key}` : undefined });
+        await postGraphql(t.url, "/graphql", body, {
+          "content-type": type ?? "application/json",
+          accept: acceptHeader,
+          authorization: withKey ? `Bearer ${key}` : undefined,
+        });
       }),
       60,
     );
@@ -179,10 +266,20 @@ describe("the router's /graphql over HTTP", () => {
     const param = (arb: fc.Arbitrary<unknown>) => arb.map((v) => encodeAny(typeof v === "string" ? v : toJsonText(v)).slice(0, 4_000));
     await checkProperty(
       fc.asyncProperty(
-        fc.record({ query: param(fc.oneof(document, fc.constantFrom(...TYPED_OPERATIONS))), variables: param(wildValue), operationName: param(wildValue), extensions: param(wildValue) }, { requiredKeys: [] }),
+        fc.record(
+          {
+            query: param(fc.oneof(document, fc.constantFrom(...TYPED_OPERATIONS))),
+            variables: param(wildValue),
+            operationName: param(wildValue),
+            extensions: param(wildValue),
+          },
+          { requiredKeys: [] },
+        ),
         accept,
         async (params, acceptHeader) => {
-          const query = Object.entries(params).map(([k, v]) => `${k}=${v}`).join("&");
+          const query = Object.entries(params)
+            .map(([k, v]) => `${k}=${v}`)
+            .join("&");
           const where = describeRequest("GET", `/graphql?${query}`);
           const answer = await send(t.url, "GET", `/graphql?${query}`, { headers: { accept: acceptHeader, authorization: `Bearer ${key}` } });
           expectGraphqlAnswer(answer, where);
@@ -199,7 +296,10 @@ describe("the router's /graphql over HTTP", () => {
       const form = await send(t.url, "POST", "/graphql", { headers: { "content-type": "application/x-www-form-urlencoded" }, body: query });
       for (const answer of [get, form]) {
         expect(answer.status, `${params}: ${answer.text}`).toBe(400);
-        expect(answer.body.errors[0]).toMatchObject({ message: expect.stringMatching(/^variables and extensions must be valid JSON/), extensions: { code: "invalid_request" } });
+        expect(answer.body.errors[0]).toMatchObject({
+          message: expect.stringMatching(/^variables and extensions must be valid JSON/),
+          extensions: { code: "invalid_request" },
+        });
       }
     }
   });
@@ -207,16 +307,23 @@ describe("the router's /graphql over HTTP", () => {
   it("answers 400 query_too_deep to lists nested past what the parser can recurse through (regression: 500)", async () => {
     for (const depth of [2_000, 5_000]) {
       const query = `{ model(id: ${"[".repeat(depth)}1${"]".repeat(depth)}) { id } }`;
-      const answer = await postGraphql(t.url, "/graphql", JSON.stringify({ query }), { "content-type": "application/json", accept: "application/graphql-response+json" });
+      const answer = await postGraphql(t.url, "/graphql", JSON.stringify({ query }), {
+        "content-type": "application/json",
+        accept: "application/graphql-response+json",
+      });
       expect(answer.status, answer.text).toBe(400);
-      expect(answer.body.errors).toEqual([{ message: "Document is nested too deeply to parse", extensions: { code: "query_too_deep", http: { status: 400 } } }]);
+      expect(answer.body.errors).toEqual([
+        { message: "Document is nested too deeply to parse", extensions: { code: "query_too_deep", http: { status: 400 } } },
+      ]);
     }
   });
 
   it("answers a mutation over GET with 405 and runs nothing", async () => {
     const before = await snapshot(t.stack.db!);
     const mutation = encodeURIComponent('mutation { submitVideoGeneration(input: { prompt: "x" }) { task { id } } }');
-    const answer = await send(t.url, "GET", `/graphql?query=${mutation}`, { headers: { accept: "application/graphql-response+json", authorization: `Bearer ${key}` } });
+    const answer = await send(t.url, "GET", `/graphql?query=${mutation}`, {
+      headers: { accept: "application/graphql-response+json", authorization: `Bearer ${key}` },
+    });
     expect(answer.status).toBe(405);
     await expectNoWrites(t.stack.db!, before, "GET mutation");
   });
@@ -224,10 +331,15 @@ describe("the router's /graphql over HTTP", () => {
   it("answers a createOrder whose metadata nests thousands of levels deep with validation_failed (422), not 500 (regression)", async () => {
     for (const depth of [5_000, 10_000]) {
       const body = toJsonText({
-        query: "mutation M($m: JSONObject) { createOrder(input: { clientOrderNo: \"deep\", productId: \"prd_cdn_standard\", quantity: 1, billingCycle: \"monthly\", customer: { customerId: \"c\" }, metadata: $m }) { order { id } } }",
+        query:
+          'mutation M($m: JSONObject) { createOrder(input: { clientOrderNo: "deep", productId: "prd_cdn_standard", quantity: 1, billingCycle: "monthly", customer: { customerId: "c" }, metadata: $m }) { order { id } } }',
         variables: { m: { domain: "a.example.com", deep: new RawJson(`${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`) } },
       });
-      const answer = await postGraphql(t.url, "/graphql", body, { "content-type": "application/json", accept: "application/graphql-response+json", authorization: `Bearer ${key}` });
+      const answer = await postGraphql(t.url, "/graphql", body, {
+        "content-type": "application/json",
+        accept: "application/graphql-response+json",
+        authorization: `Bearer ${key}`,
+      });
       // The nullable payload is null next to the error: data is not null, so HTTP 200 (docs/adr/0006).
       expect(answer.status, answer.text).toBe(200);
       expect(answer.body.data).toEqual({ createOrder: null });
@@ -262,7 +374,9 @@ async function openSocket() {
     messages.push(JSON.parse(text));
     for (const w of waiters.splice(0)) w();
   });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.once("close", (code, reason) => resolve({ code, reason: reason.toString() })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    socket.once("close", (code, reason) => resolve({ code, reason: reason.toString() })),
+  );
   await new Promise<void>((resolve, reject) => {
     socket.once("open", () => resolve());
     socket.once("error", reject);
@@ -276,7 +390,11 @@ async function openSocket() {
         if (socket.readyState >= WebSocket.CLOSING) return resolve(null);
         waiters.push(check);
       };
-      closed.then(() => waiters.push(check)).then(() => { for (const w of waiters.splice(0)) w(); });
+      closed
+        .then(() => waiters.push(check))
+        .then(() => {
+          for (const w of waiters.splice(0)) w();
+        });
       check();
     });
   return { socket, messages, closed, next };
@@ -292,8 +410,24 @@ const violation: fc.Arbitrary<string | Buffer> = fc.oneof(
       return true;
     }
   }),
-  fc.constantFrom("{}", "[]", "null", '{"type":null}', '{"type":"connection_ack"}', '{"type":"next","id":"1","payload":{}}', '{"type":"error","id":"1","payload":[]}', '{"type":"subscribe"}', '{"type":"subscribe","id":5,"payload":{"query":"{__typename}"}}', '{"type":"subscribe","id":"x","payload":"q"}', '{"type":"subscribe","id":"x","payload":{"query":5}}', '{"type":"complete"}', '{"type":"connection_init","payload":"x"}'),
-  fc.record({ type: nastyString.filter((s) => !["connection_init", "ping", "pong", "subscribe", "complete"].includes(s)), id: wildValue, payload: wildValue }).map((m) => toJsonText(m)),
+  fc.constantFrom(
+    "{}",
+    "[]",
+    "null",
+    '{"type":null}',
+    '{"type":"connection_ack"}',
+    '{"type":"next","id":"1","payload":{}}',
+    '{"type":"error","id":"1","payload":[]}',
+    '{"type":"subscribe"}',
+    '{"type":"subscribe","id":5,"payload":{"query":"{__typename}"}}',
+    '{"type":"subscribe","id":"x","payload":"q"}',
+    '{"type":"subscribe","id":"x","payload":{"query":5}}',
+    '{"type":"complete"}',
+    '{"type":"connection_init","payload":"x"}',
+  ),
+  fc
+    .record({ type: nastyString.filter((s) => !["connection_init", "ping", "pong", "subscribe", "complete"].includes(s)), id: wildValue, payload: wildValue })
+    .map((m) => toJsonText(m)),
   fc.uint8Array({ minLength: 1, maxLength: 64 }).map((b) => Buffer.concat([Buffer.from([0xff]), Buffer.from(b)])),
 );
 
@@ -305,7 +439,13 @@ const harmless: fc.Arbitrary<unknown> = fc.oneof(
   fc.record({
     type: fc.constant("subscribe"),
     id: fc.uuid(),
-    payload: fc.record({ query: document.filter((d) => d.length < 20_000), variables: fc.option(fc.dictionary(fc.constantFrom("id", "n"), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 2 }), { nil: undefined }) }, { requiredKeys: ["query"] }),
+    payload: fc.record(
+      {
+        query: document.filter((d) => d.length < 20_000),
+        variables: fc.option(fc.dictionary(fc.constantFrom("id", "n"), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 2 }), { nil: undefined }),
+      },
+      { requiredKeys: ["query"] },
+    ),
   }),
 );
 
@@ -324,7 +464,13 @@ describe("graphql-ws on the router", () => {
         fc.constantFrom("none", "good", "bad"),
         fc.array(harmless, { maxLength: 4 }),
         violation,
-        fc.array(fc.oneof(violation, harmless.map((m) => JSON.stringify(m))), { maxLength: 3 }),
+        fc.array(
+          fc.oneof(
+            violation,
+            harmless.map((m) => JSON.stringify(m)),
+          ),
+          { maxLength: 3 },
+        ),
         async (init, before, bad, after) => {
           const ws = await openSocket();
           if (init !== "none") {

@@ -9,7 +9,20 @@ import net from "node:net";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startTestStack, type TestStack } from "../support/stack.ts";
-import { checkProperty, closeClients, describeRequest, expectDocumented, expectNoLeak, expectNoWrites, HANG_MS, PROPERTY_TIMEOUT_MS, send, snapshot, type Answer, type Surface } from "./support.ts";
+import {
+  checkProperty,
+  closeClients,
+  describeRequest,
+  expectDocumented,
+  expectNoLeak,
+  expectNoWrites,
+  HANG_MS,
+  PROPERTY_TIMEOUT_MS,
+  send,
+  snapshot,
+  type Answer,
+  type Surface,
+} from "./support.ts";
 
 vi.setConfig({ testTimeout: PROPERTY_TIMEOUT_MS });
 
@@ -132,7 +145,10 @@ function expect413(surface: Surface | null, template: string, answer: Answer, wh
   expect(answer.status, `${where} → ${answer.status} ${answer.text.slice(0, 300)}`).toBe(413);
   if (surface) expectDocumented(surface, "POST", template, answer, where, (s) => s === 413);
   else {
-    expect(answer.body.errors[0]).toMatchObject({ message: `Request body is too large: the limit is ${LIMIT} bytes`, extensions: { code: "payload_too_large", http: { status: 413 } } });
+    expect(answer.body.errors[0]).toMatchObject({
+      message: `Request body is too large: the limit is ${LIMIT} bytes`,
+      extensions: { code: "payload_too_large", http: { status: 413 } },
+    });
     expectNoLeak(answer.text, where);
   }
 }
@@ -149,55 +165,66 @@ describe("bodies over BODY_LIMIT_BYTES", () => {
     await expectNoWrites(t.stack.db!, before, path);
   });
 
-  it.each(BODY_ROUTES)("%s %s: a chunked body that never ends gets 413 once past the limit, while the request is still open", async (surface, template, path) => {
-    const before = await snapshot(t.stack.db!);
-    const request = openRequest(t.url, path, headersFor({ "transfer-encoding": "chunked" }));
-    request.writeChunk(Buffer.from('{"prompt":"'));
-    const chunk = Buffer.alloc(4_096, "x");
-    for (let sent = 0; sent <= LIMIT; sent += chunk.length) request.writeChunk(chunk);
-    // No final chunk: the request stays open; the answer must not wait for its end.
-    const answer = await request.answer;
-    expect(request.answeredWhileOpen, "the answer came only after the connection was closed").toBe(true);
-    expect413(surface, template, answer, `chunked past ${LIMIT} on ${path}`);
-    // Regression: the REST shims stopped reading such a body, so they never saw the client leave
-    // and held the connection forever (and graceful shutdown waited out its whole deadline).
-    expect(await request.hangUp(), "the server held the connection after the client hung up").toBe(true);
-    await expectNoWrites(t.stack.db!, before, path);
-  });
+  it.each(BODY_ROUTES)(
+    "%s %s: a chunked body that never ends gets 413 once past the limit, while the request is still open",
+    async (surface, template, path) => {
+      const before = await snapshot(t.stack.db!);
+      const request = openRequest(t.url, path, headersFor({ "transfer-encoding": "chunked" }));
+      request.writeChunk(Buffer.from('{"prompt":"'));
+      const chunk = Buffer.alloc(4_096, "x");
+      for (let sent = 0; sent <= LIMIT; sent += chunk.length) request.writeChunk(chunk);
+      // No final chunk: the request stays open; the answer must not wait for its end.
+      const answer = await request.answer;
+      expect(request.answeredWhileOpen, "the answer came only after the connection was closed").toBe(true);
+      expect413(surface, template, answer, `chunked past ${LIMIT} on ${path}`);
+      // Regression: the REST shims stopped reading such a body, so they never saw the client leave
+      // and held the connection forever (and graceful shutdown waited out its whole deadline).
+      expect(await request.hangUp(), "the server held the connection after the client hung up").toBe(true);
+      await expectNoWrites(t.stack.db!, before, path);
+    },
+  );
 
-  it.each(["generation", "cloud"] as const)("the %s subgraph answers 413 to a declared or streamed body over the limit (regression: it waited for a declared body)", async (name) => {
-    const url = new URL(name === "generation" ? t.stack.generationUrl! : t.stack.cloudUrl!);
-    const declared = openRequest(url.origin, url.pathname, headersFor({ "content-length": String(LIMIT + 1) }));
-    const declaredAnswer = await declared.answer;
-    expect(declared.answeredWhileOpen, `declared: ${JSON.stringify(declaredAnswer)}`).toBe(true);
-    expect(declaredAnswer.status, declaredAnswer.text).toBe(413);
-    expect(await declared.hangUp(), "the subgraph held the connection after the client hung up").toBe(true);
-    const streamed = openRequest(url.origin, url.pathname, headersFor({ "transfer-encoding": "chunked" }));
-    for (let sent = 0; sent <= LIMIT; sent += 4_096) streamed.writeChunk(Buffer.alloc(4_096, "x"));
-    const streamedAnswer = await streamed.answer;
-    expect(streamed.answeredWhileOpen, `streamed: ${JSON.stringify(streamedAnswer)}`).toBe(true);
-    expect(streamedAnswer.status, streamedAnswer.text).toBe(413);
-    expect(await streamed.hangUp(), "the subgraph held the connection after the client hung up").toBe(true);
-  });
+  it.each(["generation", "cloud"] as const)(
+    "the %s subgraph answers 413 to a declared or streamed body over the limit (regression: it waited for a declared body)",
+    async (name) => {
+      const url = new URL(name === "generation" ? t.stack.generationUrl! : t.stack.cloudUrl!);
+      const declared = openRequest(url.origin, url.pathname, headersFor({ "content-length": String(LIMIT + 1) }));
+      const declaredAnswer = await declared.answer;
+      expect(declared.answeredWhileOpen, `declared: ${JSON.stringify(declaredAnswer)}`).toBe(true);
+      expect(declaredAnswer.status, declaredAnswer.text).toBe(413);
+      expect(await declared.hangUp(), "the subgraph held the connection after the client hung up").toBe(true);
+      const streamed = openRequest(url.origin, url.pathname, headersFor({ "transfer-encoding": "chunked" }));
+      for (let sent = 0; sent <= LIMIT; sent += 4_096) streamed.writeChunk(Buffer.alloc(4_096, "x"));
+      const streamedAnswer = await streamed.answer;
+      expect(streamed.answeredWhileOpen, `streamed: ${JSON.stringify(streamedAnswer)}`).toBe(true);
+      expect(streamedAnswer.status, streamedAnswer.text).toBe(413);
+      expect(await streamed.hangUp(), "the subgraph held the connection after the client hung up").toBe(true);
+    },
+  );
 
   it("answers 413 exactly when a body passes the limit, on every route", async () => {
     await checkProperty(
-      fc.asyncProperty(fc.constantFrom(...BODY_ROUTES), fc.integer({ min: LIMIT - 64, max: LIMIT + 64 }), fc.constantFrom("x", "界", "😀"), async ([surface, template, path], size, pad) => {
-        const prefix = surface === null ? '{"query":"{ __typename }","extensions":{"pad":"' : '{"prompt":"x","pad":"';
-        let body = prefix;
-        while (Buffer.byteLength(body) + Buffer.byteLength(pad) + 3 <= size) body += pad;
-        body += surface === null ? '"}}' : '"}';
-        const bytes = Buffer.byteLength(body);
-        const before = await snapshot(t.stack.db!);
-        const where = describeRequest("POST", path, `<${bytes} bytes of ${pad}>`);
-        const answer = await send(t.url, "POST", path, { headers: headersFor({}), body });
-        if (bytes > LIMIT) expect413(surface, template, answer, where);
-        else {
-          expect(answer.status, `${where} → ${answer.status} ${answer.text.slice(0, 300)}`).not.toBe(413);
-          expect(answer.status, where).toBeLessThan(500);
-        }
-        await expectNoWrites(t.stack.db!, before, where);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...BODY_ROUTES),
+        fc.integer({ min: LIMIT - 64, max: LIMIT + 64 }),
+        fc.constantFrom("x", "界", "😀"),
+        async ([surface, template, path], size, pad) => {
+          const prefix = surface === null ? '{"query":"{ __typename }","extensions":{"pad":"' : '{"prompt":"x","pad":"';
+          let body = prefix;
+          while (Buffer.byteLength(body) + Buffer.byteLength(pad) + 3 <= size) body += pad;
+          body += surface === null ? '"}}' : '"}';
+          const bytes = Buffer.byteLength(body);
+          const before = await snapshot(t.stack.db!);
+          const where = describeRequest("POST", path, `<${bytes} bytes of ${pad}>`);
+          const answer = await send(t.url, "POST", path, { headers: headersFor({}), body });
+          if (bytes > LIMIT) expect413(surface, template, answer, where);
+          else {
+            expect(answer.status, `${where} → ${answer.status} ${answer.text.slice(0, 300)}`).not.toBe(413);
+            expect(answer.status, where).toBeLessThan(500);
+          }
+          await expectNoWrites(t.stack.db!, before, where);
+        },
+      ),
       30,
     );
   });

@@ -69,7 +69,10 @@ beforeAll(async () => {
   });
   expect(order.status, order.text).toBe(201);
   orderId = order.body.data.order_id;
-  const active = await waitUntil(() => send(t.url, "GET", `${API}/orders/${orderId}`, { headers: auth }), (a) => a.body?.data?.status === "active");
+  const active = await waitUntil(
+    () => send(t.url, "GET", `${API}/orders/${orderId}`, { headers: auth }),
+    (a) => a.body?.data?.status === "active",
+  );
   resourceId = active.body.data.resource_id;
   domain = "cdn.fuzz.example.com";
   const created2 = await send(t.url, "POST", `${API}/domains`, {
@@ -99,9 +102,7 @@ function invalidValue(spec: FieldSpec): fc.Arbitrary<unknown> {
   if (spec.enumerated) choices.push(nastyString);
   if (spec.nested) {
     const names = Object.keys(spec.nested);
-    choices.push(
-      fc.constantFrom(...names).chain((name) => invalidValue(spec.nested![name]!).map((value) => ({ name, value }))),
-    );
+    choices.push(fc.constantFrom(...names).chain((name) => invalidValue(spec.nested![name]!).map((value) => ({ name, value }))));
   }
   return fc.oneof(...choices);
 }
@@ -114,17 +115,26 @@ function invalidBody(base: Record<string, any>, fields: Record<string, FieldSpec
   const names = Object.keys(fields);
   const broken = fc.constantFrom(...names).chain((name) => invalidValue(fields[name]!).map((value) => [name, value] as const));
   const noise = fc.constantFrom(...names).chain((name) => wildValue.map((value) => [name, value] as const));
-  return fc.record({ broken: fc.array(broken, { minLength: 1, maxLength: 3 }), noise: fc.array(noise, { maxLength: 2 }), extra: unknownFields }).map(({ broken, noise, extra }) => {
-    const body: Record<string, any> = { ...extra, ...structuredClone(base) };
-    for (const [name, value] of noise) body[name] = value;
-    for (const [name, value] of broken) {
-      const nested = value as { name?: string; value?: unknown } | null;
-      if (fields[name]!.nested && nested && typeof nested === "object" && "name" in nested && typeof nested.name === "string" && nested.name in fields[name]!.nested!) {
-        body[name] = { ...(base[name] as object), [nested.name]: nested.value };
-      } else body[name] = value;
-    }
-    return body;
-  });
+  return fc
+    .record({ broken: fc.array(broken, { minLength: 1, maxLength: 3 }), noise: fc.array(noise, { maxLength: 2 }), extra: unknownFields })
+    .map(({ broken, noise, extra }) => {
+      const body: Record<string, any> = { ...extra, ...structuredClone(base) };
+      for (const [name, value] of noise) body[name] = value;
+      for (const [name, value] of broken) {
+        const nested = value as { name?: string; value?: unknown } | null;
+        if (
+          fields[name]!.nested &&
+          nested &&
+          typeof nested === "object" &&
+          "name" in nested &&
+          typeof nested.name === "string" &&
+          nested.name in fields[name]!.nested!
+        ) {
+          body[name] = { ...(base[name] as object), [nested.name]: nested.value };
+        } else body[name] = value;
+      }
+      return body;
+    });
 }
 
 const ORDER_FIELDS: Record<string, FieldSpec> = {
@@ -182,45 +192,78 @@ describe("creates refuse invalid bodies with a documented 4xx and write nothing"
       customer: { customer_id: "cust-1", contact: "ops@example.com" },
       metadata: { domain: "new.fuzz.example.com" },
     }),
-    domain: () => ({ domain: "new.fuzz.example.com", origin: { type: "ip", address: "93.184.216.34", port: 443 }, protocol: "https", order_id: orderId, customer_id: "cust-1" }),
+    domain: () => ({
+      domain: "new.fuzz.example.com",
+      origin: { type: "ip", address: "93.184.216.34", port: 443 },
+      protocol: "https",
+      order_id: orderId,
+      customer_id: "cust-1",
+    }),
   };
 
   it("answers 400 to an order whose metadata nests thousands of levels deep (regression: 500)", async () => {
     for (const depth of [5_000, 10_000]) {
-      const body = toJsonText({ ...base.order(), client_order_no: "x y", metadata: { domain: "a.example.com", deep: new RawJson(`${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`) } });
+      const body = toJsonText({
+        ...base.order(),
+        client_order_no: "x y",
+        metadata: { domain: "a.example.com", deep: new RawJson(`${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`) },
+      });
       const answer = await expectRefusedCreate("/orders", `${API}/orders`, body, { "idempotency-key": `deep-${depth}` });
       expect(answer.status).toBe(400);
-      expect(answer.body.error).toEqual({ code: "invalid_request", message: "Request body is nested too deeply: at most 64 levels of objects and arrays", details: {} });
+      expect(answer.body.error).toEqual({
+        code: "invalid_request",
+        message: "Request body is nested too deeply: at most 64 levels of objects and arrays",
+        details: {},
+      });
     }
   });
 
   it("POST /orders", async () => {
     await checkProperty(
-      fc.asyncProperty(fc.constant(null).chain(() => invalidBody(base.order(), ORDER_FIELDS)), writeHeaders, async (body, headers) => {
-        await expectRefusedCreate("/orders", `${API}/orders`, toJsonText(body), headers);
-      }),
+      fc.asyncProperty(
+        fc.constant(null).chain(() => invalidBody(base.order(), ORDER_FIELDS)),
+        writeHeaders,
+        async (body, headers) => {
+          await expectRefusedCreate("/orders", `${API}/orders`, toJsonText(body), headers);
+        },
+      ),
     );
   });
 
   it("POST /domains", async () => {
     await checkProperty(
-      fc.asyncProperty(fc.constant(null).chain(() => invalidBody(base.domain(), DOMAIN_FIELDS)), writeHeaders, async (body, headers) => {
-        await expectRefusedCreate("/domains", `${API}/domains`, toJsonText(body), headers);
-      }),
+      fc.asyncProperty(
+        fc.constant(null).chain(() => invalidBody(base.domain(), DOMAIN_FIELDS)),
+        writeHeaders,
+        async (body, headers) => {
+          await expectRefusedCreate("/domains", `${API}/domains`, toJsonText(body), headers);
+        },
+      ),
     );
   });
 
   it("POST /domains/{domain}/purge, on the account's domain and on any other", async () => {
-    const target = fc.oneof(fc.constant(null), pathSegment.filter((s) => !isDotSegment(s)));
+    const target = fc.oneof(
+      fc.constant(null),
+      pathSegment.filter((s) => !isDotSegment(s)),
+    );
     await checkProperty(
-      fc.asyncProperty(fc.constant(null).chain(() => invalidBody({ type: "url", targets: [`https://${domain}/a.png`] }, PURGE_FIELDS)), target, writeHeaders, async (body, segment, headers) => {
-        await expectRefusedCreate("/domains/{domain}/purge", `${API}/domains/${segment ?? domain}/purge`, toJsonText(body), headers);
-      }),
+      fc.asyncProperty(
+        fc.constant(null).chain(() => invalidBody({ type: "url", targets: [`https://${domain}/a.png`] }, PURGE_FIELDS)),
+        target,
+        writeHeaders,
+        async (body, segment, headers) => {
+          await expectRefusedCreate("/domains/{domain}/purge", `${API}/domains/${segment ?? domain}/purge`, toJsonText(body), headers);
+        },
+      ),
     );
   });
 
   it("POST /orders/{order_id}/renew, on the active order and on any other", async () => {
-    const target = fc.oneof(fc.constant(null), pathSegment.filter((s) => !isDotSegment(s)));
+    const target = fc.oneof(
+      fc.constant(null),
+      pathSegment.filter((s) => !isDotSegment(s)),
+    );
     await checkProperty(
       fc.asyncProperty(invalidBody({ periods: 1, billing_cycle: "monthly" }, RENEW_FIELDS), target, writeHeaders, async (body, segment, headers) => {
         const path = `${API}/orders/${segment ?? orderId}/renew`;
@@ -231,18 +274,25 @@ describe("creates refuse invalid bodies with a documented 4xx and write nothing"
     );
   });
 
-  it.each(["/orders", "/domains", `/domains/{domain}/purge`, "/orders/{order_id}/renew"])("%s: a body that is not a JSON object, under any content type", async (template) => {
-    const path = `${API}${template.replace("{domain}", "cdn.fuzz.example.com").replace("{order_id}", "ORDER")}`;
-    await checkProperty(
-      // An empty renew body is a valid one (renew one period): left out here.
-      fc.asyncProperty(notAJsonObject.filter((b) => !template.endsWith("/renew") || b.toString().trim() !== ""), contentType, async (body, type) => {
-        const concrete = path.replace("ORDER", orderId);
-        const answer = await expectRefusedCreate(template, concrete, body, { "content-type": type });
-        if (answer.status === 400) expect(answer.body.error.code).toBe("invalid_request");
-      }),
-      15,
-    );
-  });
+  it.each(["/orders", "/domains", `/domains/{domain}/purge`, "/orders/{order_id}/renew"])(
+    "%s: a body that is not a JSON object, under any content type",
+    async (template) => {
+      const path = `${API}${template.replace("{domain}", "cdn.fuzz.example.com").replace("{order_id}", "ORDER")}`;
+      await checkProperty(
+        // An empty renew body is a valid one (renew one period): left out here.
+        fc.asyncProperty(
+          notAJsonObject.filter((b) => !template.endsWith("/renew") || b.toString().trim() !== ""),
+          contentType,
+          async (body, type) => {
+            const concrete = path.replace("ORDER", orderId);
+            const answer = await expectRefusedCreate(template, concrete, body, { "content-type": type });
+            if (answer.status === 400) expect(answer.body.error.code).toBe("invalid_request");
+          },
+        ),
+        15,
+      );
+    },
+  );
 });
 
 describe("reads answer 200 or a documented 4xx to any parameters", () => {
@@ -270,7 +320,10 @@ describe("reads answer 200 or a documented 4xx to any parameters", () => {
     ["/billing/transactions", ["limit", "cursor", "customer_id", "order_id", "type", "start", "end"]],
     ["/billing/balance", ["customer_id"]],
   ] as const)("GET %s with any query string", async (template, names) => {
-    await checkProperty(fc.asyncProperty(queryString(names), (query) => read(template, `${API}${template}?${query}`, [200, 400, 404])), 20);
+    await checkProperty(
+      fc.asyncProperty(queryString(names), (query) => read(template, `${API}${template}?${query}`, [200, 400, 404])),
+      20,
+    );
   });
 
   it.each(["/usage/bandwidth", "/usage/traffic"])("GET %s with any resource and time range", async (template) => {
@@ -326,14 +379,22 @@ describe("keys, paths and methods", () => {
 
   it("answers 401 unauthorized on every route to a missing, malformed or unknown key, whatever the body", async () => {
     await checkProperty(
-      fc.asyncProperty(fc.constantFrom(...routes), badAuthorization, fc.option(notAJsonObject, { nil: undefined }), async ([method, template, path], authorization, body) => {
-        const before = await snapshot(t.stack.db!);
-        const where = describeRequest(method, `${API}${path}`, body, { authorization });
-        const answer = await send(t.url, method, `${API}${path}`, { headers: { authorization, "content-type": "application/json" }, body: method === "POST" ? (body ?? "{}") : undefined });
-        expectDocumented("cloud", method, `${API}${template}`, answer, where, (s) => s === 401);
-        expect(answer.body.error.code, where).toBe("unauthorized");
-        await expectNoWrites(t.stack.db!, before, where);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...routes),
+        badAuthorization,
+        fc.option(notAJsonObject, { nil: undefined }),
+        async ([method, template, path], authorization, body) => {
+          const before = await snapshot(t.stack.db!);
+          const where = describeRequest(method, `${API}${path}`, body, { authorization });
+          const answer = await send(t.url, method, `${API}${path}`, {
+            headers: { authorization, "content-type": "application/json" },
+            body: method === "POST" ? (body ?? "{}") : undefined,
+          });
+          expectDocumented("cloud", method, `${API}${template}`, answer, where, (s) => s === 401);
+          expect(answer.body.error.code, where).toBe("unauthorized");
+          await expectNoWrites(t.stack.db!, before, where);
+        },
+      ),
     );
   });
 
@@ -341,14 +402,25 @@ describe("keys, paths and methods", () => {
     const readOnly = (await t.createKey("0", { scopes: ["catalog:read"] })).key;
     const creates = routes.filter(([method]) => method === "POST");
     await checkProperty(
-      fc.asyncProperty(fc.constantFrom(...creates), fc.oneof(notAJsonObject, wildValue.map((v) => toJsonText(v)), fc.constant(JSON.stringify({ type: "url", targets: ["https://a.example.com/x"] }))), async ([method, template, path], body) => {
-        const before = await snapshot(t.stack.db!);
-        const where = describeRequest(method, `${API}${path}`, body);
-        const answer = await send(t.url, method, `${API}${path}`, { headers: { authorization: `Bearer ${readOnly}`, "content-type": "application/json" }, body });
-        expectDocumented("cloud", method, `${API}${template}`, answer, where, (s) => [400, 403, 413, 422].includes(s));
-        if (answer.status === 403) expect(answer.body.error.details.scope, where).toMatch(/:write$/);
-        await expectNoWrites(t.stack.db!, before, where);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...creates),
+        fc.oneof(
+          notAJsonObject,
+          wildValue.map((v) => toJsonText(v)),
+          fc.constant(JSON.stringify({ type: "url", targets: ["https://a.example.com/x"] })),
+        ),
+        async ([method, template, path], body) => {
+          const before = await snapshot(t.stack.db!);
+          const where = describeRequest(method, `${API}${path}`, body);
+          const answer = await send(t.url, method, `${API}${path}`, {
+            headers: { authorization: `Bearer ${readOnly}`, "content-type": "application/json" },
+            body,
+          });
+          expectDocumented("cloud", method, `${API}${template}`, answer, where, (s) => [400, 403, 413, 422].includes(s));
+          if (answer.status === 403) expect(answer.body.error.details.scope, where).toMatch(/:write$/);
+          await expectNoWrites(t.stack.db!, before, where);
+        },
+      ),
     );
   });
 

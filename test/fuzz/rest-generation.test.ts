@@ -88,9 +88,9 @@ const IMAGE_FIELDS: Record<string, FieldKind> = {
 /** A valid body with some fields replaced by hostile values, some removed, and unknown ones added. */
 function mutatedBody(base: Record<string, unknown>, fields: Record<string, FieldKind>) {
   const names = Object.keys(fields);
-  const replacement = fc.constantFrom(...names).chain((name) =>
-    fc.tuple(fc.constant(name), fc.oneof(notOfKind(fields[name]!), wildValue, fc.array(wildValue, { maxLength: 12 }))),
-  );
+  const replacement = fc
+    .constantFrom(...names)
+    .chain((name) => fc.tuple(fc.constant(name), fc.oneof(notOfKind(fields[name]!), wildValue, fc.array(wildValue, { maxLength: 12 }))));
   return fc
     .record({
       replaced: fc.array(replacement, { minLength: 1, maxLength: 4 }),
@@ -190,18 +190,36 @@ describe("keys and headers", () => {
 
   it("answers 401 on every route to a missing, malformed or unknown key, whatever the body", async () => {
     await checkProperty(
-      fc.asyncProperty(fc.constantFrom(...routes), badAuthorization, fc.option(notAJsonObject, { nil: undefined }), async ([method, template, path], authorization, body) => {
-        const where = describeRequest(method, path, body, { authorization });
-        const answer = await send(t.url, method, path, { headers: { authorization, "content-type": "application/json" }, body: method === "POST" ? (body ?? "{}") : undefined });
-        expectDocumented("generation", method, template, answer, where, (s) => s === 401);
-        expect(answer.body.message, where).toBe("Invalid or missing API key");
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...routes),
+        badAuthorization,
+        fc.option(notAJsonObject, { nil: undefined }),
+        async ([method, template, path], authorization, body) => {
+          const where = describeRequest(method, path, body, { authorization });
+          const answer = await send(t.url, method, path, {
+            headers: { authorization, "content-type": "application/json" },
+            body: method === "POST" ? (body ?? "{}") : undefined,
+          });
+          expectDocumented("generation", method, template, answer, where, (s) => s === 401);
+          expect(answer.body.message, where).toBe("Invalid or missing API key");
+        },
+      ),
     );
   });
 
   it("answers 401 to a valid key with a forged, stale or malformed X-Service-Signature", async () => {
     const signature = fc.oneof(
-      fc.constantFrom("", "t=", "v1=", "t=1,v1=00", `t=${Math.floor(Date.now() / 1000)},v1=${"0".repeat(64)}`, "t=99999999999999999999,v1=ab", "t=-1,v1=zz", "t=1.5e9,v1=", ",,,,"),
+      fc.constantFrom(
+        "",
+        "t=",
+        "v1=",
+        "t=1,v1=00",
+        `t=${Math.floor(Date.now() / 1000)},v1=${"0".repeat(64)}`,
+        "t=99999999999999999999,v1=ab",
+        "t=-1,v1=zz",
+        "t=1.5e9,v1=",
+        ",,,,",
+      ),
       fc.string({ unit: "grapheme-ascii", minLength: 1, maxLength: 300 }),
     );
     await checkProperty(
@@ -269,11 +287,16 @@ describe("paths and query strings", () => {
 
   it("answers the public routes whatever the query string", async () => {
     await checkProperty(
-      fc.asyncProperty(fc.constantFrom("/health", "/api/v1/openapi.json"), queryString(["limit", "format"]), badAuthorization, async (route, query, authorization) => {
-        const where = describeRequest("GET", `${route}?${query}`);
-        const answer = await send(t.url, "GET", `${route}?${query}`, { headers: { authorization } });
-        expectDocumented("generation", "GET", route, answer, where, (s) => s === 200);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom("/health", "/api/v1/openapi.json"),
+        queryString(["limit", "format"]),
+        badAuthorization,
+        async (route, query, authorization) => {
+          const where = describeRequest("GET", `${route}?${query}`);
+          const answer = await send(t.url, "GET", `${route}?${query}`, { headers: { authorization } });
+          expectDocumented("generation", "GET", route, answer, where, (s) => s === 200);
+        },
+      ),
       10,
     );
   });
@@ -296,7 +319,9 @@ describe("malformed requests the HTTP layer still hands to the router", () => {
       expect(answer.body, String(depth)).toEqual({ code: 400, message: TOO_DEEP });
     }
     const shallow = `{"prompt":"x","reference_images":${"[".repeat(60)}${"]".repeat(60)}}`;
-    expect((await send(t.url, "POST", VIDEO, { headers: { authorization: `Bearer ${key}` }, body: shallow })).body.message).toBe("reference_images must be a public HTTPS URL");
+    expect((await send(t.url, "POST", VIDEO, { headers: { authorization: `Bearer ${key}` }, body: shallow })).body.message).toBe(
+      "reference_images must be a public HTTPS URL",
+    );
   });
 
   it("answers every request with a body of huge unicode text without a 5xx", async () => {

@@ -115,9 +115,7 @@ const surrogate = fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fro
 
 /** A repeated character (ASCII, CJK, astral) `min`..`max` times. */
 export function hugeString(min = 2_000, max = 12_000): fc.Arbitrary<string> {
-  return fc
-    .tuple(fc.constantFrom("x", "界", "😀", "\u0000", "\u202E"), fc.integer({ min, max }))
-    .map(([c, n]) => c.repeat(Math.ceil(n / c.length)));
+  return fc.tuple(fc.constantFrom("x", "界", "😀", "\u0000", "\u202E"), fc.integer({ min, max })).map(([c, n]) => c.repeat(Math.ceil(n / c.length)));
 }
 
 /** Unicode-heavy text: any code point, graphemes, lone surrogates, special strings. */
@@ -165,10 +163,26 @@ export type FieldKind = "string" | "integer" | "number" | "boolean" | "object" |
 export function notOfKind(kind: FieldKind): fc.Arbitrary<unknown> {
   const choices: fc.Arbitrary<unknown>[] = [fc.constant(true), fc.constant(false)];
   if (kind !== "string") choices.push(nastyString);
-  if (kind !== "integer" && kind !== "number") choices.push(fc.integer(), nastyNumber.filter((n) => typeof n === "number"));
-  if (kind === "integer") choices.push(fc.constantFrom(1.5, -0.25, 1e-7, 2 ** 31 + 0.5), fc.constantFrom("1e400", "0.5").map((t) => new RawJson(t)));
-  if (kind !== "object") choices.push(fc.dictionary(nastyString, wildValue, { maxKeys: 3 }), deepJson.filter((d) => d.text.startsWith("{")));
-  if (kind !== "array") choices.push(fc.array(wildValue, { maxLength: 4 }), deepJson.filter((d) => d.text.startsWith("[")));
+  if (kind !== "integer" && kind !== "number")
+    choices.push(
+      fc.integer(),
+      nastyNumber.filter((n) => typeof n === "number"),
+    );
+  if (kind === "integer")
+    choices.push(
+      fc.constantFrom(1.5, -0.25, 1e-7, 2 ** 31 + 0.5),
+      fc.constantFrom("1e400", "0.5").map((t) => new RawJson(t)),
+    );
+  if (kind !== "object")
+    choices.push(
+      fc.dictionary(nastyString, wildValue, { maxKeys: 3 }),
+      deepJson.filter((d) => d.text.startsWith("{")),
+    );
+  if (kind !== "array")
+    choices.push(
+      fc.array(wildValue, { maxLength: 4 }),
+      deepJson.filter((d) => d.text.startsWith("[")),
+    );
   return fc.oneof(...choices);
 }
 
@@ -181,8 +195,11 @@ export const unknownFields: fc.Arbitrary<Record<string, unknown>> = fc.dictionar
 
 /** Body texts that are not a JSON object: broken JSON, other JSON values, binary, huge. */
 export const notAJsonObject: fc.Arbitrary<string | Buffer> = fc.oneof(
-  fc.constantFrom("", " ", "{", "}", "{\"a\":", "{'a':1}", "{a:1}", "[1,2", "nul", "tru", "\"x", "{\"a\":1,}", "{\"a\":1}}", "{\"a\" 1}", "\uFEFF{}x", "{\"a\":1}\u0000"),
-  fc.jsonValue({ maxDepth: 3 }).filter((v) => !v || typeof v !== "object" || Array.isArray(v)).map((v) => JSON.stringify(v)),
+  fc.constantFrom("", " ", "{", "}", '{"a":', "{'a':1}", "{a:1}", "[1,2", "nul", "tru", '"x', '{"a":1,}', '{"a":1}}', '{"a" 1}', "\uFEFF{}x", '{"a":1}\u0000'),
+  fc
+    .jsonValue({ maxDepth: 3 })
+    .filter((v) => !v || typeof v !== "object" || Array.isArray(v))
+    .map((v) => JSON.stringify(v)),
   fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 3 }).map((v) => JSON.stringify(v)),
   nastyString.map((s) => (s.startsWith("{") ? `x${s}` : s)),
   fc.uint8Array({ minLength: 1, maxLength: 200 }).map((bytes) => Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(bytes)])),
@@ -208,7 +225,19 @@ export const contentType: fc.Arbitrary<string | undefined> = fc.constantFrom(
 
 /** An `Authorization` value that names no key (`undefined`: header left out). */
 export const badAuthorization: fc.Arbitrary<string | undefined> = fc.oneof(
-  fc.constantFrom(undefined, "", "Bearer", "Bearer ", "Basic dXNlcjpwYXNz", "Bearer sk-not-a-key", "Bearer null", "bearer", "Token abc", "Bearer \t", "Bearer a b c"),
+  fc.constantFrom(
+    undefined,
+    "",
+    "Bearer",
+    "Bearer ",
+    "Basic dXNlcjpwYXNz",
+    "Bearer sk-not-a-key",
+    "Bearer null",
+    "bearer",
+    "Token abc",
+    "Bearer \t",
+    "Bearer a b c",
+  ),
   fc.string({ unit: "grapheme-ascii", maxLength: 80 }).map((s) => `Bearer ${s}`),
   fc.string({ unit: "grapheme-ascii", maxLength: 80 }),
   fc.integer({ min: 200, max: 4_000 }).map((n) => `Bearer ${"k".repeat(n)}`),
@@ -248,9 +277,9 @@ export function queryString(names: readonly string[]): fc.Arbitrary<string> {
     fc.constantFrom("", "0", "-1", "1.5", "1e3", "101", "99999999999999999999", "NaN", "Infinity", "0x10", "%205", "5%20", "+5", "true", "[]", "{}", "null"),
   );
   const name = fc.oneof(fc.constantFrom(...names), pathSegment);
-  return fc.array(fc.tuple(name, fc.option(value, { nil: undefined })), { maxLength: 4 }).map((pairs) =>
-    pairs.map(([n, v]) => (v === undefined ? n : `${n}=${v}`)).join("&"),
-  );
+  return fc
+    .array(fc.tuple(name, fc.option(value, { nil: undefined })), { maxLength: 4 })
+    .map((pairs) => pairs.map(([n, v]) => (v === undefined ? n : `${n}=${v}`)).join("&"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -273,7 +302,12 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
  * @param path the request target, sent as is
  * @throws Error "hang" when no complete answer arrives within {@link HANG_MS}
  */
-export function send(base: string, method: string, path: string, options: { headers?: Record<string, string | undefined>; body?: string | Buffer } = {}): Promise<Answer> {
+export function send(
+  base: string,
+  method: string,
+  path: string,
+  options: { headers?: Record<string, string | undefined>; body?: string | Buffer } = {},
+): Promise<Answer> {
   const url = new URL(base);
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(options.headers ?? {})) if (value !== undefined) headers[name] = value;
@@ -349,7 +383,8 @@ export function closeClients(): void {
 // What an answer may be
 
 /** Evidence of an internal error in a message: a stack frame, a source path, an exception name. */
-const LEAK = /\bat [\w.<>$]+ \(|\bat (?:file:\/\/|\/)|\/work\/|node_modules|\.ts:\d+|\.js:\d+|\b(?:TypeError|RangeError|SyntaxError|ReferenceError): |SQLITE_|knex|undefined is not|Cannot read propert/;
+const LEAK =
+  /\bat [\w.<>$]+ \(|\bat (?:file:\/\/|\/)|\/work\/|node_modules|\.ts:\d+|\.js:\d+|\b(?:TypeError|RangeError|SyntaxError|ReferenceError): |SQLITE_|knex|undefined is not|Cannot read propert/;
 
 /**
  * Asserts a text shows no stack trace, source path or internal exception.
@@ -358,8 +393,6 @@ const LEAK = /\bat [\w.<>$]+ \(|\bat (?:file:\/\/|\/)|\/work\/|node_modules|\.ts
 export function expectNoLeak(text: string, where: string): void {
   expect(LEAK.test(text), `${where} leaks internals: ${text.slice(0, 600)}`).toBe(false);
 }
-
-
 
 /** The two REST surfaces and their documents. */
 export type Surface = "generation" | "cloud";
@@ -392,7 +425,14 @@ export function documentedStatuses(surface: Surface, method: string, template: s
  * documented media type and body schema (the error shape for errors), and no leaked internals.
  * @param allowed narrows the documented statuses further (for example no 2xx for a bad body)
  */
-export function expectDocumented(surface: Surface, method: string, template: string, answer: Answer, where: string, allowed?: (status: number) => boolean): void {
+export function expectDocumented(
+  surface: Surface,
+  method: string,
+  template: string,
+  answer: Answer,
+  where: string,
+  allowed?: (status: number) => boolean,
+): void {
   const doc = documents[surface];
   const statuses = documentedStatuses(surface, method, template);
   const context = `${where} → ${answer.status} ${answer.text.slice(0, 400)}`;
@@ -402,7 +442,9 @@ export function expectDocumented(surface: Surface, method: string, template: str
   if (allowed) expect(allowed(answer.status), `status not expected here: ${context}`).toBe(true);
   const operation = (doc.paths[template] as any)[method.toLowerCase()] as Operation;
   const response = resolve<Response>(doc, operation.responses[String(answer.status)]!);
-  const mediaType = String(answer.headers["content-type"] ?? "").split(";")[0]!.trim();
+  const mediaType = String(answer.headers["content-type"] ?? "")
+    .split(";")[0]!
+    .trim();
   const content = response.content?.[mediaType];
   expect(content, `media type ${mediaType} not documented: ${context}`).toBeDefined();
   if (mediaType === "application/json") {
@@ -419,7 +461,12 @@ export function expectUnrouted(surface: Surface, answer: Answer, where: string):
   const context = `${where} → ${answer.status} ${answer.text.slice(0, 300)}`;
   expect([400, 404, 405], context).toContain(answer.status);
   if (surface === "generation") expect(answer.body, context).toEqual({ code: answer.status, message: expect.any(String) });
-  else expect(answer.body, context).toMatchObject({ success: false, request_id: expect.any(String), error: { code: expect.any(String), message: expect.any(String), details: expect.any(Object) } });
+  else
+    expect(answer.body, context).toMatchObject({
+      success: false,
+      request_id: expect.any(String),
+      error: { code: expect.any(String), message: expect.any(String), details: expect.any(Object) },
+    });
   expectNoLeak(answer.text, where);
 }
 

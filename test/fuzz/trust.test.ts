@@ -44,11 +44,12 @@ const headerValue = fc.oneof(
 const spoofedHeaders = fc.dictionary(fc.constantFrom(...SPOOFED_NAMES), headerValue, { maxKeys: SPOOFED_NAMES.length });
 
 /** One request of a burst: a REST read, a REST submission or a GraphQL read. */
-const surface = fc.constantFrom("rest-read", "rest-submit", "graphql-read") ;
+const surface = fc.constantFrom("rest-read", "rest-submit", "graphql-read");
 
 async function call(kind: string, key: string, headers: Record<string, string>, i: number): Promise<number> {
   if (kind === "rest-read") return (await t.rest("GET", "/api/v1/usage?limit=1", { key, headers })).status;
-  if (kind === "rest-submit") return (await t.rest("POST", "/api/v1/video/generations", { key, headers, body: { model_id: 52, prompt: `fuzz ${i}`, seconds: 5 } })).status;
+  if (kind === "rest-submit")
+    return (await t.rest("POST", "/api/v1/video/generations", { key, headers, body: { model_id: 52, prompt: `fuzz ${i}`, seconds: 5 } })).status;
   const answer = await t.graphql("{ viewer { id } }", {}, key, headers);
   return answer.body.data?.viewer ? 200 : (answer.body.errors?.[0]?.extensions?.http?.status ?? answer.status);
 }
@@ -81,10 +82,14 @@ describe("any headers", () => {
           const elapsed = Date.now() - started;
           const answered = statuses.filter((s) => s === 200).length;
           // A sent X-Service-Signature is verified whatever the key (401 when it does not hold, before the count).
-          for (const [i, s] of statuses.entries()) expect([200, 429, ...(requests[i]![0]["x-service-signature"] ? [401] : [])], statuses.join(",")).toContain(s);
+          for (const [i, s] of statuses.entries())
+            expect([200, 429, ...(requests[i]![0]["x-service-signature"] ? [401] : [])], statuses.join(",")).toContain(s);
           expect(answered, statuses.join(",")).toBeLessThanOrEqual(elapsed < 1000 ? 3 : 3 * Math.ceil(elapsed / 1000 + 1));
           const submitted = requests.filter(([, kind], i) => kind === "rest-submit" && statuses[i] === 200).length;
-          const balance = await waitUntil(() => t.graphql("{ viewer { balance { amount } } }", {}, key), (r) => Boolean(r.body.data?.viewer));
+          const balance = await waitUntil(
+            () => t.graphql("{ viewer { balance { amount } } }", {}, key),
+            (r) => Boolean(r.body.data?.viewer),
+          );
           expect(Number(balance.body.data.viewer.balance.amount)).toBe(100 - 5 * submitted);
         }),
         Math.max(3, Math.ceil(Number(process.env.FUZZ_RUNS ?? 25) / 5)),
@@ -118,7 +123,11 @@ describe("any mix of aliases", () => {
           const charged = tasks.reduce((sum, p) => sum + Number(p.task.price.amount), 0);
           const balance = await t.graphql("{ viewer { balance { amount } } }", {}, key);
           expect(Number(balance.body.data.viewer.balance.amount)).toBeCloseTo(topUp - charged, 2);
-          const stored = await t.stack.db!("tasks").join("api_keys", "api_keys.id", "tasks.key_id").where("api_keys.account_id", account_id).count({ n: "*" }).first();
+          const stored = await t.stack.db!("tasks")
+            .join("api_keys", "api_keys.id", "tasks.key_id")
+            .where("api_keys.account_id", account_id)
+            .count({ n: "*" })
+            .first();
           // Refused submissions may stay as audit rows only when they were charged and refunded: none here.
           expect(Number(stored!.n)).toBe(tasks.length);
         }),

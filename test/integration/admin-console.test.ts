@@ -96,7 +96,14 @@ describe("API keys", () => {
     const a = (await asAdmin(CREATE_KEY, { input: { name: "Console Alpha", balance: "12.5" } })).adminCreateApiKey;
     const b = (await asAdmin(CREATE_KEY, { input: { name: "console beta", accountId: a.accountId } })).adminCreateApiKey;
     expect(a.apiKey).toMatchObject({ id: a.id, name: "Console Alpha", status: "ACTIVE", balance: { amount: "12.50" }, taskCount: 0 });
-    expect(a.ledgerEntry).toMatchObject({ kind: "topup", keyId: a.id, accountId: a.accountId, customerId: null, amount: { amount: "12.50" }, balanceAfter: { amount: "12.50" } });
+    expect(a.ledgerEntry).toMatchObject({
+      kind: "topup",
+      keyId: a.id,
+      accountId: a.accountId,
+      customerId: null,
+      amount: { amount: "12.50" },
+      balanceAfter: { amount: "12.50" },
+    });
     expect(b.ledgerEntry).toBeNull();
 
     const byName = (await asAdmin(KEYS, { search: "CONSOLE" })).adminApiKeys;
@@ -116,7 +123,10 @@ describe("API keys", () => {
   it("tops up answering the ledger entry, and changes scopes, IP list and rate limit that the REST API then applies", async () => {
     const { key, id } = await t.createKey("1");
     const topped = (await asAdmin(TOP_UP, { input: { keyId: id, amount: "2.125" } })).adminTopUpAccount;
-    expect(topped).toMatchObject({ balance: { amount: "3.125" }, ledgerEntry: { kind: "topup", keyId: id, amount: { amount: "2.125" }, balanceAfter: { amount: "3.125" } } });
+    expect(topped).toMatchObject({
+      balance: { amount: "3.125" },
+      ledgerEntry: { kind: "topup", keyId: id, amount: { amount: "2.125" }, balanceAfter: { amount: "3.125" } },
+    });
     expect((await t.rest("GET", "/api/v1/usage", { key })).body.data.balance).toBe(3.125);
 
     const scoped = (await asAdmin(UPDATE_KEY, { input: { keyId: id, scopes: ["catalog:read"], rateLimit: 7 } })).adminUpdateApiKey.apiKey;
@@ -142,7 +152,14 @@ describe("wallets, orders and deliveries", () => {
 
     const order = await t.rest("POST", "/openapi/v1/orders", {
       key: created.key,
-      body: { client_order_no: "SO-F1", product_id: "prd_cdn_standard", quantity: 1, billing_cycle: "monthly", customer: { customer_id: "cust-9" }, metadata: { domain: "f.example.com", simulate: "fail" } },
+      body: {
+        client_order_no: "SO-F1",
+        product_id: "prd_cdn_standard",
+        quantity: 1,
+        billing_cycle: "monthly",
+        customer: { customer_id: "cust-9" },
+        metadata: { domain: "f.example.com", simulate: "fail" },
+      },
     });
     expect(order.status).toBe(201);
     const orderId = order.body.data.order_id;
@@ -150,7 +167,13 @@ describe("wallets, orders and deliveries", () => {
       () => asAdmin(ORDERS, { accountId: created.accountId, status: "FAILED" }),
       (d) => d.adminOrders.nodes.length === 1,
     );
-    expect(failed.adminOrders.nodes[0]).toMatchObject({ id: orderId, accountId: created.accountId, status: "FAILED", paymentStatus: "REFUNDED", amount: { amount: "30.00" } });
+    expect(failed.adminOrders.nodes[0]).toMatchObject({
+      id: orderId,
+      accountId: created.accountId,
+      status: "FAILED",
+      paymentStatus: "REFUNDED",
+      amount: { amount: "30.00" },
+    });
     expect(failed.adminOrders.nodes[0].failureReason).toBeTruthy();
     expect(failed.adminOrders.nodes[0].ledgerEntries).toEqual([
       { kind: "debit", amount: { amount: "-30.00" } },
@@ -158,7 +181,9 @@ describe("wallets, orders and deliveries", () => {
     ]);
 
     const wallets = (await asAdmin(WALLETS, { accountId: created.accountId })).adminCustomerWallets;
-    expect(wallets.nodes).toEqual([{ accountId: created.accountId, customerId: "cust-9", available: { amount: "500.00" }, frozen: { amount: "0.00" }, creditLine: { amount: "0.00" } }]);
+    expect(wallets.nodes).toEqual([
+      { accountId: created.accountId, customerId: "cust-9", available: { amount: "500.00" }, frozen: { amount: "0.00" }, creditLine: { amount: "0.00" } },
+    ]);
 
     const delivered = await waitUntil(
       () => asAdmin(DELIVERIES, { accountId: created.accountId }),
@@ -207,14 +232,18 @@ describe("live overview", () => {
       if (isSqlite(db)) {
         const plan: { detail: string }[] = await db.raw(`explain query plan ${query.sql}`, query.bindings as any[]);
         const details = plan.map((row) => row.detail).join("\n");
-        expect(details).toMatch(/SEARCH (tasks|ledger_entries) USING COVERING INDEX (tasks_created_at_status_index \(created_at>\?\)|ledger_entries_kind_created_at_amount_index \(kind=\? AND created_at>\?\))/);
+        expect(details).toMatch(
+          /SEARCH (tasks|ledger_entries) USING COVERING INDEX (tasks_created_at_status_index \(created_at>\?\)|ledger_entries_kind_created_at_amount_index \(kind=\? AND created_at>\?\))/,
+        );
         expect(details).not.toMatch(/\bSCAN (ledger_entries|tasks)\b/);
       } else {
         const plan = await db.transaction(async (trx) => {
           await trx.raw("set local enable_seqscan = off");
           return (await trx.raw(`explain ${query.sql}`, query.bindings as any[])).rows.map((row: Record<string, string>) => row["QUERY PLAN"]).join("\n");
         });
-        expect(plan).toMatch(/(Index (Only )?Scan using|Bitmap Index Scan on) (tasks_created_at_status_index|ledger_entries_kind_created_at_amount_index)[\s\S]*Index Cond: .*created_at/);
+        expect(plan).toMatch(
+          /(Index (Only )?Scan using|Bitmap Index Scan on) (tasks_created_at_status_index|ledger_entries_kind_created_at_amount_index)[\s\S]*Index Cond: .*created_at/,
+        );
         expect(plan).not.toMatch(/Seq Scan/);
       }
     }

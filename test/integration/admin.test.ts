@@ -141,7 +141,12 @@ describe("admin catalog management", () => {
 describe("admin keys and money", () => {
   it("creates a key shown once, tops up its account and a customer, sets a credit line: balances, ledger and transactions agree", async () => {
     const created = await adminKey({ balance: "5", callbackUrl: "https://hooks.example.com/switchyard" });
-    expect(created).toMatchObject({ key: expect.stringMatching(/^sy_/), id: expect.stringMatching(/^key_/), accountId: expect.stringMatching(/^acc_/), webhookSecret: expect.stringMatching(/^whsec_/) });
+    expect(created).toMatchObject({
+      key: expect.stringMatching(/^sy_/),
+      id: expect.stringMatching(/^key_/),
+      accountId: expect.stringMatching(/^acc_/),
+      webhookSecret: expect.stringMatching(/^whsec_/),
+    });
 
     const topUp = await asAdmin(TOP_UP_ACCOUNT, { keyId: created.id, amount: "2.125" });
     expect(topUp.body.data.adminTopUpAccount).toEqual({ keyId: created.id, accountId: created.accountId, balance: { amount: "7.125", currency: "CNY" } });
@@ -149,9 +154,17 @@ describe("admin keys and money", () => {
     expect(usage.body.data.balance).toBe(7.125);
 
     const customer = await asAdmin(TOP_UP_CUSTOMER, { accountId: created.accountId, customerId: "cust-admin", amount: "100.5" });
-    expect(customer.body.data.adminTopUpCustomer.customerBalance).toEqual({ customerId: "cust-admin", available: { amount: "100.50" }, creditLine: { amount: "0.00" } });
+    expect(customer.body.data.adminTopUpCustomer.customerBalance).toEqual({
+      customerId: "cust-admin",
+      available: { amount: "100.50" },
+      creditLine: { amount: "0.00" },
+    });
     const credit = await asAdmin(SET_CREDIT_LINE, { accountId: created.accountId, customerId: "cust-admin", limit: "50" });
-    expect(credit.body.data.adminSetCustomerCreditLine.customerBalance).toEqual({ customerId: "cust-admin", available: { amount: "100.50" }, creditLine: { amount: "50.00" } });
+    expect(credit.body.data.adminSetCustomerCreditLine.customerBalance).toEqual({
+      customerId: "cust-admin",
+      available: { amount: "100.50" },
+      creditLine: { amount: "50.00" },
+    });
 
     const balance = await t.rest("GET", "/openapi/v1/billing/balance?customer_id=cust-admin", { key: created.key });
     expect(balance.body.data).toMatchObject({ customer_id: "cust-admin", available: 100.5, credit_line: 50 });

@@ -38,14 +38,22 @@ describe("authentication and task visibility", () => {
   it("answers 401 on every authenticated endpoint when the key is missing", async () => {
     for (const endpoint of endpoints()) {
       const response = await t.rest(endpoint.method, endpoint.path, { body: endpoint.body });
-      expect({ endpoint: endpoint.path, status: response.status, body: response.body }).toEqual({ endpoint: endpoint.path, status: 401, body: UNAUTHENTICATED });
+      expect({ endpoint: endpoint.path, status: response.status, body: response.body }).toEqual({
+        endpoint: endpoint.path,
+        status: 401,
+        body: UNAUTHENTICATED,
+      });
     }
   });
 
   it("answers 401 on every authenticated endpoint when the key is unknown", async () => {
     for (const endpoint of endpoints()) {
       const response = await t.rest(endpoint.method, endpoint.path, { body: endpoint.body, key: "sy_not-a-real-key-0123456789" });
-      expect({ endpoint: endpoint.path, status: response.status, body: response.body }).toEqual({ endpoint: endpoint.path, status: 401, body: UNAUTHENTICATED });
+      expect({ endpoint: endpoint.path, status: response.status, body: response.body }).toEqual({
+        endpoint: endpoint.path,
+        status: 401,
+        body: UNAUTHENTICATED,
+      });
     }
   });
 

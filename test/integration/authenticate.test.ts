@@ -27,7 +27,16 @@ afterAll(async () => {
 });
 
 function facts(key: string, overrides: Partial<RequestFacts> = {}): RequestFacts {
-  return { authorization: `Bearer ${key}`, clientIp: "203.0.113.7", signature: null, method: "GET", path: "/graphql", bodySha256: sha256Hex(""), countId: null, ...overrides };
+  return {
+    authorization: `Bearer ${key}`,
+    clientIp: "203.0.113.7",
+    signature: null,
+    method: "GET",
+    path: "/graphql",
+    bodySha256: sha256Hex(""),
+    countId: null,
+    ...overrides,
+  };
 }
 
 /** Records what authentication reported to its observer. */
@@ -63,7 +72,9 @@ describe("authenticateRequest", () => {
     await authenticateRequest(db, limiter, facts(created.key, { signature, countId: "c1" }), observer);
     expect(seen.quota).toMatchObject({ limit: 1, remaining: 0 });
     // The same signature on another client request is a replay, refused before it is counted.
-    await expect(authenticateRequest(db, limiter, facts(created.key, { signature, countId: "c2" }))).rejects.toMatchObject({ message: "Request signature already used" });
+    await expect(authenticateRequest(db, limiter, facts(created.key, { signature, countId: "c2" }))).rejects.toMatchObject({
+      message: "Request signature already used",
+    });
   });
 
   it("reports the refusal's quota and Retry-After when the rate limit is exceeded", async () => {
@@ -80,7 +91,9 @@ describe("authenticateRequest", () => {
 
   it("refuses a missing key before anything else", async () => {
     const { seen, observer } = recorder();
-    await expect(authenticateRequest(db, createRateLimiter(), facts("", { authorization: undefined }), observer)).rejects.toMatchObject({ code: "unauthorized" });
+    await expect(authenticateRequest(db, createRateLimiter(), facts("", { authorization: undefined }), observer)).rejects.toMatchObject({
+      code: "unauthorized",
+    });
     expect(seen).toEqual({});
   });
 });

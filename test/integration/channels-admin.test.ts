@@ -37,27 +37,55 @@ describe("channel administration", () => {
   it("adds, lists, updates, disables and tests a channel through admin GraphQL, never showing its key", async () => {
     const added = await t.graphql(
       `mutation($in: AdminAddChannelInput!) { adminAddChannel(input: $in) { channel { ${CHANNEL} } } }`,
-      { in: { name: "backup", baseUrl: fake.url, apiKey: "backup-secret-key", models: [52, 39], modelMapping: [{ modelId: 52, upstreamModel: "seedance-pro" }], priority: -5, weight: 7 } },
+      {
+        in: {
+          name: "backup",
+          baseUrl: fake.url,
+          apiKey: "backup-secret-key",
+          models: [52, 39],
+          modelMapping: [{ modelId: 52, upstreamModel: "seedance-pro" }],
+          priority: -5,
+          weight: 7,
+        },
+      },
       undefined,
       admin,
     );
     expect(added.body.errors).toBeUndefined();
     const channel = added.body.data.adminAddChannel.channel;
-    expect(channel).toMatchObject({ name: "backup", models: [52, 39], priority: -5, weight: 7, status: "ENABLED", implicit: false, stats: { submissions: 0, successRate: null, openTasks: 0 } });
+    expect(channel).toMatchObject({
+      name: "backup",
+      models: [52, 39],
+      priority: -5,
+      weight: 7,
+      status: "ENABLED",
+      implicit: false,
+      stats: { submissions: 0, successRate: null, openTasks: 0 },
+    });
     expect(JSON.stringify(added.body)).not.toContain("backup-secret-key");
 
     const listed = await t.graphql(`{ adminChannels { ${CHANNEL} } }`, {}, undefined, admin);
     expect(listed.body.data.adminChannels.map((c: any) => c.id)).toEqual(["chn_default", channel.id]);
     expect(listed.body.data.adminChannels[0]).toMatchObject({ implicit: true, models: [] });
 
-    const updated = await t.graphql(`mutation { adminUpdateChannel(input: { id: "${channel.id}", weight: 3, priority: -1 }) { channel { weight priority name } } }`, {}, undefined, admin);
+    const updated = await t.graphql(
+      `mutation { adminUpdateChannel(input: { id: "${channel.id}", weight: 3, priority: -1 }) { channel { weight priority name } } }`,
+      {},
+      undefined,
+      admin,
+    );
     expect(updated.body.data.adminUpdateChannel.channel).toEqual({ weight: 3, priority: -1, name: "backup" });
     const implicitUpdate = await t.graphql(`mutation { adminUpdateChannel(input: { id: "chn_default", weight: 3 }) { channel { id } } }`, {}, undefined, admin);
     expect(implicitUpdate.body.errors[0].extensions.code).toBe("invalid_request");
     const badWeight = await t.graphql(`mutation { adminUpdateChannel(input: { id: "${channel.id}", weight: 0 }) { channel { id } } }`, {}, undefined, admin);
     expect(badWeight.body.errors[0].message).toMatch(/weight must be a whole number from 1 to 1000/);
 
-    const disabled = await t.graphql(`mutation { adminSetChannelStatus(input: { id: "${channel.id}", enabled: false }) { channel { status disabledReason } } }`, {}, undefined, admin);
+    const disabled = await t.graphql(
+      `mutation { adminSetChannelStatus(input: { id: "${channel.id}", enabled: false }) { channel { status disabledReason } } }`,
+      {},
+      undefined,
+      admin,
+    );
     expect(disabled.body.data.adminSetChannelStatus.channel).toEqual({ status: "DISABLED", disabledReason: "disabled by an operator" });
 
     const tested = await t.graphql(`mutation { adminTestChannel(input: { id: "${channel.id}" }) { ok latencyMs error channel { id } } }`, {}, undefined, admin);
@@ -70,7 +98,10 @@ describe("channel administration", () => {
   });
 
   it("manages channels from the CLI on the same database", async () => {
-    const added = await runCli(["channels", "add", "--name", "cli", "--base-url", fake.url, "--api-key", "cli-secret-key", "--models", "45", "--priority", "-9", "--json"], env);
+    const added = await runCli(
+      ["channels", "add", "--name", "cli", "--base-url", fake.url, "--api-key", "cli-secret-key", "--models", "45", "--priority", "-9", "--json"],
+      env,
+    );
     expect(added.code, added.stderr).toBe(0);
     const channel = JSON.parse(added.stdout);
     expect(channel).toMatchObject({ name: "cli", models: [45], priority: -9, status: "ENABLED" });
@@ -95,4 +126,3 @@ describe("channel administration", () => {
     }
   });
 });
-

@@ -50,7 +50,8 @@ describe("channels: failover, money moved once, health", () => {
       CHANNEL_PROBE_BASE_MS: "600000",
     });
     const channels = t.stack.channels!;
-    const add = async (name: string, baseUrl: string, priority: number) => (await channels.add({ name, baseUrl, apiKey: `${name}-key`, models: [52], priority })).id;
+    const add = async (name: string, baseUrl: string, priority: number) =>
+      (await channels.add({ name, baseUrl, apiKey: `${name}-key`, models: [52], priority })).id;
     ids.refused = await add("refused", await refusedUrl(), 10);
     ids.http5xx = await add("http5xx", http5xx.url, 10);
     ids.code = await add("code", code.url, 10);
@@ -156,7 +157,12 @@ describe("channels: failover, money moved once, health", () => {
     const wallet = await t.rest("GET", "/api/v1/usage", { key: key.key });
     expect(wallet.body.data.balance).toBe(1000 - 5 * succeeded);
     expect(await verifyLedger(t.stack.db!)).toEqual([]);
-    const stats = Object.fromEntries((await t.stack.channels!.list()).map((c) => [c.id === "chn_default" ? "chn_default" : Object.keys(ids).find((k) => ids[k] === c.id), { submissions: c.submissions, successes: c.successes, failures: c.failures, status: c.status }]));
+    const stats = Object.fromEntries(
+      (await t.stack.channels!.list()).map((c) => [
+        c.id === "chn_default" ? "chn_default" : Object.keys(ids).find((k) => ids[k] === c.id),
+        { submissions: c.submissions, successes: c.successes, failures: c.failures, status: c.status },
+      ]),
+    );
     Object.assign(figures, { submissions: 36, succeeded, refunded: refundedTasks, perChannelSucceeded: perChannel, channelStats: stats });
   });
 

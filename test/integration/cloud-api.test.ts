@@ -215,7 +215,10 @@ describe("orders", () => {
 
   it("answers 409 conflict when renewing an order that is not active", async () => {
     const created = await api("POST", "/orders", { body: orderBody({ metadata: { domain: "f2.example.com", simulate: "fail" } }) });
-    await waitUntil(() => api("GET", `/orders/${created.body.data.order_id}`), (r) => r.body.data.status === "failed");
+    await waitUntil(
+      () => api("GET", `/orders/${created.body.data.order_id}`),
+      (r) => r.body.data.status === "failed",
+    );
     const r = await api("POST", `/orders/${created.body.data.order_id}/renew`, { body: {} });
     expect(r.status).toBe(409);
     expect(r.body.error.code).toBe("conflict");
@@ -289,7 +292,10 @@ describe("billing", () => {
     const statement = await api("GET", `/billing/statements/${id}`);
     expect(statement.status).toBe(200);
     expect(statement.body.data.items.length).toBeGreaterThan(0);
-    const ready = await waitUntil(() => api("GET", `/billing/statements/${id}`), (r) => r.body.data.export_status === "ready");
+    const ready = await waitUntil(
+      () => api("GET", `/billing/statements/${id}`),
+      (r) => r.body.data.export_status === "ready",
+    );
     const csv = await fetch(`${t.url}${ready.body.data.export_url}`, { headers: { authorization: `Bearer ${key}` } });
     expect(csv.headers.get("content-type")).toMatch(/text\/csv/);
     expect((await csv.text()).split("\n")[0]).toMatch(/^transaction_id,/);

@@ -51,7 +51,6 @@ function computeBody(customerId: string, extra: Record<string, unknown> = {}) {
   };
 }
 
-
 /** Every transaction of a filter, following cursors. */
 async function allTransactions(caller: Caller, filter: Parameters<typeof listTransactions>[2] = {}): Promise<TransactionRecord[]> {
   const out: TransactionRecord[] = [];
@@ -119,7 +118,11 @@ describe("balances", () => {
   it("shows available, frozen (paid and provisioning) and the credit line; unknown customers are 404", async () => {
     const caller = await newCaller();
     const customerId = customer();
-    expect(await errorOf(getCustomerBalance(db, caller.accountId, customerId))).toMatchObject({ code: "not_found", status: 404, message: "Customer not found" });
+    expect(await errorOf(getCustomerBalance(db, caller.accountId, customerId))).toMatchObject({
+      code: "not_found",
+      status: 404,
+      message: "Customer not found",
+    });
     await topUpCustomer(db, { accountId: caller.accountId, customerId, amount: parseYuan("150") });
     await setCreditLine(db, caller.accountId, customerId, parseYuan("20"));
     await svc.create(caller, computeBody(customerId));
@@ -148,7 +151,14 @@ describe("balances", () => {
     const [txn] = await allTransactions(caller, { customerId });
     const event = await db("outbox").where({ aggregate_id: txn!.id }).first();
     expect(event).toMatchObject({ topic: "billing.transaction.created", account_id: caller.accountId, key_id: caller.keyId, request_id: "req-t" });
-    expect(JSON.parse(event.payload)).toMatchObject({ transaction_id: txn!.id, customer_id: customerId, order_id: null, type: "topup", amount: "12.50", balance_after: "12.50" });
+    expect(JSON.parse(event.payload)).toMatchObject({
+      transaction_id: txn!.id,
+      customer_id: customerId,
+      order_id: null,
+      type: "topup",
+      amount: "12.50",
+      balance_after: "12.50",
+    });
   });
 });
 
@@ -257,7 +267,9 @@ describe("statements", () => {
     expect(requested.status).toBe("pending");
     await processStatementExports(db, { delayMs: EXPORT_DELAY_MS, now: Date.parse(requested.requested_at) + EXPORT_DELAY_MS - 1 });
     expect((await getStatement(db, caller, id)).exportStatus).toBe("pending");
-    expect(await processStatementExports(db, { delayMs: EXPORT_DELAY_MS, now: Date.parse(requested.requested_at) + EXPORT_DELAY_MS })).toBeGreaterThanOrEqual(1);
+    expect(await processStatementExports(db, { delayMs: EXPORT_DELAY_MS, now: Date.parse(requested.requested_at) + EXPORT_DELAY_MS })).toBeGreaterThanOrEqual(
+      1,
+    );
     const ready = await getStatement(db, caller, id);
     expect(ready).toMatchObject({ exportStatus: "ready", exportReady: true });
     const csv = await getStatementCsv(db, caller, id);

@@ -70,7 +70,14 @@ describe("callbacks to the key's callback URL", () => {
   it("delivers every order event once, signed, after two failed attempts each, and shows the attempts in GraphQL", async () => {
     const created = await t.rest("POST", "/openapi/v1/orders", {
       key,
-      body: { client_order_no: "cb-1", product_id: "prd_cdn_standard", quantity: 1, billing_cycle: "monthly", customer: { customer_id: "c1" }, metadata: { domain: "cb.example.com" } },
+      body: {
+        client_order_no: "cb-1",
+        product_id: "prd_cdn_standard",
+        quantity: 1,
+        billing_cycle: "monthly",
+        customer: { customer_id: "c1" },
+        metadata: { domain: "cb.example.com" },
+      },
     });
     expect(created.status).toBe(201);
     const orderId = created.body.data.order_id;
@@ -93,7 +100,9 @@ describe("callbacks to the key's callback URL", () => {
 
     // The receiver answered 200 before the dispatcher recorded the attempt: wait for the record.
     const deliveries = await waitUntil(
-      async () => (await t.graphql(`query($id: ID!) { order(id: $id) { deliveries { event status attempts { status } } } }`, { id: orderId }, key)).body.data.order.deliveries,
+      async () =>
+        (await t.graphql(`query($id: ID!) { order(id: $id) { deliveries { event status attempts { status } } } }`, { id: orderId }, key)).body.data.order
+          .deliveries,
       (list: any[]) => list.some((d) => d.event === "order.provisioned" && d.status !== "pending"),
     );
     expect(deliveries.filter((d: any) => d.event === "order.provisioned")).toEqual([

@@ -94,7 +94,9 @@ async function ageDomain(domain: string, steps: number): Promise<void> {
 }
 
 async function agePurge(id: string, steps: number): Promise<void> {
-  await db("purge_tasks").where("id", id).update({ created_at: new Date(Date.now() - steps * STEP - 1_000).toISOString() });
+  await db("purge_tasks")
+    .where("id", id)
+    .update({ created_at: new Date(Date.now() - steps * STEP - 1_000).toISOString() });
 }
 
 /** The AppError a promise rejects with. */
@@ -164,14 +166,23 @@ describe("creating a domain", () => {
   });
 
   it("accepts a hostname origin without a port and an IPv6 origin in canonical form", async () => {
-    const byName = await createDomain(db, alice.caller, body({ origin: { type: "domain", address: "Origin.Example.NET" }, protocol: "http" }), { stepMs: STEP, checkOriginHost });
+    const byName = await createDomain(db, alice.caller, body({ origin: { type: "domain", address: "Origin.Example.NET" }, protocol: "http" }), {
+      stepMs: STEP,
+      checkOriginHost,
+    });
     expect(byName.domain.origin).toEqual({ type: "domain", address: "origin.example.net", port: null });
-    const byV6 = await createDomain(db, alice.caller, body({ origin: { type: "ip", address: "2606:4700:0:0:0:0:0:1111", port: null } }), { stepMs: STEP, checkOriginHost });
+    const byV6 = await createDomain(db, alice.caller, body({ origin: { type: "ip", address: "2606:4700:0:0:0:0:0:1111", port: null } }), {
+      stepMs: STEP,
+      checkOriginHost,
+    });
     expect(byV6.domain.origin).toEqual({ type: "ip", address: "2606:4700::1111", port: null });
   });
 
   it("accepts a hostname origin whose DNS answers are public, A or AAAA only", async () => {
-    const v6 = await createDomain(db, alice.caller, body({ origin: { type: "domain", address: "origin6.example.net", port: 443 } }), { stepMs: STEP, checkOriginHost });
+    const v6 = await createDomain(db, alice.caller, body({ origin: { type: "domain", address: "origin6.example.net", port: 443 } }), {
+      stepMs: STEP,
+      checkOriginHost,
+    });
     expect(v6.domain.origin).toEqual({ type: "domain", address: "origin6.example.net", port: 443 });
   });
 
@@ -186,7 +197,11 @@ describe("creating a domain", () => {
     expect([error.status, error.code, error.details]).toEqual([422, "validation_failed", { field: "origin.address" }]);
     expect(error.message).toBe("origin.address must be a hostname other than the domain itself that resolves only to public addresses");
     expect(JSON.stringify(error)).not.toMatch(/127\.0\.0\.1|10\.0\.0\.7|192\.168/);
-    expect(await db("domains").where("domain", request.domain as string).first()).toBeUndefined();
+    expect(
+      await db("domains")
+        .where("domain", request.domain as string)
+        .first(),
+    ).toBeUndefined();
     // The same 422 as an IP literal origin that is not public.
     const literal = await failure(createDomain(db, alice.caller, body({ origin: { type: "ip", address: "127.0.0.1" } }), { stepMs: STEP, checkOriginHost }));
     expect([literal.status, literal.code, literal.details]).toEqual([422, "validation_failed", { field: "origin.address" }]);
@@ -194,7 +209,12 @@ describe("creating a domain", () => {
 
   it("refuses a hostname origin when DNS cannot be asked (fails closed)", async () => {
     const unreachable = createUrlGuard({ dnsServers: ["127.0.0.1:9"], timeoutMs: 100 });
-    const error = await failure(createDomain(db, alice.caller, body({ origin: { type: "domain", address: "origin.example.net" } }), { stepMs: STEP, checkOriginHost: (host) => unreachable.checkHost(host) }));
+    const error = await failure(
+      createDomain(db, alice.caller, body({ origin: { type: "domain", address: "origin.example.net" } }), {
+        stepMs: STEP,
+        checkOriginHost: (host) => unreachable.checkHost(host),
+      }),
+    );
     expect(error.details).toEqual({ field: "origin.address" });
   });
 
@@ -298,7 +318,11 @@ describe("creating a domain", () => {
     expect(first.replayed).toBe(false);
     expect(second.replayed).toBe(true);
     expect(second.domain).toEqual(first.domain);
-    expect(await db("domains").where("domain", request.domain as string).count({ n: "*" })).toEqual([{ n: 1 }]);
+    expect(
+      await db("domains")
+        .where("domain", request.domain as string)
+        .count({ n: "*" }),
+    ).toEqual([{ n: 1 }]);
     const conflict = await failure(createDomain(db, alice.caller, body(), { idempotencyKey: "idem-domain-1", stepMs: STEP, checkOriginHost }));
     expect(conflict.code).toBe("conflict");
     // Without a key the same body is a duplicate domain, not a replay.
@@ -448,7 +472,9 @@ describe("purging a domain", () => {
     const foreign = await failure(purgeDomain(db, bob.caller, site, good, { stepMs: STEP }));
     expect(foreign.code).toBe("not_found");
     expect(foreign.message).toBe("Domain not found");
-    const unknown = await failure(purgeDomain(db, alice.caller, "unknown.example.com", { type: "url", targets: ["https://unknown.example.com/a"] }, { stepMs: STEP }));
+    const unknown = await failure(
+      purgeDomain(db, alice.caller, "unknown.example.com", { type: "url", targets: ["https://unknown.example.com/a"] }, { stepMs: STEP }),
+    );
     expect(unknown.code).toBe("not_found");
     expect((await failure(purgeDomain(db, alice.caller, "not a domain", good, { stepMs: STEP }))).code).toBe("not_found");
     const { task } = await purgeDomain(db, alice.caller, site, good, { stepMs: STEP });
@@ -509,9 +535,13 @@ describe("purging a domain", () => {
     const count = await db("purge_tasks").where("domain", site).count({ n: "*" });
     await purgeDomain(db, alice.caller, site, request, { idempotencyKey: "idem-purge-1", stepMs: STEP });
     expect(await db("purge_tasks").where("domain", site).count({ n: "*" })).toEqual(count);
-    const conflict = await failure(purgeDomain(db, alice.caller, site, { type: "url", targets: [`https://${site}/other`] }, { idempotencyKey: "idem-purge-1", stepMs: STEP }));
+    const conflict = await failure(
+      purgeDomain(db, alice.caller, site, { type: "url", targets: [`https://${site}/other`] }, { idempotencyKey: "idem-purge-1", stepMs: STEP }),
+    );
     expect(conflict.code).toBe("conflict");
-    const otherDomain = await failure(purgeDomain(db, alice.caller, httpSite, { type: "url", targets: [`https://${httpSite}/idem`] }, { idempotencyKey: "idem-purge-1", stepMs: STEP }));
+    const otherDomain = await failure(
+      purgeDomain(db, alice.caller, httpSite, { type: "url", targets: [`https://${httpSite}/idem`] }, { idempotencyKey: "idem-purge-1", stepMs: STEP }),
+    );
     expect(otherDomain.code).toBe("conflict");
   });
 });

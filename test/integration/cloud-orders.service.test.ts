@@ -195,7 +195,14 @@ describe("the demo catalog", () => {
     expect(await bad({ billingCycles: [] })).toBe("billingCycles");
     expect(await bad({ billingCycles: [{ cycle: "monthly", months: 1, price: 0 }] })).toBe("billingCycles[0].price");
     expect(await bad({ billingCycles: [{ cycle: "monthly", months: 0, price: 1 }] })).toBe("billingCycles[0].months");
-    expect(await bad({ billingCycles: [{ cycle: "monthly", months: 1, price: 1 }, { cycle: "monthly", months: 1, price: 1 }] })).toBe("billingCycles[1].cycle");
+    expect(
+      await bad({
+        billingCycles: [
+          { cycle: "monthly", months: 1, price: 1 },
+          { cycle: "monthly", months: 1, price: 1 },
+        ],
+      }),
+    ).toBe("billingCycles[1].cycle");
     expect(await bad({ stock: -1 })).toBe("stock");
     expect(await bad({ status: "gone" })).toBe("status");
     expect(await bad({ requiredFields: ["a b"] })).toBe("requiredFields[0]");
@@ -210,7 +217,15 @@ describe("the order state machine", () => {
     const stock = await stockOf(P.compute);
     const { order, replayed } = await svc.create(caller, computeBody(customerId), {});
     expect(replayed).toBe(false);
-    expect(order).toMatchObject({ status: "unpaid", paymentStatus: "unpaid", provisioningStatus: "pending", resourceId: null, amount: 99_000, customerId, contact: "ops@example.com" });
+    expect(order).toMatchObject({
+      status: "unpaid",
+      paymentStatus: "unpaid",
+      provisioningStatus: "pending",
+      resourceId: null,
+      amount: 99_000,
+      customerId,
+      contact: "ops@example.com",
+    });
     expect(await db("ledger_entries").where({ account_id: caller.accountId, customer_id: customerId })).toEqual([]);
     expect(await getCustomerBalance(db, caller.accountId, customerId)).toEqual({ customerId, available: 0, frozen: 0, creditLine: 0 });
     expect(await stockOf(P.compute)).toBe(stock);
@@ -237,7 +252,13 @@ describe("the order state machine", () => {
     const orderEvents = events.filter((e: any) => e.aggregate_id === order.id);
     expect(orderEvents.map((e: any) => e.topic)).toEqual(["order.created", "order.paid"]);
     for (const e of orderEvents) expect(e).toMatchObject({ key_id: caller.keyId, request_id: "req-1" });
-    expect(JSON.parse(orderEvents[1].payload)).toMatchObject({ order_id: order.id, client_order_no: order.clientOrderNo, status: "provisioning", payment_status: "paid", amount: "198.00" });
+    expect(JSON.parse(orderEvents[1].payload)).toMatchObject({
+      order_id: order.id,
+      client_order_no: order.clientOrderNo,
+      status: "provisioning",
+      payment_status: "paid",
+      amount: "198.00",
+    });
     const txnEvent = events.find((e: any) => e.topic === "billing.transaction.created" && JSON.parse(e.payload).order_id === order.id);
     expect(JSON.parse(txnEvent.payload)).toMatchObject({ customer_id: customerId, type: "deduction", amount: "-198.00", balance_after: "2.00" });
     expect(txnEvent.aggregate_id).toBe(JSON.parse(txnEvent.payload).transaction_id);
@@ -257,7 +278,12 @@ describe("the order state machine", () => {
     expect(resource).toMatchObject({ orderId: order.id, productId: P.compute, customerId, status: "active", expiresAt: "2025-02-28T12:00:02.000Z" });
     expect(await topicsOf(order.id)).toEqual(["order.created", "order.paid", "order.provisioned"]);
     const provisioned = await db("outbox").where({ aggregate_id: order.id, topic: "order.provisioned" }).first();
-    expect(JSON.parse(provisioned.payload)).toMatchObject({ order_id: order.id, client_order_no: order.clientOrderNo, resource_id: active.resourceId, status: "active" });
+    expect(JSON.parse(provisioned.payload)).toMatchObject({
+      order_id: order.id,
+      client_order_no: order.clientOrderNo,
+      resource_id: active.resourceId,
+      status: "active",
+    });
     expect(await getCustomerBalance(db, caller.accountId, customerId)).toMatchObject({ available: 2000, frozen: 0 });
     expect(await stockOf(P.compute)).toBe(stock - 2);
   });
@@ -276,7 +302,13 @@ describe("the order state machine", () => {
     clock += PROVISION_DELAY_MS;
     expect(await svc.provisionDue()).toBe(1);
     const failed = await svc.get(caller, order.id);
-    expect(failed).toMatchObject({ status: "failed", paymentStatus: "refunded", provisioningStatus: "failed", failureReason: SIMULATED_FAILURE_REASON, resourceId: null });
+    expect(failed).toMatchObject({
+      status: "failed",
+      paymentStatus: "refunded",
+      provisioningStatus: "failed",
+      failureReason: SIMULATED_FAILURE_REASON,
+      resourceId: null,
+    });
     expect(await stockOf(P.compute)).toBe(stock);
     expect(await getCustomerBalance(db, caller.accountId, customerId)).toMatchObject({ available: 300_000, frozen: 0 });
     expect(await topicsOf(order.id)).toEqual(["order.created", "order.paid", "order.failed"]);
@@ -300,7 +332,12 @@ describe("the order state machine", () => {
     clock += PROVISION_DELAY_MS;
     const [a, b] = await Promise.all([svc.provisionDue(), svc.provisionDue()]);
     expect(a + b).toBe(4);
-    expect(await db("resources").whereIn("order_id", orders.map((o) => o.id))).toHaveLength(2);
+    expect(
+      await db("resources").whereIn(
+        "order_id",
+        orders.map((o) => o.id),
+      ),
+    ).toHaveLength(2);
     for (const o of orders) expect((await db("ledger_entries").where({ order_id: o.id, kind: "refund" })).length).toBe(orders.indexOf(o) % 2);
   });
 
@@ -437,7 +474,14 @@ describe("order validation", () => {
   it("refuses more than the stock left with 409 conflict and takes nothing", async () => {
     const caller = await newCaller();
     const customerId = customer();
-    await upsertProduct(db, { id: "prd_scarce", vendorId: DEMO_CATALOG.vendors.stratus, category: "compute", name: "Scarce", billingCycles: [{ cycle: "monthly", months: 1, price: 1000 }], stock: 2 });
+    await upsertProduct(db, {
+      id: "prd_scarce",
+      vendorId: DEMO_CATALOG.vendors.stratus,
+      category: "compute",
+      name: "Scarce",
+      billingCycles: [{ cycle: "monthly", months: 1, price: 1000 }],
+      stock: 2,
+    });
     await topUpCustomer(db, { accountId: caller.accountId, customerId, amount: 10_000 });
     const error = await errorOf(svc.create(caller, computeBody(customerId, { productId: "prd_scarce", quantity: 3 })));
     expect(error).toMatchObject({ code: "conflict", status: 409, details: { field: "quantity" } });
@@ -533,7 +577,14 @@ describe("renewal", () => {
     const renewed = await svc.renew(caller, order.id, { periods: 2, billingCycle: "quarterly" }, { idempotencyKey: "renew-1", requestId: "req-r" });
     expect(renewed.replayed).toBe(false);
     // 85 yuan x 2 units x 2 quarters
-    expect(renewed.renewal).toMatchObject({ number: 1, periods: 2, billingCycle: "quarterly", amount: 340_000, previousExpiresAt: before.expiresAt, expiresAt: "2025-10-10T00:00:02.000Z" });
+    expect(renewed.renewal).toMatchObject({
+      number: 1,
+      periods: 2,
+      billingCycle: "quarterly",
+      amount: 340_000,
+      previousExpiresAt: before.expiresAt,
+      expiresAt: "2025-10-10T00:00:02.000Z",
+    });
     expect(renewed.resource.expiresAt).toBe("2025-10-10T00:00:02.000Z");
     expect((await svc.getResource(caller, order.resourceId!)).expiresAt).toBe("2025-10-10T00:00:02.000Z");
     expect((await svc.get(caller, order.id)).status).toBe("active");
@@ -541,7 +592,11 @@ describe("renewal", () => {
     expect(await db("ledger_entries").where("ref", `order:${order.id}:renew:1`).first()).toBeTruthy();
     const paidEvents = await db("outbox").where({ aggregate_id: order.id, topic: "order.paid" }).orderBy("id");
     expect(paidEvents).toHaveLength(2);
-    expect(JSON.parse(paidEvents[1].payload)).toMatchObject({ order_id: order.id, status: "active", renewal: { periods: 2, billing_cycle: "quarterly", amount: "340.00", expires_at: "2025-10-10T00:00:02.000Z" } });
+    expect(JSON.parse(paidEvents[1].payload)).toMatchObject({
+      order_id: order.id,
+      status: "active",
+      renewal: { periods: 2, billing_cycle: "quarterly", amount: "340.00", expires_at: "2025-10-10T00:00:02.000Z" },
+    });
     expect(paidEvents[1].request_id).toBe("req-r");
     const txn = await db("outbox").where({ aggregate_id: renewed.renewal.transactionId, topic: "billing.transaction.created" }).first();
     expect(JSON.parse(txn.payload)).toMatchObject({ type: "deduction", amount: "-340.00", order_id: order.id });

@@ -9,13 +9,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrate, type Db } from "../../src/db/index.ts";
 import { openTestDb, type TestDb } from "../support/db.ts";
-import {
-  bandwidthUsage,
-  checkUsageThresholds,
-  cumulativeTrafficBytes,
-  setUsageThreshold,
-  trafficUsage,
-} from "../../src/cloud/usage.ts";
+import { bandwidthUsage, checkUsageThresholds, cumulativeTrafficBytes, setUsageThreshold, trafficUsage } from "../../src/cloud/usage.ts";
 
 const T0 = "2025-01-01T00:00:00.000Z";
 const DAY = 86_400_000;
@@ -84,7 +78,6 @@ async function insertResource(tenant: Tenant, createdAt: string, status = "activ
   });
   return { resourceId, orderId };
 }
-
 
 let alice: Tenant;
 let bob: Tenant;

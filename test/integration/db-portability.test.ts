@@ -46,9 +46,13 @@ describe("database portability", () => {
     const duplicateRef = await db.transaction((trx) => credit(trx, "adjustment", entry)).catch((e) => e);
     expect(isUniqueViolation(duplicateRef)).toBe(true);
     const row = await db("accounts").where("id", key.account_id).first();
-    const duplicatePrimaryKey = await db("accounts").insert(row).catch((e) => e);
+    const duplicatePrimaryKey = await db("accounts")
+      .insert(row)
+      .catch((e) => e);
     expect(isUniqueViolation(duplicatePrimaryKey)).toBe(true);
-    const notNull = await db("accounts").insert({ id: "acc_no_name", balance: 0, credit_line: 0, created_at: "x" }).catch((e) => e);
+    const notNull = await db("accounts")
+      .insert({ id: "acc_no_name", balance: 0, credit_line: 0, created_at: "x" })
+      .catch((e) => e);
     expect(notNull).toBeInstanceOf(Error);
     expect(isUniqueViolation(notNull)).toBe(false);
     expect(isUniqueViolation(new Error("UNIQUE constraint failed: but not from the database"))).toBe(false);
@@ -104,9 +108,15 @@ describe("database portability", () => {
     const service = createGenerationService({ db, upstream, checkUrl: async () => true, pollIntervalMs: 0 });
     await expect(service.submit(caller, "video", { prompt: "a\u0000b", modelId: 52, seconds: 5 })).rejects.toMatchObject({ status: 400 });
     await expect(createKey(db, { name: "nul\u0000name" })).rejects.toMatchObject({ code: "validation_failed", details: { field: "name" } });
-    await expect(createKey(db, { name: "nul", callbackUrl: "https://hooks.example/a\u0000b" })).rejects.toMatchObject({ code: "validation_failed", details: { field: "callbackUrl" } });
+    await expect(createKey(db, { name: "nul", callbackUrl: "https://hooks.example/a\u0000b" })).rejects.toMatchObject({
+      code: "validation_failed",
+      details: { field: "callbackUrl" },
+    });
     await expect(upsertVendor(db, { name: "Nul\u0000 Cloud" })).rejects.toMatchObject({ code: "validation_failed", details: { field: "name" } });
-    expect(parseOrderInputError({ customer: { customerId: "c1", contact: "ops\u0000@shop.example" } })).toMatchObject({ code: "validation_failed", details: { field: "customer.contact" } });
+    expect(parseOrderInputError({ customer: { customerId: "c1", contact: "ops\u0000@shop.example" } })).toMatchObject({
+      code: "validation_failed",
+      details: { field: "customer.contact" },
+    });
     expect(await balanceOf(db, created.account_id)).toBe(parseYuan("10"));
   });
 
@@ -115,6 +125,9 @@ describe("database portability", () => {
     const product = { id: "prd_portable", vendorId: "vnd_portable", category: "compute", name: "Big", billingCycles: [{ cycle: "monthly", price: 1_000 }] };
     await expect(upsertProduct(db, { ...product, stock: 3_000_000_000 })).rejects.toMatchObject({ code: "validation_failed", details: { field: "stock" } });
     expect((await upsertProduct(db, { ...product, stock: 2_147_483_647 })).stock).toBe(2_147_483_647);
-    await expect(createKey(db, { name: "fast", rateLimit: 3_000_000_000 })).rejects.toMatchObject({ code: "validation_failed", details: { field: "rateLimit" } });
+    await expect(createKey(db, { name: "fast", rateLimit: 3_000_000_000 })).rejects.toMatchObject({
+      code: "validation_failed",
+      details: { field: "rateLimit" },
+    });
   });
 });

@@ -25,7 +25,16 @@ type Answer = { status?: number; body: any };
 type Trigger = { run: () => Promise<Answer>; message?: string | RegExp };
 
 /** The spec's codes (docs/api/cloud.md §7) with their statuses. */
-const CLOUD_SPEC = { invalid_request: 400, unauthorized: 401, forbidden: 403, not_found: 404, conflict: 409, validation_failed: 422, rate_limited: 429, upstream_error: 502 };
+const CLOUD_SPEC = {
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  validation_failed: 422,
+  rate_limited: 429,
+  upstream_error: 502,
+};
 /** The generation spec's messages (docs/api/generation.md §7) by code. */
 const GENERATION_SPEC: Partial<Record<ErrorCode, [number, string]>> = {
   invalid_json: [400, "Request body must be valid JSON"],
@@ -57,7 +66,19 @@ describe("the registry table", () => {
   });
 
   it("translates every upper-case library code to a registry code", () => {
-    const foreign = ["GRAPHQL_PARSE_FAILED", "GRAPHQL_VALIDATION_FAILED", "BAD_USER_INPUT", "BAD_REQUEST", "OPERATION_RESOLUTION_FAILURE", "PERSISTED_QUERY_NOT_FOUND", "PERSISTED_QUERY_NOT_SUPPORTED", "INTERNAL_SERVER_ERROR", "UNAUTHENTICATED", "FORBIDDEN", "SOMETHING_NEW"];
+    const foreign = [
+      "GRAPHQL_PARSE_FAILED",
+      "GRAPHQL_VALIDATION_FAILED",
+      "BAD_USER_INPUT",
+      "BAD_REQUEST",
+      "OPERATION_RESOLUTION_FAILURE",
+      "PERSISTED_QUERY_NOT_FOUND",
+      "PERSISTED_QUERY_NOT_SUPPORTED",
+      "INTERNAL_SERVER_ERROR",
+      "UNAUTHENTICATED",
+      "FORBIDDEN",
+      "SOMETHING_NEW",
+    ];
     for (const code of foreign) expect(registryCodeOf(code, 400)).toMatch(/^[a-z_]+$/);
     expect(registryCodeOf("BAD_REQUEST", 405)).toBe("method_not_allowed");
     expect(registryCodeOf(undefined, 502)).toBe("service_unavailable");
@@ -66,7 +87,18 @@ describe("the registry table", () => {
   it("is what both OpenAPI documents list: the cloud enum, the generation statuses, the catalog's model ids", () => {
     expect((cloudOpenApi.components as any).schemas.ErrorEnvelope.properties.error.properties.code.enum).toEqual([...CLOUD_CODES]);
     const responses = (generationOpenApi.components as any).responses;
-    const expected = { BadRequest: "invalid_request", Unauthorized: "unauthorized", PaymentRequired: "insufficient_balance", Forbidden: "key_disabled", NotFound: "task_not_found", PayloadTooLarge: "payload_too_large", TooManyRequests: "rate_limited", BadGateway: "upstream_failed", ServiceUnavailable: "service_unavailable", GatewayTimeout: "upstream_timeout" } as const;
+    const expected = {
+      BadRequest: "invalid_request",
+      Unauthorized: "unauthorized",
+      PaymentRequired: "insufficient_balance",
+      Forbidden: "key_disabled",
+      NotFound: "task_not_found",
+      PayloadTooLarge: "payload_too_large",
+      TooManyRequests: "rate_limited",
+      BadGateway: "upstream_failed",
+      ServiceUnavailable: "service_unavailable",
+      GatewayTimeout: "upstream_timeout",
+    } as const;
     for (const [name, code] of Object.entries(expected)) {
       expect(responses[name].content["application/json"].schema.properties.code.const, name).toBe(ERROR_CODES[code].status);
     }
@@ -95,7 +127,12 @@ describe("every code on every surface that can produce it", () => {
     return { status, body };
   };
   /** GraphQL over HTTP, as a client accepting application/graphql-response+json (request errors keep their status). */
-  const gql = async (query: string, variables: Record<string, unknown> = {}, key: string | null = keys.rich, init: { method?: string; body?: string } = {}): Promise<Answer> => {
+  const gql = async (
+    query: string,
+    variables: Record<string, unknown> = {},
+    key: string | null = keys.rich,
+    init: { method?: string; body?: string } = {},
+  ): Promise<Answer> => {
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/graphql-response+json" };
     if (key) headers.authorization = `Bearer ${key}`;
     const response = await fetch(`${t.url}/graphql`, { method: init.method ?? "POST", headers, body: init.body ?? JSON.stringify({ query, variables }) });
@@ -135,17 +172,31 @@ describe("every code on every surface that can produce it", () => {
       "graphql-ws": { run: () => ws("subscription { nope }"), message: /Cannot query field "nope"/ },
     },
     bad_user_input: {
-      "graphql-http": { run: () => gql("query Q($n: Int!) { viewer { tasks(first: $n) { nodes { id } } } }", { n: "x" }), message: /Variable "\$n" got invalid value/ },
+      "graphql-http": {
+        run: () => gql("query Q($n: Int!) { viewer { tasks(first: $n) { nodes { id } } } }", { n: "x" }),
+        message: /Variable "\$n" got invalid value/,
+      },
       "graphql-ws": { run: () => ws("subscription($id: ID!) { taskStatusChanged(taskId: $id) { status } }"), message: /Variable "\$id" of required type/ },
     },
-    operation_resolution_failure: { "graphql-http": { run: () => gql("query A { __typename } query B { __typename }"), message: /Could not determine what operation to execute/ } },
+    operation_resolution_failure: {
+      "graphql-http": { run: () => gql("query A { __typename } query B { __typename }"), message: /Could not determine what operation to execute/ },
+    },
     query_too_deep: {
       "graphql-http": { run: () => gql(deep(3)), message: /^Query depth limit of 12 exceeded/ },
-      "graphql-ws": { run: () => ws(`subscription { orderEvents { order { ${"product { vendor { products(first: 1) { nodes { ".repeat(3)}id${" } } } }".repeat(3)} } } }`), message: /^Query depth limit of 12 exceeded/ },
+      "graphql-ws": {
+        run: () => ws(`subscription { orderEvents { order { ${"product { vendor { products(first: 1) { nodes { ".repeat(3)}id${" } } } }".repeat(3)} } } }`),
+        message: /^Query depth limit of 12 exceeded/,
+      },
     },
     too_many_aliases: {
-      "graphql-http": { run: () => gql(`{ ${Array.from({ length: 31 }, (_, i) => `a${i}: __type(name: "Query") { name }`).join(" ")} }`), message: /^Aliases limit of 30 exceeded/ },
-      "graphql-ws": { run: () => ws(`subscription { tasks { ${Array.from({ length: 31 }, (_, i) => `a${i}: id`).join(" ")} } }`), message: /^Aliases limit of 30 exceeded/ },
+      "graphql-http": {
+        run: () => gql(`{ ${Array.from({ length: 31 }, (_, i) => `a${i}: __type(name: "Query") { name }`).join(" ")} }`),
+        message: /^Aliases limit of 30 exceeded/,
+      },
+      "graphql-ws": {
+        run: () => ws(`subscription { tasks { ${Array.from({ length: 31 }, (_, i) => `a${i}: id`).join(" ")} } }`),
+        message: /^Aliases limit of 30 exceeded/,
+      },
     },
     too_many_directives: {
       "graphql-http": { run: () => gql(`{ ${"__typename @skip(if: false) ".repeat(21)} }`), message: /^Directives limit of 20 exceeded/ },
@@ -156,14 +207,26 @@ describe("every code on every surface that can produce it", () => {
       "graphql-ws": { run: () => ws(`subscription { tasks { ${"id ".repeat(2100)}} }`), message: /^Token limit of 2000 exceeded/ },
     },
     query_too_costly: {
-      "graphql-http": { run: () => gql("{ products(first: 100) { nodes { vendor { products(first: 100) { nodes { id } } } } } }"), message: /^Query cost limit of 5000 exceeded/ },
-      "graphql-ws": { run: () => ws("subscription { orderEvents { order { product { vendor { products(first: 100) { nodes { vendor { products(first: 100) { nodes { id } } } } } } } } } }"), message: /^Query cost limit of 5000 exceeded/ },
+      "graphql-http": {
+        run: () => gql("{ products(first: 100) { nodes { vendor { products(first: 100) { nodes { id } } } } } }"),
+        message: /^Query cost limit of 5000 exceeded/,
+      },
+      "graphql-ws": {
+        run: () =>
+          ws(
+            "subscription { orderEvents { order { product { vendor { products(first: 100) { nodes { vendor { products(first: 100) { nodes { id } } } } } } } } } }",
+          ),
+        message: /^Query cost limit of 5000 exceeded/,
+      },
     },
     page_size_too_large: {
       "rest-generation": { run: () => rest("GET", "/api/v1/usage?limit=101", { key: keys.rich }), message: "limit must be an integer from 1 to 100" },
       "rest-cloud": { run: () => rest("GET", "/openapi/v1/vendors?limit=101", { key: keys.rich }), message: "limit must be an integer from 1 to 100" },
       "graphql-http": { run: () => gql("{ viewer { tasks(first: 101) { nodes { id } } } }"), message: "first must be an integer from 1 to 100" },
-      "graphql-ws": { run: () => ws("subscription { orderEvents { order { product { vendor { products(first: 101) { nodes { id } } } } } } }"), message: "first must be an integer from 1 to 100" },
+      "graphql-ws": {
+        run: () => ws("subscription { orderEvents { order { product { vendor { products(first: 101) { nodes { id } } } } } } }"),
+        message: "first must be an integer from 1 to 100",
+      },
     },
     unauthorized: {
       "rest-generation": { run: () => rest("GET", "/api/v1/usage") },
@@ -202,11 +265,20 @@ describe("every code on every surface that can produce it", () => {
     payload_too_large: {
       "rest-generation": { run: () => rest("POST", "/api/v1/video/generations", { key: keys.rich, rawBody: big }) },
       "rest-cloud": { run: () => rest("POST", "/openapi/v1/orders", { key: keys.rich, rawBody: big }) },
-      "graphql-http": { run: () => gql("", {}, keys.rich, { body: JSON.stringify({ query: "{ __typename }", extensions: { pad: big } }) }), message: /^Request body is too large/ },
+      "graphql-http": {
+        run: () => gql("", {}, keys.rich, { body: JSON.stringify({ query: "{ __typename }", extensions: { pad: big } }) }),
+        message: /^Request body is too large/,
+      },
     },
     validation_failed: {
       "rest-cloud": { run: () => rest("POST", "/openapi/v1/orders", { key: keys.rich, body: {} }), message: /./ },
-      "graphql-http": { run: () => gql(`mutation { createOrder(input: { clientOrderNo: " ", productId: "x", quantity: 0, billingCycle: "monthly", customer: { customerId: "c" } }) { order { id } } }`), message: /./ },
+      "graphql-http": {
+        run: () =>
+          gql(
+            `mutation { createOrder(input: { clientOrderNo: " ", productId: "x", quantity: 0, billingCycle: "monthly", customer: { customerId: "c" } }) { order { id } } }`,
+          ),
+        message: /./,
+      },
     },
     rate_limited: {
       "rest-generation": { run: () => limited(() => rest("GET", "/api/v1/usage", { key: keys.limited })), message: /^Rate limit of 1 request/ },
@@ -223,7 +295,10 @@ describe("every code on every surface that can produce it", () => {
     // Apollo Server's answer to an unknown persisted-query hash, through the subgraphs' formatError.
     persisted_query_not_found: () => {
       const apollo = new GraphQLError("PersistedQueryNotFound", { extensions: { code: "PERSISTED_QUERY_NOT_FOUND" } });
-      expect(formatError(pino({ level: "silent" }))(apollo.toJSON(), apollo)).toEqual({ message: "PersistedQueryNotFound", extensions: { code: "persisted_query_not_found", http: { status: 400 } } });
+      expect(formatError(pino({ level: "silent" }))(apollo.toJSON(), apollo)).toEqual({
+        message: "PersistedQueryNotFound",
+        extensions: { code: "persisted_query_not_found", http: { status: 400 } },
+      });
     },
     persisted_query_not_supported: () => expect(registryCodeOf("PERSISTED_QUERY_NOT_SUPPORTED", 200)).toBe("persisted_query_not_supported"),
     // A subgraph's unexpected error (subgraphs/shared/errors.ts), then the REST shims' view of it.
@@ -236,10 +311,17 @@ describe("every code on every surface that can produce it", () => {
     too_many_subscriptions: () => expect(cloudErrorOf("too_many_subscriptions")).toEqual({ code: "rate_limited", status: 429 }),
     // Triggered in test/integration/openapi.test.ts and upstream-failures.test.ts (a failing upstream).
     upstream_failed: () => expect(toShimError({ message: "Upstream request failed", extensions: { code: "upstream_failed" } })).toMatchObject({ status: 502 }),
-    upstream_timeout: () => expect(toShimError({ message: "Upstream request timed out", extensions: { code: "upstream_timeout" } })).toMatchObject({ status: 504 }),
+    upstream_timeout: () =>
+      expect(toShimError({ message: "Upstream request timed out", extensions: { code: "upstream_timeout" } })).toMatchObject({ status: 504 }),
     upstream_error: () => expect(cloudErrorOf("upstream_error")).toEqual({ code: "upstream_error", status: 502 }),
     // A gateway error without a code: the subgraph could not be used.
-    service_unavailable: () => expect(toShimError({ message: "fetch failed", extensions: {} })).toEqual({ code: "service_unavailable", status: 503, message: "Service unavailable", details: {} }),
+    service_unavailable: () =>
+      expect(toShimError({ message: "fetch failed", extensions: {} })).toEqual({
+        code: "service_unavailable",
+        status: 503,
+        message: "Service unavailable",
+        details: {},
+      }),
     // Triggered in test/integration/router-limits.test.ts (REQUEST_TIMEOUT_MS).
     request_timeout: () => expect(cloudErrorOf("request_timeout")).toEqual({ code: "request_timeout", status: 504 }),
     // Domain conflicts are the services' (cloud-api.test.ts); here the cloud mapping.
@@ -253,13 +335,16 @@ describe("every code on every surface that can produce it", () => {
 
   it.each(Object.keys(mappedOnly))("maps %s as the table says", (code) => mappedOnly[code as ErrorCode]!());
 
-  const cases = Object.entries(triggers).flatMap(([code, surfaces]) => Object.entries(surfaces!).map(([surface, trigger]) => ({ code: code as ErrorCode, surface: surface as Surface, trigger: trigger! })));
+  const cases = Object.entries(triggers).flatMap(([code, surfaces]) =>
+    Object.entries(surfaces!).map(([surface, trigger]) => ({ code: code as ErrorCode, surface: surface as Surface, trigger: trigger! })),
+  );
 
   it.each(cases)("answers $code on $surface with the table's status and code", async ({ code, surface, trigger }) => {
     const { status, body } = await trigger.run();
     seen.push(body);
     const entry = ERROR_CODES[code];
-    const message = (actual: string) => (trigger.message instanceof RegExp ? expect(actual).toMatch(trigger.message) : expect(actual).toBe(trigger.message ?? entry.message));
+    const message = (actual: string) =>
+      trigger.message instanceof RegExp ? expect(actual).toMatch(trigger.message) : expect(actual).toBe(trigger.message ?? entry.message);
     if (surface === "rest-generation") {
       expect({ status, code: body.code }).toEqual({ status: entry.status, code: entry.status });
       message(body.message);

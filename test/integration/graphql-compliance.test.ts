@@ -54,7 +54,13 @@ describe("GraphQL over HTTP in production", () => {
     const notOk = results.filter((r) => r.status !== "ok");
     expect(notOk.map((r) => `${r.id} ${r.status}`).sort()).toEqual(["28B9 error", "2EA1 warn", "6A70 notice", "D6D5 notice"]);
     for (const result of notOk) {
-      const body = "response" in result ? await result.response.clone().json().catch(() => null) : null;
+      const body =
+        "response" in result
+          ? await result.response
+              .clone()
+              .json()
+              .catch(() => null)
+          : null;
       expect(body?.errors?.[0]?.message ?? "").toMatch(/introspection has been disabled/);
     }
   });
@@ -100,16 +106,20 @@ describe("graphql-ws protocol through the router", () => {
     expect((await ws.closed).code).toBe(1000);
   });
 
-  it(`closes a connection that sends no connection_init with 4408 after the init timeout (${GRAPHQL_WS_INIT_TIMEOUT_MS} ms)`, async () => {
-    const ws = rawSocket();
-    await ws.opened;
-    const opened = Date.now();
-    const closed = await ws.closed;
-    expect(closed.code).toBe(4408);
-    expect(closed.reason).toBe("Connection initialisation timeout");
-    expect(closed.at - opened).toBeGreaterThanOrEqual(GRAPHQL_WS_INIT_TIMEOUT_MS - 100);
-    expect(ws.messages).toEqual([]);
-  }, GRAPHQL_WS_INIT_TIMEOUT_MS + 10_000);
+  it(
+    `closes a connection that sends no connection_init with 4408 after the init timeout (${GRAPHQL_WS_INIT_TIMEOUT_MS} ms)`,
+    async () => {
+      const ws = rawSocket();
+      await ws.opened;
+      const opened = Date.now();
+      const closed = await ws.closed;
+      expect(closed.code).toBe(4408);
+      expect(closed.reason).toBe("Connection initialisation timeout");
+      expect(closed.at - opened).toBeGreaterThanOrEqual(GRAPHQL_WS_INIT_TIMEOUT_MS - 100);
+      expect(ws.messages).toEqual([]);
+    },
+    GRAPHQL_WS_INIT_TIMEOUT_MS + 10_000,
+  );
 
   it("closes with 4429 on a second connection_init", async () => {
     const ws = rawSocket();

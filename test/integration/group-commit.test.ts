@@ -42,7 +42,13 @@ describe("group commit", () => {
     const submit = (n: number) =>
       commit(async (trx) => {
         await debit(trx, { accountId: key.account_id, keyId: key.id, amount: 5000, ref: `group:${key.id}:${n}`, reason: "group test" });
-        await trx("outbox").insert({ topic: "test.group", account_id: key.account_id, aggregate_id: `g${n}`, payload: "{}", created_at: new Date().toISOString() });
+        await trx("outbox").insert({
+          topic: "test.group",
+          account_id: key.account_id,
+          aggregate_id: `g${n}`,
+          payload: "{}",
+          created_at: new Date().toISOString(),
+        });
         // Seen by the caller only once durable: another connection reads it.
         return n;
       }).then(
@@ -53,7 +59,10 @@ describe("group commit", () => {
     db.off("query", countBegins);
 
     // 12 yuan covers two of three 5-yuan debits: the third is refused, the others commit.
-    expect(outcomes.slice(0, 2)).toEqual([{ value: 1, visible: true }, { value: 2, visible: true }]);
+    expect(outcomes.slice(0, 2)).toEqual([
+      { value: 1, visible: true },
+      { value: 2, visible: true },
+    ]);
     const refused = outcomes[2] as { error: unknown };
     expect(refused.error).toBeInstanceOf(AppError);
     expect((refused.error as AppError).code).toBe("insufficient_balance");

@@ -112,7 +112,10 @@ describe("the log format", () => {
   it("is human-readable when LOG_FORMAT=pretty, JSON when LOG_FORMAT=json", async () => {
     const pretty = lineSink();
     createLogger(loadConfig({ LOG_FORMAT: "pretty", LOG_LEVEL: "info" }), pretty.stream).info({ route: "/graphql", key_id: "key_1", status: 200 }, "request");
-    const line = await pretty.waitFor((l) => l, (l) => l.includes("request"));
+    const line = await pretty.waitFor(
+      (l) => l,
+      (l) => l.includes("request"),
+    );
     expect(json(line)).toBeNull();
     expect(line).toMatch(/INFO.*request.*"route":"\/graphql".*"key_id":"key_1"/);
 

@@ -28,7 +28,8 @@ function parseExposition(text: string): Sample[] {
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!match) throw new Error(`not an exposition line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const [, name, raw] of (match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[name!] = raw!.replace(/\\(.)/g, (_, c) => (c === "n" ? "\n" : c));
+    for (const [, name, raw] of (match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g))
+      labels[name!] = raw!.replace(/\\(.)/g, (_, c) => (c === "n" ? "\n" : c));
     samples.push({ name: match[1]!, labels, value: Number(match[3]) });
   }
   return samples;
@@ -76,7 +77,10 @@ describe("/metrics of a running stack", () => {
     const read = { route: "/api/v1/tasks/:task_id", method: "GET", status: "200" };
     expect(sampleValue(after, "switchyard_http_requests_total", read) - sampleValue(before, "switchyard_http_requests_total", read)).toBe(1);
     const durations = { route: "/api/v1/video/generations", method: "POST" };
-    expect(sampleValue(after, "switchyard_http_request_duration_seconds_count", durations) - sampleValue(before, "switchyard_http_request_duration_seconds_count", durations)).toBe(1);
+    expect(
+      sampleValue(after, "switchyard_http_request_duration_seconds_count", durations) -
+        sampleValue(before, "switchyard_http_request_duration_seconds_count", durations),
+    ).toBe(1);
     expect(after.some((s) => Object.values(s.labels).some((v) => v.includes(taskId)))).toBe(false);
   });
 
@@ -98,13 +102,16 @@ describe("/metrics of a running stack", () => {
     expect(invalid.body.errors?.[0]?.message).toMatch(/noSuchField/);
     const after = await scrape();
 
-    const diff = (labels: Record<string, string>) => sampleValue(after, "switchyard_graphql_operations_total", labels) - sampleValue(before, "switchyard_graphql_operations_total", labels);
+    const diff = (labels: Record<string, string>) =>
+      sampleValue(after, "switchyard_graphql_operations_total", labels) - sampleValue(before, "switchyard_graphql_operations_total", labels);
     expect(diff({ operation_name: "DashboardProbe", operation_type: "query", outcome: "ok" })).toBe(1);
     expect(diff({ operation_name: "MissingTask", operation_type: "query", outcome: "error" })).toBe(1);
     expect(diff({ operation_name: "NoSuchField", operation_type: "query", outcome: "invalid" })).toBe(1);
     // Three requests on /graphql, whatever status each answered with.
     const graphqlRequests = (samples: Sample[]) =>
-      samples.filter((s) => s.name === "switchyard_http_requests_total" && s.labels.route === "/graphql" && s.labels.method === "POST").reduce((n, s) => n + s.value, 0);
+      samples
+        .filter((s) => s.name === "switchyard_http_requests_total" && s.labels.route === "/graphql" && s.labels.method === "POST")
+        .reduce((n, s) => n + s.value, 0);
     expect(graphqlRequests(after) - graphqlRequests(before)).toBe(3);
     const duration = { operation_name: "DashboardProbe", operation_type: "query" };
     expect(sampleValue(after, "switchyard_graphql_operation_duration_seconds_count", duration)).toBe(1);
@@ -157,11 +164,14 @@ describe("/metrics of a running stack", () => {
     fake.onSubmit({ kind: "accept" });
     expect((await t.rest("POST", "/api/v1/video/generations", { key, body: VIDEO_BODY })).status).toBe(200);
     const after = await scrape();
-    const diff = (labels: Record<string, string>) => sampleValue(after, "switchyard_upstream_errors_total", labels) - sampleValue(before, "switchyard_upstream_errors_total", labels);
+    const diff = (labels: Record<string, string>) =>
+      sampleValue(after, "switchyard_upstream_errors_total", labels) - sampleValue(before, "switchyard_upstream_errors_total", labels);
     expect(diff({ kind: "http", operation: "submit" })).toBe(1);
     expect(diff({ kind: "code", operation: "submit" })).toBe(1);
     const submitErrors = after.filter((s) => s.name === "switchyard_upstream_errors_total" && s.labels.operation === "submit").reduce((n, s) => n + s.value, 0);
-    const submitErrorsBefore = before.filter((s) => s.name === "switchyard_upstream_errors_total" && s.labels.operation === "submit").reduce((n, s) => n + s.value, 0);
+    const submitErrorsBefore = before
+      .filter((s) => s.name === "switchyard_upstream_errors_total" && s.labels.operation === "submit")
+      .reduce((n, s) => n + s.value, 0);
     expect(submitErrors - submitErrorsBefore).toBe(2);
   });
 
@@ -169,11 +179,17 @@ describe("/metrics of a running stack", () => {
     const before = await scrape();
     await t.createKey("2.5");
     const after = await scrape();
-    expect(sampleValue(after, "switchyard_ledger_entries_total", { kind: "topup" }) - sampleValue(before, "switchyard_ledger_entries_total", { kind: "topup" })).toBe(1);
+    expect(
+      sampleValue(after, "switchyard_ledger_entries_total", { kind: "topup" }) - sampleValue(before, "switchyard_ledger_entries_total", { kind: "topup" }),
+    ).toBe(1);
     const credit = { kind: "topup", direction: "credit" };
     expect(sampleValue(after, "switchyard_ledger_milliyuan_total", credit) - sampleValue(before, "switchyard_ledger_milliyuan_total", credit)).toBe(2500);
     // Each figure equals the books: entries and amounts by kind, straight from the ledger.
-    const rows: { kind: string; n: number; total: number }[] = await t.stack.db!("ledger_entries").select("kind").count({ n: "*" }).sum({ total: "amount" }).groupBy("kind");
+    const rows: { kind: string; n: number; total: number }[] = await t.stack.db!("ledger_entries")
+      .select("kind")
+      .count({ n: "*" })
+      .sum({ total: "amount" })
+      .groupBy("kind");
     for (const row of rows) {
       expect(sampleValue(after, "switchyard_ledger_entries_total", { kind: row.kind })).toBe(Number(row.n));
       const credited = sampleValue(after, "switchyard_ledger_milliyuan_total", { kind: row.kind, direction: "credit" });
@@ -187,7 +203,14 @@ describe("/metrics of a running stack", () => {
     const hourAgo = new Date(Date.now() - 3600_000).toISOString();
     // A row the dispatcher holds a lease on (as if another instance had claimed it and stalled).
     const [inserted] = await db("outbox")
-      .insert({ topic: "metrics.test", account_id: "acc_metrics", aggregate_id: "agg_metrics", payload: "{}", created_at: hourAgo, lease_until: new Date(Date.now() + 3600_000).toISOString() })
+      .insert({
+        topic: "metrics.test",
+        account_id: "acc_metrics",
+        aggregate_id: "agg_metrics",
+        payload: "{}",
+        created_at: hourAgo,
+        lease_until: new Date(Date.now() + 3600_000).toISOString(),
+      })
       .returning("id");
     const id = typeof inserted === "object" ? inserted.id : inserted;
     const stalled = await scrape();

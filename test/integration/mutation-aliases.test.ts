@@ -20,7 +20,6 @@ const TASK_FIELDS = "task { id statusCode price { amount } charged { amount } }"
 let t: TestStack;
 let orderSeq = 0;
 
-
 /** The generation balance of a key's account, in yuan as the API writes it. */
 async function balanceOf(key: string): Promise<string> {
   const r = await t.graphql("{ viewer { balance { amount } } }", {}, key);
@@ -48,7 +47,9 @@ function orderInput(customerId: string, overrides: Record<string, string> = {}):
     metadata: `{ domain: "alias${orderSeq}.example.com" }`,
     ...overrides,
   };
-  return `{ ${Object.entries(fields).map(([k, v]) => `${k}: ${v}`).join(", ")} }`;
+  return `{ ${Object.entries(fields)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join(", ")} }`;
 }
 
 const ORDER_FIELDS = "order { id status paymentStatus amount { amount } } replayed";
@@ -79,10 +80,22 @@ describe.each(["auto", "http"])("with SUBGRAPH_TRANSPORT=%s", (transport) => {
       const fields = r.body.data.__schema.mutationType.fields as { name: string; type: { kind: string; name: string } }[];
       expect(fields.map((f) => f.name).sort()).toEqual(
         [
-          "submitVideoGeneration", "submitImageGeneration",
-          "createOrder", "renewOrder", "payOrder", "createDomain", "purgeDomain", "setUsageThreshold", "resendDelivery",
-          "adminUpsertVendor", "adminUpsertProduct", "adminCreateApiKey", "adminSetApiKeyStatus",
-          "adminTopUpAccount", "adminTopUpCustomer", "adminSetCustomerCreditLine",
+          "submitVideoGeneration",
+          "submitImageGeneration",
+          "createOrder",
+          "renewOrder",
+          "payOrder",
+          "createDomain",
+          "purgeDomain",
+          "setUsageThreshold",
+          "resendDelivery",
+          "adminUpsertVendor",
+          "adminUpsertProduct",
+          "adminCreateApiKey",
+          "adminSetApiKeyStatus",
+          "adminTopUpAccount",
+          "adminTopUpCustomer",
+          "adminSetCustomerCreditLine",
         ].sort(),
       );
       for (const field of fields) expect(field.type, field.name).toEqual({ kind: "OBJECT", name: expect.stringMatching(/Payload$/) });
@@ -158,7 +171,9 @@ describe.each(["auto", "http"])("with SUBGRAPH_TRANSPORT=%s", (transport) => {
       const body = await response.json();
       expect(body.data.a.task.price.amount).toBe(VIDEO_PRICE);
       expect(body.data.b).toBeNull();
-      expect(body.errors).toEqual([expect.objectContaining({ path: ["b"], extensions: expect.objectContaining({ code: "invalid_request", http: { status: 400 } }) })]);
+      expect(body.errors).toEqual([
+        expect.objectContaining({ path: ["b"], extensions: expect.objectContaining({ code: "invalid_request", http: { status: 400 } }) }),
+      ]);
       expect(await balanceOf(key)).toBe("15.00");
     });
   });
@@ -173,14 +188,19 @@ describe.each(["auto", "http"])("with SUBGRAPH_TRANSPORT=%s", (transport) => {
         key,
       );
       expect(r.status).toBe(200);
-      expect(r.body.data.a).toMatchObject({ order: { id: expect.stringMatching(/^ord_/), paymentStatus: "PAID", amount: { amount: "30.00" } }, replayed: false });
+      expect(r.body.data.a).toMatchObject({
+        order: { id: expect.stringMatching(/^ord_/), paymentStatus: "PAID", amount: { amount: "30.00" } },
+        replayed: false,
+      });
       expect(r.body.data.b).toBeNull();
       expect(r.body.errors).toHaveLength(1);
       expect(r.body.errors[0]).toMatchObject({ path: ["b"], extensions: { code: "validation_failed", field: "quantity", http: { status: 422 } } });
 
       const books = await customerBooks(key, "cust-alias");
       expect(books.available).toBe("70.00");
-      expect(books.transactions.filter((x) => x.type === "DEDUCTION")).toEqual([{ type: "DEDUCTION", amount: { amount: "-30.00" }, order: { id: r.body.data.a.order.id } }]);
+      expect(books.transactions.filter((x) => x.type === "DEDUCTION")).toEqual([
+        { type: "DEDUCTION", amount: { amount: "-30.00" }, order: { id: r.body.data.a.order.id } },
+      ]);
       expect(await t.stack.db!("orders").where("account_id", account_id).count({ n: "*" }).first()).toMatchObject({ n: 1 });
       expect(await verifyLedger(t.stack.db!)).toEqual([]);
     });
@@ -200,7 +220,9 @@ describe.each(["auto", "http"])("with SUBGRAPH_TRANSPORT=%s", (transport) => {
       expect(r.status).toBe(200);
       expect(r.body.data.a).toMatchObject({ order: { id: orderId }, replayed: false });
       expect(r.body.data.b).toBeNull();
-      expect(r.body.errors).toEqual([expect.objectContaining({ path: ["b"], extensions: expect.objectContaining({ code: "insufficient_balance", http: { status: 402 } }) })]);
+      expect(r.body.errors).toEqual([
+        expect.objectContaining({ path: ["b"], extensions: expect.objectContaining({ code: "insufficient_balance", http: { status: 402 } }) }),
+      ]);
 
       const books = await customerBooks(key, "cust-renew");
       expect(books.available).toBe("0.00");
@@ -225,7 +247,11 @@ describe.each(["auto", "http"])("with SUBGRAPH_TRANSPORT=%s", (transport) => {
       expect(r.body.data.bad).toBeNull();
       expect(r.body.data.order.order.paymentStatus).toBe("PAID");
       expect(r.body.errors).toHaveLength(1);
-      expect(r.body.errors[0]).toMatchObject({ message: "product is not available", path: ["bad"], extensions: { code: "validation_failed", http: { status: 422 } } });
+      expect(r.body.errors[0]).toMatchObject({
+        message: "product is not available",
+        path: ["bad"],
+        extensions: { code: "validation_failed", http: { status: 422 } },
+      });
       expect(await balanceOf(key)).toBe("15.00");
       expect((await customerBooks(key, "cust-mixed")).available).toBe("70.00");
     });

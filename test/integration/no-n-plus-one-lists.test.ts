@@ -30,7 +30,11 @@ const inCloud = (statements: CountedStatement[]) => statements.filter((s) => s.p
 
 /** POSTs an operation to the cloud subgraph itself, signed as the router signs (it serves nothing else). */
 async function cloudSubgraph(query: string, variables: Record<string, unknown>) {
-  const params = await signSubgraphRequest(t.stack.subgraphSecret!, { query, variables, headers: { authorization: `Bearer ${owner.key}`, "x-switchyard-client-ip": "127.0.0.1" } });
+  const params = await signSubgraphRequest(t.stack.subgraphSecret!, {
+    query,
+    variables,
+    headers: { authorization: `Bearer ${owner.key}`, "x-switchyard-client-ip": "127.0.0.1" },
+  });
   const response = await fetch(t.stack.cloudUrl!, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(params) });
   return { status: response.status, body: (await response.json()) as any };
 }
@@ -63,7 +67,14 @@ beforeAll(async () => {
       Array.from({ length: 10 }, (_, k) => start + k).map(async (i) => {
         const response = await t.rest("POST", "/openapi/v1/orders", {
           key: owner.key,
-          body: { client_order_no: `lists-${i}`, product_id: DEMO_CATALOG.products.cdn, quantity: 1, billing_cycle: "monthly", customer: { customer_id: "cust-lists" }, metadata: { domain: `order${i}.example.com` } },
+          body: {
+            client_order_no: `lists-${i}`,
+            product_id: DEMO_CATALOG.products.cdn,
+            quantity: 1,
+            billing_cycle: "monthly",
+            customer: { customer_id: "cust-lists" },
+            metadata: { domain: `order${i}.example.com` },
+          },
         });
         expect(response.status, JSON.stringify(response.body)).toBe(201);
         orderIds.push(response.body.data.order_id);
@@ -71,10 +82,21 @@ beforeAll(async () => {
     );
   }
   // Settled: every order active, every event published and every callback delivered.
-  const count = (query: any) => query.count({ n: "*" }).first().then((row: any) => Number(row.n));
-  await waitUntil(() => count(db("orders").where({ account_id: owner.account_id, status: "active" })), (n) => n === 100, 60_000);
+  const count = (query: any) =>
+    query
+      .count({ n: "*" })
+      .first()
+      .then((row: any) => Number(row.n));
   await waitUntil(
-    async () => [await count(db("outbox").where("account_id", owner.account_id).whereNull("published_at")), await count(db("webhook_deliveries").where({ account_id: owner.account_id, status: "pending" }))],
+    () => count(db("orders").where({ account_id: owner.account_id, status: "active" })),
+    (n) => n === 100,
+    60_000,
+  );
+  await waitUntil(
+    async () => [
+      await count(db("outbox").where("account_id", owner.account_id).whereNull("published_at")),
+      await count(db("webhook_deliveries").where({ account_id: owner.account_id, status: "pending" })),
+    ],
     ([unpublished, pending]) => unpublished === 0 && pending === 0,
     60_000,
   );
@@ -83,7 +105,12 @@ beforeAll(async () => {
   const caller = { keyId: owner.id, accountId: owner.account_id };
   for (let i = 0; i < 100; i++) {
     const name = `site${i}.lists.example.com`;
-    await createDomain(db, caller, { domain: name, origin: { type: "ip", address: "93.184.216.34" }, protocol: "https", orderId: orderIds[0], customerId: "cust-lists" }, { stepMs: 50, checkOriginHost: async () => ({ ok: false }) });
+    await createDomain(
+      db,
+      caller,
+      { domain: name, origin: { type: "ip", address: "93.184.216.34" }, protocol: "https", orderId: orderIds[0], customerId: "cust-lists" },
+      { stepMs: 50, checkOriginHost: async () => ({ ok: false }) },
+    );
     for (let j = 0; j < i % 4; j++) await purgeDomain(db, caller, name, { type: "url", targets: [`https://${name}/${j}.html`] }, { stepMs: 50 });
     domains.push(name);
   }
@@ -101,7 +128,10 @@ describe("lists under many parents", () => {
     await run(10); // warm-up
     const few = await run(10);
     const many = await run(100);
-    for (const [measured, n] of [[few, 10], [many, 100]] as const) {
+    for (const [measured, n] of [
+      [few, 10],
+      [many, 100],
+    ] as const) {
       expect(measured.result.body.errors, JSON.stringify(measured.result.body.errors)).toBeUndefined();
       const vendors = measured.result.body.data.vendors.nodes;
       expect(vendors).toHaveLength(n);
@@ -128,14 +158,19 @@ describe("lists under many parents", () => {
     await run(10);
     const few = await run(10);
     const many = await run(100);
-    for (const [measured, n] of [[few, 10], [many, 100]] as const) {
+    for (const [measured, n] of [
+      [few, 10],
+      [many, 100],
+    ] as const) {
       expect(measured.result.body.errors, JSON.stringify(measured.result.body.errors)).toBeUndefined();
       const orders = measured.result.body.data.orders.nodes;
       expect(orders).toHaveLength(n);
       for (const order of orders) {
         const alone = await listDeliveries(t.stack.db!, { accountId: owner.account_id, aggregateId: order.id, first: 5 });
         expect(alone.length).toBeGreaterThan(0);
-        expect(order.deliveries.map((d: any) => [d.id, d.event, d.status, d.attempts.length])).toEqual(alone.map((d) => [String(d.id), d.event, d.status, d.attempts.length]));
+        expect(order.deliveries.map((d: any) => [d.id, d.event, d.status, d.attempts.length])).toEqual(
+          alone.map((d) => [String(d.id), d.event, d.status, d.attempts.length]),
+        );
       }
     }
     const fewCloud = inCloud(few.statements);
@@ -148,12 +183,16 @@ describe("lists under many parents", () => {
 
   it("reads Domain.purgeTasks of 100 domain entities with as many SQL statements as of 10", async () => {
     const query = `query D($r: [_Any!]!) { _entities(representations: $r) { ... on Domain { domain reviewStatus purgeTasks(first: 2) { id domain status createdAt } } } }`;
-    const run = (n: number) => measureStatements(t.stack.db!, () => cloudSubgraph(query, { r: domains.slice(0, n).map((domain) => ({ __typename: "Domain", domain })) }));
+    const run = (n: number) =>
+      measureStatements(t.stack.db!, () => cloudSubgraph(query, { r: domains.slice(0, n).map((domain) => ({ __typename: "Domain", domain })) }));
     await run(10);
     const few = await run(10);
     const many = await run(100);
     const caller = { accountId: owner.account_id };
-    for (const [measured, n] of [[few, 10], [many, 100]] as const) {
+    for (const [measured, n] of [
+      [few, 10],
+      [many, 100],
+    ] as const) {
       expect(measured.result.body.errors, JSON.stringify(measured.result.body.errors)).toBeUndefined();
       const entities = measured.result.body.data._entities;
       expect(entities.map((d: any) => d.domain)).toEqual(domains.slice(0, n));
@@ -170,14 +209,23 @@ describe("lists under many parents", () => {
   });
 
   it("reads Domain.purgeTasks of 30 aliased domains through the router with as many statements as of 10", async () => {
-    const query = (n: number) => `{ ${domains.slice(0, n).map((d, i) => `d${i}: domain(domain: "${d}") { domain purgeTasks { id } }`).join(" ")} }`;
+    const query = (n: number) =>
+      `{ ${domains
+        .slice(0, n)
+        .map((d, i) => `d${i}: domain(domain: "${d}") { domain purgeTasks { id } }`)
+        .join(" ")} }`;
     const run = (n: number) => measureStatements(t.stack.db!, () => t.graphql(query(n), {}, owner.key));
     await run(10);
     const few = await run(10);
     const many = await run(30);
     expect(many.result.body.errors).toBeUndefined();
     expect(Object.keys(many.result.body.data)).toHaveLength(30);
-    expect(inCloud(many.statements).length, inCloud(many.statements).map((s) => s.sql).join("\n")).toBe(inCloud(few.statements).length);
+    expect(
+      inCloud(many.statements).length,
+      inCloud(many.statements)
+        .map((s) => s.sql)
+        .join("\n"),
+    ).toBe(inCloud(few.statements).length);
   });
 
   it("pages each vendor's products in one statement exactly as listProducts pages one vendor, cursors included", async () => {
@@ -194,7 +242,9 @@ describe("lists under many parents", () => {
         // One cursor for every vendor: each page is what listProducts gives with that cursor.
         const after = await listProductsOfVendors(db, sample, { first, after: cursor });
         for (const other of sample) {
-          expect(after.get(other), `${other} first ${first} after ${vendorId}'s first`).toEqual(await listProducts(db, { vendorId: other }, { first, after: cursor }));
+          expect(after.get(other), `${other} first ${first} after ${vendorId}'s first`).toEqual(
+            await listProducts(db, { vendorId: other }, { first, after: cursor }),
+          );
         }
       }
     }

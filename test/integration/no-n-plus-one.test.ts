@@ -121,7 +121,10 @@ describe("the dashboard query", () => {
     const few = await measureDashboard(small.key);
     const many = await measureDashboard(large.key);
 
-    for (const [run, size] of [[few, 10], [many, 100]] as const) {
+    for (const [run, size] of [
+      [few, 10],
+      [many, 100],
+    ] as const) {
       expect(run.response.status).toBe(200);
       expect(run.response.body.errors).toBeUndefined();
       const viewer = run.response.body.data.viewer;
@@ -155,7 +158,10 @@ describe("the dashboard query", () => {
     expect(perServer(many.statements).other).toBe(0);
     // One entity kind, one statement: products, vendors and resources are each read once.
     for (const table of ["products", "vendors", "resources"]) {
-      expect(many.statements.filter((s) => new RegExp(`from [\`"]${table}[\`"]`).test(s.sql)), table).toHaveLength(1);
+      expect(
+        many.statements.filter((s) => new RegExp(`from [\`"]${table}[\`"]`).test(s.sql)),
+        table,
+      ).toHaveLength(1);
     }
   });
 

@@ -165,7 +165,8 @@ describe("the OpenAPI documents", () => {
         const operation = (item as any)[method] as Operation | undefined;
         if (!operation) continue;
         for (const [status, value] of Object.entries(operation.responses)) {
-          for (const [type, media] of Object.entries(resolve<Response>(doc, value).content ?? {})) compilers[surface](`${method.toUpperCase()} ${path} ${status} ${type}`, media.schema);
+          for (const [type, media] of Object.entries(resolve<Response>(doc, value).content ?? {}))
+            compilers[surface](`${method.toUpperCase()} ${path} ${status} ${type}`, media.schema);
         }
         for (const parameter of operation.parameters ?? []) {
           const p = resolve<Parameter>(doc, parameter);
@@ -280,7 +281,14 @@ describe("generation answers match the generation document", () => {
   }
 
   it("submits a video, reads it queued and then succeeded", async () => {
-    const { taskId, upstreamId } = await submit(VIDEO, { prompt: "a lighthouse at dusk", model_id: 52, seconds: 5, size: "16:9", resolution: "720p", count: 1 });
+    const { taskId, upstreamId } = await submit(VIDEO, {
+      prompt: "a lighthouse at dusk",
+      model_id: 52,
+      seconds: 5,
+      size: "16:9",
+      resolution: "720p",
+      count: 1,
+    });
     const queued = await gen("GET", TASK, `/api/v1/tasks/${taskId}`, { key: key.key });
     expect(queued.body.data.status).toBe(0);
     fake.setTask(upstreamId, { status: 1, result: "https://cdn.example.com/video.mp4" });
@@ -291,7 +299,11 @@ describe("generation answers match the generation document", () => {
 
   it("submits an image task that succeeds with its images, and a video that fails with a refund", async () => {
     const image = await submit(IMAGE, { prompt: "a red fox", model_id: 45, count: 2, size: "1:1", resolution: "1k" });
-    fake.setTask(image.upstreamId, { status: 1, images: ["https://cdn.example.com/1.png", "https://cdn.example.com/2.png"], result: "https://cdn.example.com/1.png" });
+    fake.setTask(image.upstreamId, {
+      status: 1,
+      images: ["https://cdn.example.com/1.png", "https://cdn.example.com/2.png"],
+      result: "https://cdn.example.com/1.png",
+    });
     await t.waitForTask(key.key, image.taskId);
     expect((await gen("GET", TASK, `/api/v1/tasks/${image.taskId}`, { key: key.key })).body.data.images).toHaveLength(2);
 
@@ -339,7 +351,10 @@ describe("generation answers match the generation document", () => {
     const catalogOnly = await t.createKey("10", { scopes: ["catalog:read"] });
     expect((await gen("POST", VIDEO, VIDEO, { key: catalogOnly.key, body: { prompt: "x" } })).status).toBe(403);
     const poor = await t.createKey("1");
-    expect((await gen("POST", VIDEO, VIDEO, { key: poor.key, body: { prompt: "x", seconds: 5 } })).body).toEqual({ code: 402, message: "Insufficient balance" });
+    expect((await gen("POST", VIDEO, VIDEO, { key: poor.key, body: { prompt: "x", seconds: 5 } })).body).toEqual({
+      code: 402,
+      message: "Insufficient balance",
+    });
     expect((await gen("GET", TASK, "/api/v1/tasks/task_nope", { key: key.key })).body).toEqual({ code: 404, message: "Task not found" });
     const other = await submit(VIDEO, { prompt: "mine" });
     expect((await gen("GET", TASK, `/api/v1/tasks/${other.taskId}`, { key: poor.key })).status).toBe(404);
@@ -368,7 +383,10 @@ describe("generation answers match the generation document", () => {
     fake.onSubmit({ kind: "http_error", status: 500 });
     expect((await gen("POST", VIDEO, VIDEO, { key: key.key, body: { prompt: "x" } })).body).toEqual({ code: 502, message: "Upstream request failed" });
     fake.onSubmit({ kind: "hang" });
-    expect((await gen("POST", IMAGE, IMAGE, { key: key.key, body: { prompt: "x", model_id: 45 } })).body).toEqual({ code: 504, message: "Upstream request timed out" });
+    expect((await gen("POST", IMAGE, IMAGE, { key: key.key, body: { prompt: "x", model_id: 45 } })).body).toEqual({
+      code: 504,
+      message: "Upstream request timed out",
+    });
     fake.onSubmit({ kind: "accept" });
   });
 });
@@ -533,7 +551,9 @@ describe("cloud answers match the cloud document", () => {
     expect(bandwidth.body.data.interval_seconds).toBe(300);
     const day = end.toISOString().slice(0, 10);
     await api("GET", "/usage/traffic", `/usage/traffic?resource_id=${active.resource_id}&start=${day}&end=${day}`);
-    expect((await api("GET", "/usage/bandwidth", `/usage/bandwidth?resource_id=${active.resource_id}&start=${end.toISOString()}&end=${start.toISOString()}`)).status).toBe(400);
+    expect(
+      (await api("GET", "/usage/bandwidth", `/usage/bandwidth?resource_id=${active.resource_id}&start=${end.toISOString()}&end=${start.toISOString()}`)).status,
+    ).toBe(400);
     expect((await api("GET", "/usage/traffic", `/usage/traffic?resource_id=${active.resource_id}&start=2020-01-01&end=2020-03-01`)).status).toBe(400);
     expect((await api("GET", "/usage/bandwidth", "/usage/bandwidth")).body.error.details.field).toBe("resource_id");
     expect((await api("GET", "/usage/traffic", `/usage/traffic?resource_id=res_nope&start=${day}&end=${day}`)).status).toBe(404);
@@ -594,7 +614,10 @@ describe("coverage of the conformance checks", () => {
       for (const operation of documentedOperations(doc)) {
         const op = operationOf(doc, ...(operation.split(" ") as [string, string]));
         const successes = Object.keys(op.responses).filter((s) => s.startsWith("2"));
-        expect(successes.some((s) => exercised.has(`${operation} ${s}`)), `${surface}: no success answer of ${operation} was checked`).toBe(true);
+        expect(
+          successes.some((s) => exercised.has(`${operation} ${s}`)),
+          `${surface}: no success answer of ${operation} was checked`,
+        ).toBe(true);
       }
     }
   });

@@ -52,7 +52,12 @@ async function runToFirst429(t: TestStack, limit: number, send: (key: string) =>
 
 /** The checks every entry point must pass. */
 function expectCountdown(answers: Answer[], limit: number): void {
-  expect(answers.map((a) => a.status).slice(0, limit).every((s) => s === 200 || s === 201)).toBe(true);
+  expect(
+    answers
+      .map((a) => a.status)
+      .slice(0, limit)
+      .every((s) => s === 200 || s === 201),
+  ).toBe(true);
   expect(answers.at(-1)!.status).toBe(429);
   for (const answer of answers) expect(parameters(answer.headers.get("ratelimit-policy"))).toEqual({ q: limit, w: 1 });
   const limits = answers.map((a) => parameters(a.headers.get("ratelimit"))!);
@@ -89,7 +94,10 @@ describe.each([
     const answers = await runToFirst429(t, 3, (key) => t.rest("GET", "/api/v1/tasks/task_missing", { key }));
     // 404 is still an answer to a counted request: it carries the headers too.
     expect(answers.slice(0, 3).map((a) => a.status)).toEqual([404, 404, 404]);
-    expectCountdown(answers.map((a) => (a.status === 404 ? { ...a, status: 200 } : a)), 3);
+    expectCountdown(
+      answers.map((a) => (a.status === 404 ? { ...a, status: 200 } : a)),
+      3,
+    );
   });
 
   it("counts down RateLimit on the cloud REST API, then keeps Retry-After on the 429", async () => {

@@ -208,12 +208,18 @@ describe("viewer across both subgraphs", () => {
       const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(params) });
       return response.json() as Promise<any>;
     };
-    const generation = await entities(t.stack.generationUrl!, "balance { amount } spent { amount } billedSeconds billedImages tasks(first: 10) { totalCount } recentRequests(first: 5) { path }");
+    const generation = await entities(
+      t.stack.generationUrl!,
+      "balance { amount } spent { amount } billedSeconds billedImages tasks(first: 10) { totalCount } recentRequests(first: 5) { path }",
+    );
     expect(generation.errors).toBeUndefined();
     expect(generation.data._entities).toEqual([
       { id: alice.accountId, balance: null, spent: null, billedSeconds: null, billedImages: null, tasks: null, recentRequests: null },
     ]);
-    const cloud = await entities(t.stack.cloudUrl!, 'orders(first: 10) { totalCount } resources(first: 10) { totalCount } customerBalance(customerId: "cust-1") { customerId }');
+    const cloud = await entities(
+      t.stack.cloudUrl!,
+      'orders(first: 10) { totalCount } resources(first: 10) { totalCount } customerBalance(customerId: "cust-1") { customerId }',
+    );
     expect(cloud.errors).toBeUndefined();
     expect(cloud.data._entities).toEqual([{ id: alice.accountId, orders: null, resources: null, customerBalance: null }]);
 

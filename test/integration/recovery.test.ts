@@ -157,7 +157,9 @@ describe("interrupted submissions", () => {
     const sweeper = recovery(upstream);
     expect(await sweeper.sweepOnce()).toMatchObject({ resent: 0 });
     expect(calls.submit).toBe(0);
-    await db("tasks").where({ id }).update({ next_poll_at: new Date(Date.now() - 1).toISOString() });
+    await db("tasks")
+      .where({ id })
+      .update({ next_poll_at: new Date(Date.now() - 1).toISOString() });
     expect(await sweeper.sweepOnce()).toMatchObject({ resent: 1 });
     expect(await task(id)).toMatchObject({ submit_state: "sent", upstream_task_id: `up-${id}` });
     expect(calls.submit).toBe(1);
@@ -172,7 +174,9 @@ describe("deadlines and late results", () => {
     const row = await task(submitted.id);
     expect(row).toMatchObject({ submit_state: "sent", status: 0 });
     expect(Date.parse(row.deadline_at) - Date.parse(row.created_at)).toBe(30 * 60 * 1000); // video: 30 minutes
-    await db("tasks").where({ id: submitted.id }).update({ deadline_at: new Date(Date.now() - 1).toISOString() });
+    await db("tasks")
+      .where({ id: submitted.id })
+      .update({ deadline_at: new Date(Date.now() - 1).toISOString() });
     return submitted.id;
   }
 
@@ -183,7 +187,10 @@ describe("deadlines and late results", () => {
     const poller = serviceWith(upstream, testDb.openAnother());
     const rows = await Promise.all(ids.map(task));
     const sweeper = recovery(upstream);
-    await Promise.all([sweeper.sweepOnce(), ...rows.map((row) => poller.applyUpstreamState(toTaskRecord(row), { status: 1, result: `https://cdn.example.com/${row.id}.mp4` }, 0))]);
+    await Promise.all([
+      sweeper.sweepOnce(),
+      ...rows.map((row) => poller.applyUpstreamState(toTaskRecord(row), { status: 1, result: `https://cdn.example.com/${row.id}.mp4` }, 0)),
+    ]);
     for (const id of ids) {
       const row = await task(id);
       if (Number(row.status) === 1) {
@@ -218,7 +225,9 @@ describe("deadlines and late results", () => {
     // Still running upstream: asked again later, nothing recorded.
     expect(await sweeper.sweepOnce()).toMatchObject({ late: 0 });
     expect((await task(id)).next_poll_at).not.toBeNull();
-    await db("tasks").where({ id }).update({ next_poll_at: new Date(Date.now() - 1).toISOString() });
+    await db("tasks")
+      .where({ id })
+      .update({ next_poll_at: new Date(Date.now() - 1).toISOString() });
     script.status = async () => ({ status: 1, result: "https://cdn.example.com/late.mp4" });
     expect(await sweeper.sweepOnce()).toMatchObject({ expired: 0, late: 1 });
     const late = await task(id);
@@ -239,7 +248,9 @@ describe("deadlines and late results", () => {
     script.status = async () => ({ status: 2, error: "upstream gave up" });
     const sweeper = recovery(upstream);
     expect(await sweeper.sweepOnce()).toMatchObject({ expired: 1 });
-    await db("tasks").where({ id }).update({ next_poll_at: new Date(Date.now() - 1).toISOString() });
+    await db("tasks")
+      .where({ id })
+      .update({ next_poll_at: new Date(Date.now() - 1).toISOString() });
     expect(await sweeper.sweepOnce()).toMatchObject({ late: 0 });
     expect(await task(id)).toMatchObject({ status: 2, next_poll_at: null, late_result: null, error: "Generation timed out" });
   });
@@ -330,7 +341,11 @@ describe("interrupted submissions the provider may already have (HTTP adapter, f
     expect(lookups()).toBe(asked + 1);
     const sent = submissionsOf(id);
     expect(sent).toHaveLength(1);
-    expect(sent[0]).toMatchObject({ idempotencyKey: id, authorization: "Bearer upstream-key", body: { client_reference: id, prompt: expect.any(String), model_id: 52 } });
+    expect(sent[0]).toMatchObject({
+      idempotencyKey: id,
+      authorization: "Bearer upstream-key",
+      body: { client_reference: id, prompt: expect.any(String), model_id: 52 },
+    });
     expect(await task(id)).toMatchObject({ submit_state: "sent", upstream_task_id: "up-first-arrival" });
     expect(await entriesOf(id)).toEqual([["debit", -PRICE]]);
     expect(await verifyLedger(db)).toEqual([]);
@@ -384,7 +399,14 @@ describe("switchyard verify: orders and refund causes", () => {
     expect(await verifyLedger(db)).toEqual([]);
 
     const entry = (fields: Record<string, unknown>) =>
-      db("ledger_entries").insert({ account_id: caller.accountId, customer_id: "rich", key_id: caller.keyId, balance_after: 0, created_at: new Date().toISOString(), ...fields });
+      db("ledger_entries").insert({
+        account_id: caller.accountId,
+        customer_id: "rich",
+        key_id: caller.keyId,
+        balance_after: 0,
+        created_at: new Date().toISOString(),
+        ...fields,
+      });
     // The pay deduction of `paid` no longer matches its amount.
     await db("ledger_entries").where("ref", `order:${paid.id}:pay`).update({ amount: -1 });
     // A second refund of `refunded`.

@@ -70,9 +70,16 @@ describe("Redis pub/sub", () => {
     expect(await numsub(topic)).toBe(2);
 
     // Not awaited one by one: order must come from the connection, not from the test pacing.
-    const sent = [...Array.from({ length: 200 }, (_, i) => a.publish(topic, { from: "a", n: i, nested: { text: "狐狸 🦊", list: [i] } })), ...Array.from({ length: 200 }, (_, i) => b.publish(topic, { from: "b", n: i }))];
+    const sent = [
+      ...Array.from({ length: 200 }, (_, i) => a.publish(topic, { from: "a", n: i, nested: { text: "狐狸 🦊", list: [i] } })),
+      ...Array.from({ length: 200 }, (_, i) => b.publish(topic, { from: "b", n: i })),
+    ];
     await Promise.all(sent);
-    await waitUntil(async () => [seenByA.length, seenByB.length], ([x, y]) => x === 400 && y === 400, 5_000);
+    await waitUntil(
+      async () => [seenByA.length, seenByB.length],
+      ([x, y]) => x === 400 && y === 400,
+      5_000,
+    );
 
     for (const seen of [seenByA, seenByB]) {
       for (const from of ["a", "b"]) {
@@ -94,18 +101,27 @@ describe("Redis pub/sub", () => {
     expect(await numsub(topic)).toBe(1); // one Redis subscription for both handlers
 
     await b.publish(topic, 1);
-    await waitUntil(async () => second.length, (n) => n === 1);
+    await waitUntil(
+      async () => second.length,
+      (n) => n === 1,
+    );
     expect(first).toEqual([1]);
 
     offFirst();
     offFirst(); // idempotent
     await b.publish(topic, 2);
-    await waitUntil(async () => second.length, (n) => n === 2);
+    await waitUntil(
+      async () => second.length,
+      (n) => n === 2,
+    );
     expect(first).toEqual([1]);
     expect(await numsub(topic)).toBe(1);
 
     offSecond();
-    await waitUntil(() => numsub(topic), (n) => n === 0);
+    await waitUntil(
+      () => numsub(topic),
+      (n) => n === 0,
+    );
 
     // Subscribing again after the last one left works (SUBSCRIBE after UNSUBSCRIBE on one connection).
     const again: unknown[] = [];
@@ -114,7 +130,10 @@ describe("Redis pub/sub", () => {
     const last = a.subscribe(topic, (e) => again.push(e));
     await a.whenSubscribed(topic);
     await b.publish(topic, 3);
-    await waitUntil(async () => again, (list) => list.length === 1);
+    await waitUntil(
+      async () => again,
+      (list) => list.length === 1,
+    );
     expect(again).toEqual([3]);
     last();
   });
@@ -139,7 +158,10 @@ describe("Redis pub/sub", () => {
       // (one Redis connection delivers in publish order).
       await a.publish(topic, { marker: true });
       await other.publish(topic, { marker: true });
-      await waitUntil(async () => got.length + foreign.length, (n) => n >= 3);
+      await waitUntil(
+        async () => got.length + foreign.length,
+        (n) => n >= 3,
+      );
     } finally {
       console.error = originalError;
     }
@@ -160,7 +182,10 @@ describe("Redis pub/sub", () => {
       if (got.length === 5) break; // `break` calls return(), which closes the stream
     }
     expect(got).toEqual([0, 2, 4, 6, 8]);
-    await waitUntil(() => numsub(topic), (n) => n === 0);
+    await waitUntil(
+      () => numsub(topic),
+      (n) => n === 0,
+    );
   });
 
   it("is chosen by createPubSub when REDIS_URL is set; in-process otherwise; close is idempotent", async () => {
@@ -224,7 +249,10 @@ describe("rate limit shared through Redis", () => {
     expect(refused).toMatchObject({ code: "rate_limited", details: { retry_after_seconds: 1 } });
     // After the window has passed, req_3 on the other instance keeps its refusal (the stored
     // outcome, not a new count), while a new request id is counted in the new window.
-    await waitUntil(() => admin.exists(`${PREFIX}rl2:${caller.keyId}`), (n) => n === 0); // the window's counter expired
+    await waitUntil(
+      () => admin.exists(`${PREFIX}rl2:${caller.keyId}`),
+      (n) => n === 0,
+    ); // the window's counter expired
     await expect(a.consume(caller, "req_3")).rejects.toMatchObject({ code: "rate_limited" });
     await expect(a.consume(caller, "req_4")).resolves.toMatchObject({ limit: 2, remaining: 1 });
     expect(await admin.get(`${PREFIX}rl2:${caller.keyId}`)).toBe("1");
@@ -296,7 +324,10 @@ describe("two routers on one Redis", () => {
       if (event.data?.tasks?.id === taskId && event.data.tasks.statusCode === 1) resolveTerminal();
     });
     // The subscription is live once the subgraph's Redis subscriber joined the observer on the channel.
-    await waitUntil(() => numsub(topic), (n) => n === 2);
+    await waitUntil(
+      () => numsub(topic),
+      (n) => n === 2,
+    );
 
     const submitted = await first.rest("POST", "/api/v1/video/generations", { key, body: { prompt: "a heron over a lake", model_id: 52 } });
     expect(submitted.status).toBe(200);

@@ -48,7 +48,13 @@ describe("a request's database budget", () => {
     const before = answered;
     const results = await runWithBudget(budget, async () => {
       const outcomes: unknown[] = [];
-      for (let i = 0; i < 5; i++) outcomes.push(await db.raw("select 1 as one").then(() => "ok", (error) => error));
+      for (let i = 0; i < 5; i++)
+        outcomes.push(
+          await db.raw("select 1 as one").then(
+            () => "ok",
+            (error) => error,
+          ),
+        );
       return outcomes;
     });
     expect(results.slice(0, 3)).toEqual(["ok", "ok", "ok"]);
@@ -167,7 +173,9 @@ describe("the statement budget through the router", () => {
 
   it("never cuts a mutation between its steps: a submission needing more statements than the budget completes", async () => {
     const generationPort = Number(new URL(t.stack.generationUrl!).port);
-    const measured = await measureStatements(t.stack.db!, () => t.rest("POST", "/api/v1/images/generations", { key: greedy, body: { prompt: "a budget", model_id: 45 } }));
+    const measured = await measureStatements(t.stack.db!, () =>
+      t.rest("POST", "/api/v1/images/generations", { key: greedy, body: { prompt: "a budget", model_id: 45 } }),
+    );
     expect(measured.result.status, JSON.stringify(measured.result.body)).toBe(200);
     expect(measured.statements.filter((s) => s.port === generationPort).length).toBeGreaterThan(BUDGET);
     const task = await t.waitForTask(greedy, measured.result.body.data.task_id);

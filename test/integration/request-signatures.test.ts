@@ -19,11 +19,21 @@ describe("request signatures through the router", () => {
   afterAll(() => stack?.close());
 
   /** Sends a request signed over `signedBody` (the body actually sent unless told otherwise). */
-  const send = (method: string, path: string, body: string | undefined, options: { signedBody?: string; t?: number; secret?: string; unsigned?: boolean } = {}) => {
+  const send = (
+    method: string,
+    path: string,
+    body: string | undefined,
+    options: { signedBody?: string; t?: number; secret?: string; unsigned?: boolean } = {},
+  ) => {
     const headers: Record<string, string> = { authorization: `Bearer ${key.key}` };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (!options.unsigned) {
-      headers["x-service-signature"] = signRequest(options.secret ?? key.webhook_secret, { method, path, body: options.signedBody ?? body ?? "", timestamp: options.t ?? now() });
+      headers["x-service-signature"] = signRequest(options.secret ?? key.webhook_secret, {
+        method,
+        path,
+        body: options.signedBody ?? body ?? "",
+        timestamp: options.t ?? now(),
+      });
     }
     return fetch(`${stack.url}${path}`, { method, headers, body }).then(async (r) => ({ status: r.status, body: await r.json() }));
   };
@@ -56,7 +66,10 @@ describe("request signatures through the router", () => {
 
   it("signs a GraphQL mutation: a signed submission is charged, an unsigned one changes nothing", async () => {
     const mutation = (prompt: string) =>
-      JSON.stringify({ query: `mutation($input: SubmitVideoGenerationInput!) { submitVideoGeneration(input: $input) { task { id price { amount } } } }`, variables: { input: { modelId: 52, prompt, seconds: 5 } } });
+      JSON.stringify({
+        query: `mutation($input: SubmitVideoGenerationInput!) { submitVideoGeneration(input: $input) { task { id price { amount } } } }`,
+        variables: { input: { modelId: 52, prompt, seconds: 5 } },
+      });
     const refused = await send("POST", "/graphql", mutation("unsigned"), { unsigned: true });
     expect(refused.status).toBe(200);
     expect(refused.body.data).toEqual({ submitVideoGeneration: null });
@@ -75,7 +88,10 @@ describe("request signatures through the router", () => {
     expect(answer.body.errors).toBeUndefined();
     expect(answer.body.data.viewer.id).toMatch(/\S/);
     const otherPath = await fetch(`${stack.url}/graphql?query=${encodeURIComponent("{ viewer { id balance { amount } } }")}`, {
-      headers: { authorization: `Bearer ${key.key}`, "x-service-signature": signRequest(key.webhook_secret, { method: "GET", path, body: "", timestamp: now() }) },
+      headers: {
+        authorization: `Bearer ${key.key}`,
+        "x-service-signature": signRequest(key.webhook_secret, { method: "GET", path, body: "", timestamp: now() }),
+      },
     });
     expect(otherPath.status).toBe(200);
     const refused = await otherPath.json();
@@ -90,7 +106,12 @@ describe("request signatures through the router", () => {
     expect(unsignedUsage).toMatchObject({ status: 401, body: { code: 401, message: "Missing request signature" } });
     const vendors = await send("GET", "/openapi/v1/vendors?limit=1", undefined);
     expect(vendors.status).toBe(200);
-    const tampered = await send("POST", "/openapi/v1/orders", JSON.stringify({ product_id: "prd_vm_2c4g", client_order_no: "sig-1", quantity: 1, billing_cycle: "month", customer: "c1" }), { signedBody: "{}" });
+    const tampered = await send(
+      "POST",
+      "/openapi/v1/orders",
+      JSON.stringify({ product_id: "prd_vm_2c4g", client_order_no: "sig-1", quantity: 1, billing_cycle: "month", customer: "c1" }),
+      { signedBody: "{}" },
+    );
     expect(tampered).toMatchObject({ status: 401, body: { success: false, error: { code: "unauthorized", message: "Invalid request signature" } } });
   });
 });

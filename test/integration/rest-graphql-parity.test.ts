@@ -78,8 +78,16 @@ describe("REST and GraphQL parity", () => {
     { name: "an unknown model", body: { prompt: "x", model_id: 99 }, message: "model_id must be one of: 52, 51, 67, 69, 39, 45" },
     { name: "1080P on model 67", body: { prompt: "x", model_id: 67, resolution: "1080P" }, message: "resolution has an unsupported value" },
     { name: "count 5", body: { prompt: "x", model_id: 52, count: 5 }, message: "count has an unsupported value" },
-    { name: "an HTTP reference image", body: { prompt: "x", model_id: 52, reference_image: "http://93.184.216.34/a.png" }, message: "reference_image must be a public HTTPS URL" },
-    { name: "frames on model 52", body: { prompt: "x", model_id: 52, frame_start: "https://93.184.216.34/a.png" }, message: "frame_start has an unsupported value" },
+    {
+      name: "an HTTP reference image",
+      body: { prompt: "x", model_id: 52, reference_image: "http://93.184.216.34/a.png" },
+      message: "reference_image must be a public HTTPS URL",
+    },
+    {
+      name: "frames on model 52",
+      body: { prompt: "x", model_id: 52, frame_start: "https://93.184.216.34/a.png" },
+      message: "frame_start has an unsupported value",
+    },
     { name: "a prompt of 4001 code points", body: { prompt: "\u{1F98A}".repeat(4001), model_id: 52 }, message: "prompt must be a non-empty string" },
   ];
 
@@ -102,12 +110,34 @@ describe("REST and GraphQL parity", () => {
 
   // Cloud inputs: the same 422 through REST and GraphQL, the field named as the spec names it.
   const CREATE_ORDER = `mutation ($input: CreateOrderInput!) { createOrder(input: $input) { order { id } } }`;
-  const orderBody = { client_order_no: "PARITY-1", product_id: "prd_cdn_standard", quantity: 1, billing_cycle: "monthly", customer: { customer_id: "cust-parity" }, metadata: { domain: "www.parity.example" } };
+  const orderBody = {
+    client_order_no: "PARITY-1",
+    product_id: "prd_cdn_standard",
+    quantity: 1,
+    billing_cycle: "monthly",
+    customer: { customer_id: "cust-parity" },
+    metadata: { domain: "www.parity.example" },
+  };
   const invalidOrders: { name: string; body: Record<string, unknown>; field: string; message: string }[] = [
     { name: "a blank client_order_no", body: { ...orderBody, client_order_no: "" }, field: "client_order_no", message: "client_order_no is required" },
-    { name: "no customer.customer_id", body: { ...orderBody, customer: { contact: "ops@parity.example" } }, field: "customer.customer_id", message: "customer.customer_id is required" },
-    { name: "a billing_cycle the product lacks", body: { ...orderBody, billing_cycle: "weekly" }, field: "billing_cycle", message: "billing_cycle must be one of: monthly, quarterly, yearly" },
-    { name: "a metadata.domain that is no host name", body: { ...orderBody, metadata: { domain: "not a host" } }, field: "metadata.domain", message: "metadata.domain must be a valid host name such as www.example.com" },
+    {
+      name: "no customer.customer_id",
+      body: { ...orderBody, customer: { contact: "ops@parity.example" } },
+      field: "customer.customer_id",
+      message: "customer.customer_id is required",
+    },
+    {
+      name: "a billing_cycle the product lacks",
+      body: { ...orderBody, billing_cycle: "weekly" },
+      field: "billing_cycle",
+      message: "billing_cycle must be one of: monthly, quarterly, yearly",
+    },
+    {
+      name: "a metadata.domain that is no host name",
+      body: { ...orderBody, metadata: { domain: "not a host" } },
+      field: "metadata.domain",
+      message: "metadata.domain must be a valid host name such as www.example.com",
+    },
   ];
 
   it("keeps the caller's metadata exactly as sent through REST and GraphQL: keys are never renamed", async () => {

@@ -130,7 +130,14 @@ function within<T>(promise: Promise<T>, what: string, ms = 15_000): Promise<T> {
 let orders = 0;
 function orderBody(customerId: string) {
   const no = `rv${process.pid}x${++orders}x${randomBytes(3).toString("hex")}`;
-  return { client_order_no: no, product_id: "prd_cdn_standard", quantity: 1, billing_cycle: "monthly", customer: { customer_id: customerId, contact: "ops@example.com" }, metadata: { domain: `${no}.example.com` } };
+  return {
+    client_order_no: no,
+    product_id: "prd_cdn_standard",
+    quantity: 1,
+    billing_cycle: "monthly",
+    customer: { customer_id: customerId, contact: "ops@example.com" },
+    metadata: { domain: `${no}.example.com` },
+  };
 }
 
 /** Every order the tests placed, in order. */
@@ -235,7 +242,9 @@ describe("disabling a key ends its subscriptions on the router (one process)", (
     for (const [i, sub] of revoked.entries()) expectNothingNewAfter(sub.events.slice(cut.counts[i]), cut.placedBefore);
   }
 
-  it("closes the key's graphql-ws socket with 4403 when `switchyard keys disable` runs in another process, and no later order or task event reaches it", { timeout: 60_000 }, async () => {
+  it("closes the key's graphql-ws socket with 4403 when `switchyard keys disable` runs in another process, and no later order or task event reaches it", {
+    timeout: 60_000,
+  }, async () => {
     const { doomed, control } = await keysOfOneAccount();
     const { client, closed } = watchedClient(t.url, doomed.key);
     const watcher = watchedClient(t.url, control.key);
@@ -262,8 +271,14 @@ describe("disabling a key ends its subscriptions on the router (one process)", (
 
       expect(await within(closed, "the socket to close")).toMatchObject({ code: 4403 });
       await expectNoEventAfterDisable(control, controlSub, [orderSub], cut);
-      await waitUntil(() => t.stack.db!("tasks").where("id", taskId).first("status"), (row) => row.status === 1);
-      await waitUntil(() => t.stack.db!("outbox").where({ aggregate_id: taskId }).whereNull("published_at").count({ n: "*" }).first(), (row: any) => Number(row.n) === 0);
+      await waitUntil(
+        () => t.stack.db!("tasks").where("id", taskId).first("status"),
+        (row) => row.status === 1,
+      );
+      await waitUntil(
+        () => t.stack.db!("outbox").where({ aggregate_id: taskId }).whereNull("published_at").count({ n: "*" }).first(),
+        (row: any) => Number(row.n) === 0,
+      );
       expect(taskSub.events.slice(tasksAtDisable).filter((e) => e.data?.tasks)).toEqual([]);
     } finally {
       await client.dispose();
@@ -326,7 +341,16 @@ describe("disabling a key ends its subscriptions on the router (one process)", (
       await untilLive(t.url, control.key, [wsSub, sse, bystanderSub]);
       // Only the routers' topic, not the account's: the subgraphs hear nothing and the key stays
       // active, so whatever ends here was ended by the router.
-      await t.stack.pubsub!.publish(KEYS_TOPIC, { id: 0, topic: KEY_DISABLED_EVENT, accountId: doomed.account_id, aggregateId: doomed.id, payload: { key_id: doomed.id }, createdAt: new Date().toISOString(), keyId: null, requestId: null });
+      await t.stack.pubsub!.publish(KEYS_TOPIC, {
+        id: 0,
+        topic: KEY_DISABLED_EVENT,
+        accountId: doomed.account_id,
+        aggregateId: doomed.id,
+        payload: { key_id: doomed.id },
+        createdAt: new Date().toISOString(),
+        keyId: null,
+        requestId: null,
+      });
       expect(await within(closed, "the socket to close")).toEqual({ code: 4403, reason: "Forbidden: API key is disabled" });
       expect(await within(sse.ended, "the SSE stream to end")).toEqual({});
       expect(sse.events.at(-1)).toEqual({ errors: [{ message: "API key is disabled", extensions: { code: "key_disabled", http: { status: 403 } } }] });
@@ -346,7 +370,10 @@ describe("disabling a key ends its subscriptions on the router (one process)", (
     // between to close anything.
     const { client } = watchedClient(t.stack.cloudUrl!, doomed.key);
     const watcher = watchedClient(t.url, control.key);
-    const signed = await signSubgraphRequest(t.stack.subgraphSecret!, { query: ORDER_EVENTS, headers: { authorization: `Bearer ${doomed.key}`, "x-switchyard-client-ip": "127.0.0.1" } });
+    const signed = await signSubgraphRequest(t.stack.subgraphSecret!, {
+      query: ORDER_EVENTS,
+      headers: { authorization: `Bearer ${doomed.key}`, "x-switchyard-client-ip": "127.0.0.1" },
+    });
     const sub = record(client, signed.query!, signed.extensions!);
     const controlSub = record(watcher.client, ORDER_EVENTS);
     try {
@@ -366,7 +393,9 @@ describe("disabling a key ends its subscriptions on the router (one process)", (
     }
   });
 
-  it(`refuses the ${GRAPHQL_WS_MAX_OPERATIONS + 1}st subscription on one socket with too_many_subscriptions while the first ${GRAPHQL_WS_MAX_OPERATIONS} go on receiving events`, { timeout: 60_000 }, async () => {
+  it(`refuses the ${GRAPHQL_WS_MAX_OPERATIONS + 1}st subscription on one socket with too_many_subscriptions while the first ${GRAPHQL_WS_MAX_OPERATIONS} go on receiving events`, {
+    timeout: 60_000,
+  }, async () => {
     const { doomed: owner, control } = await keysOfOneAccount();
     const { client } = watchedClient(t.url, owner.key);
     const subs = Array.from({ length: GRAPHQL_WS_MAX_OPERATIONS }, () => record(client, ORDER_EVENTS));
@@ -374,7 +403,12 @@ describe("disabling a key ends its subscriptions on the router (one process)", (
       await untilLive(t.url, control.key, subs);
       const refused = record(client, ORDER_EVENTS);
       const { error } = await within(refused.ended, "the subscription to be refused");
-      expect(error).toEqual([expect.objectContaining({ message: expect.stringContaining(`at most ${GRAPHQL_WS_MAX_OPERATIONS}`), extensions: { code: "too_many_subscriptions", http: { status: 429 } } })]);
+      expect(error).toEqual([
+        expect.objectContaining({
+          message: expect.stringContaining(`at most ${GRAPHQL_WS_MAX_OPERATIONS}`),
+          extensions: { code: "too_many_subscriptions", http: { status: 429 } },
+        }),
+      ]);
       const after = await placeOrder(t.url, control.key);
       await Promise.all(subs.map((sub) => sub.waitFor((e) => orderIdOf(e) === after)));
       // A place freed by a subscription that ended is taken again.
@@ -400,9 +434,28 @@ describe("disabling a key ends its subscriptions on every router (PostgreSQL and
   beforeAll(async () => {
     database = await createTestDatabase("switchyard-revoke-", { postgres: true });
     const common = { LOG_LEVEL: "silent", REDIS_URL, REDIS_KEY_PREFIX: PREFIX, PORT: "0" };
-    first = await startStack(loadConfig({ ...database.env, ...common, GENERATION_PORT: "0", CLOUD_PORT: "0", TASK_POLL_INTERVAL_MS: "50", SIMULATOR_STEP_MS: "50", PROVISION_DELAY_MS: "60" }));
+    first = await startStack(
+      loadConfig({
+        ...database.env,
+        ...common,
+        GENERATION_PORT: "0",
+        CLOUD_PORT: "0",
+        TASK_POLL_INTERVAL_MS: "50",
+        SIMULATOR_STEP_MS: "50",
+        PROVISION_DELAY_MS: "60",
+      }),
+    );
     routerOnlyDir = fs.mkdtempSync(path.join(os.tmpdir(), "switchyard-revoke-router-"));
-    second = await startStack(loadConfig({ ...common, DATA_DIR: routerOnlyDir, GENERATION_URL: first.generationUrl!, CLOUD_URL: first.cloudUrl!, SUBGRAPH_SECRET: first.subgraphSecret! }), ["router"]);
+    second = await startStack(
+      loadConfig({
+        ...common,
+        DATA_DIR: routerOnlyDir,
+        GENERATION_URL: first.generationUrl!,
+        CLOUD_URL: first.cloudUrl!,
+        SUBGRAPH_SECRET: first.subgraphSecret!,
+      }),
+      ["router"],
+    );
   });
 
   afterAll(async () => {

@@ -88,7 +88,11 @@ const selectionTree: fc.Arbitrary<Tree[]> = fc.letrec<{ product: Tree[]; vendor:
   product: fc.array(
     fc.oneof(
       { depthSize: "small", withCrossShrink: true },
-      fc.constantFrom<Tree>({ field: "id", children: [] }, { field: "name", children: [] }, { field: "billingCycles { cycle price { amount } }", children: [] }),
+      fc.constantFrom<Tree>(
+        { field: "id", children: [] },
+        { field: "name", children: [] },
+        { field: "billingCycles { cycle price { amount } }", children: [] },
+      ),
       tie("vendor").map((children) => ({ field: "vendor", children })),
     ),
     { minLength: 1, maxLength: 3 },
@@ -97,7 +101,14 @@ const selectionTree: fc.Arbitrary<Tree[]> = fc.letrec<{ product: Tree[]; vendor:
     fc.oneof(
       { depthSize: "small", withCrossShrink: true },
       fc.constantFrom<Tree>({ field: "id", children: [] }, { field: "name", children: [] }),
-      fc.tuple(PAGE_SIZE, tie("product")).map(([size, children]) => ({ field: "products", size, children: [{ field: "totalCount", children: [] }, { field: "nodes", children }] })),
+      fc.tuple(PAGE_SIZE, tie("product")).map(([size, children]) => ({
+        field: "products",
+        size,
+        children: [
+          { field: "totalCount", children: [] },
+          { field: "nodes", children },
+        ],
+      })),
     ),
     { minLength: 1, maxLength: 3 },
   ),
@@ -105,7 +116,14 @@ const selectionTree: fc.Arbitrary<Tree[]> = fc.letrec<{ product: Tree[]; vendor:
     fc.oneof(
       { depthSize: "small", withCrossShrink: true },
       fc.constantFrom<Tree>({ field: "id", children: [] }, { field: "amount { amount }", children: [] }),
-      fc.tuple(PAGE_SIZE).map(([size]) => ({ field: "deliveries", size, children: [{ field: "id", children: [] }, { field: "attempts { status }", children: [] }] })),
+      fc.tuple(PAGE_SIZE).map(([size]) => ({
+        field: "deliveries",
+        size,
+        children: [
+          { field: "id", children: [] },
+          { field: "attempts { status }", children: [] },
+        ],
+      })),
       tie("product").map((children) => ({ field: "product", children })),
     ),
     { minLength: 1, maxLength: 3 },
@@ -113,8 +131,17 @@ const selectionTree: fc.Arbitrary<Tree[]> = fc.letrec<{ product: Tree[]; vendor:
   root: fc.array(
     fc.oneof(
       fc.tuple(PAGE_SIZE, tie("product")).map(([size, children]) => ({ field: "products", size, children: [{ field: "nodes", children }] })),
-      fc.tuple(PAGE_SIZE, tie("vendor")).map(([size, children]) => ({ field: "vendors", size, children: [{ field: "edges", children: [{ field: "node", children }] }] })),
-      fc.tuple(PAGE_SIZE, tie("order")).map(([size, children]) => ({ field: "orders", size, children: [{ field: "nodes", children }, { field: "pageInfo { hasNextPage }", children: [] }] })),
+      fc
+        .tuple(PAGE_SIZE, tie("vendor"))
+        .map(([size, children]) => ({ field: "vendors", size, children: [{ field: "edges", children: [{ field: "node", children }] }] })),
+      fc.tuple(PAGE_SIZE, tie("order")).map(([size, children]) => ({
+        field: "orders",
+        size,
+        children: [
+          { field: "nodes", children },
+          { field: "pageInfo { hasNextPage }", children: [] },
+        ],
+      })),
     ),
     { minLength: 1, maxLength: 3 },
   ),
@@ -141,7 +168,9 @@ function renderTree(trees: Tree[], mode: "literal" | "variable"): { query: strin
     return `f${alias++}: ${tree.field}${args}${children}`;
   };
   const body = trees.map(render).join(" ");
-  const definitions = Object.keys(variables).map((name) => `$${name}: Int`).join(", ");
+  const definitions = Object.keys(variables)
+    .map((name) => `$${name}: Int`)
+    .join(", ");
   return { query: `query P${definitions ? `(${definitions})` : ""} { ${body} }`, variables };
 }
 
@@ -156,12 +185,18 @@ function largestVariables(source: string): Record<string, unknown> {
     if (isListType(type)) return [];
     if (isEnumType(type)) return type.getValues()[0]!.value;
     if (isInputObjectType(type)) {
-      return Object.fromEntries(Object.values(type.getFields()).filter((f) => isNonNullType(f.type)).map((f) => [f.name, sample(f.type)]));
+      return Object.fromEntries(
+        Object.values(type.getFields())
+          .filter((f) => isNonNullType(f.type))
+          .map((f) => [f.name, sample(f.type)]),
+      );
     }
     return ({ Int: 100, Float: 1, Boolean: false, JSONObject: {} } as Record<string, unknown>)[type.name] ?? "x";
   };
   const operation = getOperationAST(parse(source))!;
-  return Object.fromEntries((operation.variableDefinitions ?? []).map((d) => [d.variable.name.value, sample(typeFromAST(schema, d.type as NamedTypeNode) as GraphQLInputType)]));
+  return Object.fromEntries(
+    (operation.variableDefinitions ?? []).map((d) => [d.variable.name.value, sample(typeFromAST(schema, d.type as NamedTypeNode) as GraphQLInputType)]),
+  );
 }
 
 describe("limits at the router", () => {
@@ -229,7 +264,9 @@ describe("limits at the router", () => {
 
     it("refuses a fragment bomb (each fragment spreading the next twelve times) as query_too_costly without walking all of it", async () => {
       // Four levels, within the depth limit: 12^4 selections for the walk (graphql-js's execution merges the spreads).
-      const fragments = Array.from({ length: 5 }, (_, i) => (i < 4 ? `fragment F${i} on Query { ${`...F${i + 1} `.repeat(12)}}` : `fragment F${i} on Query { __typename }`));
+      const fragments = Array.from({ length: 5 }, (_, i) =>
+        i < 4 ? `fragment F${i} on Query { ${`...F${i + 1} `.repeat(12)}}` : `fragment F${i} on Query { __typename }`,
+      );
       const bomb = `query Bomb { ...F0 } ${fragments.join(" ")}`;
       expectRefused(await post(t.url, bomb, {}, key), "query_too_costly", /^Query cost cannot be estimated: more than 10000 selections to walk$/);
     });
@@ -289,7 +326,8 @@ describe("limits at the router", () => {
     });
 
     it("counts a page by its size: absent or null is the default 20, below 1 never lowers the cost", () => {
-      const cost = (args: string, variables?: Record<string, unknown>) => measureOperation(`query Q($n: Int) { products${args} { nodes { id } } }`, variables).cost;
+      const cost = (args: string, variables?: Record<string, unknown>) =>
+        measureOperation(`query Q($n: Int) { products${args} { nodes { id } } }`, variables).cost;
       expect(cost("")).toBe(20 * 2);
       expect(cost("(first: null)")).toBe(20 * 2);
       expect(cost("(first: $n)")).toBe(20 * 2);
@@ -321,8 +359,16 @@ describe("limits at the router", () => {
   });
 
   it("refuses first above 100 given literally, with a clear message, before any subgraph runs", async () => {
-    expectRefused(await post(t.url, "{ viewer { tasks(first: 101) { nodes { id } } } }", {}, key), "page_size_too_large", /^first must be an integer from 1 to 100$/);
-    expectRefused(await post(t.url, "{ viewer { orders(first: 1000) { nodes { id } } } }", {}, key), "page_size_too_large", /^first must be an integer from 1 to 100$/);
+    expectRefused(
+      await post(t.url, "{ viewer { tasks(first: 101) { nodes { id } } } }", {}, key),
+      "page_size_too_large",
+      /^first must be an integer from 1 to 100$/,
+    );
+    expectRefused(
+      await post(t.url, "{ viewer { orders(first: 1000) { nodes { id } } } }", {}, key),
+      "page_size_too_large",
+      /^first must be an integer from 1 to 100$/,
+    );
     expect((await post(t.url, "{ viewer { tasks(first: 100) { nodes { id } } } }", {}, key)).body.errors).toBeUndefined();
   });
 
@@ -346,7 +392,11 @@ describe("limits at the router", () => {
     const limit = loadConfig({}).bodyLimitBytes; // BODY_LIMIT_BYTES's default: the test stack keeps it
     const body = JSON.stringify({ query: "{ __typename }", extensions: { pad: "x".repeat(limit) } });
     // With credentials (authentication comes first: without them this is 401, trust-edges.test.ts).
-    const declared = await fetch(`${t.url}/graphql`, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer sy_unchecked" }, body });
+    const declared = await fetch(`${t.url}/graphql`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: "Bearer sy_unchecked" },
+      body,
+    });
     expect(declared.status).toBe(413);
     expect(declared.headers.get("content-type")).toMatch(/application\/json/);
     expect(await declared.json()).toEqual({
@@ -356,7 +406,13 @@ describe("limits at the router", () => {
     // Chunked, no content-length: refused once the bytes received pass the limit.
     const streamed = await new Promise<{ status: number; text: string; sent: number }>((resolve, reject) => {
       const url = new URL(`${t.url}/graphql`);
-      const req = http.request({ host: url.hostname, port: url.port, path: "/graphql", method: "POST", headers: { "content-type": "application/json", authorization: "Bearer sy_unchecked" } });
+      const req = http.request({
+        host: url.hostname,
+        port: url.port,
+        path: "/graphql",
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: "Bearer sy_unchecked" },
+      });
       let sent = 0;
       let stop = false;
       req.on("response", (res) => {
@@ -455,7 +511,10 @@ describe("every REST shim operation within the limits", () => {
       },
       201,
     );
-    const active = await waitUntil(() => t.rest("GET", `${api}/orders/${order.order_id}`, { key }), (r) => r.body.data?.status === "active");
+    const active = await waitUntil(
+      () => t.rest("GET", `${api}/orders/${order.order_id}`, { key }),
+      (r) => r.body.data?.status === "active",
+    );
     expect((await ok("GET", `${api}/orders?limit=100`)).items.map((o: any) => o.order_id)).toContain(order.order_id);
     await ok("POST", `${api}/orders/${order.order_id}/renew`, { periods: 1 });
     const domain = `www${Date.now()}.example.com`;
@@ -476,7 +535,10 @@ describe("every REST shim operation within the limits", () => {
     expect((await ok("GET", `${api}/billing/transactions?customer_id=cust-limits&limit=100`)).items.length).toBeGreaterThanOrEqual(2);
     const statementId = `stm_${now.toISOString().slice(0, 7)}`;
     await ok("GET", `${api}/billing/statements/${statementId}`);
-    const ready = await waitUntil(() => t.rest("GET", `${api}/billing/statements/${statementId}`, { key }), (r) => r.body.data?.export_status === "ready");
+    const ready = await waitUntil(
+      () => t.rest("GET", `${api}/billing/statements/${statementId}`, { key }),
+      (r) => r.body.data?.export_status === "ready",
+    );
     const csv = await fetch(`${t.url}${ready.body.data.export_url}`, { headers: { authorization: `Bearer ${key}` } });
     expect(csv.status).toBe(200);
   });
@@ -569,7 +631,11 @@ describe("limits in production (NODE_ENV=production)", () => {
   });
 
   it("keeps every limit and serves GraphiQL to no one", async () => {
-    expectRefused(await post(t.url, "{ viewer { tasks(first: 101) { nodes { id } } } }", {}, key), "page_size_too_large", /^first must be an integer from 1 to 100$/);
+    expectRefused(
+      await post(t.url, "{ viewer { tasks(first: 101) { nodes { id } } } }", {}, key),
+      "page_size_too_large",
+      /^first must be an integer from 1 to 100$/,
+    );
     expectRefused(
       await post(t.url, `{ viewer { ${Array.from({ length: 31 }, (_, i) => `a${i}: id`).join(" ")} } }`, {}, key),
       "too_many_aliases",

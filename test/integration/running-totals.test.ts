@@ -62,7 +62,9 @@ describe("running totals", () => {
 
     // 12 videos (5 s, 5.00 each) and 12 images (4 × 0.30) on the first key, 6 videos on the second;
     // every third video refused by the upstream (full refund at once).
-    const videos = await all(12, (i) => generation.submit(caller, "video", { prompt: `${i % 3 === 0 ? "refuse" : "ok"} video ${i}`, modelId: 52, seconds: 5 }).catch((e) => e));
+    const videos = await all(12, (i) =>
+      generation.submit(caller, "video", { prompt: `${i % 3 === 0 ? "refuse" : "ok"} video ${i}`, modelId: 52, seconds: 5 }).catch((e) => e),
+    );
     const images = await all(12, (i) => generation.submit(caller, "image", { prompt: `image ${i}`, modelId: 45, count: 4 }));
     const others = await all(6, (i) => generation.submit(other, "video", { prompt: `ok other ${i}`, modelId: 52, seconds: 5 }));
     // Concurrent settlements: half the accepted videos fail upstream (full refund), the others
@@ -70,8 +72,12 @@ describe("running totals", () => {
     const accepted = videos.filter((v) => !(v instanceof Error));
     expect(accepted).toHaveLength(8);
     await Promise.all([
-      ...accepted.map((task, i) => generation.applyUpstreamState(task, i % 2 ? { status: 2, error: "upstream failed" } : { status: 1, result: "https://media.example/v.mp4" }, 60_000)),
-      ...images.map((task, i) => generation.applyUpstreamState(task, { status: 1, images: Array.from({ length: (i % 4) + 1 }, (_, n) => `https://media.example/${n}.png`) }, 60_000)),
+      ...accepted.map((task, i) =>
+        generation.applyUpstreamState(task, i % 2 ? { status: 2, error: "upstream failed" } : { status: 1, result: "https://media.example/v.mp4" }, 60_000),
+      ),
+      ...images.map((task, i) =>
+        generation.applyUpstreamState(task, { status: 1, images: Array.from({ length: (i % 4) + 1 }, (_, n) => `https://media.example/${n}.png`) }, 60_000),
+      ),
       ...others.map((task) => generation.expireTask(task, 60_000)),
       // 10 orders of 30.00 (demo CDN product, monthly): every fifth one fails provisioning.
       all(10, (i) =>
@@ -120,7 +126,9 @@ describe("running totals", () => {
     for (const [table, where, column, subject] of corruptions) {
       const stored = Number((await db(table).where(where).first(column))[column]);
       await db(table).where(where).increment(column, 7);
-      expect(await verifyLedger(db)).toEqual([{ kind: "total_mismatch", subject, detail: `${table}.${column}: stored ${stored + 7} != sum of its rows ${stored}` }]);
+      expect(await verifyLedger(db)).toEqual([
+        { kind: "total_mismatch", subject, detail: `${table}.${column}: stored ${stored + 7} != sum of its rows ${stored}` },
+      ]);
       await db(table).where(where).decrement(column, 7);
     }
     expect(await verifyLedger(db)).toEqual([]);

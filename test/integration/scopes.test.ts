@@ -56,7 +56,10 @@ function readScopeTable(): Row[] {
   const section = readme.slice(start, end < 0 ? undefined : end);
   const rows: Row[] = [];
   for (const line of section.split("\n")) {
-    const cells = line.split("|").slice(1, -1).map((c) => c.trim());
+    const cells = line
+      .split("|")
+      .slice(1, -1)
+      .map((c) => c.trim());
     if (cells.length !== 3 || !cells[0]!.startsWith("`")) continue;
     const name = cells[0]!.replace(/^`|`$/g, "");
     const scope = cells[1]!.replace(/^`|`$/g, "");
@@ -96,7 +99,14 @@ const unique = () => `${++seq}-${Date.now().toString(36)}`;
 const cloudApi = (method: string, path: string, body?: unknown, key = fx.setupKey) => t.rest(method, `/openapi/v1${path}`, { key, body });
 const orderBody = (customerId = "c1") => {
   const n = unique();
-  return { client_order_no: `scopes-${n}`, product_id: "prd_cdn_standard", quantity: 1, billing_cycle: "monthly", customer: { customer_id: customerId, contact: "ops@scopes.example" }, metadata: { domain: `o${n}.scopes.example` } };
+  return {
+    client_order_no: `scopes-${n}`,
+    product_id: "prd_cdn_standard",
+    quantity: 1,
+    billing_cycle: "monthly",
+    customer: { customer_id: customerId, contact: "ops@scopes.example" },
+    metadata: { domain: `o${n}.scopes.example` },
+  };
 };
 
 beforeAll(async () => {
@@ -113,7 +123,10 @@ beforeAll(async () => {
   const created = await cloudApi("POST", "/orders", orderBody());
   expect(created.status).toBe(201);
   fx.orderId = created.body.data.order_id;
-  const active = await waitUntil(() => cloudApi("GET", `/orders/${fx.orderId}`), (r) => r.body.data?.status === "active");
+  const active = await waitUntil(
+    () => cloudApi("GET", `/orders/${fx.orderId}`),
+    (r) => r.body.data?.status === "active",
+  );
   fx.resourceId = active.body.data.resource_id;
 
   fx.domain = `www.${unique()}.scopes.example`;
@@ -134,7 +147,10 @@ beforeAll(async () => {
   fx.taskId = task.body.data.task_id;
 
   fx.statementId = `stm_${new Date().toISOString().slice(0, 7)}`;
-  await waitUntil(() => cloudApi("GET", `/billing/statements/${fx.statementId}`), (r) => r.body.data?.export_status === "ready");
+  await waitUntil(
+    () => cloudApi("GET", `/billing/statements/${fx.statementId}`),
+    (r) => r.body.data?.export_status === "ready",
+  );
   const deliveries = await waitUntil(
     () => t.graphql(`query($id: ID!) { order(id: $id) { deliveries { id } } }`, { id: fx.orderId }, fx.setupKey),
     (r) => r.body.data?.order?.deliveries?.length > 0,
@@ -169,7 +185,9 @@ function ownTask(key: string | undefined): Promise<string> {
   if (!key) return Promise.resolve(fx.taskId);
   let task = ownTasks.get(key);
   if (!task) {
-    task = t.rest("POST", "/api/v1/video/generations", { key, body: { prompt: "a crane", model_id: 52 } }).then((r) => (r.status === 200 ? r.body.data.task_id : fx.taskId));
+    task = t
+      .rest("POST", "/api/v1/video/generations", { key, body: { prompt: "a crane", model_id: 52 } })
+      .then((r) => (r.status === 200 ? r.body.data.task_id : fx.taskId));
     ownTasks.set(key, task);
   }
   return task;
@@ -207,15 +225,27 @@ function graphqlOutcome(body: any, root?: string): Outcome {
   const errors: any[] = body?.errors ?? [];
   if (errors.length === 0) return { ok: root ? body?.data?.[root] != null : true, data: body?.data };
   const error = errors.find((e) => e.extensions?.code === "forbidden") ?? errors[0];
-  return { ok: false, status: error.extensions?.http?.status, code: error.extensions?.code, scope: error.extensions?.scope, path: error.path, data: body?.data };
+  return {
+    ok: false,
+    status: error.extensions?.http?.status,
+    code: error.extensions?.code,
+    scope: error.extensions?.scope,
+    path: error.path,
+    data: body?.data,
+  };
 }
 
 /** A query or mutation through the router. */
 /** A stored channel to update (added once, straight through the domain; low priority, so it takes no tasks). */
 let channelFixture: Promise<{ id: string }> | undefined;
-const storedChannel = () => (channelFixture ??= t.stack.channels!.add({ name: "scopes-fixture", baseUrl: "https://93.184.216.34", apiKey: "k", models: [52], priority: -100 }));
+const storedChannel = () =>
+  (channelFixture ??= t.stack.channels!.add({ name: "scopes-fixture", baseUrl: "https://93.184.216.34", apiKey: "k", models: [52], priority: -100 }));
 
-function gql(query: string, variables: (auth: Auth) => Promise<Record<string, unknown>> | Record<string, unknown> = () => ({}), extra: Pick<Probe, "field" | "survives"> = {}): Probe {
+function gql(
+  query: string,
+  variables: (auth: Auth) => Promise<Record<string, unknown>> | Record<string, unknown> = () => ({}),
+  extra: Pick<Probe, "field" | "survives"> = {},
+): Probe {
   const root = /\{\s*(\w+)/.exec(query.slice(query.indexOf("{")))?.[1];
   return {
     ...extra,
@@ -233,7 +263,11 @@ function gql(query: string, variables: (auth: Auth) => Promise<Record<string, un
 }
 
 /** `_entities` on a subgraph's own port, signed as the router signs (the subgraph serves nothing else). */
-function entities(subgraph: "cloud" | "generation", representation: (auth: Auth) => Promise<Record<string, unknown>> | Record<string, unknown>, selection: string): Probe {
+function entities(
+  subgraph: "cloud" | "generation",
+  representation: (auth: Auth) => Promise<Record<string, unknown>> | Record<string, unknown>,
+  selection: string,
+): Probe {
   return {
     async run(auth) {
       const url = subgraph === "cloud" ? t.stack.cloudUrl! : t.stack.generationUrl!;
@@ -251,14 +285,21 @@ function entities(subgraph: "cloud" | "generation", representation: (auth: Auth)
 }
 
 /** A subscription over graphql-ws through the router: its first event (or refusal). `cause` makes events happen. */
-function subscription(query: string, variables: (auth: Auth) => Promise<Record<string, unknown>> | Record<string, unknown> = () => ({}), cause?: (auth: Auth) => Promise<unknown>): Probe {
+function subscription(
+  query: string,
+  variables: (auth: Auth) => Promise<Record<string, unknown>> | Record<string, unknown> = () => ({}),
+  cause?: (auth: Auth) => Promise<unknown>,
+): Probe {
   return {
     async run(auth) {
       const client = wsClient(t.url, auth.key ? { Authorization: `Bearer ${auth.key}` } : {});
       try {
         const vars = await variables(auth);
         const first = new Promise<{ value?: any; error?: any }>((resolve) => {
-          client.subscribe({ query, variables: vars }, { next: (value) => resolve({ value }), error: (error) => resolve({ error }), complete: () => resolve({}) });
+          client.subscribe(
+            { query, variables: vars },
+            { next: (value) => resolve({ value }), error: (error) => resolve({ error }), complete: () => resolve({}) },
+          );
         });
         let settled = false;
         void first.then(() => (settled = true));
@@ -306,7 +347,14 @@ function rest(method: string, path: (auth: Auth) => Promise<string> | string, bo
 
 const orderInput = () => {
   const body = orderBody();
-  return { clientOrderNo: body.client_order_no, productId: body.product_id, quantity: 1, billingCycle: "monthly", customer: { customerId: "c1" }, metadata: body.metadata };
+  return {
+    clientOrderNo: body.client_order_no,
+    productId: body.product_id,
+    quantity: 1,
+    billingCycle: "monthly",
+    customer: { customerId: "c1" },
+    metadata: body.metadata,
+  };
 };
 const today = () => new Date().toISOString().slice(0, 10);
 const hourAgo = () => new Date(Date.now() - 3_600_000).toISOString();
@@ -328,46 +376,83 @@ const PROBES: Record<string, Probe> = {
   "Query.domain": gql(`query($d: String!) { domain(domain: $d) { domain cname } }`, () => ({ d: fx.domain })),
   "Query.purgeTask": gql(`query($id: ID!) { purgeTask(id: $id) { id status } }`, () => ({ id: fx.purgeTaskId })),
   "Query.resources": gql(`{ resources(first: 1) { nodes { id status } } }`),
-  "Query.bandwidthUsage": gql(`query($r: ID!, $s: String!, $e: String!) { bandwidthUsage(resourceId: $r, start: $s, end: $e) { peakBps } }`, () => ({ r: fx.resourceId, s: hourAgo(), e: new Date().toISOString() })),
-  "Query.trafficUsage": gql(`query($r: ID!, $s: String!, $e: String!) { trafficUsage(resourceId: $r, start: $s, end: $e) { totalBytes } }`, () => ({ r: fx.resourceId, s: today(), e: today() })),
+  "Query.bandwidthUsage": gql(`query($r: ID!, $s: String!, $e: String!) { bandwidthUsage(resourceId: $r, start: $s, end: $e) { peakBps } }`, () => ({
+    r: fx.resourceId,
+    s: hourAgo(),
+    e: new Date().toISOString(),
+  })),
+  "Query.trafficUsage": gql(`query($r: ID!, $s: String!, $e: String!) { trafficUsage(resourceId: $r, start: $s, end: $e) { totalBytes } }`, () => ({
+    r: fx.resourceId,
+    s: today(),
+    e: today(),
+  })),
   "Query.customerBalance": gql(`{ customerBalance(customerId: "c1") { available { amount } } }`),
   "Query.transactions": gql(`{ transactions(first: 1) { nodes { id amount { amount } } } }`),
   "Query.statement": gql(`query($id: ID!) { statement(id: $id) { id totalAmount { amount } } }`, () => ({ id: fx.statementId })),
 
   "Mutation.submitVideoGeneration": gql(`mutation { submitVideoGeneration(input: { prompt: "a fox", modelId: 52 }) { task { id status } } }`),
   "Mutation.submitImageGeneration": gql(`mutation { submitImageGeneration(input: { prompt: "a lighthouse", modelId: 45 }) { task { id status } } }`),
-  "Mutation.createOrder": gql(`mutation($input: CreateOrderInput!) { createOrder(input: $input) { order { id status metadata customer { customerId } product { id } resource { id } } } }`, () => ({
-    input: orderInput(),
-  })),
+  "Mutation.createOrder": gql(
+    `mutation($input: CreateOrderInput!) { createOrder(input: $input) { order { id status metadata customer { customerId } product { id } resource { id } } } }`,
+    () => ({
+      input: orderInput(),
+    }),
+  ),
   "Mutation.renewOrder": gql(`mutation($id: ID!) { renewOrder(input: { orderId: $id, periods: 1 }) { order { id status } } }`, () => ({ id: fx.orderId })),
   "Mutation.payOrder": gql(`mutation($id: ID!) { payOrder(input: { orderId: $id }) { order { id status } } }`, () => ({ id: fx.unpaidOrderId })),
   "Mutation.resendDelivery": gql(`mutation($id: ID!) { resendDelivery(input: { deliveryId: $id }) { delivery { id status } } }`, () => ({ id: fx.deliveryId })),
   "Mutation.createDomain": gql(`mutation($input: CreateDomainInput!) { createDomain(input: $input) { domain { domain cname order { id } } } }`, () => ({
-    input: { domain: `g${unique()}.scopes.example`, origin: { type: "ip", address: "93.184.216.34", port: 443 }, protocol: "https", orderId: fx.orderId, customerId: "c1" },
+    input: {
+      domain: `g${unique()}.scopes.example`,
+      origin: { type: "ip", address: "93.184.216.34", port: 443 },
+      protocol: "https",
+      orderId: fx.orderId,
+      customerId: "c1",
+    },
   })),
-  "Mutation.purgeDomain": gql(`mutation($d: String!, $url: String!) { purgeDomain(input: { domain: $d, type: "url", targets: [$url] }) { purgeTask { id status } } }`, () => ({
-    d: fx.domain,
-    url: `https://${fx.domain}/${unique()}.html`,
-  })),
-  "Mutation.setUsageThreshold": gql(`mutation($id: ID!) { setUsageThreshold(input: { resourceId: $id, thresholdBytes: 1000000000 }) { resource { id status order { id } } } }`, () => ({
-    id: fx.resourceId,
-  })),
+  "Mutation.purgeDomain": gql(
+    `mutation($d: String!, $url: String!) { purgeDomain(input: { domain: $d, type: "url", targets: [$url] }) { purgeTask { id status } } }`,
+    () => ({
+      d: fx.domain,
+      url: `https://${fx.domain}/${unique()}.html`,
+    }),
+  ),
+  "Mutation.setUsageThreshold": gql(
+    `mutation($id: ID!) { setUsageThreshold(input: { resourceId: $id, thresholdBytes: 1000000000 }) { resource { id status order { id } } } }`,
+    () => ({
+      id: fx.resourceId,
+    }),
+  ),
   "Mutation.adminUpsertVendor": gql(`mutation { adminUpsertVendor(input: { name: "Scopes Vendor" }) { vendor { id name } } }`),
   "Mutation.adminUpsertProduct": gql(
     `mutation { adminUpsertProduct(input: { vendorId: "vnd_nimbus", category: "cdn", name: "Scopes CDN", billingCycles: [{ cycle: "monthly", price: "10.00" }] }) { product { id name vendor { name } } } }`,
   ),
   "Mutation.adminCreateApiKey": gql(`mutation { adminCreateApiKey(input: { name: "scopes-admin" }) { id } }`),
-  "Mutation.adminSetApiKeyStatus": gql(`mutation($id: ID!) { adminSetApiKeyStatus(input: { keyId: $id, status: ACTIVE }) { apiKey { id status } } }`, () => ({ id: fx.setupKeyId })),
-  "Mutation.adminTopUpAccount": gql(`mutation($id: ID!) { adminTopUpAccount(input: { keyId: $id, amount: "1" }) { balance { amount } } }`, () => ({ id: fx.setupKeyId })),
-  "Mutation.adminTopUpCustomer": gql(`mutation($a: ID!) { adminTopUpCustomer(input: { accountId: $a, customerId: "c1", amount: "1" }) { customerBalance { available { amount } } } }`, () => ({
-    a: fx.accountId,
+  "Mutation.adminSetApiKeyStatus": gql(`mutation($id: ID!) { adminSetApiKeyStatus(input: { keyId: $id, status: ACTIVE }) { apiKey { id status } } }`, () => ({
+    id: fx.setupKeyId,
   })),
-  "Mutation.adminSetCustomerCreditLine": gql(`mutation($a: ID!) { adminSetCustomerCreditLine(input: { accountId: $a, customerId: "c2", limit: "0" }) { customerBalance { creditLine { amount } } } }`, () => ({
-    a: fx.accountId,
+  "Mutation.adminTopUpAccount": gql(`mutation($id: ID!) { adminTopUpAccount(input: { keyId: $id, amount: "1" }) { balance { amount } } }`, () => ({
+    id: fx.setupKeyId,
   })),
+  "Mutation.adminTopUpCustomer": gql(
+    `mutation($a: ID!) { adminTopUpCustomer(input: { accountId: $a, customerId: "c1", amount: "1" }) { customerBalance { available { amount } } } }`,
+    () => ({
+      a: fx.accountId,
+    }),
+  ),
+  "Mutation.adminSetCustomerCreditLine": gql(
+    `mutation($a: ID!) { adminSetCustomerCreditLine(input: { accountId: $a, customerId: "c2", limit: "0" }) { customerBalance { creditLine { amount } } } }`,
+    () => ({
+      a: fx.accountId,
+    }),
+  ),
   "Query.adminChannels": gql(`query { adminChannels { id status implicit stats { submissions openTasks } } }`),
-  "Mutation.adminAddChannel": gql(`mutation { adminAddChannel(input: { name: "scopes", baseUrl: "https://93.184.216.34", apiKey: "k", models: [52], priority: -100 }) { channel { id } } }`),
-  "Mutation.adminUpdateChannel": gql(`mutation($id: ID!) { adminUpdateChannel(input: { id: $id, weight: 2 }) { channel { id weight } } }`, async () => ({ id: (await storedChannel()).id })),
+  "Mutation.adminAddChannel": gql(
+    `mutation { adminAddChannel(input: { name: "scopes", baseUrl: "https://93.184.216.34", apiKey: "k", models: [52], priority: -100 }) { channel { id } } }`,
+  ),
+  "Mutation.adminUpdateChannel": gql(`mutation($id: ID!) { adminUpdateChannel(input: { id: $id, weight: 2 }) { channel { id weight } } }`, async () => ({
+    id: (await storedChannel()).id,
+  })),
   "Mutation.adminSetChannelStatus": gql(`mutation { adminSetChannelStatus(input: { id: "chn_default", enabled: true }) { channel { id status } } }`),
   "Mutation.adminTestChannel": gql(`mutation { adminTestChannel(input: { id: "chn_default" }) { ok channel { id } } }`),
   "Query.adminApiKeys": gql(`{ adminApiKeys(first: 1) { totalCount } }`),
@@ -376,11 +461,19 @@ const PROBES: Record<string, Probe> = {
   "Query.adminOrders": gql(`{ adminOrders(first: 1) { totalCount } }`),
   "Query.adminWebhookDeliveries": gql(`{ adminWebhookDeliveries(first: 1) { totalCount } }`),
   "Query.adminOverview": gql(`{ adminOverview(minutes: 1) { at } }`),
-  "Mutation.adminUpdateApiKey": gql(`mutation($id: ID!) { adminUpdateApiKey(input: { keyId: $id, rateLimit: 1000 }) { apiKey { id } } }`, () => ({ id: fx.setupKeyId })),
-  "Mutation.adminResendDelivery": gql(`mutation($id: ID!) { adminResendDelivery(input: { deliveryId: $id }) { delivery { id } } }`, () => ({ id: fx.deliveryId })),
+  "Mutation.adminUpdateApiKey": gql(`mutation($id: ID!) { adminUpdateApiKey(input: { keyId: $id, rateLimit: 1000 }) { apiKey { id } } }`, () => ({
+    id: fx.setupKeyId,
+  })),
+  "Mutation.adminResendDelivery": gql(`mutation($id: ID!) { adminResendDelivery(input: { deliveryId: $id }) { delivery { id } } }`, () => ({
+    id: fx.deliveryId,
+  })),
 
-  "Subscription.taskStatusChanged": subscription(`subscription($id: ID!) { taskStatusChanged(taskId: $id) { id status } }`, async (a) => ({ id: await ownTask(a.key) })),
-  "Subscription.tasks": subscription(`subscription { tasks { id status } }`, undefined, (a) => t.rest("POST", "/api/v1/video/generations", { key: a.key, body: { prompt: "a wren", model_id: 52 } })),
+  "Subscription.taskStatusChanged": subscription(`subscription($id: ID!) { taskStatusChanged(taskId: $id) { id status } }`, async (a) => ({
+    id: await ownTask(a.key),
+  })),
+  "Subscription.tasks": subscription(`subscription { tasks { id status } }`, undefined, (a) =>
+    t.rest("POST", "/api/v1/video/generations", { key: a.key, body: { prompt: "a wren", model_id: 52 } }),
+  ),
   "Subscription.orderEvents": subscription(`subscription { orderEvents { event order { id status } } }`, undefined, orderOnce),
 
   "Account.balance": gql(`{ viewer { id balance { amount } } }`, undefined, { field: ["viewer", "balance"], survives: ["viewer", "id"] }),
@@ -388,23 +481,51 @@ const PROBES: Record<string, Probe> = {
   "Account.billedSeconds": gql(`{ viewer { id billedSeconds } }`, undefined, { field: ["viewer", "billedSeconds"], survives: ["viewer", "id"] }),
   "Account.billedImages": gql(`{ viewer { id billedImages } }`, undefined, { field: ["viewer", "billedImages"], survives: ["viewer", "id"] }),
   "Account.tasks": gql(`{ viewer { id tasks(first: 1) { totalCount } } }`, undefined, { field: ["viewer", "tasks"], survives: ["viewer", "id"] }),
-  "Account.recentRequests": gql(`{ viewer { id recentRequests(first: 1) { path } } }`, undefined, { field: ["viewer", "recentRequests"], survives: ["viewer", "id"] }),
-  "Account.orders": gql(`{ viewer { id orders(first: 1) { nodes { id status metadata } } } }`, undefined, { field: ["viewer", "orders"], survives: ["viewer", "id"] }),
-  "Account.resources": gql(`{ viewer { id resources(first: 1) { nodes { id status } } } }`, undefined, { field: ["viewer", "resources"], survives: ["viewer", "id"] }),
-  "Account.customerBalance": gql(`{ viewer { id customerBalance(customerId: "c1") { available { amount } } } }`, undefined, { field: ["viewer", "customerBalance"], survives: ["viewer", "id"] }),
+  "Account.recentRequests": gql(`{ viewer { id recentRequests(first: 1) { path } } }`, undefined, {
+    field: ["viewer", "recentRequests"],
+    survives: ["viewer", "id"],
+  }),
+  "Account.orders": gql(`{ viewer { id orders(first: 1) { nodes { id status metadata } } } }`, undefined, {
+    field: ["viewer", "orders"],
+    survives: ["viewer", "id"],
+  }),
+  "Account.resources": gql(`{ viewer { id resources(first: 1) { nodes { id status } } } }`, undefined, {
+    field: ["viewer", "resources"],
+    survives: ["viewer", "id"],
+  }),
+  "Account.customerBalance": gql(`{ viewer { id customerBalance(customerId: "c1") { available { amount } } } }`, undefined, {
+    field: ["viewer", "customerBalance"],
+    survives: ["viewer", "id"],
+  }),
 
-  "Order.product": gql(`query($id: ID!) { order(id: $id) { id status product { id name } } }`, () => ({ id: fx.orderId }), { field: ["order", "product"], survives: ["order", "status"] }),
-  "Order.resource": gql(`query($id: ID!) { order(id: $id) { id status resource { id expiresAt } } }`, () => ({ id: fx.orderId }), { field: ["order", "resource"], survives: ["order", "status"] }),
+  "Order.product": gql(`query($id: ID!) { order(id: $id) { id status product { id name } } }`, () => ({ id: fx.orderId }), {
+    field: ["order", "product"],
+    survives: ["order", "status"],
+  }),
+  "Order.resource": gql(`query($id: ID!) { order(id: $id) { id status resource { id expiresAt } } }`, () => ({ id: fx.orderId }), {
+    field: ["order", "resource"],
+    survives: ["order", "status"],
+  }),
   "Resource.order": gql(`{ resources(first: 1) { nodes { id status order { id metadata customer { contact } } } } }`, undefined, {
     field: ["resources", "nodes", 0, "order"],
     survives: ["resources", "nodes", 0, "status"],
   }),
-  "Resource.product": gql(`{ resources(first: 1) { nodes { id status product { id name } } } }`, undefined, { field: ["resources", "nodes", 0, "product"], survives: ["resources", "nodes", 0, "status"] }),
-  "Domain.order": gql(`query($d: String!) { domain(domain: $d) { domain cname order { id metadata } } }`, () => ({ d: fx.domain }), { field: ["domain", "order"], survives: ["domain", "cname"] }),
-  "Transaction.order": gql(`{ transactions(first: 1, type: DEDUCTION) { nodes { id amount { amount } order { id metadata customer { contact } } } } }`, undefined, {
-    field: ["transactions", "nodes", 0, "order"],
-    survives: ["transactions", "nodes", 0, "amount"],
+  "Resource.product": gql(`{ resources(first: 1) { nodes { id status product { id name } } } }`, undefined, {
+    field: ["resources", "nodes", 0, "product"],
+    survives: ["resources", "nodes", 0, "status"],
   }),
+  "Domain.order": gql(`query($d: String!) { domain(domain: $d) { domain cname order { id metadata } } }`, () => ({ d: fx.domain }), {
+    field: ["domain", "order"],
+    survives: ["domain", "cname"],
+  }),
+  "Transaction.order": gql(
+    `{ transactions(first: 1, type: DEDUCTION) { nodes { id amount { amount } order { id metadata customer { contact } } } } }`,
+    undefined,
+    {
+      field: ["transactions", "nodes", 0, "order"],
+      survives: ["transactions", "nodes", 0, "amount"],
+    },
+  ),
 
   "_entities: Order": entities("cloud", () => ({ __typename: "Order", id: fx.orderId }), `... on Order { id status metadata }`),
   "_entities: Resource": entities("cloud", () => ({ __typename: "Resource", id: fx.resourceId }), `... on Resource { id status }`),
@@ -417,21 +538,48 @@ const PROBES: Record<string, Probe> = {
   "_entities: Task": entities("generation", async (a) => ({ __typename: "Task", id: await ownTask(a.key) }), `... on Task { id status }`),
   "_entities: Account": entities("cloud", () => ({ __typename: "Account", id: fx.accountId }), `... on Account { id }`),
 
-  "POST /api/v1/video/generations": rest("POST", () => "/api/v1/video/generations", () => ({ prompt: "a fox", model_id: 52 })),
-  "POST /api/v1/images/generations": rest("POST", () => "/api/v1/images/generations", () => ({ prompt: "a lighthouse", model_id: 45 })),
+  "POST /api/v1/video/generations": rest(
+    "POST",
+    () => "/api/v1/video/generations",
+    () => ({ prompt: "a fox", model_id: 52 }),
+  ),
+  "POST /api/v1/images/generations": rest(
+    "POST",
+    () => "/api/v1/images/generations",
+    () => ({ prompt: "a lighthouse", model_id: 45 }),
+  ),
   "GET /api/v1/tasks/{task_id}": rest("GET", async (a) => `/api/v1/tasks/${await ownTask(a.key)}`),
   "GET /api/v1/usage": rest("GET", () => "/api/v1/usage?limit=5"),
   "GET /openapi/v1/vendors": rest("GET", () => "/openapi/v1/vendors"),
   "GET /openapi/v1/products": rest("GET", () => "/openapi/v1/products"),
   "GET /openapi/v1/products/{product_id}": rest("GET", () => "/openapi/v1/products/prd_cdn_standard"),
-  "POST /openapi/v1/orders": rest("POST", () => "/openapi/v1/orders", () => orderBody()),
+  "POST /openapi/v1/orders": rest(
+    "POST",
+    () => "/openapi/v1/orders",
+    () => orderBody(),
+  ),
   "GET /openapi/v1/orders": rest("GET", () => "/openapi/v1/orders?limit=5"),
   "GET /openapi/v1/orders/{order_id}": rest("GET", () => `/openapi/v1/orders/${fx.orderId}`),
-  "POST /openapi/v1/orders/{order_id}/renew": rest("POST", () => `/openapi/v1/orders/${fx.orderId}/renew`, () => ({ periods: 1 })),
-  "POST /openapi/v1/domains": rest("POST", () => "/openapi/v1/domains", () => domainBody(`r${unique()}.scopes.example`)),
+  "POST /openapi/v1/orders/{order_id}/renew": rest(
+    "POST",
+    () => `/openapi/v1/orders/${fx.orderId}/renew`,
+    () => ({ periods: 1 }),
+  ),
+  "POST /openapi/v1/domains": rest(
+    "POST",
+    () => "/openapi/v1/domains",
+    () => domainBody(`r${unique()}.scopes.example`),
+  ),
   "GET /openapi/v1/domains/{domain}/status": rest("GET", () => `/openapi/v1/domains/${fx.domain}/status`),
-  "POST /openapi/v1/domains/{domain}/purge": rest("POST", () => `/openapi/v1/domains/${fx.domain}/purge`, () => ({ type: "url", targets: [`https://${fx.domain}/${unique()}.html`] })),
-  "GET /openapi/v1/usage/bandwidth": rest("GET", () => `/openapi/v1/usage/bandwidth?resource_id=${fx.resourceId}&start=${encodeURIComponent(hourAgo())}&end=${encodeURIComponent(new Date().toISOString())}`),
+  "POST /openapi/v1/domains/{domain}/purge": rest(
+    "POST",
+    () => `/openapi/v1/domains/${fx.domain}/purge`,
+    () => ({ type: "url", targets: [`https://${fx.domain}/${unique()}.html`] }),
+  ),
+  "GET /openapi/v1/usage/bandwidth": rest(
+    "GET",
+    () => `/openapi/v1/usage/bandwidth?resource_id=${fx.resourceId}&start=${encodeURIComponent(hourAgo())}&end=${encodeURIComponent(new Date().toISOString())}`,
+  ),
   "GET /openapi/v1/usage/traffic": rest("GET", () => `/openapi/v1/usage/traffic?resource_id=${fx.resourceId}&start=${today()}&end=${today()}`),
   "GET /openapi/v1/resources": rest("GET", () => "/openapi/v1/resources"),
   "GET /openapi/v1/billing/balance": rest("GET", () => "/openapi/v1/billing/balance?customer_id=c1"),
@@ -439,7 +587,10 @@ const PROBES: Record<string, Probe> = {
   "GET /openapi/v1/billing/statements/{statement_id}": rest("GET", () => `/openapi/v1/billing/statements/${fx.statementId}`),
   "GET /openapi/v1/billing/statements/{statement_id}/export": rest("GET", async () => {
     // Every order placed by the rows above adds to this month's statement: wait for its export.
-    await waitUntil(() => cloudApi("GET", `/billing/statements/${fx.statementId}`), (r) => r.body.data?.export_status === "ready");
+    await waitUntil(
+      () => cloudApi("GET", `/billing/statements/${fx.statementId}`),
+      (r) => r.body.data?.export_status === "ready",
+    );
     return `/openapi/v1/billing/statements/${fx.statementId}/export`;
   }),
   "GET /health": rest("GET", () => "/health"),
@@ -465,7 +616,10 @@ describe("the README scope table", () => {
     const names = new Set(ROWS.map((r) => r.name));
     const roots: string[] = [];
     for (const definition of supergraph.definitions) {
-      if ((definition.kind === Kind.OBJECT_TYPE_DEFINITION || definition.kind === Kind.OBJECT_TYPE_EXTENSION) && ["Query", "Mutation", "Subscription"].includes(definition.name.value)) {
+      if (
+        (definition.kind === Kind.OBJECT_TYPE_DEFINITION || definition.kind === Kind.OBJECT_TYPE_EXTENSION) &&
+        ["Query", "Mutation", "Subscription"].includes(definition.name.value)
+      ) {
         for (const field of definition.fields ?? []) roots.push(`${definition.name.value}.${field.name.value}`);
       }
     }
@@ -474,7 +628,10 @@ describe("the README scope table", () => {
   });
 
   it("names a scope for every entity type of both subgraphs (Account: each field its own)", () => {
-    for (const [typeDefs, rules] of [[cloudTypeDefs, CLOUD_TYPE_SCOPES], [generationTypeDefs, GENERATION_TYPE_SCOPES]] as const) {
+    for (const [typeDefs, rules] of [
+      [cloudTypeDefs, CLOUD_TYPE_SCOPES],
+      [generationTypeDefs, GENERATION_TYPE_SCOPES],
+    ] as const) {
       const entities = typeDefs.definitions.filter(
         (d: any) => (d.kind === Kind.OBJECT_TYPE_DEFINITION || d.kind === Kind.OBJECT_TYPE_EXTENSION) && d.directives?.some((x: any) => x.name.value === "key"),
       );
@@ -567,15 +724,45 @@ describe("migration 007 (resources:write)", () => {
       await db.migrate.latest({ migrationSource: before });
       const now = new Date().toISOString();
       await db("accounts").insert({ id: "acc_m", name: "m", balance: 0, credit_line: 0, created_at: now });
-      const key = (id: string, scopes: string[]) => ({ id, account_id: "acc_m", name: id, key_hash: id, key_prefix: id, status: "active", scopes: JSON.stringify(scopes), created_at: now });
+      const key = (id: string, scopes: string[]) => ({
+        id,
+        account_id: "acc_m",
+        name: id,
+        key_hash: id,
+        key_prefix: id,
+        status: "active",
+        scopes: JSON.stringify(scopes),
+        created_at: now,
+      });
       await db("api_keys").insert([
-        key("key_all", ["generation", "catalog:read", "orders:read", "orders:write", "domains:read", "domains:write", "usage:read", "resources:read", "billing:read"]),
+        key("key_all", [
+          "generation",
+          "catalog:read",
+          "orders:read",
+          "orders:write",
+          "domains:read",
+          "domains:write",
+          "usage:read",
+          "resources:read",
+          "billing:read",
+        ]),
         key("key_resources", ["resources:read"]),
         key("key_other", ["usage:read", "orders:read"]),
       ]);
       await migrate(db);
       const scopes = Object.fromEntries((await db("api_keys").select("id", "scopes")).map((r: any) => [r.id, JSON.parse(r.scopes)]));
-      expect(scopes.key_all).toEqual(["generation", "catalog:read", "orders:read", "orders:write", "domains:read", "domains:write", "usage:read", "resources:read", "resources:write", "billing:read"]);
+      expect(scopes.key_all).toEqual([
+        "generation",
+        "catalog:read",
+        "orders:read",
+        "orders:write",
+        "domains:read",
+        "domains:write",
+        "usage:read",
+        "resources:read",
+        "resources:write",
+        "billing:read",
+      ]);
       expect(scopes.key_resources).toEqual(["resources:read", "resources:write"]);
       expect(scopes.key_other).toEqual(["usage:read", "orders:read"]);
       // A key with every scope today holds what a key created before held, and resources:write.

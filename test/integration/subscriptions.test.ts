@@ -133,7 +133,10 @@ describe("`tasks` subscriptions of one key share one upstream stream on the rout
         if (round === 20) throw new Error("the subscriptions never all went live");
         const id = await submit(key, `warm-up ${round}`);
         await t.waitForTask(key, id);
-        const seen = await Promise.race([Promise.all(watchers.map((w) => w.sees(id))).then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 1_000))]);
+        const seen = await Promise.race([
+          Promise.all(watchers.map((w) => w.sees(id))).then(() => true),
+          new Promise<false>((r) => setTimeout(() => r(false), 1_000)),
+        ]);
         if (seen) return;
       }
     };
@@ -200,21 +203,24 @@ describe("orderEvents over graphql-ws through the router", () => {
     const firstEventOf = () => {
       const ids = new Set<string>();
       let seen = false;
-      return { ids, seen: () => seen, onEvent: (e: any) => { if (ids.has(e.data?.orderEvents?.order?.id)) seen = true; } };
+      return {
+        ids,
+        seen: () => seen,
+        onEvent: (e: any) => {
+          if (ids.has(e.data?.orderEvents?.order?.id)) seen = true;
+        },
+      };
     };
     // Order numbers (and the domains made of them) from fixed letters: a key's characters may not
     // all be valid in a domain name.
     const warmUp = (side: string, key: string, customerId: string, warm: ReturnType<typeof firstEventOf>) =>
-      waitUntil(
-        async () => {
-          if (warm.seen()) return true;
-          const placed = await t.rest("POST", "/openapi/v1/orders", { key, body: orderBody(`warm-${side}-${warm.ids.size}`, customerId) });
-          expect(placed.status, JSON.stringify(placed.body)).toBe(201);
-          warm.ids.add(placed.body.data.order_id);
-          return warm.seen();
-        },
-        Boolean,
-      );
+      waitUntil(async () => {
+        if (warm.seen()) return true;
+        const placed = await t.rest("POST", "/openapi/v1/orders", { key, body: orderBody(`warm-${side}-${warm.ids.size}`, customerId) });
+        expect(placed.status, JSON.stringify(placed.body)).toBe(201);
+        warm.ids.add(placed.body.data.order_id);
+        return warm.seen();
+      }, Boolean);
     let realId = "";
     const ownerWarm = firstEventOf();
     const strangerWarm = firstEventOf();

@@ -49,7 +49,15 @@ async function startReceiver() {
         for (const span of scope.spans ?? []) {
           const attributes: Record<string, unknown> = {};
           for (const a of span.attributes ?? []) attributes[a.key] = a.value?.stringValue ?? a.value?.intValue ?? a.value?.boolValue;
-          spans.push({ service, traceId: span.traceId, spanId: span.spanId, parentSpanId: span.parentSpanId ?? "", name: span.name, kind: span.kind, attributes });
+          spans.push({
+            service,
+            traceId: span.traceId,
+            spanId: span.spanId,
+            parentSpanId: span.parentSpanId ?? "",
+            name: span.name,
+            kind: span.kind,
+            attributes,
+          });
         }
       }
     }
@@ -76,7 +84,15 @@ describe("tracing across the router and subgraph processes", () => {
     database = await createTestDatabase();
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: "50", SUBGRAPH_SECRET: randomBytes(32).toString("hex") };
     subgraphs = await startStack(
-      loadConfig({ ...database.env, ...otel, GENERATION_PORT: "0", CLOUD_PORT: "0", LOG_LEVEL: "silent", SIMULATOR_STEP_MS: "50", TASK_POLL_INTERVAL_MS: "50" }),
+      loadConfig({
+        ...database.env,
+        ...otel,
+        GENERATION_PORT: "0",
+        CLOUD_PORT: "0",
+        LOG_LEVEL: "silent",
+        SIMULATOR_STEP_MS: "50",
+        TASK_POLL_INTERVAL_MS: "50",
+      }),
       ["generation", "cloud"],
     );
     key = (await createKey(subgraphs.db!, { name: "tracing", balance: parseYuan("100") })).key;
@@ -112,14 +128,21 @@ describe("tracing across the router and subgraph processes", () => {
     expect((await response.json()).errors).toBeUndefined();
 
     const subgraphService = "switchyard-generation+cloud";
-    const spans = await traceOf(traceId, (all) => all.some((s) => s.service === "switchyard-router" && s.kind === SERVER) && all.filter((s) => s.service === subgraphService && s.kind === SERVER).length >= 2);
+    const spans = await traceOf(
+      traceId,
+      (all) =>
+        all.some((s) => s.service === "switchyard-router" && s.kind === SERVER) &&
+        all.filter((s) => s.service === subgraphService && s.kind === SERVER).length >= 2,
+    );
     const routerSpans = spans.filter((s) => s.service === "switchyard-router");
     const subgraphSpans = spans.filter((s) => s.service === subgraphService);
 
     const routerHttp = routerSpans.find((s) => s.kind === SERVER)!;
     expect(routerHttp.name).toBe("POST /graphql");
     expect(routerHttp.parentSpanId).toBe(callerSpanId);
-    expect(routerSpans.map((s) => s.name)).toEqual(expect.arrayContaining(["graphql.operation TraceProbe", "graphql.execute", "subgraph.execute generation", "subgraph.execute cloud"]));
+    expect(routerSpans.map((s) => s.name)).toEqual(
+      expect.arrayContaining(["graphql.operation TraceProbe", "graphql.execute", "subgraph.execute generation", "subgraph.execute cloud"]),
+    );
     const operation = routerSpans.find((s) => s.name === "graphql.operation TraceProbe")!;
     expect(operation.parentSpanId).toBe(routerHttp.spanId);
     expect(operation.attributes["graphql.operation.type"]).toBe("query");
@@ -173,6 +196,10 @@ describe("tracing across the router and subgraph processes", () => {
     } finally {
       await client.dispose();
     }
-    await waitUntil(async () => receiver.spans.filter((s) => s.service === "switchyard-router" && s.name === "graphql.operation TraceWatch"), (found) => found.length === 1, 15_000);
+    await waitUntil(
+      async () => receiver.spans.filter((s) => s.service === "switchyard-router" && s.name === "graphql.operation TraceWatch"),
+      (found) => found.length === 1,
+      15_000,
+    );
   });
 });

@@ -20,7 +20,10 @@ const SUBMIT = "mutation($input: SubmitVideoGenerationInput!) { submitVideoGener
 
 /** Balance of a key in yuan, read through the router (once its rate limit lets the read through). */
 async function balanceOf(t: TestStack, key: string): Promise<string> {
-  const answer = await waitUntil(() => t.graphql("{ viewer { balance { amount } } }", {}, key), (r) => Boolean(r.body.data?.viewer?.balance));
+  const answer = await waitUntil(
+    () => t.graphql("{ viewer { balance { amount } } }", {}, key),
+    (r) => Boolean(r.body.data?.viewer?.balance),
+  );
   return answer.body.data.viewer.balance.amount;
 }
 
@@ -99,7 +102,10 @@ for (const store of ["memory", "redis"] as const) {
       expect(await replay.json()).toEqual({ code: 401, message: "Request signature already used" });
       // A signed /graphql request that reaches both subgraphs presents its signature twice: one request, accepted.
       const query = JSON.stringify({ query: "{ viewer { balance { amount } orders(first: 1) { totalCount } } }" });
-      const graphHeaders = { ...headers, "x-service-signature": signRequest(created.webhook_secret, { method: "POST", path: "/graphql", body: query, timestamp: now }) };
+      const graphHeaders = {
+        ...headers,
+        "x-service-signature": signRequest(created.webhook_secret, { method: "POST", path: "/graphql", body: query, timestamp: now }),
+      };
       const both = await fetch(`${t.url}/graphql`, { method: "POST", headers: graphHeaders, body: query }).then((r) => r.json() as Promise<any>);
       expect(both.errors).toBeUndefined();
       expect(both.data.viewer.balance.amount).toBe("15.00");
@@ -204,7 +210,11 @@ describe("a split deployment without SUBGRAPH_SECRET", () => {
   });
 
   it("refuses a SUBGRAPH_SECRET shorter than 32 characters", async () => {
-    const run = await runCli(["start", "router"], { GENERATION_URL: "http://127.0.0.1:9/graphql", CLOUD_URL: "http://127.0.0.1:9/graphql", SUBGRAPH_SECRET: "short" });
+    const run = await runCli(["start", "router"], {
+      GENERATION_URL: "http://127.0.0.1:9/graphql",
+      CLOUD_URL: "http://127.0.0.1:9/graphql",
+      SUBGRAPH_SECRET: "short",
+    });
     expect(run.code).toBe(1);
     expect(run.stderr.trim()).toBe("switchyard: SUBGRAPH_SECRET must be at least 32 characters (for example: openssl rand -hex 32)");
   });
@@ -239,7 +249,8 @@ describe("graphql-ws sees the client's address", () => {
     const client = wsClient(t.url, { Authorization: `Bearer ${key}` });
     const submitted = await t.rest("POST", "/api/v1/video/generations", { key, body: { model_id: 52, prompt: "allow-listed", seconds: 5 } });
     expect(submitted.status).toBe(200);
-    const { events, error } = await collect(client, "subscription($id: ID!) { taskStatusChanged(taskId: $id) { status } }", { id: submitted.body.data.task_id }).done;
+    const { events, error } = await collect(client, "subscription($id: ID!) { taskStatusChanged(taskId: $id) { status } }", { id: submitted.body.data.task_id })
+      .done;
     await client.dispose();
     expect(error).toBeUndefined();
     expect(events.at(-1).data.taskStatusChanged.status).toBe("SUCCEEDED");
@@ -256,7 +267,11 @@ describe("graphql-ws sees the client's address", () => {
 
   it("applies the same address to subscriptions over SSE", async () => {
     const { key } = await t.createKey("10", { allowIps: ["203.0.113.9/32"] });
-    const submitted = await t.rest("POST", "/api/v1/video/generations", { key, headers: { "x-forwarded-for": "203.0.113.9" }, body: { model_id: 52, prompt: "sse", seconds: 5 } });
+    const submitted = await t.rest("POST", "/api/v1/video/generations", {
+      key,
+      headers: { "x-forwarded-for": "203.0.113.9" },
+      body: { model_id: 52, prompt: "sse", seconds: 5 },
+    });
     expect(submitted.status).toBe(200);
     const query = "subscription($id: ID!) { taskStatusChanged(taskId: $id) { status } }";
     const variables = { id: submitted.body.data.task_id };
@@ -283,7 +298,11 @@ describe("authentication before the body", () => {
     const cloud = await t.rest("POST", "/openapi/v1/orders", { rawBody: JSON.stringify({ pad: big }) });
     expect(cloud.status).toBe(401);
     expect(cloud.body.error.code).toBe("unauthorized");
-    const graph = await fetch(`${t.url}/graphql`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query: "{ __typename }", extensions: { pad: big } }) });
+    const graph = await fetch(`${t.url}/graphql`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query: "{ __typename }", extensions: { pad: big } }),
+    });
     expect(graph.status).toBe(401);
     expect(((await graph.json()) as any).errors[0].extensions.code).toBe("unauthorized");
   });

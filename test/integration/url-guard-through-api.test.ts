@@ -95,7 +95,11 @@ describe("reference URLs through the API with a real DNS server", () => {
     ];
     for (const { body, field } of cases) {
       const response = await t.rest("POST", "/api/v1/video/generations", { key, body: { prompt: "a windmill", ...body } });
-      expect({ field, status: response.status, body: response.body }).toEqual({ field, status: 400, body: { code: 400, message: `${field} must be a public HTTPS URL` } });
+      expect({ field, status: response.status, body: response.body }).toEqual({
+        field,
+        status: 400,
+        body: { code: 400, message: `${field} must be a public HTTPS URL` },
+      });
     }
     expect(await balance()).toBe(before);
   });
@@ -128,7 +132,10 @@ describe("reference URLs through the API with a real DNS server", () => {
       });
       expect(order.status).toBe(201);
       orderId = order.body.data.order_id;
-      await waitUntil(() => cloud(`/orders/${orderId}`), (r) => r.body.data.status === "active");
+      await waitUntil(
+        () => cloud(`/orders/${orderId}`),
+        (r) => r.body.data.status === "active",
+      );
     });
 
     it("accepts an origin host name that resolves to a public address, through REST and GraphQL", async () => {
@@ -157,7 +164,11 @@ describe("reference URLs through the API with a real DNS server", () => {
       const literal = await cloud("/domains", domainBody("127.0.0.1", "ip"));
       expect([literal.status, literal.body.error.code, literal.body.error.details]).toEqual([422, "validation_failed", { field: "origin.address" }]);
 
-      const gql = await t.graphql(CREATE_DOMAIN, { input: { domain: `gql-${body.domain}`, origin: body.origin, protocol: "https", orderId, customerId: "cust-1" } }, cloudKey);
+      const gql = await t.graphql(
+        CREATE_DOMAIN,
+        { input: { domain: `gql-${body.domain}`, origin: body.origin, protocol: "https", orderId, customerId: "cust-1" } },
+        cloudKey,
+      );
       expect(gql.body.errors?.[0]).toMatchObject({ extensions: { code: "validation_failed", http: { status: 422 }, field: "origin.address" } });
       for (const name of [body.domain, `gql-${body.domain}`]) expect((await cloud(`/domains/${name}/status`)).status).toBe(404);
     });

@@ -39,7 +39,11 @@ async function moveTask(taskId: string, daysAgo: number) {
   await db("tasks").where("id", taskId).update({ created_at: at, updated_at: at });
 }
 async function moveEntry(taskId: string, kind: "debit" | "refund", daysAgo: number) {
-  expect(await db("ledger_entries").where({ task_id: taskId, kind }).update({ created_at: `${day(daysAgo)}T12:00:00.000Z` })).toBe(1);
+  expect(
+    await db("ledger_entries")
+      .where({ task_id: taskId, kind })
+      .update({ created_at: `${day(daysAgo)}T12:00:00.000Z` }),
+  ).toBe(1);
 }
 
 describe("viewer.usageByDay", () => {
@@ -85,7 +89,9 @@ describe("viewer.usageByDay", () => {
     expect(byDate.get(day(2))).toEqual(zero(day(2)));
     expect(byDate.get(day(1))).toEqual({ date: day(1), spent: { amount: "5.00", currency: "CNY" }, billedSeconds: 0, billedImages: 0 });
     expect(byDate.get(day(0))).toEqual({ date: day(0), spent: { amount: "3.30", currency: "CNY" }, billedSeconds: 8, billedImages: 1 });
-    expect(series.filter((d) => ![day(3), day(1), day(0)].includes(d.date))).toEqual(series.filter((d) => ![day(3), day(1), day(0)].includes(d.date)).map((d) => zero(d.date)));
+    expect(series.filter((d) => ![day(3), day(1), day(0)].includes(d.date))).toEqual(
+      series.filter((d) => ![day(3), day(1), day(0)].includes(d.date)).map((d) => zero(d.date)),
+    );
 
     // 90 days reach the old task; the sum of the days is then the key's whole spending.
     const wide = await t.graphql(`{ viewer { spent { amount } usageByDay(days: 90) { date spent { amount } billedSeconds } } }`, {}, owner.key);
@@ -122,8 +128,12 @@ describe("viewer.usageByDay", () => {
     if (isSqlite(db)) {
       const plan: { detail: string }[] = await db.raw(`explain query plan ${query.sql}`, query.bindings as any[]);
       const details = plan.map((row) => row.detail);
-      expect(details).toContainEqual(expect.stringMatching(/^SEARCH ledger_entries USING INDEX ledger_entries_key_id_created_at_index \(key_id=\? AND created_at>\? AND created_at<\?\)$/));
-      expect(details).toContainEqual(expect.stringMatching(/^SEARCH tasks USING INDEX tasks_key_id_created_at_id_index \(key_id=\? AND created_at>\? AND created_at<\?\)$/));
+      expect(details).toContainEqual(
+        expect.stringMatching(/^SEARCH ledger_entries USING INDEX ledger_entries_key_id_created_at_index \(key_id=\? AND created_at>\? AND created_at<\?\)$/),
+      );
+      expect(details).toContainEqual(
+        expect.stringMatching(/^SEARCH tasks USING INDEX tasks_key_id_created_at_id_index \(key_id=\? AND created_at>\? AND created_at<\?\)$/),
+      );
       expect(details.join("\n")).not.toMatch(/\bSCAN (ledger_entries|tasks)\b/);
     } else {
       // An empty test table is cheapest to scan; forbid that to see which index the query can use.
@@ -131,7 +141,9 @@ describe("viewer.usageByDay", () => {
         await trx.raw("set local enable_seqscan = off");
         return (await trx.raw(`explain ${query.sql}`, query.bindings as any[])).rows.map((row: Record<string, string>) => row["QUERY PLAN"]).join("\n");
       });
-      expect(plan).toMatch(/Index (Only )?Scan using ledger_entries_key_id_created_at_index on ledger_entries[\s\S]*Index Cond: \(\(\(key_id\)::text = 'key_x'::text\) AND \(\(created_at\)::text >= /);
+      expect(plan).toMatch(
+        /Index (Only )?Scan using ledger_entries_key_id_created_at_index on ledger_entries[\s\S]*Index Cond: \(\(\(key_id\)::text = 'key_x'::text\) AND \(\(created_at\)::text >= /,
+      );
       expect(plan).toMatch(/(Index|Bitmap Index) Scan (using|on) tasks_key_id_created_at_id_index/);
     }
   });

@@ -122,7 +122,14 @@ describe("webhook callbacks", () => {
     const baseMs = 60_000;
     const d = dispatcher({ pubsub, retryBaseMs: baseMs, now: clock.now });
 
-    const outboxId = await append({ topic: "order.paid", accountId: key.account_id, aggregateId: "ord_1", keyId: key.id, requestId: "req_abc", payload: ORDER_DATA });
+    const outboxId = await append({
+      topic: "order.paid",
+      accountId: key.account_id,
+      aggregateId: "ord_1",
+      keyId: key.id,
+      requestId: "req_abc",
+      payload: ORDER_DATA,
+    });
     const outboxRow = await db("outbox").where("id", outboxId).first();
 
     // Attempt 1 at T0: 500 → retry after base ±20%.
@@ -184,7 +191,16 @@ describe("webhook callbacks", () => {
 
     // Published once to the account's topic, and marked published.
     expect(published).toEqual([
-      { id: outboxId, topic: "order.paid", accountId: key.account_id, aggregateId: "ord_1", payload: ORDER_DATA, createdAt: outboxRow.created_at, keyId: key.id, requestId: "req_abc" },
+      {
+        id: outboxId,
+        topic: "order.paid",
+        accountId: key.account_id,
+        aggregateId: "ord_1",
+        payload: ORDER_DATA,
+        createdAt: outboxRow.created_at,
+        keyId: key.id,
+        requestId: "req_abc",
+      },
     ]);
     expect((await db("outbox").where("id", outboxId).first()).published_at).not.toBeNull();
 
@@ -258,7 +274,15 @@ describe("webhook callbacks", () => {
     expect(eventsOf("task_img")).toEqual(["task.succeeded", "task.refunded"]);
     for (const r of receiver.received) expect(r.headers["x-service-event"]).toBe(JSON.parse(r.body).event);
     const failed = sent.find((b) => b.event === "task.failed");
-    expect(failed.data).toEqual({ task_id: "task_fail", status: 2, result: null, images: null, error: "Generation failed", refunded: 1.125, updated_at: "2031-05-01T08:00:00.000Z" });
+    expect(failed.data).toEqual({
+      task_id: "task_fail",
+      status: 2,
+      result: null,
+      images: null,
+      error: "Generation failed",
+      refunded: 1.125,
+      updated_at: "2031-05-01T08:00:00.000Z",
+    });
     expect(sent.find((b) => b.event === "task.refunded" && b.data.task_id === "task_img").data.refunded).toBe(0.5);
     // No request caused these events: the request id names the outbox row.
     for (const b of sent) expect(b.request_id).toMatch(/^evt_\d+$/);
@@ -276,7 +300,13 @@ describe("webhook callbacks", () => {
     const key = await createKey(db, { name: "gives-up", callbackUrl: receiver.url });
     const other = await createKey(db, { name: "someone-else" });
     const d = dispatcher({ pubsub: createInProcessPubSub(), maxAttempts: 3, retryBaseMs: 1_000, now: clock.now });
-    const outboxId = await append({ topic: "order.failed", accountId: key.account_id, aggregateId: "ord_4", keyId: key.id, payload: { ...ORDER_DATA, status: "failed" } });
+    const outboxId = await append({
+      topic: "order.failed",
+      accountId: key.account_id,
+      aggregateId: "ord_4",
+      keyId: key.id,
+      payload: { ...ORDER_DATA, status: "failed" },
+    });
 
     for (let i = 0; i < 3; i++) {
       const result = await d.runOnce();
@@ -323,8 +353,20 @@ describe("webhook callbacks", () => {
     const slowKey = await createKey(db, { name: "slow", callbackUrl: hanging.url });
     const goneKey = await createKey(db, { name: "gone", callbackUrl: closedUrl });
     const d = dispatcher({ pubsub: createInProcessPubSub(), requestTimeoutMs: 300, now: clock.now });
-    await append({ topic: "usage.threshold_reached", accountId: slowKey.account_id, aggregateId: "res_1", keyId: slowKey.id, payload: { resource_id: "res_1" } });
-    await append({ topic: "usage.threshold_reached", accountId: goneKey.account_id, aggregateId: "res_2", keyId: goneKey.id, payload: { resource_id: "res_2" } });
+    await append({
+      topic: "usage.threshold_reached",
+      accountId: slowKey.account_id,
+      aggregateId: "res_1",
+      keyId: slowKey.id,
+      payload: { resource_id: "res_1" },
+    });
+    await append({
+      topic: "usage.threshold_reached",
+      accountId: goneKey.account_id,
+      aggregateId: "res_2",
+      keyId: goneKey.id,
+      payload: { resource_id: "res_2" },
+    });
 
     expect(await d.runOnce()).toEqual({ published: 2, delivered: 0, attempted: 2 });
     const [slow] = await db("webhook_deliveries").where("key_id", slowKey.id);
@@ -361,7 +403,15 @@ describe("webhook callbacks", () => {
     const count = 20;
     const ids: number[] = [];
     for (let i = 0; i < count; i++) {
-      ids.push(await append({ topic: "billing.transaction.created", accountId: key.account_id, aggregateId: `txn_${i}`, keyId: key.id, payload: { transaction_id: `txn_${i}` } }));
+      ids.push(
+        await append({
+          topic: "billing.transaction.created",
+          accountId: key.account_id,
+          aggregateId: `txn_${i}`,
+          keyId: key.id,
+          payload: { transaction_id: `txn_${i}` },
+        }),
+      );
     }
     const options = { retryBaseMs: 5, maxAttempts: 5, intervalMs: 5 };
     const a = dispatcher({ pubsub: pubsubA, ...options }, db);
@@ -387,7 +437,10 @@ describe("webhook callbacks", () => {
     const deliveries = await db("webhook_deliveries").where("key_id", key.id);
     expect(deliveries).toHaveLength(count);
     for (const delivery of deliveries) expect(delivery).toMatchObject({ status: "delivered", attempts: 2 });
-    const attempts = await db("webhook_attempts").whereIn("delivery_id", deliveries.map((r: any) => r.id));
+    const attempts = await db("webhook_attempts").whereIn(
+      "delivery_id",
+      deliveries.map((r: any) => r.id),
+    );
     expect(attempts).toHaveLength(2 * count);
   });
 
@@ -396,7 +449,8 @@ describe("webhook callbacks", () => {
     cleanups.push(() => receiver.close());
     const key = await createKey(db, { name: "pages", callbackUrl: receiver.url });
     const d = dispatcher({ pubsub: createInProcessPubSub() });
-    for (let i = 0; i < 3; i++) await append({ topic: "order.created", accountId: key.account_id, aggregateId: `ord_p${i}`, keyId: key.id, payload: { order_id: `ord_p${i}` } });
+    for (let i = 0; i < 3; i++)
+      await append({ topic: "order.created", accountId: key.account_id, aggregateId: `ord_p${i}`, keyId: key.id, payload: { order_id: `ord_p${i}` } });
     await d.runOnce();
     const first = await listDeliveries(db, { accountId: key.account_id, first: 2 });
     expect(first.map((x) => x.aggregateId)).toEqual(["ord_p2", "ord_p1"]);

@@ -54,9 +54,7 @@ export async function startDnsServer(records: Record<string, DnsRecords>): Promi
         for (const address of entry.AAAA ?? []) {
           // dns2's encoder only understands plain hex groups: expand "::" and embedded IPv4.
           const expanded = ipaddr.IPv6.parse(address).toNormalizedString();
-          response.answers.push(
-            Packet.createResourceFromQuestion(question, { ttl: 1, address: expanded }),
-          );
+          response.answers.push(Packet.createResourceFromQuestion(question, { ttl: 1, address: expanded }));
         }
       }
       void send(response);

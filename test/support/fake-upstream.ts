@@ -120,7 +120,11 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         .slice()
         .reverse()
         .slice(0, limit)
-        .map(({ taskId, clientReference }) => ({ task_id: taskId, status: tasks.get(taskId)?.status ?? 0, ...(historyMode === "echo" ? { client_reference: clientReference } : {}) }));
+        .map(({ taskId, clientReference }) => ({
+          task_id: taskId,
+          status: tasks.get(taskId)?.status ?? 0,
+          ...(historyMode === "echo" ? { client_reference: clientReference } : {}),
+        }));
       return json(200, { code: 200, data: { balance: 0, tasks: listed } });
     }
     const task = /^\/api\/v1\/tasks\/([^/]+)$/.exec(path);

@@ -20,7 +20,12 @@ export function wsClient(routerUrl: string, connectionParams: Record<string, str
  * Subscribes and resolves when the subscription completes or errors.
  * @param onEvent called with each event (for example to cause the next change)
  */
-export function collect(client: Client, query: string, variables: Record<string, unknown> = {}, onEvent?: (event: any, all: any[]) => void): { done: Promise<Collected>; stop: () => void } {
+export function collect(
+  client: Client,
+  query: string,
+  variables: Record<string, unknown> = {},
+  onEvent?: (event: any, all: any[]) => void,
+): { done: Promise<Collected>; stop: () => void } {
   const events: any[] = [];
   let stop = () => {};
   const done = new Promise<Collected>((resolve) => {
@@ -43,7 +48,12 @@ export function collect(client: Client, query: string, variables: Record<string,
  * Runs a subscription over SSE (`Accept: text/event-stream`) and collects its events until the
  * stream ends.
  */
-export async function collectSse(routerUrl: string, query: string, variables: Record<string, unknown>, headers: Record<string, string>): Promise<{ status: number; events: any[] }> {
+export async function collectSse(
+  routerUrl: string,
+  query: string,
+  variables: Record<string, unknown>,
+  headers: Record<string, string>,
+): Promise<{ status: number; events: any[] }> {
   const response = await fetch(`${routerUrl}/graphql`, {
     method: "POST",
     headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },

@@ -27,7 +27,10 @@ const originalEmit = http.Server.prototype.emit as (this: http.Server, event: st
  * Runs `work` and returns its result with the statements run for HTTP requests meanwhile and the
  * requests each server received.
  */
-export async function measureStatements<T>(db: Knex, work: () => Promise<T>): Promise<{ result: T; statements: CountedStatement[]; requests: { port: number | undefined; url: string | undefined }[] }> {
+export async function measureStatements<T>(
+  db: Knex,
+  work: () => Promise<T>,
+): Promise<{ result: T; statements: CountedStatement[]; requests: { port: number | undefined; url: string | undefined }[] }> {
   const statements: CountedStatement[] = [];
   const requests: { port: number | undefined; url: string | undefined }[] = [];
   const onQuery = (query: { sql: string }) => {

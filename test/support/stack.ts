@@ -16,7 +16,11 @@ export interface TestStack {
   /** Creates a key with a balance in yuan ("10", "1.125") and options of `keys create`. */
   createKey(balanceYuan?: string, options?: Partial<CreateKeyOptions>): Promise<{ id: string; key: string; account_id: string; webhook_secret: string }>;
   /** Calls a REST path; returns status, headers and parsed JSON body. */
-  rest(method: string, path: string, options?: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  rest(
+    method: string,
+    path: string,
+    options?: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   /** Runs a GraphQL operation through the router. */
   graphql(query: string, variables?: Record<string, unknown>, key?: string, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
   /** Polls the REST task endpoint until `done(task)` holds (or throws after `timeoutMs`). */

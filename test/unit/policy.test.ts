@@ -184,7 +184,9 @@ describe("request signatures", () => {
 
   it("follows the documented algorithm: HMAC-SHA256 over t.METHOD.path.sha256(body)", () => {
     const header = signRequest(secret, { method: "post", path, body, timestamp: t });
-    const expected = createHmac("sha256", secret).update(`${t}.POST.${path}.${sha256Hex(body)}`).digest("hex");
+    const expected = createHmac("sha256", secret)
+      .update(`${t}.POST.${path}.${sha256Hex(body)}`)
+      .digest("hex");
     expect(header).toBe(`t=${t},v1=${expected}`);
     expect(sha256Hex("")).toBe("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
     expect(sha256Hex(Buffer.from(body))).toBe(sha256Hex(body));

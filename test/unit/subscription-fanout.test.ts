@@ -29,7 +29,12 @@ function upstreams() {
       if (!queue.length) settle({ value: undefined, done: true });
     };
     const stream: AsyncIterableIterator<unknown> = {
-      next: () => (queue.length ? Promise.resolve({ value: queue.shift(), done: false }) : done ? Promise.resolve({ value: undefined, done: true }) : new Promise((resolve) => (waiting = resolve))),
+      next: () =>
+        queue.length
+          ? Promise.resolve({ value: queue.shift(), done: false })
+          : done
+            ? Promise.resolve({ value: undefined, done: true })
+            : new Promise((resolve) => (waiting = resolve)),
       return: () => {
         state.ended++;
         done = true;
@@ -48,9 +53,11 @@ const take = async (stream: unknown) => (stream as AsyncIterator<unknown>).next(
 describe("shareKeyOf", () => {
   it("shares `tasks` and `orderEvents` subscriptions, never `taskStatusChanged` (its first event is the current state), a query, or an operation it cannot parse", () => {
     expect(shareKeyOf({ query: "subscription { tasks { id } }" }, FACTS)).not.toBeNull();
-    expect(shareKeyOf({ query: "subscription Orders($o: ID) { orderEvents(orderId: $o) { event } }", variables: { o: "1" } }, FACTS)).toMatchObject({ operationName: "Orders" });
+    expect(shareKeyOf({ query: "subscription Orders($o: ID) { orderEvents(orderId: $o) { event } }", variables: { o: "1" } }, FACTS)).toMatchObject({
+      operationName: "Orders",
+    });
     expect(shareKeyOf({ query: 'subscription { taskStatusChanged(taskId: "t") { id } }' }, FACTS)).toBeNull();
-    expect(shareKeyOf({ query: "subscription { tasks { id } taskStatusChanged(taskId: \"t\") { id } }" }, FACTS)).toBeNull();
+    expect(shareKeyOf({ query: 'subscription { tasks { id } taskStatusChanged(taskId: "t") { id } }' }, FACTS)).toBeNull();
     expect(shareKeyOf({ query: "query { tasks { totalCount } }" }, FACTS)).toBeNull();
     expect(shareKeyOf({ query: "subscription { tasks { ...F } } fragment F on Task { id }" }, FACTS)).toBeNull();
     expect(shareKeyOf({ query: "subscription { tasks { id }" }, FACTS)).toBeNull();

@@ -67,28 +67,25 @@ describe("createUrlGuard", () => {
     });
   });
 
-  it.each([
-    "https://user:pass@public.example.test/ref.png",
-    "https://user@public.example.test/ref.png",
-    "https://:secret@public.example.test/ref.png",
-  ])("rejects embedded credentials: %s", async (url) => {
-    expect(await guard.check(url)).toEqual({
-      ok: false,
-      reason: expect.stringMatching(/credentials/),
-    });
-  });
+  it.each(["https://user:pass@public.example.test/ref.png", "https://user@public.example.test/ref.png", "https://:secret@public.example.test/ref.png"])(
+    "rejects embedded credentials: %s",
+    async (url) => {
+      expect(await guard.check(url)).toEqual({
+        ok: false,
+        reason: expect.stringMatching(/credentials/),
+      });
+    },
+  );
 
-  it.each([
-    "https://localhost/ref.png",
-    "https://LOCALHOST./ref.png",
-    "https://x.localhost/ref.png",
-    "https://a.b.localhost:8443/ref.png",
-  ])("rejects localhost names: %s", async (url) => {
-    expect(await guard.check(url)).toEqual({
-      ok: false,
-      reason: expect.stringMatching(/localhost/),
-    });
-  });
+  it.each(["https://localhost/ref.png", "https://LOCALHOST./ref.png", "https://x.localhost/ref.png", "https://a.b.localhost:8443/ref.png"])(
+    "rejects localhost names: %s",
+    async (url) => {
+      expect(await guard.check(url)).toEqual({
+        ok: false,
+        reason: expect.stringMatching(/localhost/),
+      });
+    },
+  );
 
   it("rejects a single-label host", async () => {
     expect(await guard.check("https://intranet/ref.png")).toEqual({
@@ -172,15 +169,12 @@ describe("createUrlGuard", () => {
     });
   });
 
-  it.each(["not a url", "https://", "https://[::1/ref.png", "", "//public.example.test/x"])(
-    "rejects a malformed URL: %j",
-    async (url) => {
-      expect(await guard.check(url)).toEqual({
-        ok: false,
-        reason: expect.stringMatching(/malformed/),
-      });
-    },
-  );
+  it.each(["not a url", "https://", "https://[::1/ref.png", "", "//public.example.test/x"])("rejects a malformed URL: %j", async (url) => {
+    expect(await guard.check(url)).toEqual({
+      ok: false,
+      reason: expect.stringMatching(/malformed/),
+    });
+  });
 
   it("returns ok:false instead of throwing for a non-string input", async () => {
     const result = await guard.check(42 as unknown as string);

@@ -400,16 +400,9 @@ describe("references: kinds per model", () => {
     const empty = { images: [], audios: [], videos: [], frameStart: null, frameEnd: null };
     expect((await video({})).references).toEqual(empty);
     const nulls = Object.fromEntries(
-      [
-        "reference_image",
-        "reference_images",
-        "reference_audio",
-        "reference_audios",
-        "reference_video",
-        "reference_videos",
-        "frame_start",
-        "frame_end",
-      ].map((field) => [toCamel(field), null]),
+      ["reference_image", "reference_images", "reference_audio", "reference_audios", "reference_video", "reference_videos", "frame_start", "frame_end"].map(
+        (field) => [toCamel(field), null],
+      ),
     );
     expect((await video({ modelId: 39, ...nulls })).references).toEqual(empty);
     expect((await video({ modelId: 52, ...nulls })).references).toEqual(empty);
@@ -500,11 +493,7 @@ describe("references: limits", () => {
   });
 
   it("names the plural field when a singular image pushes the list over 9", async () => {
-    await expectInvalid(
-      video({ referenceImage: IMG, referenceImages: urls(9) }),
-      unsupported("reference_images"),
-      "reference_images",
-    );
+    await expectInvalid(video({ referenceImage: IMG, referenceImages: urls(9) }), unsupported("reference_images"), "reference_images");
   });
 
   it("rejects a fourth audio", async () => {
@@ -520,11 +509,7 @@ describe("references: limits", () => {
   });
 
   it("rejects a fourth video", async () => {
-    await expectInvalid(
-      video({ referenceVideos: urls(4, "https://cdn.example.com/v") }),
-      unsupported("reference_videos"),
-      "reference_videos",
-    );
+    await expectInvalid(video({ referenceVideos: urls(4, "https://cdn.example.com/v") }), unsupported("reference_videos"), "reference_videos");
   });
 
   it("accepts 9 images plus both frames for model 39", async () => {
@@ -541,10 +526,7 @@ describe("references: limits", () => {
     });
     expect(request.references.images).toHaveLength(20);
     expect((await video({ modelId: 67, referenceImages: urls(30) })).references.images).toHaveLength(30);
-    expect(
-      (await video({ modelId: 67, referenceImage: IMG, referenceVideos: urls(29, "https://cdn.example.com/v") }))
-        .references.videos,
-    ).toHaveLength(29);
+    expect((await video({ modelId: 67, referenceImage: IMG, referenceVideos: urls(29, "https://cdn.example.com/v") })).references.videos).toHaveLength(29);
   });
 
   it("rejects a 31st reference for model 67, naming the kind that crosses 30", async () => {
@@ -564,11 +546,7 @@ describe("references: limits", () => {
       unsupported("reference_videos"),
       "reference_videos",
     );
-    await expectInvalid(
-      video({ modelId: 67, referenceImages: urls(30), referenceVideo: VIDEO }),
-      unsupported("reference_video"),
-      "reference_video",
-    );
+    await expectInvalid(video({ modelId: 67, referenceImages: urls(30), referenceVideo: VIDEO }), unsupported("reference_video"), "reference_video");
   });
 
   it("accepts 9 reference images on image requests and rejects 10", async () => {
@@ -581,20 +559,12 @@ describe("references: limits", () => {
 describe("references: audio needs an image or a video", () => {
   it.each([52, 67, 69])("rejects audio alone for model %i", async (id) => {
     await expectInvalid(video({ modelId: id, referenceAudio: AUDIO }), unsupported("reference_audio"), "reference_audio");
-    await expectInvalid(
-      video({ modelId: id, referenceAudios: [AUDIO] }),
-      unsupported("reference_audios"),
-      "reference_audios",
-    );
+    await expectInvalid(video({ modelId: id, referenceAudios: [AUDIO] }), unsupported("reference_audios"), "reference_audios");
   });
 
   it.each([52, 67, 69])("accepts audio with an image or with a video for model %i", async (id) => {
-    expect((await video({ modelId: id, referenceAudio: AUDIO, referenceImage: IMG })).references.audios).toEqual([
-      AUDIO,
-    ]);
-    expect((await video({ modelId: id, referenceAudios: [AUDIO], referenceVideos: [VIDEO] })).references.videos).toEqual([
-      VIDEO,
-    ]);
+    expect((await video({ modelId: id, referenceAudio: AUDIO, referenceImage: IMG })).references.audios).toEqual([AUDIO]);
+    expect((await video({ modelId: id, referenceAudios: [AUDIO], referenceVideos: [VIDEO] })).references.videos).toEqual([VIDEO]);
   });
 
   it("accepts audio alone for model 51", async () => {
@@ -602,10 +572,7 @@ describe("references: audio needs an image or a video", () => {
   });
 
   it("does not count empty image and video lists as visual references", async () => {
-    await expectInvalid(
-      video({ referenceAudio: AUDIO, referenceImages: [], referenceVideos: [] }),
-      unsupported("reference_audio"),
-    );
+    await expectInvalid(video({ referenceAudio: AUDIO, referenceImages: [], referenceVideos: [] }), unsupported("reference_audio"));
   });
 });
 
@@ -634,34 +601,21 @@ describe("references: public HTTPS URLs", () => {
   });
 
   it("reports the first failing field in field order", async () => {
-    await expectInvalid(
-      video({ referenceImage: PRIVATE, referenceImages: [PRIVATE], referenceVideos: [PRIVATE] }),
-      notPublic("reference_image"),
-    );
-    await expectInvalid(
-      video({ referenceImages: [PRIVATE], referenceAudio: PRIVATE, referenceVideo: PRIVATE }),
-      notPublic("reference_images"),
-    );
-    await expectInvalid(
-      video({ modelId: 39, referenceImages: [PRIVATE], frameStart: PRIVATE, frameEnd: PRIVATE }),
-      notPublic("reference_images"),
-    );
+    await expectInvalid(video({ referenceImage: PRIVATE, referenceImages: [PRIVATE], referenceVideos: [PRIVATE] }), notPublic("reference_image"));
+    await expectInvalid(video({ referenceImages: [PRIVATE], referenceAudio: PRIVATE, referenceVideo: PRIVATE }), notPublic("reference_images"));
+    await expectInvalid(video({ modelId: 39, referenceImages: [PRIVATE], frameStart: PRIVATE, frameEnd: PRIVATE }), notPublic("reference_images"));
     await expectInvalid(video({ modelId: 39, frameStart: PRIVATE, frameEnd: PRIVATE }), notPublic("frame_start"));
     await expectInvalid(
       video({ referenceImage: IMG, referenceAudio: PRIVATE, referenceAudios: [PRIVATE], referenceVideos: [PRIVATE] }),
       notPublic("reference_audio"),
     );
-    await expectInvalid(
-      video({ referenceImage: IMG, referenceAudios: [PRIVATE], referenceVideo: PRIVATE }),
-      notPublic("reference_audios"),
-    );
+    await expectInvalid(video({ referenceImage: IMG, referenceAudios: [PRIVATE], referenceVideo: PRIVATE }), notPublic("reference_audios"));
     await expectInvalid(video({ referenceVideo: PRIVATE, referenceVideos: [PRIVATE] }), notPublic("reference_video"));
   });
 
   it("reports the field order even when a later check fails first in time", async () => {
     // The later field's check answers at once, the earlier one's after a delay.
-    const slowFirst: UrlCheck = (url) =>
-      new Promise((resolve) => setTimeout(() => resolve(false), url.includes("slow") ? 20 : 0));
+    const slowFirst: UrlCheck = (url) => new Promise((resolve) => setTimeout(() => resolve(false), url.includes("slow") ? 20 : 0));
     await expectInvalid(
       validate("video", { prompt: "a cat", referenceImage: "https://slow.example.com/a.png", referenceVideo: VIDEO }, slowFirst),
       notPublic("reference_image"),
@@ -685,14 +639,8 @@ describe("references: public HTTPS URLs", () => {
     };
     const base = "https://cdn.example.com/";
     const longest = base + "a".repeat(2048 - base.length);
-    expect((await validate("video", { prompt: "a cat", referenceImage: longest }, check)).references.images).toEqual([
-      longest,
-    ]);
-    await expectInvalid(
-      validate("video", { prompt: "a cat", referenceImage: `${longest}a` }, check),
-      notPublic("reference_image"),
-      "reference_image",
-    );
+    expect((await validate("video", { prompt: "a cat", referenceImage: longest }, check)).references.images).toEqual([longest]);
+    await expectInvalid(validate("video", { prompt: "a cat", referenceImage: `${longest}a` }, check), notPublic("reference_image"), "reference_image");
     expect(asked).toEqual([longest]);
   });
 
@@ -700,11 +648,7 @@ describe("references: public HTTPS URLs", () => {
     const broken: UrlCheck = async () => {
       throw new Error("DNS exploded");
     };
-    await expectInvalid(
-      validate("video", { prompt: "a cat", referenceImage: IMG }, broken),
-      notPublic("reference_image"),
-      "reference_image",
-    );
+    await expectInvalid(validate("video", { prompt: "a cat", referenceImage: IMG }, broken), notPublic("reference_image"), "reference_image");
   });
 
   it("runs the URL checks concurrently", async () => {
@@ -729,7 +673,14 @@ describe("references: public HTTPS URLs", () => {
     };
     await validate(
       "video",
-      { prompt: "a cat", modelId: 39, referenceImage: IMG, referenceImages: [IMG2], frameStart: "https://f.example/s.png", frameEnd: "https://f.example/e.png" },
+      {
+        prompt: "a cat",
+        modelId: 39,
+        referenceImage: IMG,
+        referenceImages: [IMG2],
+        frameStart: "https://f.example/s.png",
+        frameEnd: "https://f.example/e.png",
+      },
       check,
     );
     expect(asked.sort()).toEqual([IMG, IMG2, "https://f.example/e.png", "https://f.example/s.png"].sort());
@@ -742,10 +693,7 @@ describe("references: public HTTPS URLs", () => {
       return false;
     };
     await expectInvalid(validate("video", { prompt: "a cat", count: 5, referenceImage: IMG }, check), unsupported("count"));
-    await expectInvalid(
-      validate("video", { prompt: "a cat", modelId: 39, referenceAudio: PRIVATE }, check),
-      unsupported("reference_audio"),
-    );
+    await expectInvalid(validate("video", { prompt: "a cat", modelId: 39, referenceAudio: PRIVATE }, check), unsupported("reference_audio"));
     expect(asked).toBe(0);
   });
 

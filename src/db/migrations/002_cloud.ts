@@ -169,7 +169,19 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const table of ["statement_exports", "webhook_attempts", "webhook_deliveries", "purge_tasks", "domains", "idempotency_keys", "resources", "orders", "products", "vendors", "customers"]) {
+  for (const table of [
+    "statement_exports",
+    "webhook_attempts",
+    "webhook_deliveries",
+    "purge_tasks",
+    "domains",
+    "idempotency_keys",
+    "resources",
+    "orders",
+    "products",
+    "vendors",
+    "customers",
+  ]) {
     await knex.schema.dropTableIfExists(table);
   }
   await knex.schema.alterTable("outbox", (t) => {

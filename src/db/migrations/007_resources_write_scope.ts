@@ -19,7 +19,10 @@ async function rewrite(knex: Knex, like: string, change: (scopes: string[]) => s
     const scopes: unknown = JSON.parse(row.scopes);
     if (!Array.isArray(scopes)) continue;
     const next = change(scopes as string[]);
-    if (next) await knex("api_keys").where({ id: row.id, scopes: row.scopes }).update({ scopes: JSON.stringify(next) });
+    if (next)
+      await knex("api_keys")
+        .where({ id: row.id, scopes: row.scopes })
+        .update({ scopes: JSON.stringify(next) });
   }
 }
 

@@ -50,7 +50,11 @@ export function createChannelHealth(options: ChannelHealthOptions): ChannelHealt
     for (const [id, d] of batch) {
       await db("channels")
         .where({ id })
-        .update({ submissions: db.raw("submissions + ?", [d.successes]), successes: db.raw("successes + ?", [d.successes]), latency_ms_total: db.raw("latency_ms_total + ?", [d.latency]) });
+        .update({
+          submissions: db.raw("submissions + ?", [d.successes]),
+          successes: db.raw("successes + ?", [d.successes]),
+          latency_ms_total: db.raw("latency_ms_total + ?", [d.latency]),
+        });
     }
   }
   const timer = setInterval(() => flush().catch((err) => logger.warn({ err }, "channel counters not written")), 1000);

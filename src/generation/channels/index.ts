@@ -91,7 +91,14 @@ export async function startChannels(db: Db, logger: Logger, settings: ChannelSet
   });
   router = createChannelRouter({ db, logger, box, implicit, health, timeoutMs: settings.upstreamTimeoutMs, maxAttempts: settings.channelMaxAttempts });
   const upstream = router;
-  const probes = startProbeLoop({ db, logger, adapterFor: (c) => upstream.adapterFor(c), baseMs: settings.channelProbeBaseMs, maxMs: settings.channelProbeMaxMs, onEnabled: () => upstream.invalidate() });
+  const probes = startProbeLoop({
+    db,
+    logger,
+    adapterFor: (c) => upstream.adapterFor(c),
+    baseMs: settings.channelProbeBaseMs,
+    maxMs: settings.channelProbeMaxMs,
+    onEnabled: () => upstream.invalidate(),
+  });
 
   async function view(channel: ChannelRecord): Promise<ChannelView> {
     const open = await openTasksByChannel(db);

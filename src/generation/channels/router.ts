@@ -106,7 +106,9 @@ export function createChannelRouter(options: ChannelRouterOptions): ChannelRoute
 
   async function recordAttempts(taskId: string, channelId: string | null, attempts: ChannelAttempt[]): Promise<void> {
     if (channelId === DEFAULT_CHANNEL_ID && attempts.length === 1) return; // the pre-channel case: nothing to add
-    await db("tasks").where({ id: taskId }).update({ channel_id: channelId, channel_attempts: JSON.stringify(attempts) });
+    await db("tasks")
+      .where({ id: taskId })
+      .update({ channel_id: channelId, channel_attempts: JSON.stringify(attempts) });
   }
 
   return {
@@ -161,7 +163,9 @@ export function createChannelRouter(options: ChannelRouterOptions): ChannelRoute
         if (!adapter.findSubmission) continue;
         const found = await adapter.findSubmission(taskId).catch(() => null);
         if (found !== null) {
-          await db("tasks").where({ id: taskId }).update({ channel_id: channel.id === DEFAULT_CHANNEL_ID ? null : channel.id });
+          await db("tasks")
+            .where({ id: taskId })
+            .update({ channel_id: channel.id === DEFAULT_CHANNEL_ID ? null : channel.id });
           return found;
         }
       }

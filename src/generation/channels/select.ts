@@ -18,7 +18,11 @@ export function servesModel(channel: Pick<ChannelRecord, "models">, modelId: num
  * @param random uniform in [0, 1) (tests pass a seeded one)
  * @returns the channels to try, in order; empty when no enabled channel serves the model
  */
-export function orderChannels<C extends Pick<ChannelRecord, "status" | "models" | "priority" | "weight">>(channels: readonly C[], modelId: number, random: () => number = Math.random): C[] {
+export function orderChannels<C extends Pick<ChannelRecord, "status" | "models" | "priority" | "weight">>(
+  channels: readonly C[],
+  modelId: number,
+  random: () => number = Math.random,
+): C[] {
   const groups = new Map<number, C[]>();
   for (const channel of channels) {
     if (channel.status !== "ENABLED" || !servesModel(channel, modelId)) continue;

@@ -119,7 +119,18 @@ export async function getChannel(db: Db, id: string): Promise<ChannelRecord> {
 export async function upsertDefaultChannel(db: Db, baseUrl: string): Promise<void> {
   const now = nowIso();
   await db("channels")
-    .insert({ id: DEFAULT_CHANNEL_ID, name: "default", base_url: baseUrl, api_key: null, models: JSON.stringify(["*"]), priority: 0, weight: 1, implicit: true, created_at: now, updated_at: now })
+    .insert({
+      id: DEFAULT_CHANNEL_ID,
+      name: "default",
+      base_url: baseUrl,
+      api_key: null,
+      models: JSON.stringify(["*"]),
+      priority: 0,
+      weight: 1,
+      implicit: true,
+      created_at: now,
+      updated_at: now,
+    })
     .onConflict("id")
     .merge({ base_url: baseUrl });
 }
@@ -188,12 +199,26 @@ function columnsOf(input: ChannelInput, box: KeyBox | null): Record<string, unkn
  * @param box seals the key; null when CHANNEL_KEY_SECRET is unset
  * @throws AppError 400 for bad input, 403 when no CHANNEL_KEY_SECRET is set
  */
-export async function addChannel(db: Db, box: KeyBox | null, input: Required<Pick<ChannelInput, "name" | "baseUrl" | "apiKey" | "models">> & ChannelInput): Promise<ChannelRecord> {
+export async function addChannel(
+  db: Db,
+  box: KeyBox | null,
+  input: Required<Pick<ChannelInput, "name" | "baseUrl" | "apiKey" | "models">> & ChannelInput,
+): Promise<ChannelRecord> {
   for (const field of ["name", "baseUrl", "apiKey", "models"] as const) if (input[field] == null) throw invalid(`${field} is required`);
   const columns = columnsOf(input, box);
   const now = nowIso();
   const id = newId("chn");
-  await db("channels").insert({ id, priority: 0, weight: 1, model_mapping: "[]", ...columns, status: "ENABLED", implicit: false, created_at: now, updated_at: now });
+  await db("channels").insert({
+    id,
+    priority: 0,
+    weight: 1,
+    model_mapping: "[]",
+    ...columns,
+    status: "ENABLED",
+    implicit: false,
+    created_at: now,
+    updated_at: now,
+  });
   return getChannel(db, id);
 }
 
@@ -205,7 +230,10 @@ export async function updateChannel(db: Db, box: KeyBox | null, id: string, inpu
   const channel = await getChannel(db, id);
   if (channel.implicit) throw invalid("chn_default is set by GENERATION_UPSTREAM_URL and GENERATION_UPSTREAM_KEY; only its status can change");
   const columns = columnsOf(input, box);
-  if (Object.keys(columns).length > 0) await db("channels").where({ id }).update({ ...columns, updated_at: nowIso() });
+  if (Object.keys(columns).length > 0)
+    await db("channels")
+      .where({ id })
+      .update({ ...columns, updated_at: nowIso() });
   return getChannel(db, id);
 }
 
