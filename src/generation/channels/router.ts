@@ -120,12 +120,15 @@ export function createChannelRouter(options: ChannelRouterOptions): ChannelRoute
     async submit(request, taskId) {
       // Cached records: the health recorder marks an auto-disabled one in place, so later
       // submissions of this process skip it before the next refresh.
-      const candidates = orderChannels(await channels(), request.modelId, random).slice(0, options.maxAttempts);
+      const candidates = orderChannels(await channels(), request.modelId, random);
       if (candidates.length === 0) throw new UpstreamError("failed", `no enabled channel serves model ${request.modelId}`);
       const attempts: ChannelAttempt[] = [];
       let last: UpstreamError | undefined;
       for (const channel of candidates) {
-        if (channel.status !== "ENABLED") continue; // auto-disabled by an earlier submission of this process
+        // Auto-disabled meanwhile by another submission of this process: skipped, and not counted
+        // against CHANNEL_MAX_ATTEMPTS, so the channels behind it are still reached.
+        if (channel.status !== "ENABLED") continue;
+        if (attempts.length >= options.maxAttempts) break;
         const started = performance.now();
         try {
           const { upstreamTaskId } = await adapterFor(channel).submit(mapModel(request, channel), taskId);
