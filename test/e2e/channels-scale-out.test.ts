@@ -34,7 +34,10 @@ function reachable(url: string, defaultPort: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: hostname, port: Number(port || defaultPort), timeout: 1000 });
     const done = (ok: boolean) => (socket.destroy(), resolve(ok));
-    socket.once("connect", () => done(true)).once("error", () => done(false)).once("timeout", () => done(false));
+    socket
+      .once("connect", () => done(true))
+      .once("error", () => done(false))
+      .once("timeout", () => done(false));
   });
 }
 
@@ -99,14 +102,37 @@ describe.skipIf(!hasPostgres)("channels on PostgreSQL with two generation proces
     expect(created.code, created.stderr).toBe(0);
     key = JSON.parse(created.stdout);
     const add = async (name: keyof typeof fakes, priority: number) => {
-      const run = await runCli(["channels", "add", "--name", name, "--base-url", fakes[name].url, "--api-key", `${name}-key`, "--models", "52", "--priority", String(priority), "--json"], env);
+      const run = await runCli(
+        [
+          "channels",
+          "add",
+          "--name",
+          name,
+          "--base-url",
+          fakes[name].url,
+          "--api-key",
+          `${name}-key`,
+          "--models",
+          "52",
+          "--priority",
+          String(priority),
+          "--json",
+        ],
+        env,
+      );
       expect(run.code, run.stderr).toBe(0);
       ids[name] = JSON.parse(run.stdout).id;
     };
     for (const name of ["http5xx", "code", "timeout"] as const) await add(name, 10);
     await add("healthy", 5);
 
-    const ports = { generation1: await freePort(), generation2: await freePort(), cloud: await freePort(), router1: await freePort(), router2: await freePort() };
+    const ports = {
+      generation1: await freePort(),
+      generation2: await freePort(),
+      cloud: await freePort(),
+      router1: await freePort(),
+      router2: await freePort(),
+    };
     const launch = async (name: keyof typeof processes, args: string[], extra: Record<string, string>, ready: RegExp) => {
       processes[name] = startCli(["start", ...args], { ...env, ...extra });
       await processes[name]!.waitFor(ready, 60_000);
@@ -115,9 +141,17 @@ describe.skipIf(!hasPostgres)("channels on PostgreSQL with two generation proces
     await launch("generation2", ["generation"], { GENERATION_PORT: String(ports.generation2) }, /Generation subgraph:\s+http/);
     await launch("cloud", ["cloud"], { CLOUD_PORT: String(ports.cloud) }, /Cloud subgraph:\s+http/);
     // Router N reaches generation process N only: which process took a submission is known.
-    for (const [n, gen] of [[1, "generation1"], [2, "generation2"]] as const) {
+    for (const [n, gen] of [
+      [1, "generation1"],
+      [2, "generation2"],
+    ] as const) {
       const port = n === 1 ? ports.router1 : ports.router2;
-      await launch(`router${n}`, ["router"], { PORT: String(port), GENERATION_URL: `http://127.0.0.1:${ports[gen]}/graphql`, CLOUD_URL: `http://127.0.0.1:${ports.cloud}/graphql` }, /Switchyard router:\s+http/);
+      await launch(
+        `router${n}`,
+        ["router"],
+        { PORT: String(port), GENERATION_URL: `http://127.0.0.1:${ports[gen]}/graphql`, CLOUD_URL: `http://127.0.0.1:${ports.cloud}/graphql` },
+        /Switchyard router:\s+http/,
+      );
       routers[gen] = `http://127.0.0.1:${port}`;
     }
     db = openDb({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
@@ -131,7 +165,11 @@ describe.skipIf(!hasPostgres)("channels on PostgreSQL with two generation proces
   }, 60_000);
 
   const adminGraphql = async (gen: Gen, query: string) => {
-    const response = await fetch(`${routers[gen]}/graphql`, { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ query }) });
+    const response = await fetch(`${routers[gen]}/graphql`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ query }),
+    });
     const body = await response.json();
     expect(body.errors, JSON.stringify(body.errors)).toBeUndefined();
     return body.data;
@@ -139,9 +177,15 @@ describe.skipIf(!hasPostgres)("channels on PostgreSQL with two generation proces
   /** The channels whose fakes received a submission carrying `taskId` (our reference). */
   const triedBy = (taskId: string) =>
     (Object.keys(fakes) as (keyof typeof fakes)[]).filter((name) => fakes[name].requests.some((r) => r.method === "POST" && r.idempotencyKey === taskId));
-  const acceptedBy = (taskId: string) => (Object.keys(fakes) as (keyof typeof fakes)[]).find((name) => fakes[name].accepted.some((a) => a.clientReference === taskId));
+  const acceptedBy = (taskId: string) =>
+    (Object.keys(fakes) as (keyof typeof fakes)[]).find((name) => fakes[name].accepted.some((a) => a.clientReference === taskId));
   /** The process that disabled a channel, from its own warning line. */
-  const disabledBy = (channelId: string) => GENS.find((gen) => processes[gen]!.output().split("\n").some((line) => line.includes("channel auto-disabled") && line.includes(channelId)));
+  const disabledBy = (channelId: string) =>
+    GENS.find((gen) =>
+      processes[gen]!.output()
+        .split("\n")
+        .some((line) => line.includes("channel auto-disabled") && line.includes(channelId)),
+    );
 
   it("fails over across both processes, disables failing channels for both, honours an admin disable, polls the accepting channel, moves money once", async () => {
     const sent: Sent[] = [];
@@ -182,30 +226,51 @@ describe.skipIf(!hasPostgres)("channels on PostgreSQL with two generation proces
 
     // Phase 1: the failing channels are disabled by whichever process counts the third failure in a row.
     const failing = ["http5xx", "code", "timeout"].map((name) => ids[name]!);
-    await waitUntil(() => db("channels").whereIn("id", failing).select("id", "status"), (rows) => rows.every((r) => r.status === "AUTO_DISABLED"), 60_000);
+    await waitUntil(
+      () => db("channels").whereIn("id", failing).select("id", "status"),
+      (rows) => rows.every((r) => r.status === "AUTO_DISABLED"),
+      60_000,
+    );
 
     // Fence 1: an operator adds a provider for model 39 only. A process whose model-39 submission
     // lands there has reloaded its list after every failing channel was disabled.
-    const added = await adminGraphql("generation1", `mutation { adminAddChannel(input: { name: "marker", baseUrl: "${fakes.marker.url}", apiKey: "marker-key", models: [39], priority: 20 }) { channel { id } } }`);
+    const added = await adminGraphql(
+      "generation1",
+      `mutation { adminAddChannel(input: { name: "marker", baseUrl: "${fakes.marker.url}", apiKey: "marker-key", models: [39], priority: 20 }) { channel { id } } }`,
+    );
     ids.marker = added.adminAddChannel.channel.id;
     for (const gen of GENS) {
-      await waitUntil(async () => {
-        const one = await submit(gen, 39);
-        return one.taskId !== undefined && acceptedBy(one.taskId) === "marker";
-      }, Boolean, 30_000);
+      await waitUntil(
+        async () => {
+          const one = await submit(gen, 39);
+          return one.taskId !== undefined && acceptedBy(one.taskId) === "marker";
+        },
+        Boolean,
+        30_000,
+      );
       fence[gen].autoDisabled = true;
     }
 
     // Phase 2: the healthy channel is disabled through admin GraphQL on generation1 mid-run.
-    await waitUntil(async () => sent.filter((s) => s.afterFence.autoDisabled && s.model === 52).length, (n) => n >= 2 * AFTER_FENCE, 60_000);
+    await waitUntil(
+      async () => sent.filter((s) => s.afterFence.autoDisabled && s.model === 52).length,
+      (n) => n >= 2 * AFTER_FENCE,
+      60_000,
+    );
     await adminGraphql("generation1", `mutation { adminSetChannelStatus(input: { id: "${ids.healthy}", enabled: false }) { channel { status } } }`);
     const healthyDisabledAt = sent.length;
-    await waitUntil(async () => afterLast, (n) => n.generation1 >= AFTER_FENCE && n.generation2 >= AFTER_FENCE, 60_000);
+    await waitUntil(
+      async () => afterLast,
+      (n) => n.generation1 >= AFTER_FENCE && n.generation2 >= AFTER_FENCE,
+      60_000,
+    );
     stopLoad = true;
     await load;
 
     // Every request was answered; the refused ones (all three failing channels tried) with 502.
-    const tasks = await db("tasks").where("account_id", key.account_id).select("id", "status", "price", "refunded", "channel_id", "channel_attempts", "result", "prompt");
+    const tasks = await db("tasks")
+      .where("account_id", key.account_id)
+      .select("id", "status", "price", "refunded", "channel_id", "channel_attempts", "result", "prompt");
     const byPrompt = new Map(tasks.map((t) => [t.prompt, t]));
     expect(tasks).toHaveLength(sent.length);
     for (const s of sent) s.taskId ??= byPrompt.get(s.prompt)?.id;
@@ -216,7 +281,11 @@ describe.skipIf(!hasPostgres)("channels on PostgreSQL with two generation proces
     const stale: Record<string, Record<Gen, number>> = {};
     for (const s of sent) {
       const tried = triedBy(s.taskId!);
-      if (s.afterFence.autoDisabled) expect(tried.filter((n) => ["http5xx", "code", "timeout"].includes(n)), JSON.stringify(s)).toEqual([]);
+      if (s.afterFence.autoDisabled)
+        expect(
+          tried.filter((n) => ["http5xx", "code", "timeout"].includes(n)),
+          JSON.stringify(s),
+        ).toEqual([]);
       if (s.afterFence.adminDisabled) expect(tried, JSON.stringify(s)).not.toContain("healthy");
       if (s.model === 39) expect(tried.filter((n) => n !== "marker" && n !== "fallback")).toEqual([]);
     }
@@ -225,10 +294,19 @@ describe.skipIf(!hasPostgres)("channels on PostgreSQL with two generation proces
       disablers[name] = disabledBy(ids[name]!);
       expect(disablers[name], `${name}: no process logged disabling it`).toBeDefined();
       // Exactly one process disabled it (compare-and-swap), the other only saw the row.
-      expect(GENS.filter((gen) => processes[gen]!.output().split("\n").some((l) => l.includes("channel auto-disabled") && l.includes(ids[name]!)))).toHaveLength(1);
+      expect(
+        GENS.filter((gen) =>
+          processes[gen]!.output()
+            .split("\n")
+            .some((l) => l.includes("channel auto-disabled") && l.includes(ids[name]!)),
+        ),
+      ).toHaveLength(1);
     }
     const healthyLate = sent.slice(healthyDisabledAt).filter((s) => triedBy(s.taskId!).includes("healthy"));
-    stale.healthy = { generation1: healthyLate.filter((s) => s.gen === "generation1").length, generation2: healthyLate.filter((s) => s.gen === "generation2").length };
+    stale.healthy = {
+      generation1: healthyLate.filter((s) => s.gen === "generation1").length,
+      generation2: healthyLate.filter((s) => s.gen === "generation2").length,
+    };
 
     // Polling asks the accepting channel: each fake reports its own result for the tasks it accepted; some fail later.
     const laterFailures = new Set<string>();
@@ -241,11 +319,13 @@ describe.skipIf(!hasPostgres)("channels on PostgreSQL with two generation proces
       }
     }
     const settled = await waitUntil(
-      () => db("tasks").where("account_id", key.account_id).select("id", "status", "price", "refunded", "channel_id", "channel_attempts", "result", "submit_state"),
+      () =>
+        db("tasks").where("account_id", key.account_id).select("id", "status", "price", "refunded", "channel_id", "channel_attempts", "result", "submit_state"),
       (rows) => rows.every((t) => t.status === 1 || t.status === 2),
       120_000,
     );
-    for (const name of ["http5xx", "code", "timeout"] as const) expect(fakes[name].requests.filter((r) => r.method === "GET" && r.path.startsWith("/api/v1/tasks/"))).toEqual([]);
+    for (const name of ["http5xx", "code", "timeout"] as const)
+      expect(fakes[name].requests.filter((r) => r.method === "GET" && r.path.startsWith("/api/v1/tasks/"))).toEqual([]);
 
     // Money: every task either succeeded on the channel that accepted it, or was refunded exactly once.
     const perChannel: Record<string, number> = {};
@@ -271,7 +351,11 @@ describe.skipIf(!hasPostgres)("channels on PostgreSQL with two generation proces
         } else {
           // Refused by every channel tried: the three failing ones.
           expect(triedBy(t.id).sort()).toEqual(["code", "http5xx", "timeout"]);
-          expect(JSON.parse(t.channel_attempts).map((a: any) => a.outcome).sort()).toEqual(["code", "http", "timeout"]);
+          expect(
+            JSON.parse(t.channel_attempts)
+              .map((a: any) => a.outcome)
+              .sort(),
+          ).toEqual(["code", "http", "timeout"]);
           refunds.atSubmission += 1;
         }
       }
@@ -297,7 +381,9 @@ describe.skipIf(!hasPostgres)("channels on PostgreSQL with two generation proces
           refunded_after_provider_failure: refunds.later,
           auto_disabled_by: disablers,
           healthy_tasks_after_admin_disable_within_window: stale.healthy,
-          channel_rows: Object.fromEntries(rows.map((r) => [r.name, { status: r.status, submissions: Number(r.submissions), successes: Number(r.successes), failures: Number(r.failures) }])),
+          channel_rows: Object.fromEntries(
+            rows.map((r) => [r.name, { status: r.status, submissions: Number(r.submissions), successes: Number(r.successes), failures: Number(r.failures) }]),
+          ),
           verify_exit: verified.code,
         },
       }),
