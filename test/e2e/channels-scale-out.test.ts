@@ -33,7 +33,10 @@ function reachable(url: string, defaultPort: number): Promise<boolean> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve) => {
     const socket = net.connect({ host: hostname, port: Number(port || defaultPort), timeout: 1000 });
-    const done = (ok: boolean) => (socket.destroy(), resolve(ok));
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
     socket
       .once("connect", () => done(true))
       .once("error", () => done(false))
