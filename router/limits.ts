@@ -36,6 +36,10 @@
  * and cost 1103 (22%); two nested pages of 100 (`products(first: 100) { nodes { vendor {
  * products(first: 100) { nodes { id } } } } }`, 10,000 rows) cost 20300, four times the limit, and
  * the issue's aliased products → vendor → products → vendor → products about 20 million.
+ *
+ * Longer than 400 lines on purpose: the table above is the truth about every limit, and each row's
+ * enforcement sits below it in this file; split, the limits and their constants would import each
+ * other.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { bodyReadError, readBodyBytes } from "./http/body.ts";

@@ -1,6 +1,10 @@
 /**
  * API keys (docs/api/generation.md §5; docs/architecture.md §2 CLI `keys`, §8 scopes).
  * Only the SHA-256 hash of a key is stored; the key itself is shown once, at creation.
+ *
+ * Longer than 400 lines on purpose: an API key's life (create, check, list, status, top-up,
+ * settings) shares one row type and its converters; split, those would be exported across files
+ * and an import cycle would come back (the listing is what the settings update returns).
  */
 import { randomBytes } from "node:crypto";
 import type { Knex } from "knex";

@@ -20,6 +20,10 @@
  * (ledger, on the customer's wallet) and the outbox events (`order.created`, `order.paid`,
  * `order.provisioned`, `order.failed`, `billing.transaction.created`), so two workers or two
  * requests can never both settle an order and an event exists exactly when its change does.
+ *
+ * Just over 400 lines on purpose: what is left here is the order state machine itself (create,
+ * pay, renew, reads), each step's transaction next to the others; parsing, records, provisioning
+ * and resources live in their own files.
  */
 import type { Knex } from "knex";
 import { AppError, isAppError } from "../errors.ts";

@@ -1,6 +1,10 @@
 /**
  * Generation tasks (docs/api/generation.md §2-4; docs/architecture.md §5): submission with the debit, reads,
  * lists, and settlement of upstream results with refunds.
+ *
+ * Longer than 400 lines on purpose: every transition of a task (submit, send, settle, expire,
+ * upstream states) moves money, and the rule that the ledger entry and the state change share a
+ * transaction is easiest to check when all of them sit side by side.
  */
 import type { Knex } from "knex";
 import { AppError } from "../errors.ts";

@@ -30,7 +30,7 @@ import { LIMITS } from "../../router/limits.ts";
 import { measureOperation, supergraphSchema } from "../../bench/measure.ts";
 import { collect, collectSse, wsClient } from "../support/graphql-ws.ts";
 import { OPERATIONS } from "../../router/rest/generation.ts";
-import { CLOUD_OPERATIONS } from "../../router/rest/cloud.ts";
+import { CLOUD_OPERATIONS } from "../../router/rest/cloud-shapes.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { parseYuan } from "../../src/money.ts";
 import { loadConfig } from "../../src/config.ts";
