@@ -26,6 +26,11 @@ export function toRegistryCode<T>(error: T, absent?: ErrorCode): T {
   const code = extensions.code === undefined && absent ? absent : registryCodeOf(extensions.code, status);
   const value = { ...extensions, code, http: { ...(extensions.http ?? {}), status: status ?? ERROR_CODES[code].status } };
   Object.defineProperty(error, "extensions", { value, enumerable: true, writable: true, configurable: true });
+  // A 5xx without a registry code is the gateway failing to use a subgraph: its own words can hold
+  // a subgraph's address or a proxy's HTML page, so the client gets the registry's message.
+  if (code === "service_unavailable" && extensions.code !== code) {
+    (error as { message?: string }).message = ERROR_CODES[code].message;
+  }
   return error;
 }
 

@@ -96,6 +96,12 @@ describe.each(["auto", "http"])("with SUBGRAPH_TRANSPORT=%s", (transport) => {
           "adminTopUpAccount",
           "adminTopUpCustomer",
           "adminSetCustomerCreditLine",
+          "adminUpdateApiKey",
+          "adminResendDelivery",
+          "adminAddChannel",
+          "adminUpdateChannel",
+          "adminSetChannelStatus",
+          "adminTestChannel",
         ].sort(),
       );
       for (const field of fields) expect(field.type, field.name).toEqual({ kind: "OBJECT", name: expect.stringMatching(/Payload$/) });
