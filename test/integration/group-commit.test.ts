@@ -92,6 +92,35 @@ describe("group commit", () => {
     expect(await verifyLedger(reader)).toEqual([]);
   });
 
+  it("runs a one-statement call without a savepoint; its failing statement is undone alone and the group's other calls commit", async () => {
+    const key = await createKey(db, { name: "group-one", balance: parseYuan("100") });
+    const commit = groupCommit(db);
+    const savepoints: string[] = [];
+    const countSavepoints = (query: { sql?: string }) => {
+      if (/^\s*savepoint/i.test(query.sql ?? "")) savepoints.push(query.sql!);
+    };
+    const event = (id: string) => ({ topic: "test.one", account_id: key.account_id, aggregate_id: id, payload: "{}", created_at: new Date().toISOString() });
+    db.on("query", countSavepoints);
+    const outcomes = await Promise.all([
+      commit((trx) => debit(trx, { accountId: key.account_id, keyId: key.id, amount: 1000, ref: `one:${key.id}:a`, reason: "group test" })),
+      commit((trx) => trx("outbox").insert(event("o1")), { oneStatement: true }),
+      // Two rows in one INSERT, the second violating NOT NULL: the statement is backed out whole.
+      commit((trx) => trx("outbox").insert([event("o2"), { ...event("o3"), topic: null }]), { oneStatement: true }).catch((error: Error) => ({
+        failed: error.message,
+      })),
+      commit((trx) => debit(trx, { accountId: key.account_id, keyId: key.id, amount: 1000, ref: `one:${key.id}:b`, reason: "group test" })),
+    ]);
+    db.off("query", countSavepoints);
+    expect(outcomes[0]).toBe(99_000);
+    expect(outcomes[2]).toMatchObject({ failed: expect.stringMatching(/not null|null value/i) });
+    expect(outcomes[3]).toBe(98_000);
+    // Savepoints only for the two debits, when the four shared a group (SQLite).
+    if (isSqlite(db)) expect(savepoints.length).toBeLessThanOrEqual(2);
+    expect((await reader("outbox").where("topic", "test.one").select("aggregate_id")).map((r: any) => r.aggregate_id)).toEqual(["o1"]);
+    expect(Number((await reader("accounts").where("id", key.account_id).first("balance")).balance)).toBe(98_000);
+    expect(await verifyLedger(reader)).toEqual([]);
+  });
+
   it("answers a call that runs alone after its own commit, and its failure with its own error", async () => {
     const commit = groupCommit(db);
     await expect(commit(async () => Promise.reject(new AppError("invalid_request", "alone")))).rejects.toMatchObject({ code: "invalid_request" });
