@@ -25,6 +25,15 @@ describe("group commit", () => {
     await migrate(db);
     reader = openDb({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
   });
+  /** Records the statements run on `db` that match `pattern`, until `stop()`. */
+  const recordSql = (pattern: RegExp) => {
+    const seen: string[] = [];
+    const listener = (query: { sql?: string }) => {
+      if (pattern.test(query.sql ?? "")) seen.push(query.sql!);
+    };
+    db.on("query", listener);
+    return { seen, stop: () => void db.off("query", listener) };
+  };
   afterAll(async () => {
     await reader?.destroy();
     await db?.destroy();
@@ -34,11 +43,7 @@ describe("group commit", () => {
   it("commits the calls of one moment together; one refused debit rolls back alone and writes nothing", async () => {
     const key = await createKey(db, { name: "group", balance: parseYuan("12") });
     const commit = groupCommit(db);
-    const transactions: string[] = [];
-    const countBegins = (query: { sql?: string }) => {
-      if (/^\s*begin/i.test(query.sql ?? "")) transactions.push(query.sql!);
-    };
-    db.on("query", countBegins);
+    const { seen: transactions, stop } = recordSql(/^\s*begin/i);
     const submit = (n: number) =>
       commit(async (trx) => {
         await debit(trx, { accountId: key.account_id, keyId: key.id, amount: 5000, ref: `group:${key.id}:${n}`, reason: "group test" });
@@ -56,7 +61,7 @@ describe("group commit", () => {
         (error) => ({ error }),
       );
     const outcomes = await Promise.all([submit(1), submit(2), submit(3)]);
-    db.off("query", countBegins);
+    stop();
 
     // 12 yuan covers two of three 5-yuan debits: the third is refused, the others commit.
     expect(outcomes.slice(0, 2)).toEqual([
@@ -95,12 +100,8 @@ describe("group commit", () => {
   it("runs a one-statement call without a savepoint; its failing statement is undone alone and the group's other calls commit", async () => {
     const key = await createKey(db, { name: "group-one", balance: parseYuan("100") });
     const commit = groupCommit(db);
-    const savepoints: string[] = [];
-    const countSavepoints = (query: { sql?: string }) => {
-      if (/^\s*savepoint/i.test(query.sql ?? "")) savepoints.push(query.sql!);
-    };
     const event = (id: string) => ({ topic: "test.one", account_id: key.account_id, aggregate_id: id, payload: "{}", created_at: new Date().toISOString() });
-    db.on("query", countSavepoints);
+    const { seen: savepoints, stop } = recordSql(/^\s*savepoint/i);
     const outcomes = await Promise.all([
       commit((trx) => debit(trx, { accountId: key.account_id, keyId: key.id, amount: 1000, ref: `one:${key.id}:a`, reason: "group test" })),
       commit((trx) => trx("outbox").insert(event("o1")), { oneStatement: true }),
@@ -110,7 +111,7 @@ describe("group commit", () => {
       })),
       commit((trx) => debit(trx, { accountId: key.account_id, keyId: key.id, amount: 1000, ref: `one:${key.id}:b`, reason: "group test" })),
     ]);
-    db.off("query", countSavepoints);
+    stop();
     expect(outcomes[0]).toBe(99_000);
     expect(outcomes[2]).toMatchObject({ failed: expect.stringMatching(/not null|null value/i) });
     expect(outcomes[3]).toBe(98_000);
