@@ -204,11 +204,14 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   /** Records the provider's task id: `sent`, polled as usual (compare-and-swap on `from`). @returns true when this call recorded it */
   async function markSent(task: TaskRecord, upstreamTaskId: string, from: "pending" | "resending"): Promise<boolean> {
     const nextPoll = new Date(Date.now() + deps.pollIntervalMs).toISOString();
-    // With the submissions' group (ADR 0011): one commit for many such records instead of one each.
-    const updated = await commit((trx) =>
-      trx("tasks")
-        .where({ id: task.id, submit_state: from })
-        .update({ upstream_task_id: upstreamTaskId, submit_state: "sent", next_poll_at: nextPoll, updated_at: nowIso() }),
+    // With the submissions' group (ADR 0011): one commit for many such records instead of one each;
+    // one UPDATE, so no savepoint.
+    const updated = await commit(
+      (trx) =>
+        trx("tasks")
+          .where({ id: task.id, submit_state: from })
+          .update({ upstream_task_id: upstreamTaskId, submit_state: "sent", next_poll_at: nextPoll, updated_at: nowIso() }),
+      { oneStatement: true },
     );
     return updated === 1;
   }

@@ -72,9 +72,9 @@ function wallet(db: Executor, movement: Pick<LedgerMovement, "accountId" | "cust
  */
 export async function debit(trx: Knex.Transaction, movement: LedgerMovement): Promise<MilliYuan> {
   const amount = assertPositive(movement.amount);
-  const updated = await wallet(trx, movement).andWhereRaw("balance - ? >= -credit_line", [amount]).decrement("balance", amount);
-  if (updated !== 1) throw new AppError("insufficient_balance");
-  return appendEntry(trx, "debit", -amount, movement);
+  const updated = await balanceReturned(wallet(trx, movement).andWhereRaw("balance - ? >= -credit_line", [amount]).decrement("balance", amount));
+  if (updated === null) throw new AppError("insufficient_balance");
+  return appendEntry(trx, "debit", -amount, movement, updated);
 }
 
 /**
@@ -87,14 +87,28 @@ export async function debit(trx: Knex.Transaction, movement: LedgerMovement): Pr
  */
 export async function credit(trx: Knex.Transaction, kind: Exclude<LedgerEntryKind, "debit">, movement: LedgerMovement): Promise<MilliYuan> {
   const amount = assertPositive(movement.amount);
-  const updated = await wallet(trx, movement).increment("balance", amount);
-  if (updated !== 1) throw new AppError("not_found", movement.customerId ? "Customer not found" : "Account not found");
-  return appendEntry(trx, kind, amount, movement);
+  const updated = await balanceReturned(wallet(trx, movement).increment("balance", amount));
+  if (updated === null) throw new AppError("not_found", movement.customerId ? "Customer not found" : "Account not found");
+  return appendEntry(trx, kind, amount, movement, updated);
 }
 
-async function appendEntry(trx: Knex.Transaction, kind: LedgerEntryKind, signedAmount: MilliYuan, movement: LedgerMovement): Promise<MilliYuan> {
-  const row = await wallet(trx, movement).first("balance");
-  const balanceAfter = Number(row.balance);
+/**
+ * Runs a wallet's balance UPDATE with `RETURNING balance` (SQLite ≥ 3.35 and PostgreSQL): the
+ * new balance without a second statement to read it back.
+ * @returns the balance after the update in milli-yuan, or null when no row was updated
+ */
+async function balanceReturned(update: Knex.QueryBuilder): Promise<MilliYuan | null> {
+  const rows = (await update.returning("balance")) as unknown as { balance: number | string }[];
+  return rows.length === 1 ? Number(rows[0]!.balance) : null;
+}
+
+async function appendEntry(
+  trx: Knex.Transaction,
+  kind: LedgerEntryKind,
+  signedAmount: MilliYuan,
+  movement: LedgerMovement,
+  balanceAfter: MilliYuan,
+): Promise<MilliYuan> {
   await trx("ledger_entries").insert({
     account_id: movement.accountId,
     customer_id: movement.customerId ?? null,

@@ -25,6 +25,15 @@ describe("group commit", () => {
     await migrate(db);
     reader = openDb({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
   });
+  /** Records the statements run on `db` that match `pattern`, until `stop()`. */
+  const recordSql = (pattern: RegExp) => {
+    const seen: string[] = [];
+    const listener = (query: { sql?: string }) => {
+      if (pattern.test(query.sql ?? "")) seen.push(query.sql!);
+    };
+    db.on("query", listener);
+    return { seen, stop: () => void db.off("query", listener) };
+  };
   afterAll(async () => {
     await reader?.destroy();
     await db?.destroy();
@@ -34,11 +43,7 @@ describe("group commit", () => {
   it("commits the calls of one moment together; one refused debit rolls back alone and writes nothing", async () => {
     const key = await createKey(db, { name: "group", balance: parseYuan("12") });
     const commit = groupCommit(db);
-    const transactions: string[] = [];
-    const countBegins = (query: { sql?: string }) => {
-      if (/^\s*begin/i.test(query.sql ?? "")) transactions.push(query.sql!);
-    };
-    db.on("query", countBegins);
+    const { seen: transactions, stop } = recordSql(/^\s*begin/i);
     const submit = (n: number) =>
       commit(async (trx) => {
         await debit(trx, { accountId: key.account_id, keyId: key.id, amount: 5000, ref: `group:${key.id}:${n}`, reason: "group test" });
@@ -56,7 +61,7 @@ describe("group commit", () => {
         (error) => ({ error }),
       );
     const outcomes = await Promise.all([submit(1), submit(2), submit(3)]);
-    db.off("query", countBegins);
+    stop();
 
     // 12 yuan covers two of three 5-yuan debits: one is refused, the others commit. On SQLite the
     // group runs them in order, so the third is the refused one; on PostgreSQL each is its own
@@ -99,6 +104,31 @@ describe("group commit", () => {
     expect(outcomes[2]).toEqual({ balance: 98_000 });
     expect(Number((await reader("accounts").where("id", key.account_id).first("balance")).balance)).toBe(98_000);
     expect(await reader("ledger_entries").where("account_id", key.account_id).where("kind", "debit").count({ n: "*" }).first()).toMatchObject({ n: 2 });
+    expect(await verifyLedger(reader)).toEqual([]);
+  });
+
+  it("runs a one-statement call without a savepoint; its failing statement is undone alone and the group's other calls commit", async () => {
+    const key = await createKey(db, { name: "group-one", balance: parseYuan("100") });
+    const commit = groupCommit(db);
+    const event = (id: string) => ({ topic: "test.one", account_id: key.account_id, aggregate_id: id, payload: "{}", created_at: new Date().toISOString() });
+    const { seen: savepoints, stop } = recordSql(/^\s*savepoint/i);
+    const outcomes = await Promise.all([
+      commit((trx) => debit(trx, { accountId: key.account_id, keyId: key.id, amount: 1000, ref: `one:${key.id}:a`, reason: "group test" })),
+      commit((trx) => trx("outbox").insert(event("o1")), { oneStatement: true }),
+      // Two rows in one INSERT, the second violating NOT NULL: the statement is backed out whole.
+      commit((trx) => trx("outbox").insert([event("o2"), { ...event("o3"), topic: null }]), { oneStatement: true }).catch((error: Error) => ({
+        failed: error.message,
+      })),
+      commit((trx) => debit(trx, { accountId: key.account_id, keyId: key.id, amount: 1000, ref: `one:${key.id}:b`, reason: "group test" })),
+    ]);
+    stop();
+    expect(outcomes[0]).toBe(99_000);
+    expect(outcomes[2]).toMatchObject({ failed: expect.stringMatching(/not null|null value/i) });
+    expect(outcomes[3]).toBe(98_000);
+    // Savepoints only for the two debits, when the four shared a group (SQLite).
+    if (isSqlite(db)) expect(savepoints.length).toBeLessThanOrEqual(2);
+    expect((await reader("outbox").where("topic", "test.one").select("aggregate_id")).map((r: any) => r.aggregate_id)).toEqual(["o1"]);
+    expect(Number((await reader("accounts").where("id", key.account_id).first("balance")).balance)).toBe(98_000);
     expect(await verifyLedger(reader)).toEqual([]);
   });
 
