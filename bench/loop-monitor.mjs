@@ -40,7 +40,8 @@ function monitor(dir) {
   new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
       const kind = KINDS[entry.detail?.kind ?? entry.kind] ?? String(entry.detail?.kind);
-      const total = (totals[kind] ??= { count: 0, ms: 0 });
+      totals[kind] ??= { count: 0, ms: 0 };
+      const total = totals[kind];
       total.count++;
       total.ms += entry.duration;
       if (entry.duration >= GC_MS) pauses.push({ at: Math.round(wall(entry.startTime)), ms: Math.round(entry.duration * 10) / 10, kind });

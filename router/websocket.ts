@@ -105,9 +105,11 @@ function markAlive(this: WebSocket) {
  * Keep-alive for every socket of `wss` on one timer, in place of graphql-ws's own (an interval, and
  * per ping a timeout and a `pong` listener, for each socket: 10,000 timers and their garbage at
  * 10,000 subscribers). Same rule: a socket silent for a whole interval after a ping is terminated.
+ * @param wss the server whose sockets (`wss.clients`) are kept alive
+ * @param intervalMs between two pings of a socket
  * @returns stops the timer
  */
-function keepAlive(wss: WebSocketServer, intervalMs: number): () => void {
+export function keepAlive(wss: WebSocketServer, intervalMs: number): () => void {
   wss.on("connection", (socket: WebSocket) => {
     answered.add(socket);
     socket.on("pong", markAlive);
