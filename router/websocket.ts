@@ -91,8 +91,9 @@ function refusingServerOnlyMessages(wss: WebSocketServer): WebSocketServer {
 
 /** How often each socket is pinged; a socket that has not answered the previous ping by then is cut. */
 export const WS_KEEP_ALIVE_MS = 12_000;
-/** Sockets pinged per event-loop turn: a whole sweep at once would hold the loop (one write each). */
-const KEEP_ALIVE_CHUNK = 256;
+/** Sockets pinged per turn; a sweep's turns are spread over the first half of the interval, so
+ * neither the pings (one write each) nor their pongs come as one burst. */
+const KEEP_ALIVE_CHUNK = 64;
 
 /** Sockets that answered since their last ping (or connected since the last sweep). */
 const answered = new WeakSet<WebSocket>();
@@ -114,7 +115,9 @@ export function keepAlive(wss: WebSocketServer, intervalMs: number): () => void 
     answered.add(socket);
     socket.on("pong", markAlive);
   });
+  let stopped = false;
   const sweep = (sockets: WebSocket[], from: number) => {
+    if (stopped) return;
     const to = Math.min(sockets.length, from + KEEP_ALIVE_CHUNK);
     for (let i = from; i < to; i++) {
       const socket = sockets[i]!;
@@ -122,11 +125,14 @@ export function keepAlive(wss: WebSocketServer, intervalMs: number): () => void 
       if (!answered.delete(socket)) socket.terminate();
       else socket.ping();
     }
-    if (to < sockets.length) setImmediate(sweep, sockets, to);
+    if (to < sockets.length) setTimeout(sweep, (intervalMs / 2) * (KEEP_ALIVE_CHUNK / sockets.length), sockets, to).unref();
   };
   const timer = setInterval(() => sweep([...wss.clients], 0), intervalMs);
   timer.unref();
-  return () => clearInterval(timer);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
 }
 
 /**
