@@ -89,52 +89,6 @@ function refusingServerOnlyMessages(wss: WebSocketServer): WebSocketServer {
   });
 }
 
-/** How often each socket is pinged; a socket that has not answered the previous ping by then is cut. */
-export const WS_KEEP_ALIVE_MS = 12_000;
-/** Sockets pinged per turn; a sweep's turns are spread over the first half of the interval, so
- * neither the pings (one write each) nor their pongs come as one burst. */
-const KEEP_ALIVE_CHUNK = 64;
-
-/** Sockets that answered since their last ping (or connected since the last sweep). */
-const answered = new WeakSet<WebSocket>();
-/** Marks the socket that emitted `pong` as alive (shared: no closure per socket). */
-function markAlive(this: WebSocket) {
-  answered.add(this);
-}
-
-/**
- * Keep-alive for every socket of `wss` on one timer, in place of graphql-ws's own (an interval, and
- * per ping a timeout and a `pong` listener, for each socket: 10,000 timers and their garbage at
- * 10,000 subscribers). Same rule: a socket silent for a whole interval after a ping is terminated.
- * @param wss the server whose sockets (`wss.clients`) are kept alive
- * @param intervalMs between two pings of a socket
- * @returns stops the timer
- */
-export function keepAlive(wss: WebSocketServer, intervalMs: number): () => void {
-  wss.on("connection", (socket: WebSocket) => {
-    answered.add(socket);
-    socket.on("pong", markAlive);
-  });
-  let stopped = false;
-  const sweep = (sockets: WebSocket[], from: number) => {
-    if (stopped) return;
-    const to = Math.min(sockets.length, from + KEEP_ALIVE_CHUNK);
-    for (let i = from; i < to; i++) {
-      const socket = sockets[i]!;
-      if (socket.readyState !== socket.OPEN) continue;
-      if (!answered.delete(socket)) socket.terminate();
-      else socket.ping();
-    }
-    if (to < sockets.length) setTimeout(sweep, (intervalMs / 2) * (KEEP_ALIVE_CHUNK / sockets.length), sockets, to).unref();
-  };
-  const timer = setInterval(() => sweep([...wss.clients], 0), intervalMs);
-  timer.unref();
-  return () => {
-    stopped = true;
-    clearInterval(timer);
-  };
-}
-
 /**
  * The internal headers of one graphql-ws operation (subgraphs/shared/internal-context.ts): the
  * key and locale from the connection params, the client's address as the router saw the upgrade
@@ -227,9 +181,7 @@ export function attachWebSockets(
       },
     },
     refusingServerOnlyMessages(wss),
-    0, // no keep-alive timers per socket: keepAlive below
   );
-  const stopKeepAlive = keepAlive(wss, WS_KEEP_ALIVE_MS);
   /** Closes the socket with 4403 when its key is disabled; cut if the client does not answer. */
   function endWhenRevoked(socket: WebSocket, keyId: string) {
     if (socket.readyState !== socket.OPEN) return; // gone while its key was checked
@@ -243,7 +195,6 @@ export function attachWebSockets(
   }
   return {
     async close(timeoutMs?: number) {
-      stopKeepAlive();
       await closeWebSockets(wss, () => cleanup.dispose(), timeoutMs);
     },
   };
