@@ -194,7 +194,7 @@ export async function runLive(options: LiveOptions): Promise<LiveResult> {
       );
     }
     await Promise.all(inFlight);
-    log(`  ${tasks.length} submitted; waiting for every delivery`);
+    log(`  ${tasks.length} submitted (${new Date(started).toISOString()} → ${new Date(wall()).toISOString()}); waiting for every delivery`);
     // Done when every subscriber of each task's key has its terminal event (or 60 s passed).
     await waitFor(async () => (await pendingCount(workers, tasks)) === 0, 60_000);
     const unfinished = await pendingCount(workers, tasks);

@@ -115,7 +115,22 @@ function cli(args: string[]): [string, string[]] {
  */
 export async function startServer(topology: Topology, env: Record<string, string>): Promise<Server> {
   const subgraphSecret = process.env.SUBGRAPH_SECRET ?? randomBytes(32).toString("hex");
-  const base = { ...process.env, PORT: "0", GENERATION_PORT: "0", CLOUD_PORT: "0", LOG_LEVEL: "warn", SUBGRAPH_SECRET: subgraphSecret, ...env };
+  const base: Record<string, string | undefined> = {
+    ...process.env,
+    PORT: "0",
+    GENERATION_PORT: "0",
+    CLOUD_PORT: "0",
+    LOG_LEVEL: "warn",
+    SUBGRAPH_SECRET: subgraphSecret,
+    ...env,
+  };
+  // BENCH_SERVER_NODE_OPTIONS: node options of the server processes alone (V8 flags under A/B).
+  if (process.env.BENCH_SERVER_NODE_OPTIONS) base.NODE_OPTIONS = `${base.NODE_OPTIONS ?? ""} ${process.env.BENCH_SERVER_NODE_OPTIONS}`.trim();
+  // BENCH_LOOP_MONITOR=<dir>: each server process records its event-loop stalls and GC pauses (bench/loop-monitor.mjs).
+  if (process.env.BENCH_LOOP_MONITOR) {
+    fs.mkdirSync(process.env.BENCH_LOOP_MONITOR, { recursive: true });
+    base.NODE_OPTIONS = `${base.NODE_OPTIONS ?? ""} --import=${pathToFileURL(path.join(ROOT, "bench", "loop-monitor.mjs")).href}`.trim();
+  }
   const router = /Switchyard router:\s+(\S+)/;
   const generation = /Generation subgraph:\s+(\S+)/;
   const cloud = /Cloud subgraph:\s+(\S+)/;
