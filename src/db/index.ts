@@ -70,10 +70,14 @@ function reusePreparedStatements(conn: SqliteConnection): void {
   };
 }
 
+/** The SQLite page cache of the one connection, in KiB (`PRAGMA cache_size = -N`). */
+const SQLITE_PAGE_CACHE_KIB = 65_536;
+
 /**
  * Opens the database.
  * PostgreSQL: a pool of up to 10 connections (none kept while idle), bigint and numeric as numbers.
  * SQLite: WAL journal, 5 s busy timeout (several processes may share the file), foreign keys on,
+ * a 64 MiB page cache,
  * one connection (SQLite has one writer; one connection serialises our transactions in-process),
  * through better-sqlite3 with its prepared statements reused. better-sqlite3 runs each statement
  * on the calling thread (tens of microseconds, no thread-pool round trip): measured on REST
@@ -113,7 +117,9 @@ export function openDb(config: Pick<Config, "databaseUrl" | "dataDir">): Db {
       max: 1,
       afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: unknown) => void) {
         try {
-          conn.exec("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;");
+          // A 64 MiB page cache (SQLite's default is 2 MiB): with one connection, an
+          // index search that misses it reads its pages through the OS again (bench/README.md "growth").
+          conn.exec(`PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -${SQLITE_PAGE_CACHE_KIB};`);
           reusePreparedStatements(conn);
           done(null, conn);
         } catch (error) {
