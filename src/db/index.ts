@@ -119,7 +119,9 @@ export function openDb(config: Pick<Config, "databaseUrl" | "dataDir">): Db {
         try {
           // A 64 MiB page cache (SQLite's default is 2 MiB): with one connection, an
           // index search that misses it reads its pages through the OS again (bench/README.md "growth").
-          conn.exec(`PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -${SQLITE_PAGE_CACHE_KIB};`);
+          conn.exec(
+            `PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -${SQLITE_PAGE_CACHE_KIB};`,
+          );
           reusePreparedStatements(conn);
           done(null, conn);
         } catch (error) {
