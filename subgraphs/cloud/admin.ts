@@ -37,6 +37,15 @@ import type { CloudContext } from "./context.ts";
  * @returns the amount in milli-yuan (sign kept: the domain function judges the range)
  * @throws AppError `validation_failed` (422) when it is not a decimal with at most three decimals
  */
+
+/** The settings of an API key that the create and update inputs share (GraphQL, camelCase). */
+type KeySettingsInput = {
+  scopes?: string[] | null;
+  allowedIps?: string[] | null;
+  rateLimit?: number | null;
+  callbackUrl?: string | null;
+  requireSignature?: boolean | null;
+};
 export function yuanField(value: unknown, field: string): MilliYuan {
   try {
     if (typeof value !== "string") throw new RangeError("not a string");
@@ -229,15 +238,10 @@ export const adminMutations = {
     {
       input,
     }: {
-      input: {
+      input: KeySettingsInput & {
         name: string;
         accountId?: string | null;
         balance?: string | null;
-        scopes?: string[] | null;
-        allowedIps?: string[] | null;
-        rateLimit?: number | null;
-        callbackUrl?: string | null;
-        requireSignature?: boolean | null;
       };
     },
     ctx: CloudContext,
@@ -304,13 +308,8 @@ export const adminMutations = {
     {
       input,
     }: {
-      input: {
+      input: KeySettingsInput & {
         keyId: string;
-        scopes?: string[] | null;
-        allowedIps?: string[] | null;
-        rateLimit?: number | null;
-        callbackUrl?: string | null;
-        requireSignature?: boolean | null;
       };
     },
     ctx: CloudContext,
