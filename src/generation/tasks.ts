@@ -20,7 +20,7 @@ import type { MilliYuan } from "../money.ts";
 import { getModel, type ModelKind } from "./catalog.ts";
 import { priceOf } from "./pricing.ts";
 import { validateGenerationRequest, type GenerationInput, type GenerationRequest, type UrlCheck } from "./validation.ts";
-import { UpstreamError, type GenerationUpstream, type TaskStatusCode, type UpstreamTaskState } from "./upstream/types.ts";
+import { UpstreamError, type GenerationUpstream, type SubmitAccepted, type TaskStatusCode, type UpstreamTaskState } from "./upstream/types.ts";
 
 /** A task as the domain sees it; money in milli-yuan, times ISO 8601. */
 export interface TaskRecord {
@@ -188,21 +188,25 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   }
 
   async function send(task: TaskRecord, request: GenerationRequest, from: "pending" | "resending" = "pending"): Promise<TaskRecord> {
-    let upstreamTaskId: string;
+    let accepted: SubmitAccepted;
     try {
-      ({ upstreamTaskId } = await upstream.submit(request, task.id));
+      accepted = await upstream.submit(request, task.id);
     } catch (error) {
       const failure = error instanceof UpstreamError ? error : new UpstreamError("failed", String(error));
       const message = failure.kind === "timeout" ? "Upstream request timed out" : "Upstream request failed";
       await failSubmission(task, message, from);
       throw new AppError(failure.kind === "timeout" ? "upstream_timeout" : "upstream_failed", undefined, { reason: failure.message });
     }
-    await markSent(task, upstreamTaskId, from);
+    await markSent(task, accepted, from);
     return task;
   }
 
-  /** Records the provider's task id: `sent`, polled as usual (compare-and-swap on `from`). @returns true when this call recorded it */
-  async function markSent(task: TaskRecord, upstreamTaskId: string, from: "pending" | "resending"): Promise<boolean> {
+  /**
+   * Records the provider's task id, and the channel that accepted it when the router names one:
+   * `sent`, polled as usual (compare-and-swap on `from`).
+   * @returns true when this call recorded it
+   */
+  async function markSent(task: TaskRecord, { upstreamTaskId, channel }: SubmitAccepted, from: "pending" | "resending"): Promise<boolean> {
     const nextPoll = new Date(Date.now() + deps.pollIntervalMs).toISOString();
     // With the submissions' group (ADR 0011): one commit for many such records instead of one each;
     // one UPDATE, so no savepoint.
@@ -210,7 +214,13 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       (trx) =>
         trx("tasks")
           .where({ id: task.id, submit_state: from })
-          .update({ upstream_task_id: upstreamTaskId, submit_state: "sent", next_poll_at: nextPoll, updated_at: nowIso() }),
+          .update({
+            upstream_task_id: upstreamTaskId,
+            ...(channel ? { channel_id: channel.id, channel_attempts: JSON.stringify(channel.attempts) } : {}),
+            submit_state: "sent",
+            next_poll_at: nextPoll,
+            updated_at: nowIso(),
+          }),
       { oneStatement: true },
     );
     return updated === 1;
@@ -260,7 +270,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
    * @returns true when this call adopted it (false: another sweeper already settled the task)
    */
   async function adoptSubmission(task: TaskRecord, upstreamTaskId: string): Promise<boolean> {
-    return markSent(task, upstreamTaskId, "resending");
+    return markSent(task, { upstreamTaskId }, "resending");
   }
 
   /**

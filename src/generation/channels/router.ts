@@ -8,9 +8,10 @@
  *   business code ≠ 200, no task_id) moves to the next channel; the first acceptance ends the
  *   loop, so a provider that accepted a task is never asked again for it. Only when every
  *   channel failed does the last error reach the task service, which fails and refunds the task
- *   once. The attempts (channel, reason, error) and the accepting channel are written on the task
- *   row (`channel_attempts`, `channel_id`) — skipped when the implicit channel took it first
- *   time, the only case before channels existed.
+ *   once. The attempts (channel, reason, error) and the accepting channel go on the task row
+ *   (`channel_attempts`, `channel_id`): returned with the acceptance, which the task service
+ *   records in one statement, or written here when every channel failed. Nothing is recorded when
+ *   the implicit channel took it first time, the only case before channels existed.
  * - **fetchStatus** asks the channel that accepted the task (`tasks.channel_id`, null: `chn_default`).
  * - **findSubmission** (the recovery sweep) asks every channel that can look a submission up.
  *
@@ -21,7 +22,7 @@ import type { Logger } from "pino";
 import type { Db } from "../../db/index.ts";
 import type { GenerationRequest } from "../validation.ts";
 import { createHttpUpstream } from "../upstream/http.ts";
-import { UpstreamError, type GenerationUpstream } from "../upstream/types.ts";
+import { UpstreamError, type ChannelAttempt, type GenerationUpstream, type SubmitAccepted } from "../upstream/types.ts";
 import type { KeyBox } from "./crypto.ts";
 import type { ChannelHealth } from "./health.ts";
 import { orderChannels } from "./select.ts";
@@ -29,15 +30,6 @@ import { DEFAULT_CHANNEL_ID, listChannels, type ChannelRecord } from "./store.ts
 
 /** How long the channel list is cached (ms). */
 export const CHANNEL_REFRESH_MS = 1000;
-
-/** One channel tried for a submission, as stored in `tasks.channel_attempts`. */
-export interface ChannelAttempt {
-  channelId: string;
-  /** `accepted`, or the failure kind: transport, timeout, http, code, body, unexpected. */
-  outcome: string;
-  error?: string;
-  latencyMs: number;
-}
 
 /** Settings of the router. */
 export interface ChannelRouterOptions {
@@ -104,13 +96,6 @@ export function createChannelRouter(options: ChannelRouterOptions): ChannelRoute
     return (await channels()).find((c) => c.id === (id ?? DEFAULT_CHANNEL_ID));
   }
 
-  async function recordAttempts(taskId: string, channelId: string | null, attempts: ChannelAttempt[]): Promise<void> {
-    if (channelId === DEFAULT_CHANNEL_ID && attempts.length === 1) return; // the pre-channel case: nothing to add
-    await db("tasks")
-      .where({ id: taskId })
-      .update({ channel_id: channelId, channel_attempts: JSON.stringify(attempts) });
-  }
-
   return {
     name: "channels",
     adapterFor,
@@ -130,13 +115,9 @@ export function createChannelRouter(options: ChannelRouterOptions): ChannelRoute
         if (channel.status !== "ENABLED") continue;
         if (attempts.length >= options.maxAttempts) break;
         const started = performance.now();
+        let upstreamTaskId: string;
         try {
-          const { upstreamTaskId } = await adapterFor(channel).submit(mapModel(request, channel), taskId);
-          const latencyMs = performance.now() - started;
-          attempts.push({ channelId: channel.id, outcome: "accepted", latencyMs: Math.round(latencyMs) });
-          await health.success(channel, latencyMs);
-          await recordAttempts(taskId, channel.id, attempts);
-          return { upstreamTaskId };
+          ({ upstreamTaskId } = await adapterFor(channel).submit(mapModel(request, channel), taskId));
         } catch (error) {
           const latencyMs = performance.now() - started;
           last = error instanceof UpstreamError ? error : new UpstreamError("failed", String((error as Error)?.message ?? error));
@@ -145,9 +126,21 @@ export function createChannelRouter(options: ChannelRouterOptions): ChannelRoute
           logger.warn({ task_id: taskId, channel_id: channel.id, outcome, err: last.message }, "channel refused the submission; trying the next one");
           const others = (await channels()).some((c) => c.id !== channel.id && c.status === "ENABLED");
           await health.failure(channel, `${outcome}: ${last.message}`, latencyMs, others).catch((err) => logger.error({ err }, "channel failure not recorded"));
+          continue;
         }
+        // Accepted: from here nothing may throw, or the task service would fail and refund (and
+        // a caught error would ask the next channel) a task this provider is running.
+        const latencyMs = performance.now() - started;
+        attempts.push({ channelId: channel.id, outcome: "accepted", latencyMs: Math.round(latencyMs) });
+        await health.success(channel, latencyMs).catch((err) => logger.error({ err }, "channel success not recorded"));
+        // The pre-channel case (the implicit channel, first try): nothing to record.
+        const firstTryOfDefault = channel.id === DEFAULT_CHANNEL_ID && attempts.length === 1;
+        const accepted: SubmitAccepted = firstTryOfDefault ? { upstreamTaskId } : { upstreamTaskId, channel: { id: channel.id, attempts } };
+        return accepted;
       }
-      await recordAttempts(taskId, null, attempts);
+      await db("tasks")
+        .where({ id: taskId })
+        .update({ channel_id: null, channel_attempts: JSON.stringify(attempts) });
       throw last ?? new UpstreamError("failed", "no channel could be tried");
     },
     async fetchStatus(upstreamTaskId, channelId) {

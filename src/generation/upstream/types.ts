@@ -34,6 +34,28 @@ export class UpstreamError extends Error {
   }
 }
 
+/** One channel tried for a submission, as stored in `tasks.channel_attempts` (src/generation/channels/router.ts). */
+export interface ChannelAttempt {
+  channelId: string;
+  /** `accepted`, or the failure kind: transport, timeout, http, code, body, unexpected. */
+  outcome: string;
+  error?: string;
+  latencyMs: number;
+}
+
+/** A submission the provider accepted. */
+export interface SubmitAccepted {
+  /** The provider's task id. */
+  upstreamTaskId: string;
+  /**
+   * The channel that accepted it and every channel tried, set by the channel router when there is
+   * something to record (absent: `chn_default` at the first try, or a single adapter). The task
+   * service writes them with the provider's task id in one statement (`tasks.channel_id`,
+   * `tasks.channel_attempts`), so the poller never reads the task without its channel.
+   */
+  channel?: { id: string; attempts: ChannelAttempt[] };
+}
+
 /** A generation provider. */
 export interface GenerationUpstream {
   /** Name for logs and /health. */
@@ -43,10 +65,10 @@ export interface GenerationUpstream {
    * @param request the validated request
    * @param taskId our task id: the reference the submission carries (the HTTP adapter sends it as
    *   `client_reference` and `Idempotency-Key`; the simulator derives its media from it)
-   * @returns the provider's task id
+   * @returns the provider's task id (and the channel that accepted it, see {@link SubmitAccepted})
    * @throws UpstreamError on any failure (docs/api/generation.md §4 rule 6)
    */
-  submit(request: GenerationRequest, taskId: string): Promise<{ upstreamTaskId: string }>;
+  submit(request: GenerationRequest, taskId: string): Promise<SubmitAccepted>;
   /**
    * Asks the provider whether it already has the task we submitted under `taskId` (the
    * recovery sweep, before resending a submission whose answer a crash lost). Absent when the
