@@ -28,12 +28,12 @@ export interface ChannelHealth {
   /** An accepted submission after `latencyMs`. */
   success(channel: ChannelRecord, latencyMs: number): Promise<void>;
   /**
-   * A refused submission.
-   * @param mayDisable false when no other channel is enabled: the last one is never taken out
-   *   (with only GENERATION_UPSTREAM_URL, every submission reaches it, as before channels)
+   * A refused submission. The last enabled channel is never taken out (with only
+   * GENERATION_UPSTREAM_URL, every submission reaches it, as before channels): the disabling
+   * compare-and-swap asks the database whether another channel is enabled.
    * @returns true when this failure auto-disabled the channel
    */
-  failure(channel: ChannelRecord, reason: string, latencyMs: number, mayDisable?: boolean): Promise<boolean>;
+  failure(channel: ChannelRecord, reason: string, latencyMs: number): Promise<boolean>;
   /** Writes the summed successes now (before reading stats; at stop). */
   flush(): Promise<void>;
   stop(): Promise<void>;
@@ -71,7 +71,7 @@ export function createChannelHealth(options: ChannelHealthOptions): ChannelHealt
         channel.consecutiveFailures = 0;
       }
     },
-    async failure(channel, reason, latencyMs, mayDisable = true) {
+    async failure(channel, reason, latencyMs) {
       await db("channels")
         .where({ id: channel.id })
         .update({
@@ -81,11 +81,11 @@ export function createChannelHealth(options: ChannelHealthOptions): ChannelHealt
           consecutive_failures: db.raw("consecutive_failures + 1"),
         });
       channel.consecutiveFailures += 1;
-      if (!mayDisable) return false;
       const now = nowIso();
       const disabled = await db("channels")
         .where({ id: channel.id, status: "ENABLED" })
         .andWhere("consecutive_failures", ">=", options.threshold)
+        .whereExists((others) => others.select(db.raw("1")).from("channels as other").whereNot("other.id", channel.id).andWhere("other.status", "ENABLED"))
         .update({
           status: "AUTO_DISABLED",
           disabled_reason: `${options.threshold} failed submissions in a row; last: ${reason}`.slice(0, 500),

@@ -124,8 +124,7 @@ export function createChannelRouter(options: ChannelRouterOptions): ChannelRoute
           const outcome = error instanceof UpstreamError ? error.reason : "unexpected";
           attempts.push({ channelId: channel.id, outcome, error: last.message.slice(0, 300), latencyMs: Math.round(latencyMs) });
           logger.warn({ task_id: taskId, channel_id: channel.id, outcome, err: last.message }, "channel refused the submission; trying the next one");
-          const others = (await channels()).some((c) => c.id !== channel.id && c.status === "ENABLED");
-          await health.failure(channel, `${outcome}: ${last.message}`, latencyMs, others).catch((err) => logger.error({ err }, "channel failure not recorded"));
+          await health.failure(channel, `${outcome}: ${last.message}`, latencyMs).catch((err) => logger.error({ err }, "channel failure not recorded"));
           continue;
         }
         // Accepted: from here nothing may throw, or the task service would fail and refund (and
