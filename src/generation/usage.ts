@@ -7,8 +7,7 @@ import { fitText, type Db } from "../db/index.ts";
 import { AppError } from "../errors.ts";
 import type { Caller } from "../auth/keys.ts";
 import type { MilliYuan } from "../money.ts";
-import { getModel, IMAGE_MODEL_ID } from "./catalog.ts";
-import { priceOf } from "./pricing.ts";
+import { TASK_BILLED_IMAGES, TASK_BILLED_SECONDS } from "../ledger/totals.ts";
 
 /** Money totals of a key, in milli-yuan, and billed units. */
 export interface UsageTotals {
@@ -112,33 +111,23 @@ const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
  * never a scan of the key's whole history. Exported for the test that EXPLAINs it.
  * @param from first instant, ISO 8601 UTC (inclusive)
  * @param to last instant, ISO 8601 UTC (exclusive)
- * @returns rows `{ day, spent, seconds, image_amount }` (milli-yuan for spent and image_amount)
+ * @returns rows `{ day, spent, seconds, images }` (spent in milli-yuan)
  */
 export function usageByDayQuery(db: Db, keyId: string, from: string, to: string) {
   const day = db.raw("substr(created_at, 1, 10) as day");
   const ledger = db("ledger_entries")
-    .select(day, db.raw("0 - amount as spent"), db.raw("0 as seconds"), db.raw("0 as image_amount"))
+    .select(day, db.raw("0 - amount as spent"), db.raw("0 as seconds"), db.raw("0 as images"))
     .where("key_id", keyId)
     .where("created_at", ">=", from)
     .where("created_at", "<", to)
     .whereIn("kind", ["debit", "refund"]);
-  // The same rules as billedSeconds and billedImages of usageReader, per task.
+  // The rules of the key's running totals billed_seconds and billed_images, per task.
   const tasks = db("tasks")
-    .select(
-      day,
-      db.raw("0 as spent"),
-      db.raw("case when kind = 'video' and refunded = 0 and status <> 2 then seconds * count else 0 end as seconds"),
-      db.raw("case when kind = 'image' then price - refunded else 0 end as image_amount"),
-    )
+    .select(day, db.raw("0 as spent"), db.raw(`${TASK_BILLED_SECONDS} as seconds`), db.raw(`${TASK_BILLED_IMAGES} as images`))
     .where("key_id", keyId)
     .where("created_at", ">=", from)
     .where("created_at", "<", to);
-  return db
-    .from(ledger.unionAll(tasks).as("usage"))
-    .select("day")
-    .sum({ spent: "spent", seconds: "seconds", image_amount: "image_amount" })
-    .groupBy("day")
-    .orderBy("day");
+  return db.from(ledger.unionAll(tasks).as("usage")).select("day").sum({ spent: "spent", seconds: "seconds", images: "images" }).groupBy("day").orderBy("day");
 }
 
 /**
@@ -152,9 +141,8 @@ export async function usageByDay(db: Db, caller: Caller, days: number, now: Date
   const firstDayMs = Date.parse(isoDay(now.getTime())) - (days - 1) * DAY_MS;
   const from = new Date(firstDayMs).toISOString();
   const to = new Date(firstDayMs + days * DAY_MS).toISOString();
-  const rows: { day: string; spent: unknown; seconds: unknown; image_amount: unknown }[] = await usageByDayQuery(db, caller.keyId, from, to);
+  const rows: { day: string; spent: unknown; seconds: unknown; images: unknown }[] = await usageByDayQuery(db, caller.keyId, from, to);
   const byDay = new Map(rows.map((row) => [row.day, row]));
-  const perImage = priceOf(getModel(IMAGE_MODEL_ID)!, { seconds: null, resolution: "1k", count: 1 });
   return Array.from({ length: days }, (_, i) => {
     const date = isoDay(firstDayMs + i * DAY_MS);
     const row = byDay.get(date);
@@ -162,7 +150,7 @@ export async function usageByDay(db: Db, caller: Caller, days: number, now: Date
       date,
       spent: Number(row?.spent ?? 0),
       billedSeconds: Number(row?.seconds ?? 0),
-      billedImages: Number(row?.image_amount ?? 0) / perImage,
+      billedImages: Number(row?.images ?? 0),
     };
   });
 }

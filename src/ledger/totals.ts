@@ -21,9 +21,9 @@ import type { Knex } from "knex";
 
 type Executor = Knex | Knex.Transaction;
 
-/** What one task adds to its key's billed units, as SQL over a `tasks` row. */
-const TASK_BILLED_SECONDS = "case when kind = 'video' and refunded = 0 and status <> 2 then seconds * count else 0 end";
-const TASK_BILLED_IMAGES = "case when kind = 'image' and price > 0 then (price - refunded) * count / price else 0 end";
+/** What one task adds to its key's billed units, as SQL over a `tasks` row (also summed per day by src/generation/usage.ts). */
+export const TASK_BILLED_SECONDS = "case when kind = 'video' and refunded = 0 and status <> 2 then seconds * count else 0 end";
+export const TASK_BILLED_IMAGES = "case when kind = 'image' and price > 0 then (price - refunded) * count / price else 0 end";
 
 /**
  * Each total as a scalar subquery over its rows, correlated to the owner named by the given
