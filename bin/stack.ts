@@ -34,12 +34,11 @@ import { startObservability } from "../src/observability/index.ts";
 import { countUpstreamErrors } from "../src/generation/upstream/metrics.ts";
 import { startChannels, type Channels } from "../src/generation/channels/index.ts";
 import { watchChannels } from "../src/generation/channels/metrics.ts";
+import { listChannels } from "../src/generation/channels/store.ts";
 import { watchOutbox } from "../src/events/metrics.ts";
 import { watchLedger } from "../src/ledger/metrics.ts";
 import { assertPortsFree } from "./ports.ts";
 import { ALL_ROLES, type Role } from "./roles.ts";
-
-export { ALL_ROLES, type Role } from "./roles.ts";
 
 /** A running stack. */
 export interface Stack {
@@ -181,7 +180,8 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       const upstream = countUpstreamErrors(channels.upstream, observability.registry);
       // A live submission may try several channels, each within UPSTREAM_TIMEOUT_MS: the sweep
       // waits that long before it takes a pending task for interrupted.
-      const attempts = Math.max(1, Math.min(config.channelMaxAttempts, (await channels.list()).length));
+      // (The channel rows alone: the admin view would also count every open task.)
+      const attempts = Math.max(1, Math.min(config.channelMaxAttempts, (await listChannels(db)).length));
       const service = createGenerationService({
         db,
         upstream,

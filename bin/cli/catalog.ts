@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { formatYuan } from "../../src/money.ts";
 import type { ProductRecord, VendorRecord } from "../../src/cloud/catalog.ts";
-import { allPages, group, UsageError, withDb, yuanOption, type Act } from "./shared.ts";
+import { allPages, group, list, UsageError, withDb, yuanOption, type Act } from "./shared.ts";
 
 /** Registers `catalog` and its subcommands on the program. */
 export function registerCatalogCommands(program: Command, act: Act): void {
@@ -96,13 +96,8 @@ export function registerCatalogCommands(program: Command, act: Act): void {
         else throw new UsageError("--stock must be a non-negative integer or unlimited");
       }
       const cycles = (values.cycle ?? []).map(cycleOption);
-      const required =
-        values.required === undefined
-          ? undefined
-          : values.required
-              .split(",")
-              .map((f) => f.trim())
-              .filter(Boolean);
+      // An empty --required clears the list.
+      const required = values.required === undefined ? undefined : (list(values.required) ?? []);
       await withDb(async (db) => {
         const catalogModule = await import("../../src/cloud/catalog.ts");
         const existing = values.id ? await catalogModule.getProduct(db, values.id) : null;

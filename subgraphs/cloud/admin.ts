@@ -1,6 +1,7 @@
 /**
- * The admin mutations of the cloud subgraph (docs/architecture.md §2 `ADMIN_TOKEN`; issue 3 "Catalog": admins
- * manage the catalog with the CLI or admin GraphQL mutations). Each one checks the admin token
+ * The admin API of the cloud subgraph (docs/architecture.md §2 `ADMIN_TOKEN`; issue 3 "Catalog": admins
+ * manage the catalog with the CLI or admin GraphQL mutations; issue 16: the console's reads across
+ * accounts, docs/api/cloud.md §12). Each field checks the admin token
  * first (401/403, never through API-key authentication), then turns decimal yuan strings into
  * milli-yuan (422 `validation_failed` naming the field) and calls the same functions of `src/` as
  * the CLI.
@@ -9,7 +10,7 @@ import { AppError } from "../../src/errors.ts";
 import { parseYuan, toMoney, type MilliYuan } from "../../src/money.ts";
 import { upsertProduct, upsertVendor } from "../../src/cloud/catalog.ts";
 import type { ProductStatus, VendorStatus } from "../../src/cloud/states.ts";
-import { checkCustomerId, getCustomerBalance, setCreditLine } from "../../src/cloud/customers.ts";
+import { checkCustomerId, getCustomerBalance, setCreditLine, topUpCustomerEntry } from "../../src/cloud/customers.ts";
 import {
   createKey,
   getKeyInfo,
@@ -23,20 +24,12 @@ import {
   type KeySettingsChange,
   type KeyStatus,
 } from "../../src/auth/keys.ts";
-import { topUpCustomerEntry } from "../../src/cloud/customers.ts";
 import { listAllDeliveries, listAllOrders, listCustomerWallets, type CustomerWallet } from "../../src/cloud/admin-reads.ts";
 import { entriesOfOrders, newestEntryOf, type LedgerEntryView } from "../../src/ledger/entries.ts";
 import { resendDelivery } from "../../src/events/deliveries.ts";
 import type { OrderRecord } from "../../src/cloud/order-records.ts";
 import { pageOf, toConnection } from "../shared/connection.ts";
 import type { CloudContext } from "./context.ts";
-
-/**
- * Parses a decimal yuan string of an admin input.
- * @param field the input field, reported in `details.field`
- * @returns the amount in milli-yuan (sign kept: the domain function judges the range)
- * @throws AppError `validation_failed` (422) when it is not a decimal with at most three decimals
- */
 
 /** The settings of an API key that the create and update inputs share (GraphQL, camelCase). */
 type KeySettingsInput = {
@@ -46,7 +39,14 @@ type KeySettingsInput = {
   callbackUrl?: string | null;
   requireSignature?: boolean | null;
 };
-export function yuanField(value: unknown, field: string): MilliYuan {
+
+/**
+ * Parses a decimal yuan string of an admin input.
+ * @param field the input field, reported in `details.field`
+ * @returns the amount in milli-yuan (sign kept: the domain function judges the range)
+ * @throws AppError `validation_failed` (422) when it is not a decimal with at most three decimals
+ */
+function yuanField(value: unknown, field: string): MilliYuan {
   try {
     if (typeof value !== "string") throw new RangeError("not a string");
     return parseYuan(value);
@@ -69,6 +69,9 @@ async function renamingField<T>(work: () => Promise<T>, rename: (field: string) 
     throw error;
   }
 }
+
+/** A key setting's name as the GraphQL inputs spell it (`src/` says `allowIps`). */
+const graphqlKeyField = (field: string) => field.replace(/^allowIps/, "allowedIps");
 
 /** A key's settings in the shape of the `ApiKey` type. */
 function apiKeyOf(info: KeyInfo) {
@@ -108,10 +111,12 @@ async function keyListing(ctx: CloudContext, keyId: string) {
   return adminApiKeyOf(key);
 }
 
+/** A wallet in the shape of the `AdminCustomerWallet` type. */
 function customerWalletOf(wallet: CustomerWallet) {
   return { ...wallet, available: toMoney(wallet.available), frozen: toMoney(wallet.frozen), creditLine: toMoney(wallet.creditLine) };
 }
 
+/** An order and its ledger entries in the shape of the `AdminOrder` type. */
 function orderOf(order: OrderRecord, entries: LedgerEntryView[]) {
   return {
     ...order,
@@ -123,7 +128,7 @@ function orderOf(order: OrderRecord, entries: LedgerEntryView[]) {
   };
 }
 
-/** `Query` resolvers of the admin console (issue 16; docs/api/cloud.md "Admin console"). */
+/** `Query` resolvers of the admin console (issue 16; docs/api/cloud.md §12). */
 export const adminQueries = {
   adminApiKeys: async (
     _: unknown,
@@ -260,7 +265,7 @@ export const adminMutations = {
           callbackUrl: input.callbackUrl ?? undefined,
           requireSignature: input.requireSignature ?? undefined,
         }),
-      (field) => field.replace(/^allowIps/, "allowedIps"),
+      graphqlKeyField,
     );
     const opening = balance ? await newestEntryOf(ctx.db, created.account_id) : null;
     return {
@@ -322,10 +327,7 @@ export const adminMutations = {
     if (input.rateLimit !== undefined) change.rateLimit = input.rateLimit;
     if (input.callbackUrl !== undefined) change.callbackUrl = input.callbackUrl;
     if (input.requireSignature != null) change.requireSignature = input.requireSignature;
-    const key = await renamingField(
-      () => updateKeySettings(ctx.db, input.keyId, change),
-      (field) => field.replace(/^allowIps/, "allowedIps"),
-    );
+    const key = await renamingField(() => updateKeySettings(ctx.db, input.keyId, change), graphqlKeyField);
     return { apiKey: adminApiKeyOf(key) };
   },
 

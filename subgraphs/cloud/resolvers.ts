@@ -15,7 +15,8 @@ import { getPurgeTask, purgeDomain, type PurgeInput } from "../../src/cloud/purg
 import type { CreateOrderInput, RenewOrderInput } from "../../src/cloud/order-request.ts";
 import { bandwidthUsage, setUsageThreshold, trafficUsage } from "../../src/cloud/usage.ts";
 import { resendDelivery } from "../../src/events/deliveries.ts";
-import { pageOf, pageSize, toConnection, type PageArgs } from "../shared/connection.ts";
+import { pageSize } from "../../src/pagination.ts";
+import { pageOf, toConnection, type PageArgs } from "../shared/connection.ts";
 import type { CloudContext } from "./context.ts";
 import type { OutboxMessage } from "../../src/events/pubsub.ts";
 import { keyEventStream } from "../shared/key-events.ts";

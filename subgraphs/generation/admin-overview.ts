@@ -1,6 +1,6 @@
 /**
  * The admin overview field of the generation subgraph (issue 16 "a live overview";
- * docs/api/generation.md "Admin"): admin token first (401/403), then one bounded read
+ * docs/api/generation.md §12): admin token first (401/403), then one bounded read
  * (src/generation/overview.ts).
  */
 import { readOverview } from "../../src/generation/overview.ts";

@@ -17,7 +17,7 @@ export const DateTime = new GraphQLScalarType({
   parseValue: (value) => String(value),
 });
 
-/** The channels of the context after the admin check. @throws AppError 401/403; 503 when this process runs no channels */
+/** The channels of the context after the admin check. @throws AppError 401/403 (admin token); 403 `forbidden` when this process runs no channels */
 function admin(ctx: GenerationContext) {
   ctx.requireAdmin();
   if (!ctx.channels) throw new AppError("forbidden", "Channels are not served by this process");

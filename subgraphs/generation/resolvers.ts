@@ -10,7 +10,8 @@ import type { OutboxMessage } from "../../src/events/pubsub.ts";
 import { recentRequests, usageByDay, usageDays } from "../../src/generation/usage.ts";
 import { AppError, isAppError } from "../../src/errors.ts";
 import { formatYuan, toMoney } from "../../src/money.ts";
-import { pageSize, toConnection } from "../shared/connection.ts";
+import { pageSize } from "../../src/pagination.ts";
+import { pageOf, toConnection, type PageArgs } from "../shared/connection.ts";
 import { keyEventStream } from "../shared/key-events.ts";
 import type { GenerationContext } from "./context.ts";
 import { channelMutations, channelQueries, DateTime } from "./channels.ts";
@@ -32,11 +33,11 @@ function statusCodeOf(status: string | null | undefined): number | null {
 }
 
 /** The arguments of a `tasks` connection field. */
-type TaskPageArgs = { first?: number | null; after?: string | null; status?: string | null };
+type TaskPageArgs = PageArgs & { status?: string | null };
 
 async function taskConnection(ctx: GenerationContext, args: TaskPageArgs) {
   const caller = await ctx.caller();
-  const page = await ctx.service.listTasks(caller, { first: pageSize(args.first), after: args.after, status: statusCodeOf(args.status) });
+  const page = await ctx.service.listTasks(caller, { ...pageOf(args), status: statusCodeOf(args.status) });
   for (const task of page.items) ctx.taskLoader.prime(task.id, task);
   return toConnection(page);
 }

@@ -1,15 +1,13 @@
 /** Relay connection helpers shared by the subgraphs (docs/architecture.md §7). */
-import type { Page } from "../../src/pagination.ts";
+import { pageSize, type Page } from "../../src/pagination.ts";
 
-/** The one page-size rule (src/pagination.ts): default 20, an integer from 1 to 100, else 400. */
-import { pageSize } from "../../src/pagination.ts";
-export { pageSize };
-
-/** The page request of a connection field's `first` and `after` arguments. @throws AppError 400 for a bad `first` */
 /** The arguments of a connection field. */
 export type PageArgs = { first?: number | null; after?: string | null };
 
-/** A connection field's arguments as a page request (`first` checked by the one page-size rule). */
+/**
+ * A connection field's arguments as a page request.
+ * @throws AppError 400 for a bad `first` (src/pagination.ts `pageSize`, the one page-size rule)
+ */
 export const pageOf = (args: PageArgs) => ({ first: pageSize(args.first), after: args.after ?? null });
 
 /** A page of nodes (src/pagination.ts) as a Relay connection. */
