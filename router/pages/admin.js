@@ -59,6 +59,17 @@ function table(el, headers, rows) {
 const cell = (...children) => h("td", {}, ...children);
 const button = (label, onclick) => h("button", { type: "button", className: "secondary small", textContent: t(label), onclick });
 
+/** A row's top-up button: asks for an amount in yuan, confirms, runs `mutation` and shows its ledger entry. */
+const topUpButton = (id, mutation, inputType, input) =>
+  button("admin.topup", () => {
+    const amount = window.prompt(t("admin.topupAmount"));
+    if (!amount) return;
+    write(t("admin.confirmTopup", { amount, id }), async () => {
+      const data = await run(`mutation($input: ${inputType}!) { ${mutation}(input: $input) { ledgerEntry { ${ENTRY} } } }`, { input: { ...input, amount } });
+      showEntry(data[mutation].ledgerEntry);
+    });
+  });
+
 // -- API keys ------------------------------------------------------------------------------------
 
 async function loadKeys(append = false) {
@@ -84,19 +95,7 @@ async function loadKeys(append = false) {
       cell(k.allowedIps ? k.allowedIps.join(", ") : t("admin.any")),
       cell(k.rateLimit == null ? t("admin.unlimited") : String(k.rateLimit)),
       cell(
-        button("admin.topup", () => {
-          const amount = window.prompt(t("admin.topupAmount"));
-          if (amount)
-            write(t("admin.confirmTopup", { amount, id: k.id }), async () =>
-              showEntry(
-                (
-                  await run(`mutation($input: AdminTopUpAccountInput!) { adminTopUpAccount(input: $input) { ledgerEntry { ${ENTRY} } } }`, {
-                    input: { keyId: k.id, amount },
-                  })
-                ).adminTopUpAccount.ledgerEntry,
-              ),
-            );
-        }),
+        topUpButton(k.id, "adminTopUpAccount", "AdminTopUpAccountInput", { keyId: k.id }),
         button(k.status === "ACTIVE" ? "admin.disable" : "admin.enable", () => {
           const status = k.status === "ACTIVE" ? "DISABLED" : "ACTIVE";
           write(t(status === "DISABLED" ? "admin.confirmDisable" : "admin.confirmEnable", { id: k.id }), async () => {
@@ -165,19 +164,7 @@ async function loadWallets() {
         cell(yuan(w.frozen)),
         cell(yuan(w.creditLine)),
         cell(
-          button("admin.topup", () => {
-            const amount = window.prompt(t("admin.topupAmount"));
-            if (amount)
-              write(t("admin.confirmTopup", { amount, id: w.customerId }), async () =>
-                showEntry(
-                  (
-                    await run(`mutation($input: AdminTopUpCustomerInput!) { adminTopUpCustomer(input: $input) { ledgerEntry { ${ENTRY} } } }`, {
-                      input: { accountId: w.accountId, customerId: w.customerId, amount },
-                    })
-                  ).adminTopUpCustomer.ledgerEntry,
-                ),
-              );
-          }),
+          topUpButton(w.customerId, "adminTopUpCustomer", "AdminTopUpCustomerInput", { accountId: w.accountId, customerId: w.customerId }),
           button("admin.credit", () => {
             const limit = window.prompt(t("admin.creditPrompt"), w.creditLine.amount);
             if (limit)

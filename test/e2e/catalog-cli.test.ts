@@ -8,39 +8,17 @@ describe("managing the catalog with `switchyard catalog` as an operator does", (
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "switchyard-catalog-cli-"));
   const env = { DATA_DIR: dataDir };
   afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  /** `catalog product upsert --json` of prd_block (Cirrus block storage) with `options`. */
+  const BLOCK = ["--id", "prd_block", "--vendor", "vnd_cirrus", "--category", "storage", "--name", "Block storage 100 GiB"];
+  const upsertBlock = (...options: string[]) => runCli(["catalog", "product", "upsert", ...BLOCK, ...options, "--json"], env);
 
   it("upserts a vendor and a product priced in yuan, updates the product keeping omitted options, and lists both", async () => {
     const vendor = await runCli(["catalog", "vendor", "upsert", "--id", "vnd_cirrus", "--name", "Cirrus Compute", "--json"], env);
     expect(vendor.code).toBe(0);
     expect(JSON.parse(vendor.stdout)).toMatchObject({ vendor_id: "vnd_cirrus", name: "Cirrus Compute", status: "active" });
 
-    const created = await runCli(
-      [
-        "catalog",
-        "product",
-        "upsert",
-        "--id",
-        "prd_block",
-        "--vendor",
-        "vnd_cirrus",
-        "--category",
-        "storage",
-        "--name",
-        "Block storage 100 GiB",
-        "--stock",
-        "10",
-        "--cycle",
-        "monthly=30",
-        "--cycle",
-        "yearly=300.5",
-        "--cycle",
-        "trial:2=0.125",
-        "--required",
-        "volume,zone",
-        "--json",
-      ],
-      env,
-    );
+    const cycles = ["--cycle", "monthly=30", "--cycle", "yearly=300.5", "--cycle", "trial:2=0.125"];
+    const created = await upsertBlock("--stock", "10", ...cycles, "--required", "volume,zone");
     expect(created.code).toBe(0);
     expect(JSON.parse(created.stdout)).toMatchObject({
       product_id: "prd_block",
@@ -56,25 +34,7 @@ describe("managing the catalog with `switchyard catalog` as an operator does", (
       ],
     });
 
-    const updated = await runCli(
-      [
-        "catalog",
-        "product",
-        "upsert",
-        "--id",
-        "prd_block",
-        "--vendor",
-        "vnd_cirrus",
-        "--category",
-        "storage",
-        "--name",
-        "Block storage 100 GiB",
-        "--status",
-        "sold_out",
-        "--json",
-      ],
-      env,
-    );
+    const updated = await upsertBlock("--status", "sold_out");
     expect(updated.code).toBe(0);
     expect(JSON.parse(updated.stdout)).toMatchObject({
       status: "sold_out",

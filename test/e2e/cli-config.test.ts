@@ -4,16 +4,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
+import { freePort } from "../support/deploy.ts";
 import { runCli } from "../support/process.ts";
-
-/** A TCP port on 127.0.0.1 that nothing listens on (bound, then closed). */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** A server that accepts connections and never says a word (a PostgreSQL that does not answer). */
 async function silentServer(): Promise<{ port: number; close(): Promise<void> }> {
@@ -71,7 +63,7 @@ describe("configuration that cannot work fails loudly, in one line, as an operat
   });
 
   it("says a PostgreSQL server that refuses connections cannot be reached, at start and in a CLI command, without its password", async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const url = `postgres://switchyard:hunter2@127.0.0.1:${port}/switchyard`;
     for (const args of [["start"], ["keys", "list"], ["migrate"]]) {
       const run = await runCli(args, { ...env, DATABASE_URL: url });
@@ -149,7 +141,7 @@ describe("configuration that cannot work fails loudly, in one line, as an operat
   );
 
   it("refuses two servers on one port, naming both variables", async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const run = await runCli(["start"], { ...env, PORT: String(port), CLOUD_PORT: String(port) });
     expectOneLineFailure(run, new RegExp(`^switchyard: CLOUD_PORT and PORT are both ${port}: each server needs its own port$`));
   });

@@ -4,10 +4,9 @@
  * orders, deliveries and the live overview, all behind ADMIN_TOKEN, every write answering its
  * ledger entry, every read bounded by an index.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { startCallbackReceiver, type CallbackReceiver } from "../support/callback-receiver.ts";
 import { isSqlite } from "../../src/db/index.ts";
 import { overviewMoneyQuery, overviewTasksQuery } from "../../src/generation/overview.ts";
 import { verifyLedger } from "../../src/ledger/index.ts";
@@ -29,9 +28,7 @@ const RESEND = `mutation($input: AdminResendDeliveryInput!) { adminResendDeliver
 const OVERVIEW = `query { adminOverview(minutes: 5) { at tasksPerMinute { minute submitted succeeded failed } window { submitted succeeded failed successRate } today { submitted } revenueToday { amount } refundsToday { amount } topUpsToday { amount } } }`;
 
 let t: TestStack;
-let receiver: http.Server;
-let receiverUrl: string;
-const received: string[] = [];
+let receiver: CallbackReceiver;
 
 const asAdmin = async (query: string, variables: Record<string, unknown> = {}) => {
   const r = await t.graphql(query, variables, undefined, admin);
@@ -40,19 +37,12 @@ const asAdmin = async (query: string, variables: Record<string, unknown> = {}) =
 };
 
 beforeAll(async () => {
-  receiver = http.createServer((req, res) => {
-    req.resume().on("end", () => {
-      received.push(String(req.headers["x-service-delivery"]));
-      res.writeHead(200).end("ok");
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+  receiver = await startCallbackReceiver();
   t = await startTestStack({ ADMIN_TOKEN });
 });
 afterAll(async () => {
   await t?.close();
-  await new Promise((resolve) => receiver?.close(resolve));
+  await receiver?.close();
 });
 
 describe("admin console authentication", () => {
@@ -146,7 +136,7 @@ describe("API keys", () => {
 
 describe("wallets, orders and deliveries", () => {
   it("shows customer wallets, orders with their payments and refunds, and deliveries with attempts that can be re-sent", async () => {
-    const created = (await asAdmin(CREATE_KEY, { input: { name: "shop", callbackUrl: receiverUrl } })).adminCreateApiKey;
+    const created = (await asAdmin(CREATE_KEY, { input: { name: "shop", callbackUrl: receiver.url } })).adminCreateApiKey;
     const topped = (await asAdmin(TOP_UP_CUSTOMER, { input: { accountId: created.accountId, customerId: "cust-9", amount: "500" } })).adminTopUpCustomer;
     expect(topped.ledgerEntry).toMatchObject({ kind: "topup", customerId: "cust-9", amount: { amount: "500.00" }, balanceAfter: { amount: "500.00" } });
 
@@ -190,14 +180,14 @@ describe("wallets, orders and deliveries", () => {
       (d) => d.adminWebhookDeliveries.nodes.length > 0 && d.adminWebhookDeliveries.nodes.every((n: any) => n.status === "delivered"),
     );
     const delivery = delivered.adminWebhookDeliveries.nodes.at(-1);
-    expect(delivery).toMatchObject({ status: "delivered", attemptCount: 1, url: receiverUrl, attempts: [{ status: 200, error: null }] });
+    expect(delivery).toMatchObject({ status: "delivered", attemptCount: 1, url: receiver.url, attempts: [{ status: 200, error: null }] });
     const resent = (await asAdmin(RESEND, { input: { deliveryId: delivery.id } })).adminResendDelivery.delivery;
     expect(resent).toMatchObject({ id: delivery.id, status: "pending", attemptCount: 0 });
     await waitUntil(
       () => asAdmin(DELIVERIES, { accountId: created.accountId }),
       (d) => d.adminWebhookDeliveries.nodes.find((n: any) => n.id === delivery.id).attempts.length === 2,
     );
-    expect(received.filter((id) => id === String(delivery.id))).toHaveLength(2);
+    expect(receiver.received.filter((r) => r.headers["x-service-delivery"] === String(delivery.id))).toHaveLength(2);
     expect(await verifyLedger(t.stack.db!)).toEqual([]);
   });
 });

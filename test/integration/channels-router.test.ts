@@ -6,7 +6,7 @@
  * was enabled). Real router, health recorder and database; fake providers over HTTP.
  */
 import pino from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { migrate } from "../../src/db/index.ts";
 import { createKeyBox } from "../../src/generation/channels/crypto.ts";
 import { createChannelHealth, type ChannelHealth } from "../../src/generation/channels/health.ts";
@@ -39,6 +39,7 @@ describe("channel router: attempts", () => {
     fakes = await Promise.all([startFakeUpstream(), startFakeUpstream(), startFakeUpstream()]);
   });
   afterAll(async () => {
+    vi.useRealTimers();
     await health?.stop();
     for (const fake of fakes ?? []) await fake.close();
     await testDb?.close();
@@ -57,6 +58,9 @@ describe("channel router: attempts", () => {
     const b = await addChannel(db, box, { name: "failing", baseUrl: failing.url, apiKey: "k", models: [52, 39], priority: 9 });
     const h = await addChannel(db, box, { name: "healthy", baseUrl: healthy.url, apiKey: "k", models: [52, 39], priority: 5 });
     const logger = pino({ level: "silent" });
+    // The clock stands still, so both submissions read one cached channel list (CHANNEL_REFRESH_MS)
+    // however slow the machine: the in-place mark on that list is what is under test.
+    vi.useFakeTimers({ toFake: ["Date"] });
     health = createChannelHealth({ db, logger, threshold: 1, probeBaseMs: 600_000 });
     const router = createChannelRouter({ db, logger, box, implicit: { name: "unused" } as never, health, timeoutMs: 10_000, maxAttempts: 2, random: () => 0 });
 

@@ -6,11 +6,10 @@
  * describes; the subgraphs run over HTTP so the cloud subgraph's statements are told apart.
  */
 import { signSubgraphRequest } from "../../subgraphs/shared/internal-context.ts";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 import { measureStatements, type CountedStatement } from "../support/sql-count.ts";
+import { startCallbackReceiver, type CallbackReceiver } from "../support/callback-receiver.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { listProducts, listProductsOfVendors, upsertProduct, upsertVendor } from "../../src/cloud/catalog.ts";
 import { DEMO_CATALOG } from "../../src/cloud/demo-seed.ts";
@@ -20,13 +19,31 @@ import { listDeliveries } from "../../src/events/deliveries.ts";
 import { parseYuan } from "../../src/money.ts";
 
 let t: TestStack;
-let receiver: http.Server;
+let receiver: CallbackReceiver;
 let owner: { key: string; id: string; account_id: string };
 const domains: string[] = [];
 const vendorIds: string[] = [];
 
 /** Statements that ran in the cloud subgraph. */
 const inCloud = (statements: CountedStatement[]) => statements.filter((s) => s.port === Number(new URL(t.stack.cloudUrl!).port));
+
+/**
+ * Runs `run` once to warm caches, then at 10 parents and at `many`.
+ * @returns both measurements, and each with its parent count
+ */
+async function atTenAndMany<T>(run: (n: number) => Promise<T>, many = 100): Promise<{ few: T; many: T; both: [T, number][] }> {
+  await run(10);
+  const few = await run(10);
+  const measured = await run(many);
+  return {
+    few,
+    many: measured,
+    both: [
+      [few, 10],
+      [measured, many],
+    ],
+  };
+}
 
 /** POSTs an operation to the cloud subgraph itself, signed as the router signs (it serves nothing else). */
 async function cloudSubgraph(query: string, variables: Record<string, unknown>) {
@@ -43,12 +60,8 @@ beforeAll(async () => {
   t = await startTestStack({ SUBGRAPH_TRANSPORT: "http" });
   const db = t.stack.db!;
   // A callback receiver that accepts everything: each order event becomes a delivered callback.
-  receiver = http.createServer((req, res) => {
-    req.resume();
-    req.on("end", () => res.writeHead(200).end("ok"));
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
-  owner = await t.createKey("1000", { callbackUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks` });
+  receiver = await startCallbackReceiver();
+  owner = await t.createKey("1000", { callbackUrl: receiver.url });
   await topUpCustomer(db, { accountId: owner.account_id, customerId: "cust-lists", amount: parseYuan("100000") });
 
   // 110 vendors: a vendor of 0, 1, 2 or 3 products in turn.
@@ -118,20 +131,15 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await t?.close();
-  await new Promise((resolve) => receiver?.close(resolve));
+  await receiver?.close();
 });
 
 describe("lists under many parents", () => {
   it("reads Vendor.products of 100 vendors with as many SQL statements as of 10", async () => {
     const query = (n: number) => `{ vendors(first: ${n}) { nodes { id products(first: 2) { totalCount nodes { id name } pageInfo { hasNextPage } } } } }`;
     const run = (n: number) => measureStatements(t.stack.db!, () => t.graphql(query(n), {}, owner.key));
-    await run(10); // warm-up
-    const few = await run(10);
-    const many = await run(100);
-    for (const [measured, n] of [
-      [few, 10],
-      [many, 100],
-    ] as const) {
+    const { few, many, both } = await atTenAndMany(run);
+    for (const [measured, n] of both) {
       expect(measured.result.body.errors, JSON.stringify(measured.result.body.errors)).toBeUndefined();
       const vendors = measured.result.body.data.vendors.nodes;
       expect(vendors).toHaveLength(n);
@@ -155,13 +163,8 @@ describe("lists under many parents", () => {
   it("reads Order.deliveries of 100 orders with as many SQL statements as of 10", async () => {
     const query = (n: number) => `{ orders(first: ${n}) { nodes { id deliveries(first: 5) { id event status attempts { status } } } } }`;
     const run = (n: number) => measureStatements(t.stack.db!, () => t.graphql(query(n), {}, owner.key));
-    await run(10);
-    const few = await run(10);
-    const many = await run(100);
-    for (const [measured, n] of [
-      [few, 10],
-      [many, 100],
-    ] as const) {
+    const { few, many, both } = await atTenAndMany(run);
+    for (const [measured, n] of both) {
       expect(measured.result.body.errors, JSON.stringify(measured.result.body.errors)).toBeUndefined();
       const orders = measured.result.body.data.orders.nodes;
       expect(orders).toHaveLength(n);
@@ -185,14 +188,9 @@ describe("lists under many parents", () => {
     const query = `query D($r: [_Any!]!) { _entities(representations: $r) { ... on Domain { domain reviewStatus purgeTasks(first: 2) { id domain status createdAt } } } }`;
     const run = (n: number) =>
       measureStatements(t.stack.db!, () => cloudSubgraph(query, { r: domains.slice(0, n).map((domain) => ({ __typename: "Domain", domain })) }));
-    await run(10);
-    const few = await run(10);
-    const many = await run(100);
+    const { few, many, both } = await atTenAndMany(run);
     const caller = { accountId: owner.account_id };
-    for (const [measured, n] of [
-      [few, 10],
-      [many, 100],
-    ] as const) {
+    for (const [measured, n] of both) {
       expect(measured.result.body.errors, JSON.stringify(measured.result.body.errors)).toBeUndefined();
       const entities = measured.result.body.data._entities;
       expect(entities.map((d: any) => d.domain)).toEqual(domains.slice(0, n));
@@ -215,9 +213,7 @@ describe("lists under many parents", () => {
         .map((d, i) => `d${i}: domain(domain: "${d}") { domain purgeTasks { id } }`)
         .join(" ")} }`;
     const run = (n: number) => measureStatements(t.stack.db!, () => t.graphql(query(n), {}, owner.key));
-    await run(10);
-    const few = await run(10);
-    const many = await run(30);
+    const { few, many } = await atTenAndMany(run, 30);
     expect(many.result.body.errors).toBeUndefined();
     expect(Object.keys(many.result.body.data)).toHaveLength(30);
     expect(

@@ -14,11 +14,10 @@
  */
 import { signSubgraphRequest } from "../../subgraphs/shared/internal-context.ts";
 import fs from "node:fs";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { Kind, parse } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { startCallbackReceiver, type CallbackReceiver } from "../support/callback-receiver.ts";
 import { createTestDatabase } from "../support/db.ts";
 import { wsClient } from "../support/graphql-ws.ts";
 import { createKey } from "../../src/auth/keys.ts";
@@ -78,7 +77,7 @@ const isKeyScope = (scope: string) => (ALL_SCOPES as readonly string[]).includes
 
 const ADMIN_TOKEN = "admin-token-for-the-scope-tests";
 let t: TestStack;
-let receiver: http.Server;
+let receiver: CallbackReceiver;
 /** Ids of the things the rows read and change, all in one account. */
 const fx = {
   accountId: "",
@@ -111,12 +110,8 @@ const orderBody = (customerId = "c1") => {
 
 beforeAll(async () => {
   t = await startTestStack({ ADMIN_TOKEN, CHANNEL_KEY_SECRET: "scopes-channel-secret-0123456789abcdef" });
-  receiver = http.createServer((req, res) => {
-    req.resume();
-    req.on("end", () => res.writeHead(200).end("ok"));
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
-  const setup = await t.createKey("1000", { callbackUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks` });
+  receiver = await startCallbackReceiver();
+  const setup = await t.createKey("1000", { callbackUrl: receiver.url });
   Object.assign(fx, { accountId: setup.account_id, setupKey: setup.key, setupKeyId: setup.id });
   await topUpCustomer(t.stack.db!, { accountId: fx.accountId, customerId: "c1", amount: parseYuan("100000") });
 
@@ -160,7 +155,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await t?.close();
-  await new Promise<void>((resolve) => (receiver ? receiver.close(() => resolve()) : resolve()));
+  await receiver?.close();
 });
 
 function domainBody(domain: string) {
