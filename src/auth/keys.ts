@@ -338,20 +338,11 @@ export async function setKeyStatus(db: Db, keyId: string, status: KeyStatus): Pr
 /**
  * Tops up the account of a key: one ledger entry and the balance, in one transaction.
  * @param amount positive milli-yuan, at most {@link MAX_KEY_TOPUP}
- * @returns the balance after, in milli-yuan
+ * @returns the `topup` entry it wrote (amount and balance after in milli-yuan; the operator console shows it)
  * @throws AppError `validation_failed` (422, field `amount`) for an amount that is not a positive
  *   integer up to the maximum; `not_found` (404) when no key has that id
  */
-export async function topUpKey(db: Db, keyId: string, amount: MilliYuan): Promise<MilliYuan> {
-  return (await topUpKeyEntry(db, keyId, amount)).balanceAfter;
-}
-
-/**
- * {@link topUpKey}, answering the ledger entry it wrote (the operator console shows it).
- * @returns the `topup` entry (amount and balance after in milli-yuan)
- * @throws as {@link topUpKey}
- */
-export async function topUpKeyEntry(db: Db, keyId: string, amount: MilliYuan): Promise<LedgerEntryView> {
+export async function topUpKey(db: Db, keyId: string, amount: MilliYuan): Promise<LedgerEntryView> {
   if (!Number.isSafeInteger(amount) || amount <= 0 || amount > MAX_KEY_TOPUP) {
     throw invalidKeyOption("amount", `amount must be a positive integer of milli-yuan up to ${MAX_KEY_TOPUP}`);
   }

@@ -16,14 +16,14 @@ import {
   getKeyListing,
   listKeys,
   setKeyStatus,
-  topUpKeyEntry,
+  topUpKey,
   updateKeySettings,
   type KeyInfo,
   type KeyListing,
   type KeySettingsChange,
   type KeyStatus,
 } from "../../src/auth/keys.ts";
-import { topUpCustomerEntry } from "../../src/cloud/customers.ts";
+import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { listAllDeliveries, listAllOrders, listCustomerWallets, type CustomerWallet } from "../../src/cloud/admin-reads.ts";
 import { entriesOfOrders, newestEntryOf, type LedgerEntryView } from "../../src/ledger/entries.ts";
 import { resendDelivery } from "../../src/events/deliveries.ts";
@@ -284,7 +284,7 @@ export const adminMutations = {
   adminTopUpAccount: async (_: unknown, { input }: { input: { keyId: string; amount: string } }, ctx: CloudContext) => {
     ctx.requireAdmin();
     const amount = yuanField(input.amount, "amount");
-    const entry = await topUpKeyEntry(ctx.db, input.keyId, amount);
+    const entry = await topUpKey(ctx.db, input.keyId, amount);
     return { keyId: input.keyId, accountId: entry.accountId, balance: toMoney(entry.balanceAfter), ledgerEntry: ledgerEntryOf(entry) };
   },
 
@@ -292,7 +292,7 @@ export const adminMutations = {
     ctx.requireAdmin();
     const customerId = checkCustomerId(input.customerId, "customerId");
     const amount = yuanField(input.amount, "amount");
-    const entry = await topUpCustomerEntry(ctx.db, { accountId: input.accountId, customerId, amount, requestId: ctx.requestId, reason: "top-up (admin)" });
+    const entry = await topUpCustomer(ctx.db, { accountId: input.accountId, customerId, amount, requestId: ctx.requestId, reason: "top-up (admin)" });
     return { customerBalance: await getCustomerBalance(ctx.db, input.accountId, customerId), ledgerEntry: ledgerEntryOf(entry) };
   },
 
