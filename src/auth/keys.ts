@@ -8,7 +8,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Knex } from "knex";
-import { AppError } from "../errors.ts";
+import { AppError, notOneOfError } from "../errors.ts";
 import { credit } from "../ledger/index.ts";
 import { isValidAllowListEntry } from "./allow-list.ts";
 import { ALL_SCOPES } from "./scopes.ts";
@@ -287,7 +287,7 @@ export async function listKeys(db: Db | Knex.Transaction, filter: KeyFilter, pag
   const query = keyListingQuery(db);
   if (filter.accountId) query.where("k.account_id", filter.accountId);
   if (filter.status !== undefined) {
-    if (!(KEY_STATUSES as readonly string[]).includes(filter.status)) throw invalidKeyOption("status", `status must be one of: ${KEY_STATUSES.join(", ")}`);
+    if (!(KEY_STATUSES as readonly string[]).includes(filter.status)) throw notOneOfError("validation_failed", "status", KEY_STATUSES);
     query.where("k.status", filter.status);
   }
   const search = filter.search?.trim();
@@ -321,7 +321,7 @@ export async function getKeyListing(db: Db | Knex.Transaction, keyId: string): P
  *   (404) when no key has that id
  */
 export async function setKeyStatus(db: Db, keyId: string, status: KeyStatus): Promise<void> {
-  if (!(KEY_STATUSES as readonly string[]).includes(status)) throw invalidKeyOption("status", `status must be one of: ${KEY_STATUSES.join(", ")}`);
+  if (!(KEY_STATUSES as readonly string[]).includes(status)) throw notOneOfError("validation_failed", "status", KEY_STATUSES);
   await db.transaction(async (trx) => {
     // Write first: on SQLite a transaction that reads before it writes cannot wait for another
     // process's write lock (the upgrade fails at once with "database is locked"); a first write

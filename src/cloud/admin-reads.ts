@@ -4,7 +4,7 @@
  * (src/db/migrations/010_admin_console_indexes.ts), so a page never reads a whole history and a
  * filtered `totalCount` is counted up to 10,000 (docs/architecture.md §7.2).
  */
-import { AppError } from "../errors.ts";
+import { AppError, notOneOfError } from "../errors.ts";
 import type { Db } from "../db/index.ts";
 import type { MilliYuan } from "../money.ts";
 import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
@@ -32,7 +32,7 @@ const text = (value: string | null | undefined, field: string, max = 200): strin
 
 /** A `status` filter that must be one of `allowed`. @throws AppError `validation_failed` (422, field `status`) */
 const oneOf = (value: string, allowed: readonly string[]): string => {
-  if (!allowed.includes(value)) throw new AppError("validation_failed", `status must be one of: ${allowed.join(", ")}`, { field: "status" });
+  if (!allowed.includes(value)) throw notOneOfError("validation_failed", "status", allowed);
   return value;
 };
 
