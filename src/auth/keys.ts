@@ -310,6 +310,16 @@ export async function getKeyListing(db: Db | Knex.Transaction, keyId: string): P
 }
 
 /**
+ * Writes the outbox row {@link KEY_DISABLED_EVENT} of a key, in the transaction that changed it:
+ * once published, its open subscriptions end everywhere (src/auth/revocation.ts).
+ * @param extra further payload fields (`reason`)
+ */
+async function announceKeyRevoked(trx: Knex.Transaction, keyId: string, extra: Record<string, unknown> = {}): Promise<void> {
+  const row = await trx("api_keys").where("id", keyId).first("account_id");
+  await appendOutbox(trx, { topic: KEY_DISABLED_EVENT, accountId: row.account_id, aggregateId: keyId, payload: { key_id: keyId, ...extra } });
+}
+
+/**
  * Enables or disables a key (the CLI `keys disable|enable` and the admin mutation
  * `adminSetApiKeyStatus` both call this). Disabling also writes the outbox row `key.disabled` in
  * the same transaction: once published, every router ends the key's open subscriptions
@@ -328,10 +338,7 @@ export async function setKeyStatus(db: Db, keyId: string, status: KeyStatus): Pr
     // waits out the busy timeout. The CLI disables keys while a server writes.
     const updated = await trx("api_keys").where("id", keyId).update({ status });
     if (!updated) throw new AppError("not_found", "API key not found");
-    if (status === "disabled") {
-      const row = await trx("api_keys").where("id", keyId).first("account_id");
-      await appendOutbox(trx, { topic: KEY_DISABLED_EVENT, accountId: row.account_id, aggregateId: keyId, payload: { key_id: keyId } });
-    }
+    if (status === "disabled") await announceKeyRevoked(trx, keyId);
   });
 }
 
@@ -379,15 +386,15 @@ export interface KeySettingsChange {
  *   `allowIps[i]`, `rateLimit`, `callbackUrl`); `not_found` (404) when no key has that id
  */
 export async function updateKeySettings(db: Db, keyId: string, change: KeySettingsChange): Promise<KeyListing> {
-  const scopes = change.scopes !== undefined ? validateKeyOptions({ name: "-", scopes: change.scopes }) : undefined;
-  validateKeyOptions({
+  const scopes = validateKeyOptions({
     name: "-",
+    scopes: change.scopes,
     allowIps: change.allowIps ?? undefined,
     rateLimit: change.rateLimit ?? undefined,
     callbackUrl: change.callbackUrl ?? undefined,
   });
   const update: Record<string, unknown> = {};
-  if (scopes !== undefined) update.scopes = JSON.stringify(scopes);
+  if (change.scopes !== undefined) update.scopes = JSON.stringify(scopes);
   if (change.allowIps !== undefined) update.allow_ips = change.allowIps?.length ? JSON.stringify(change.allowIps) : null;
   if (change.rateLimit !== undefined) update.rate_limit = change.rateLimit;
   if (change.callbackUrl !== undefined) update.callback_url = change.callbackUrl;
@@ -400,15 +407,7 @@ export async function updateKeySettings(db: Db, keyId: string, change: KeySettin
         ? 1
         : 0;
     if (!updated) throw new AppError("not_found", "API key not found");
-    if (update.scopes !== undefined || update.allow_ips !== undefined) {
-      const row = await trx("api_keys").where("id", keyId).first("account_id");
-      await appendOutbox(trx, {
-        topic: KEY_DISABLED_EVENT,
-        accountId: row.account_id,
-        aggregateId: keyId,
-        payload: { key_id: keyId, reason: "settings_changed" },
-      });
-    }
+    if (update.scopes !== undefined || update.allow_ips !== undefined) await announceKeyRevoked(trx, keyId, { reason: "settings_changed" });
   });
   return (await getKeyListing(db, keyId))!;
 }
