@@ -10,7 +10,7 @@ import type { MilliYuan } from "../money.ts";
 import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import { toOrderRecord, type OrderRecord } from "./order-records.ts";
 import { ORDER_STATUSES, type OrderStatus } from "./states.ts";
-import { getDeliveriesByIds, type WebhookDeliveryRecord } from "../events/deliveries.ts";
+import { withAttempts, type DeliveryRow, type WebhookDeliveryRecord } from "../events/deliveries.ts";
 
 /** A customer's wallet inside an account; money in milli-yuan. */
 export interface CustomerWallet {
@@ -113,10 +113,10 @@ export async function listAllDeliveries(
 ): Promise<Page<WebhookDeliveryRecord>> {
   const accountId = text(filter.accountId, "accountId");
   const aggregateId = text(filter.aggregateId, "aggregateId", 60);
-  const query = db("webhook_deliveries").select("id");
+  const query = db("webhook_deliveries").select("*");
   if (accountId) query.where("account_id", accountId);
   if (aggregateId) query.where("aggregate_id", aggregateId);
   if (filter.status != null) query.where("status", oneOf(filter.status, DELIVERY_STATUSES));
-  const ids = await keysetPage(query, ["id"], page, (row: { id: number | string }) => Number(row.id));
-  return { ...ids, items: await getDeliveriesByIds(db, ids.items) };
+  const rows = await keysetPage(query, ["id"], page, (row: DeliveryRow) => row);
+  return { ...rows, items: await withAttempts(db, rows.items) };
 }
