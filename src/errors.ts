@@ -176,6 +176,17 @@ export function isAppError(value: unknown): value is AppError {
 }
 
 /**
+ * The error of a value outside its enumeration (a list filter, a state), in the one wording both
+ * the services and the REST shims use: `<field> must be one of: a, b`.
+ * @param code `invalid_request` (400) for a query filter, `validation_failed` (422) for an input
+ * @param field the name as the caller wrote it; also `details.field`
+ * @param allowed the values, in the order the message lists them
+ */
+export function notOneOfError(code: "invalid_request" | "validation_failed", field: string, allowed: readonly string[]): AppError {
+  return new AppError(code, `${field} must be one of: ${allowed.join(", ")}`, { field });
+}
+
+/**
  * docs/api/generation.md §7: the generation service's exact validation messages.
  * Kept here so the validator and the REST shim (which maps GraphQL type errors of a field to the
  * same message) share one wording. The model ids come from the catalog, in its order.

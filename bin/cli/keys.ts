@@ -155,7 +155,7 @@ export function registerKeyCommands(program: Command, act: Act): void {
       if (amount === undefined || amount <= 0) throw new UsageError("keys topup needs a key id and a positive --amount");
       await withDb(async (db) => {
         const { topUpKey } = await import("../../src/auth/keys.ts");
-        const balance = await topUpKey(db, id!, amount);
+        const { balanceAfter: balance } = await topUpKey(db, id!, amount);
         console.log(values.json ? JSON.stringify({ id, balance: formatYuan(balance) }) : `${id} balance ${formatYuan(balance)} CNY`);
       });
     },

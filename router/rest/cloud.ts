@@ -5,7 +5,7 @@
  */
 import type { ServerResponse } from "node:http";
 import type { GraphQLInputObjectType, GraphQLSchema } from "graphql";
-import { AppError, ERROR_CODES, cloudErrorOf, type ErrorCode, type ErrorDetails } from "../../src/errors.ts";
+import { AppError, ERROR_CODES, cloudErrorOf, notOneOfError, type ErrorCode, type ErrorDetails } from "../../src/errors.ts";
 import { pageSize } from "../../src/pagination.ts";
 import { isOneOf, PRODUCT_STATUSES, TRANSACTION_TYPES } from "../../src/cloud/states.ts";
 import type { Gateway } from "../graph/gateway.ts";
@@ -158,7 +158,7 @@ export function createCloudShim(deps: CloudShimDeps) {
       withPage(call, (page) => {
         const status = param(call.query, "status");
         if (status && !isOneOf(PRODUCT_STATUSES, status)) {
-          return rejectAfterAuth(call, new AppError("invalid_request", `status must be one of: ${PRODUCT_STATUSES.join(", ")}`, { field: "status" }));
+          return rejectAfterAuth(call, notOneOfError("invalid_request", "status", PRODUCT_STATUSES));
         }
         return query(
           call,
@@ -235,7 +235,7 @@ export function createCloudShim(deps: CloudShimDeps) {
       withPage(call, (page) => {
         const type = param(call.query, "type");
         if (type && !isOneOf(TRANSACTION_TYPES, type)) {
-          return rejectAfterAuth(call, new AppError("invalid_request", `type must be one of: ${TRANSACTION_TYPES.join(", ")}`, { field: "type" }));
+          return rejectAfterAuth(call, notOneOfError("invalid_request", "type", TRANSACTION_TYPES));
         }
         return query(
           call,

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Knex } from "knex";
-import { AppError } from "../errors.ts";
+import { AppError, notOneOfError } from "../errors.ts";
 import { credit } from "../ledger/index.ts";
 import { isValidAllowListEntry } from "./allow-list.ts";
 import { ALL_SCOPES } from "./scopes.ts";
@@ -287,7 +287,7 @@ export async function listKeys(db: Db | Knex.Transaction, filter: KeyFilter, pag
   const query = keyListingQuery(db);
   if (filter.accountId) query.where("k.account_id", filter.accountId);
   if (filter.status !== undefined) {
-    if (!(KEY_STATUSES as readonly string[]).includes(filter.status)) throw invalidKeyOption("status", `status must be one of: ${KEY_STATUSES.join(", ")}`);
+    if (!(KEY_STATUSES as readonly string[]).includes(filter.status)) throw notOneOfError("validation_failed", "status", KEY_STATUSES);
     query.where("k.status", filter.status);
   }
   const search = filter.search?.trim();
@@ -310,6 +310,16 @@ export async function getKeyListing(db: Db | Knex.Transaction, keyId: string): P
 }
 
 /**
+ * Writes the outbox row {@link KEY_DISABLED_EVENT} of a key, in the transaction that changed it:
+ * once published, its open subscriptions end everywhere (src/auth/revocation.ts).
+ * @param extra further payload fields (`reason`)
+ */
+async function announceKeyRevoked(trx: Knex.Transaction, keyId: string, extra: Record<string, unknown> = {}): Promise<void> {
+  const row = await trx("api_keys").where("id", keyId).first("account_id");
+  await appendOutbox(trx, { topic: KEY_DISABLED_EVENT, accountId: row.account_id, aggregateId: keyId, payload: { key_id: keyId, ...extra } });
+}
+
+/**
  * Enables or disables a key (the CLI `keys disable|enable` and the admin mutation
  * `adminSetApiKeyStatus` both call this). Disabling also writes the outbox row `key.disabled` in
  * the same transaction: once published, every router ends the key's open subscriptions
@@ -321,37 +331,25 @@ export async function getKeyListing(db: Db | Knex.Transaction, keyId: string): P
  *   (404) when no key has that id
  */
 export async function setKeyStatus(db: Db, keyId: string, status: KeyStatus): Promise<void> {
-  if (!(KEY_STATUSES as readonly string[]).includes(status)) throw invalidKeyOption("status", `status must be one of: ${KEY_STATUSES.join(", ")}`);
+  if (!(KEY_STATUSES as readonly string[]).includes(status)) throw notOneOfError("validation_failed", "status", KEY_STATUSES);
   await db.transaction(async (trx) => {
     // Write first: on SQLite a transaction that reads before it writes cannot wait for another
     // process's write lock (the upgrade fails at once with "database is locked"); a first write
     // waits out the busy timeout. The CLI disables keys while a server writes.
     const updated = await trx("api_keys").where("id", keyId).update({ status });
     if (!updated) throw new AppError("not_found", "API key not found");
-    if (status === "disabled") {
-      const row = await trx("api_keys").where("id", keyId).first("account_id");
-      await appendOutbox(trx, { topic: KEY_DISABLED_EVENT, accountId: row.account_id, aggregateId: keyId, payload: { key_id: keyId } });
-    }
+    if (status === "disabled") await announceKeyRevoked(trx, keyId);
   });
 }
 
 /**
  * Tops up the account of a key: one ledger entry and the balance, in one transaction.
  * @param amount positive milli-yuan, at most {@link MAX_KEY_TOPUP}
- * @returns the balance after, in milli-yuan
+ * @returns the `topup` entry it wrote (amount and balance after in milli-yuan; the operator console shows it)
  * @throws AppError `validation_failed` (422, field `amount`) for an amount that is not a positive
  *   integer up to the maximum; `not_found` (404) when no key has that id
  */
-export async function topUpKey(db: Db, keyId: string, amount: MilliYuan): Promise<MilliYuan> {
-  return (await topUpKeyEntry(db, keyId, amount)).balanceAfter;
-}
-
-/**
- * {@link topUpKey}, answering the ledger entry it wrote (the operator console shows it).
- * @returns the `topup` entry (amount and balance after in milli-yuan)
- * @throws as {@link topUpKey}
- */
-export async function topUpKeyEntry(db: Db, keyId: string, amount: MilliYuan): Promise<LedgerEntryView> {
+export async function topUpKey(db: Db, keyId: string, amount: MilliYuan): Promise<LedgerEntryView> {
   if (!Number.isSafeInteger(amount) || amount <= 0 || amount > MAX_KEY_TOPUP) {
     throw invalidKeyOption("amount", `amount must be a positive integer of milli-yuan up to ${MAX_KEY_TOPUP}`);
   }
@@ -388,15 +386,15 @@ export interface KeySettingsChange {
  *   `allowIps[i]`, `rateLimit`, `callbackUrl`); `not_found` (404) when no key has that id
  */
 export async function updateKeySettings(db: Db, keyId: string, change: KeySettingsChange): Promise<KeyListing> {
-  const scopes = change.scopes !== undefined ? validateKeyOptions({ name: "-", scopes: change.scopes }) : undefined;
-  validateKeyOptions({
+  const scopes = validateKeyOptions({
     name: "-",
+    scopes: change.scopes,
     allowIps: change.allowIps ?? undefined,
     rateLimit: change.rateLimit ?? undefined,
     callbackUrl: change.callbackUrl ?? undefined,
   });
   const update: Record<string, unknown> = {};
-  if (scopes !== undefined) update.scopes = JSON.stringify(scopes);
+  if (change.scopes !== undefined) update.scopes = JSON.stringify(scopes);
   if (change.allowIps !== undefined) update.allow_ips = change.allowIps?.length ? JSON.stringify(change.allowIps) : null;
   if (change.rateLimit !== undefined) update.rate_limit = change.rateLimit;
   if (change.callbackUrl !== undefined) update.callback_url = change.callbackUrl;
@@ -409,15 +407,7 @@ export async function updateKeySettings(db: Db, keyId: string, change: KeySettin
         ? 1
         : 0;
     if (!updated) throw new AppError("not_found", "API key not found");
-    if (update.scopes !== undefined || update.allow_ips !== undefined) {
-      const row = await trx("api_keys").where("id", keyId).first("account_id");
-      await appendOutbox(trx, {
-        topic: KEY_DISABLED_EVENT,
-        accountId: row.account_id,
-        aggregateId: keyId,
-        payload: { key_id: keyId, reason: "settings_changed" },
-      });
-    }
+    if (update.scopes !== undefined || update.allow_ips !== undefined) await announceKeyRevoked(trx, keyId, { reason: "settings_changed" });
   });
   return (await getKeyListing(db, keyId))!;
 }

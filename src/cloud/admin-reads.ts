@@ -4,13 +4,13 @@
  * (src/db/migrations/010_admin_console_indexes.ts), so a page never reads a whole history and a
  * filtered `totalCount` is counted up to 10,000 (docs/architecture.md §7.2).
  */
-import { AppError } from "../errors.ts";
+import { AppError, notOneOfError } from "../errors.ts";
 import type { Db } from "../db/index.ts";
 import type { MilliYuan } from "../money.ts";
 import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import { toOrderRecord, type OrderRecord } from "./order-records.ts";
 import { ORDER_STATUSES, type OrderStatus } from "./states.ts";
-import { getDeliveriesByIds, type WebhookDeliveryRecord } from "../events/deliveries.ts";
+import { withAttempts, type DeliveryRow, type WebhookDeliveryRecord } from "../events/deliveries.ts";
 
 /** A customer's wallet inside an account; money in milli-yuan. */
 export interface CustomerWallet {
@@ -32,7 +32,7 @@ const text = (value: string | null | undefined, field: string, max = 200): strin
 
 /** A `status` filter that must be one of `allowed`. @throws AppError `validation_failed` (422, field `status`) */
 const oneOf = (value: string, allowed: readonly string[]): string => {
-  if (!allowed.includes(value)) throw new AppError("validation_failed", `status must be one of: ${allowed.join(", ")}`, { field: "status" });
+  if (!allowed.includes(value)) throw notOneOfError("validation_failed", "status", allowed);
   return value;
 };
 
@@ -113,10 +113,10 @@ export async function listAllDeliveries(
 ): Promise<Page<WebhookDeliveryRecord>> {
   const accountId = text(filter.accountId, "accountId");
   const aggregateId = text(filter.aggregateId, "aggregateId", 60);
-  const query = db("webhook_deliveries").select("id");
+  const query = db("webhook_deliveries").select("*");
   if (accountId) query.where("account_id", accountId);
   if (aggregateId) query.where("aggregate_id", aggregateId);
   if (filter.status != null) query.where("status", oneOf(filter.status, DELIVERY_STATUSES));
-  const ids = await keysetPage(query, ["id"], page, (row: { id: number | string }) => Number(row.id));
-  return { ...ids, items: await getDeliveriesByIds(db, ids.items) };
+  const rows = await keysetPage(query, ["id"], page, (row: DeliveryRow) => row);
+  return { ...rows, items: await withAttempts(db, rows.items) };
 }

@@ -7,7 +7,7 @@
  * can never disagree. Statements are monthly (UTC); reading one requests its CSV export, which a
  * worker step ({@link processStatementExports}) turns from `pending` into `ready`.
  */
-import { AppError } from "../errors.ts";
+import { AppError, notOneOfError } from "../errors.ts";
 import { nowIso, type Db } from "../db/index.ts";
 import type { Caller } from "../auth/keys.ts";
 import { formatYuan, type MilliYuan } from "../money.ts";
@@ -144,7 +144,7 @@ export async function listTransactions(db: Db, caller: Caller, filter: Transacti
   const query = db("ledger_entries").where("account_id", caller.accountId).whereNotNull("customer_id");
   if (filter.type != null && filter.type !== "") {
     if (!isOneOf(TRANSACTION_TYPES, filter.type)) {
-      throw new AppError("invalid_request", `type must be one of: ${TRANSACTION_TYPES.join(", ")}`, { field: "type" });
+      throw notOneOfError("invalid_request", "type", TRANSACTION_TYPES);
     }
     query.andWhere("kind", filter.type === "deduction" ? "debit" : filter.type);
   }

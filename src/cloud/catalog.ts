@@ -8,7 +8,7 @@
  * Admins manage the catalog through {@link upsertVendor} and {@link upsertProduct}; `npm start`
  * seeds the demo catalog (demo-seed.ts).
  */
-import { AppError } from "../errors.ts";
+import { AppError, notOneOfError } from "../errors.ts";
 import { nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
 import { keysetPage, keysetPagesByParent, type Page, type PageRequest } from "../pagination.ts";
@@ -194,7 +194,7 @@ export async function listProducts(db: Db, filter: ProductFilter, page: PageRequ
   if (filter.vendorId != null && filter.vendorId !== "") query.where("vendor_id", filter.vendorId);
   if (filter.status != null && filter.status !== "") {
     if (!isOneOf(PRODUCT_STATUSES, filter.status)) {
-      throw new AppError("invalid_request", `status must be one of: ${PRODUCT_STATUSES.join(", ")}`, { field: "status" });
+      throw notOneOfError("invalid_request", "status", PRODUCT_STATUSES);
     }
     query.where("status", filter.status);
   }
@@ -271,7 +271,7 @@ export async function upsertVendor(db: Db, input: VendorInput): Promise<VendorRe
   const id = checkId(input.id, "id") ?? newId("vnd");
   const name = checkName(input.name, "name", 200);
   const status = input.status ?? "active";
-  if (!isOneOf(VENDOR_STATUSES, status)) throw invalid("status", `status must be one of: ${VENDOR_STATUSES.join(", ")}`);
+  if (!isOneOf(VENDOR_STATUSES, status)) throw notOneOfError("validation_failed", "status", VENDOR_STATUSES);
   const now = nowIso();
   await db("vendors").insert({ id, name, status, created_at: now }).onConflict("id").merge(["name", "status"]);
   return toVendorRecord(await db("vendors").where("id", id).first());
@@ -300,7 +300,7 @@ function validateProductInput(input: ProductInput) {
     description = input.description;
   }
   const status = input.status ?? "available";
-  if (!isOneOf(PRODUCT_STATUSES, status)) throw invalid("status", `status must be one of: ${PRODUCT_STATUSES.join(", ")}`);
+  if (!isOneOf(PRODUCT_STATUSES, status)) throw notOneOfError("validation_failed", "status", PRODUCT_STATUSES);
   if (!Array.isArray(input.billingCycles) || input.billingCycles.length === 0 || input.billingCycles.length > 20) {
     throw invalid("billingCycles", "billingCycles must list 1-20 cycles");
   }

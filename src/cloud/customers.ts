@@ -150,21 +150,12 @@ function movementRef(kind: string): string {
  * Tops up a customer's wallet, creating the customer when it is new: a `topup` ledger entry and
  * the `billing.transaction.created` event, in one transaction.
  * @param movement account, customer, positive milli-yuan amount, the key and request behind it
- * @returns the balance after, in milli-yuan
+ * @returns the `topup` entry it wrote (amount and balance after in milli-yuan; the operator console shows it)
  * @throws AppError `validation_failed` (422, field `amount` or `customer_id`),
  *   `not_found` (404) `Account not found`
  * @see docs/architecture.md §2 `customers topup`; docs/api/cloud.md §2 "Transaction" (top-up)
  */
-export async function topUpCustomer(db: Db, movement: CustomerMovement): Promise<MilliYuan> {
-  return (await topUpCustomerEntry(db, movement)).balanceAfter;
-}
-
-/**
- * {@link topUpCustomer}, answering the ledger entry it wrote (the operator console shows it).
- * @returns the `topup` entry (amount and balance after in milli-yuan)
- * @throws as {@link topUpCustomer}
- */
-export async function topUpCustomerEntry(db: Db, movement: CustomerMovement): Promise<LedgerEntryView> {
+export async function topUpCustomer(db: Db, movement: CustomerMovement): Promise<LedgerEntryView> {
   const amount = checkAmount(movement.amount, false);
   const customerId = checkCustomerId(movement.customerId);
   return db.transaction(async (trx) => {

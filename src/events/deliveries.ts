@@ -41,7 +41,7 @@ export interface WebhookDeliveryRecord {
 }
 
 /** A `webhook_deliveries` row (`id`, `outbox_id` bigint: strings on PostgreSQL). */
-interface DeliveryRow {
+export interface DeliveryRow {
   id: number | string;
   outbox_id: number | string;
   account_id: string;
@@ -76,7 +76,12 @@ function toDeliveryRecord(row: DeliveryRow, attempts: WebhookAttemptRecord[]): W
   };
 }
 
-async function withAttempts(db: Db, rows: DeliveryRow[]): Promise<WebhookDeliveryRecord[]> {
+/**
+ * Deliveries with every attempt, in one statement over `webhook_attempts` whatever their number.
+ * @param rows `webhook_deliveries` rows as read
+ * @returns one record per row, in the order of `rows`
+ */
+export async function withAttempts(db: Db, rows: DeliveryRow[]): Promise<WebhookDeliveryRecord[]> {
   if (rows.length === 0) return [];
   const attemptRows = await db("webhook_attempts")
     .whereIn(
@@ -154,17 +159,6 @@ export async function listDeliveriesOfAggregates(
   const records = await withAttempts(db, rows);
   const byRow = new Map(rows.map((row, i) => [row, records[i]!]));
   return new Map([...rowsById].map(([id, list]) => [id, list.map((row) => byRow.get(row)!)]));
-}
-
-/**
- * Reads deliveries with their attempts in two statements (the admin delivery list).
- * @returns the deliveries found, in the order of `ids`
- */
-export async function getDeliveriesByIds(db: Db, ids: readonly number[]): Promise<WebhookDeliveryRecord[]> {
-  if (ids.length === 0) return [];
-  const records = await withAttempts(db, await db("webhook_deliveries").whereIn("id", [...ids]));
-  const byId = new Map(records.map((r) => [r.id, r]));
-  return ids.flatMap((id) => byId.get(id) ?? []);
 }
 
 /**

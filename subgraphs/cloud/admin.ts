@@ -10,14 +10,14 @@ import { AppError } from "../../src/errors.ts";
 import { parseYuan, toMoney, type MilliYuan } from "../../src/money.ts";
 import { upsertProduct, upsertVendor } from "../../src/cloud/catalog.ts";
 import type { ProductStatus, VendorStatus } from "../../src/cloud/states.ts";
-import { checkCustomerId, getCustomerBalance, setCreditLine, topUpCustomerEntry } from "../../src/cloud/customers.ts";
+import { checkCustomerId, getCustomerBalance, setCreditLine, topUpCustomer } from "../../src/cloud/customers.ts";
 import {
   createKey,
   getKeyInfo,
   getKeyListing,
   listKeys,
   setKeyStatus,
-  topUpKeyEntry,
+  topUpKey,
   updateKeySettings,
   type KeyInfo,
   type KeyListing,
@@ -289,7 +289,7 @@ export const adminMutations = {
   adminTopUpAccount: async (_: unknown, { input }: { input: { keyId: string; amount: string } }, ctx: CloudContext) => {
     ctx.requireAdmin();
     const amount = yuanField(input.amount, "amount");
-    const entry = await topUpKeyEntry(ctx.db, input.keyId, amount);
+    const entry = await topUpKey(ctx.db, input.keyId, amount);
     return { keyId: input.keyId, accountId: entry.accountId, balance: toMoney(entry.balanceAfter), ledgerEntry: ledgerEntryOf(entry) };
   },
 
@@ -297,7 +297,7 @@ export const adminMutations = {
     ctx.requireAdmin();
     const customerId = checkCustomerId(input.customerId, "customerId");
     const amount = yuanField(input.amount, "amount");
-    const entry = await topUpCustomerEntry(ctx.db, { accountId: input.accountId, customerId, amount, requestId: ctx.requestId, reason: "top-up (admin)" });
+    const entry = await topUpCustomer(ctx.db, { accountId: input.accountId, customerId, amount, requestId: ctx.requestId, reason: "top-up (admin)" });
     return { customerBalance: await getCustomerBalance(ctx.db, input.accountId, customerId), ledgerEntry: ledgerEntryOf(entry) };
   },
 

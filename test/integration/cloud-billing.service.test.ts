@@ -147,7 +147,7 @@ describe("balances", () => {
     const caller = await newCaller({ callbackUrl: "https://hooks.example.com/cb" });
     const customerId = customer();
     const after = await topUpCustomer(db, { accountId: caller.accountId, customerId, amount: parseYuan("12.5"), requestId: "req-t" });
-    expect(after).toBe(12_500);
+    expect(after.balanceAfter).toBe(12_500);
     const [txn] = await allTransactions(caller, { customerId });
     const event = await db("outbox").where({ aggregate_id: txn!.id }).first();
     expect(event).toMatchObject({ topic: "billing.transaction.created", account_id: caller.accountId, key_id: caller.keyId, request_id: "req-t" });
