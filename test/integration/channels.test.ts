@@ -44,7 +44,10 @@ describe("channels: failover, money moved once, health", () => {
     t = await startTestStack({
       GENERATION_UPSTREAM_URL: primary.url,
       GENERATION_UPSTREAM_KEY: "primary-key",
-      UPSTREAM_TIMEOUT_MS: "300",
+      // Long enough that a healthy fake provider answers within it on a loaded machine (a late
+      // answer would count as a refusal and fail the phases that expect every submission to land);
+      // the hanging one costs this much per attempt until it is disabled.
+      UPSTREAM_TIMEOUT_MS: "2000",
       CHANNEL_KEY_SECRET: "0123456789abcdef0123456789abcdef",
       CHANNEL_MAX_ATTEMPTS: "6",
       CHANNEL_PROBE_BASE_MS: "600000",
