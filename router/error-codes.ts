@@ -26,12 +26,20 @@ export function toRegistryCode<T>(error: T, absent?: ErrorCode): T {
   const code = extensions.code === undefined && absent ? absent : registryCodeOf(extensions.code, status);
   const value = { ...extensions, code, http: { ...(extensions.http ?? {}), status: status ?? ERROR_CODES[code].status } };
   Object.defineProperty(error, "extensions", { value, enumerable: true, writable: true, configurable: true });
-  // A 5xx without a registry code is the gateway failing to use a subgraph: its own words can hold
-  // a subgraph's address or a proxy's HTML page, so the client gets the registry's message.
-  if (code === "service_unavailable" && extensions.code !== code) {
-    (error as { message?: string }).message = ERROR_CODES[code].message;
-  }
+  if (hidesOwnMessage(code, extensions.code)) (error as { message?: string }).message = ERROR_CODES[code].message;
   return error;
+}
+
+/**
+ * Whether an error's own message is replaced by the registry's: a 5xx without a registry code is
+ * the gateway failing to use a subgraph, and its own words can hold a subgraph's address or a
+ * proxy's HTML page. The one rule for `/graphql` ({@link toRegistryCode}) and the REST shims
+ * (router/graph/client.ts `toShimError`).
+ * @param code the registry code the error was given
+ * @param found the `extensions.code` it arrived with
+ */
+export function hidesOwnMessage(code: ErrorCode, found: unknown): boolean {
+  return code === "service_unavailable" && found !== code;
 }
 
 /** An execution result with registry codes: an error without a code or path is a variable's (coercion). */

@@ -10,8 +10,8 @@
  * | aliases | 30 | GraphQL Armor max-aliases (validation) | `too_many_aliases` (400) |
  * | directives | 20 | GraphQL Armor max-directives (validation) | `too_many_directives` (400) |
  * | tokens | 2000 | GraphQL Armor max-tokens (parser) | `too_many_tokens` (400) |
- * | cost | 5000 | {@link costLimit}: graphql-query-complexity with the request's variables (router/cost.ts), before execution | `query_too_costly` (400) |
- * | `first`/`last` | 1-100 (src/pagination.ts, the one page-size rule) | {@link pageSizeLimit} (before execution; literals and variables) | `page_size_too_large` above, `invalid_request` below 1 (400) |
+ * | cost | 5000 | {@link operationLimits}: graphql-query-complexity with the request's variables (router/cost.ts), before execution | `query_too_costly` (400) |
+ * | `first`/`last` | 1-100 (src/pagination.ts, the one page-size rule) | {@link operationLimits} (before execution; literals and variables) | `page_size_too_large` above, `invalid_request` below 1 (400) |
  * | request time | REQUEST_TIMEOUT_MS (30000) | {@link requestDeadline} (a timer per request) | `request_timeout` (504) |
  * | body size | BODY_LIMIT_BYTES (1 MiB) | {@link limitGraphqlBody} | `payload_too_large` (413) |
  * | nesting the parser cannot recurse through | the stack (~2000 nested lists) | {@link deepDocumentIs400} | `query_too_deep` (400) |
@@ -146,7 +146,7 @@ function reportAs(code: ErrorCode) {
   };
 }
 
-/** The Armor validation rules with our limits and codes (the cost is {@link costLimit}'s). */
+/** The Armor validation rules with our limits and codes (the cost is checked by {@link operationLimits}). */
 export function armorRules(): ValidationRule[] {
   return [
     maxDepthRule({ n: LIMITS.depth, ...reportAs(LIMIT_CODES.depth) }),
@@ -208,7 +208,7 @@ function hasPageArguments(document: DocumentNode): boolean {
  * @param variables the request's variables as sent (a variable left out takes its default value)
  * @returns one error per offending argument (empty when all are within the limit)
  */
-export function pageSizeErrors(
+function pageSizeErrors(
   document: DocumentNode,
   operationName: string | null | undefined,
   variables: Record<string, unknown> | null | undefined,
@@ -246,27 +246,10 @@ export function pageSizeErrors(
 }
 
 /**
- * `first`/`last` within src/pagination.ts's rule (1 to {@link LIMITS.pageSize}): checked just before the gateway plans the
- * operation (queries, mutations and subscriptions alike), with the request's own variables, so a
- * subgraph never sees a larger page. Not a validation rule: the gateway caches validation per
- * document, and a variable's value is not part of the document.
- */
-export const pageSizeLimit: GatewayPlugin = {
-  onExecute({ args, setResultAndStopExecution }) {
-    const errors = pageSizeErrors(args.document, args.operationName, args.variableValues as Record<string, unknown>);
-    if (errors.length) setResultAndStopExecution({ errors });
-  },
-  onSubscribe({ args, setResultAndStopExecution }) {
-    const errors = pageSizeErrors(args.document, args.operationName, args.variableValues as Record<string, unknown>);
-    if (errors.length) setResultAndStopExecution({ errors });
-  },
-};
-
-/**
  * The cost limit's error for an operation, or null when it is within {@link LIMITS.cost}.
  * @param variables the request's variables as sent
  */
-export function costError(
+function costError(
   schema: GraphQLSchema,
   document: DocumentNode,
   operationName: string | null | undefined,
@@ -284,22 +267,48 @@ export function costError(
 }
 
 /**
- * The cost limit (router/cost.ts), checked with the request's own variables just before the
- * gateway plans the operation: queries, mutations and subscriptions alike, over every transport
- * (POST and GET `/graphql`, SSE, graphql-ws, the REST shims). Runs after {@link pageSizeLimit},
- * so a page over 100 is refused for that, and not also for its cost. Not a validation rule: the
- * gateway caches validation per document, and a variable's value is not part of the document.
+ * The page-size and cost limits of one operation, with the request's own variables: first
+ * `first`/`last` within src/pagination.ts's rule (1 to {@link LIMITS.pageSize}), so a subgraph
+ * never sees a larger page; then, only when the pages are within it (a page over 100 is refused
+ * for that, not also for its cost), the cost (router/cost.ts). The gateway's
+ * {@link operationLimits} and the owned operations the router runs without it
+ * (router/graph/direct.ts) both check through this.
+ * @param variables the request's variables as sent
+ * @returns the errors refusing the operation (empty when it is within both)
  */
-const costLimit: GatewayPlugin = {
-  onExecute({ args, setResultAndStopExecution }) {
-    const error = costError(args.schema, args.document, args.operationName, args.variableValues as Record<string, unknown>);
-    if (error) setResultAndStopExecution({ errors: [error] });
-  },
-  onSubscribe({ args, setResultAndStopExecution }) {
-    const error = costError(args.schema, args.document, args.operationName, args.variableValues as Record<string, unknown>);
-    if (error) setResultAndStopExecution({ errors: [error] });
-  },
-};
+export function operationLimitErrors(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  variables: Record<string, unknown> | null | undefined,
+): GraphQLError[] {
+  const pages = pageSizeErrors(document, operationName, variables);
+  if (pages.length) return pages;
+  const cost = costError(schema, document, operationName, variables);
+  return cost ? [cost] : [];
+}
+
+/** What {@link operationLimits} reads of an operation: the arguments of execute and subscribe alike. */
+interface OperationArgs {
+  schema: GraphQLSchema;
+  document: DocumentNode;
+  operationName?: string | null;
+  variableValues?: Record<string, unknown> | null;
+}
+
+/**
+ * {@link operationLimitErrors}, checked just before the gateway plans the operation: queries,
+ * mutations and subscriptions alike, over every transport (POST and GET `/graphql`, SSE,
+ * graphql-ws, the REST shims). Not a validation rule: the gateway caches validation per
+ * document, and a variable's value is not part of the document.
+ */
+const operationLimits: GatewayPlugin = { onExecute: refuseOverLimits, onSubscribe: refuseOverLimits };
+
+/** The hook of {@link operationLimits}: answers the limits' errors instead of running the operation. */
+function refuseOverLimits({ args, setResultAndStopExecution }: { args: OperationArgs; setResultAndStopExecution(result: ExecutionResult): void }) {
+  const errors = operationLimitErrors(args.schema, args.document, args.operationName, args.variableValues);
+  if (errors.length) setResultAndStopExecution({ errors });
+}
 
 /**
  * The request deadline: the gateway's `requestDeadline` option is this same plugin of
@@ -445,8 +454,7 @@ export function limitPlugins(options: LimitOptions): GatewayPlugin[] {
         for (const rule of rules) addValidationRule(rule);
       },
     },
-    pageSizeLimit,
-    costLimit,
+    operationLimits,
   ];
   if (options.requestTimeoutMs) plugins.push(requestDeadline(options.requestTimeoutMs));
   if (options.production) plugins.push(blockFieldSuggestionsPlugin({ mask: SUGGESTION_MASK }) as GatewayPlugin, hideSuggestions);

@@ -6,7 +6,7 @@
  */
 import type http from "node:http";
 import type { Logger } from "pino";
-import { ERROR_CODES } from "../src/errors.ts";
+import { ERROR_CODES, graphqlExtensions } from "../src/errors.ts";
 import type { PubSub } from "../src/events/pubsub.ts";
 import { KEYS_TOPIC, disabledKeyOf } from "../src/auth/revocation.ts";
 
@@ -109,7 +109,7 @@ export function requestKeyIdentified(req: object | undefined, keyId: string): vo
  * line ends (unsent: it has no data yet) any event whose `event:` line the gateway already wrote.
  */
 const REVOKED_SSE_TAIL = `\nevent: next\ndata: ${JSON.stringify({
-  errors: [{ message: ERROR_CODES.key_disabled.message, extensions: { code: "key_disabled", http: { status: ERROR_CODES.key_disabled.status } } }],
+  errors: [{ message: ERROR_CODES.key_disabled.message, extensions: graphqlExtensions("key_disabled") }],
 })}\n\nevent: complete\ndata:\n\n`;
 
 /**

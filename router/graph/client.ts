@@ -7,6 +7,7 @@ import type { IncomingMessage } from "node:http";
 import type { GraphQLFormattedError } from "graphql";
 import { ERROR_CODES, registryCodeOf, type ErrorCode } from "../../src/errors.ts";
 import { PARSED_BODY, type Gateway } from "./gateway.ts";
+import { hidesOwnMessage } from "../error-codes.ts";
 
 /** The result of one operation. */
 export interface GraphResult<T = unknown> {
@@ -105,7 +106,7 @@ export { sha256Hex } from "../../src/digest.ts";
 /**
  * Translates the first GraphQL error to a registry error (src/errors.ts `registryCodeOf`): a
  * registry code keeps its message; a 5xx without one (the gateway could not use a subgraph) is
- * `service_unavailable` with the registry's message.
+ * `service_unavailable` with the registry's message (router/error-codes.ts `hidesOwnMessage`).
  */
 export function toShimError(error: GraphQLFormattedError): ShimError {
   const extensions: { code?: unknown; http?: { status?: unknown }; [name: string]: unknown } = error.extensions ?? {};
@@ -113,5 +114,5 @@ export function toShimError(error: GraphQLFormattedError): ShimError {
   const { code: found, http, serviceName: _s, ...details } = extensions;
   const code = registryCodeOf(found, typeof http?.status === "number" ? http.status : undefined);
   const { status, message } = ERROR_CODES[code];
-  return code === "service_unavailable" && found !== code ? { code, status, message, details: {} } : { code, status, message: error.message, details };
+  return hidesOwnMessage(code, found) ? { code, status, message, details: {} } : { code, status, message: error.message, details };
 }

@@ -15,7 +15,7 @@
 import { parse, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema } from "graphql";
 import type { LocalSubgraph } from "../../subgraphs/shared/contract.ts";
 import { pickInternalHeaders } from "../../subgraphs/shared/internal-context.ts";
-import { costError, pageSizeErrors } from "../limits.ts";
+import { operationLimitErrors } from "../limits.ts";
 import type { RequestReports } from "../request-report.ts";
 import type { RouterMetrics } from "../metrics.ts";
 import { operationHeaders, runOperation, type CallContext, type GraphResult } from "./client.ts";
@@ -63,9 +63,9 @@ export function ownedOperations(options: {
     const headers = operationHeaders(call);
     const countId = headers["x-switchyard-count-id"];
     options.reports.noteOperation(countId, name);
-    const refused = pageSizeErrors(document, name, variables)[0] ?? costError(await options.schema(), document, name, variables);
-    const result: GraphResult = refused
-      ? { errors: [refused.toJSON()] }
+    const refused = operationLimitErrors(await options.schema(), document, name, variables);
+    const result: GraphResult = refused.length
+      ? { errors: refused.map((error) => error.toJSON()) }
       : (options.reports.takeCallerReport(
           countId,
           await local.execute({ query, document, variables, operationName: name, headers: pickInternalHeaders(headers) }),

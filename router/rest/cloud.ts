@@ -107,6 +107,10 @@ export function createCloudShim(deps: CloudShimDeps) {
     return run(page);
   }
 
+  /** A list call with only `limit`, `cursor` and plain `variables` to read (nothing to refuse). */
+  const pagedList = <T>(call: RestCall, operation: string, pick: (data: CloudData) => Connection<T>, item: (node: T) => unknown, variables = {}) =>
+    withPage(call, (page) => query(call, operation, { ...page, ...variables }, list(pick, item)));
+
   /**
    * Runs a create/update mutation from a JSON body: strict types (422), the Idempotency-Key
    * header into the input, `Idempotent-Replayed: true` on a replay.
@@ -145,15 +149,7 @@ export function createCloudShim(deps: CloudShimDeps) {
   }
 
   return {
-    vendors: (call: RestCall) =>
-      withPage(call, (page) =>
-        query(
-          call,
-          CLOUD_OPERATIONS.vendors,
-          page,
-          list((d) => d.vendors, cloudShapes.vendor),
-        ),
-      ),
+    vendors: (call: RestCall) => pagedList(call, CLOUD_OPERATIONS.vendors, (d) => d.vendors, cloudShapes.vendor),
     products: (call: RestCall) =>
       withPage(call, (page) => {
         const status = param(call.query, "status");
@@ -178,15 +174,7 @@ export function createCloudShim(deps: CloudShimDeps) {
         201,
       ),
     order: (call: RestCall) => query(call, CLOUD_OPERATIONS.order, { id: call.params.order_id }, (d) => cloudShapes.order(d.order)),
-    orders: (call: RestCall) =>
-      withPage(call, (page) =>
-        query(
-          call,
-          CLOUD_OPERATIONS.orders,
-          page,
-          list((d) => d.orders, cloudShapes.order),
-        ),
-      ),
+    orders: (call: RestCall) => pagedList(call, CLOUD_OPERATIONS.orders, (d) => d.orders, cloudShapes.order),
     renewOrder: (call: RestCall) =>
       mutate(
         call,
@@ -218,14 +206,7 @@ export function createCloudShim(deps: CloudShimDeps) {
     bandwidth: (call: RestCall) => usage(call, "bandwidth"),
     traffic: (call: RestCall) => usage(call, "traffic"),
     resources: (call: RestCall) =>
-      withPage(call, (page) =>
-        query(
-          call,
-          CLOUD_OPERATIONS.resources,
-          { ...page, customerId: param(call.query, "customer_id") },
-          list((d) => d.resources, cloudShapes.resource),
-        ),
-      ),
+      pagedList(call, CLOUD_OPERATIONS.resources, (d) => d.resources, cloudShapes.resource, { customerId: param(call.query, "customer_id") }),
     balance: (call: RestCall) => {
       const customerId = param(call.query, "customer_id");
       if (!customerId) return rejectAfterAuth(call, new AppError("invalid_request", "customer_id is required", { field: "customer_id" }));
