@@ -84,7 +84,7 @@ function sqliteGroups(db: Db): GroupCommit {
   const queue: Pending[] = [];
   let running = false;
 
-  /** Runs one group; @returns the calls it took (settled after its transaction ends). */
+  /** Runs one group: takes what is queued (up to the group size) into one transaction, then settles each call after it ends. */
   async function runGroup(): Promise<void> {
     let group: Pending[] = [];
     const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
