@@ -1,6 +1,6 @@
 /**
  * `switchyard` commands (docs/architecture.md §2; one file per command group under bin/cli/): start, migrate, compose, keys, customers, catalog, webhooks, channels,
- * verify, on commander (docs/adr/0008-cli.md): every command and subcommand answers `--help`.
+ * backup, restore, verify, on commander (docs/adr/0008-cli.md): every command and subcommand answers `--help`.
  * Exit codes: 0 success (and `--help`, `--version`), 1 failure (for `verify`: a discrepancy), 2 bad usage.
  * Every command that opens the database says which one on stderr (`database: sqlite /…/switchyard.db`).
  */
@@ -15,6 +15,7 @@ import { registerCatalogCommands } from "./cli/catalog.ts";
 import { registerWebhookCommands } from "./cli/webhooks.ts";
 import { registerChannelCommands } from "./cli/channels.ts";
 import { registerMigrateCommands } from "./cli/migrate.ts";
+import { registerBackupCommands } from "./cli/backup.ts";
 import { start } from "./cli/start.ts";
 import { LATEST_MIGRATION } from "../src/db/migrations/index.ts";
 
@@ -63,6 +64,7 @@ function buildProgram(result: { code: number }): Command {
   registerCatalogCommands(program, act);
   registerWebhookCommands(program, act);
   registerChannelCommands(program, act);
+  registerBackupCommands(program, act);
 
   act(program.command("verify").description("check balances, running totals, task and order invariants (exit 1 on a discrepancy)"), async () => {
     const { verifyLedger } = await import("../src/ledger/index.ts");
