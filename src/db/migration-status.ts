@@ -108,6 +108,7 @@ export interface PlannedMigration {
 export async function dryRunMigrations(db: Knex): Promise<PlannedMigration[]> {
   const { pending, unknown } = await migrationStatus(db);
   if (unknown.length) throw new UnknownMigrationsError(unknown);
+  if (!pending.length) return [];
   const planned: PlannedMigration[] = [];
   let current: PlannedMigration | null = null;
   const rollback = new Error("dry run: rolled back");
