@@ -12,6 +12,9 @@ import { LATEST_MIGRATION, MIGRATION_NAMES, migrationNamed } from "../../src/db/
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
 import { runCli } from "../support/process.ts";
 
+/** Each test runs several CLI processes: slow on a busy two-core machine. */
+const CLI_TEST_TIMEOUT = 180_000;
+
 /** The first `count` migrations of this build, as a knex migration source (a database of an older build). */
 function firstMigrations(count: number): Knex.MigrationSource<string> {
   return {
@@ -54,7 +57,7 @@ describe.each([
   });
   const cli = (...args: string[]) => runCli(args, database.env);
 
-  it("reports every migration pending on a fresh database, as text and JSON, and creates nothing", async () => {
+  it("reports every migration pending on a fresh database, as text and JSON, and creates nothing", { timeout: CLI_TEST_TIMEOUT }, async () => {
     const text = await cli("migrate", "status");
     expect(text.code).toBe(0);
     const lines = text.stdout.trimEnd().split("\n");
@@ -86,7 +89,7 @@ describe.each([
     }
   });
 
-  it("prints the SQL of every migration a fresh database lacks without applying any", async () => {
+  it("prints the SQL of every migration a fresh database lacks without applying any", { timeout: CLI_TEST_TIMEOUT }, async () => {
     const before = await schemaOf(db);
     const run = await cli("migrate", "--dry-run");
     expect(run.code).toBe(0);
@@ -100,7 +103,9 @@ describe.each([
     expect(await schemaOf(db)).toEqual(before);
   });
 
-  it("on a database an older build migrated, lists what is applied and pending, and dry-runs only the pending SQL, changing nothing", async () => {
+  it("on a database an older build migrated, lists what is applied and pending, and dry-runs only the pending SQL, changing nothing", {
+    timeout: CLI_TEST_TIMEOUT,
+  }, async () => {
     await db.migrate.latest({ migrationSource: firstMigrations(9) });
     const status = JSON.parse((await cli("migrate", "status", "--json")).stdout);
     expect(status).toMatchObject({
@@ -144,7 +149,7 @@ describe.each([
     expect((await cli("migrate", "--dry-run")).stdout).toBe(`-- no pending migrations: the schema is up to date (${LATEST_MIGRATION})\n`);
   });
 
-  it("shows a stale migration lock, frees it with unlock, and migrate runs again", async () => {
+  it("shows a stale migration lock, frees it with unlock, and migrate runs again", { timeout: CLI_TEST_TIMEOUT }, async () => {
     await db("knex_migrations_lock").update({ is_locked: 1 });
     const held = await cli("migrate", "status");
     expect(held.stdout).toMatch(/^lock: held \(a migration running outside a transaction, or a stale lock: switchyard migrate unlock frees it/m);
@@ -154,7 +159,7 @@ describe.each([
     expect((await cli("migrate")).stdout).toBe("database is up to date\n");
   });
 
-  it("refuses, in one line, a database a newer build migrated, and status names the migration it does not know", async () => {
+  it("refuses, in one line, a database a newer build migrated, and status names the migration it does not know", { timeout: CLI_TEST_TIMEOUT }, async () => {
     await db("knex_migrations").insert({ name: "099_from_a_newer_build", batch: 2, migration_time: new Date() });
     try {
       for (const args of [["migrate"], ["migrate", "--dry-run"]]) {
