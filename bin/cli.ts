@@ -1,6 +1,6 @@
 /**
  * `switchyard` commands (docs/architecture.md §2; one file per command group under bin/cli/): start, migrate, compose, keys, customers, catalog, webhooks, channels,
- * verify, on commander (docs/adr/0008-cli.md): every command and subcommand answers `--help`.
+ * backup, restore, verify, on commander (docs/adr/0008-cli.md): every command and subcommand answers `--help`.
  * Exit codes: 0 success (and `--help`, `--version`), 1 failure (for `verify`: a discrepancy), 2 bad usage.
  * Every command that opens the database says which one on stderr (`database: sqlite /…/switchyard.db`).
  */
@@ -14,7 +14,10 @@ import { registerCustomerCommands } from "./cli/customers.ts";
 import { registerCatalogCommands } from "./cli/catalog.ts";
 import { registerWebhookCommands } from "./cli/webhooks.ts";
 import { registerChannelCommands } from "./cli/channels.ts";
+import { registerMigrateCommands } from "./cli/migrate.ts";
+import { registerBackupCommands } from "./cli/backup.ts";
 import { start } from "./cli/start.ts";
+import { LATEST_MIGRATION } from "../src/db/migrations/index.ts";
 
 const VERSION: string = JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
 
@@ -22,7 +25,9 @@ const VERSION: string = JSON.parse(fs.readFileSync(new URL("../package.json", im
 function buildProgram(result: { code: number }): Command {
   const program = new Command("switchyard")
     .description("Switchyard: the generation service and the cloud open API as one GraphQL federation, with REST shims.")
-    .version(VERSION, "-V, --version", "print the version")
+    // The schema this build migrates to, not what a database has applied (that is `migrate
+    // status`): --version opens nothing and reads no setting.
+    .version(`switchyard ${VERSION} (schema ${LATEST_MIGRATION})`, "-V, --version", "print the version and the schema version")
     .helpOption("-h, --help", "show help for a command")
     .configureOutput({ outputError: (text, write) => write(`switchyard: ${text.replace(/^error: /, "")}`) })
     .showHelpAfterError()
@@ -47,19 +52,7 @@ function buildProgram(result: { code: number }): Command {
     },
   );
 
-  act(program.command("migrate").description("bring the database schema up to date (start does it too)"), async () => {
-    // Not through withDb: this reports the migrations it applies.
-    const config = loadConfig();
-    const { databaseDescription, migrate, openDb } = await import("../src/db/index.ts");
-    const db = openDb(config);
-    try {
-      const names = await migrate(db);
-      process.stderr.write(`database: ${databaseDescription(db)}\n`);
-      console.log(names.length ? `applied ${names.join(", ")}` : "database is up to date");
-    } finally {
-      await db.destroy();
-    }
-  });
+  registerMigrateCommands(program, act);
 
   act(program.command("compose").description("write schema/supergraph.graphql from schema/*.graphql"), async () => {
     const { writeSupergraph } = await import("../router/compose.ts");
@@ -71,6 +64,7 @@ function buildProgram(result: { code: number }): Command {
   registerCatalogCommands(program, act);
   registerWebhookCommands(program, act);
   registerChannelCommands(program, act);
+  registerBackupCommands(program, act);
 
   act(program.command("verify").description("check balances, running totals, task and order invariants (exit 1 on a discrepancy)"), async () => {
     const { verifyLedger } = await import("../src/ledger/index.ts");

@@ -10,6 +10,7 @@ import knexFactory, { type Knex } from "knex";
 import type pg from "pg";
 import { ConfigError, type Config } from "../config.ts";
 import { migrationSource } from "./migrations/index.ts";
+import { MIGRATIONS_LOCK_TABLE, UnknownMigrationsError } from "./migration-status.ts";
 
 export type Db = Knex;
 
@@ -106,7 +107,7 @@ export function openDb(config: Pick<Config, "databaseUrl" | "dataDir">): Db {
   } catch (error) {
     throw new DatabaseUnavailableError(`database: cannot open ${description} (DATA_DIR): ${reasonOf(error)}`);
   }
-  const filename = path.resolve(config.dataDir, "switchyard.db");
+  const filename = sqliteFile(config);
   const db = knexFactory({
     client: "better-sqlite3",
     connection: { filename },
@@ -135,6 +136,11 @@ export function openDb(config: Pick<Config, "databaseUrl" | "dataDir">): Db {
   return db;
 }
 
+/** The SQLite file of a configuration: `switchyard.db` in `DATA_DIR`, absolute. */
+export function sqliteFile(config: Pick<Config, "dataDir">): string {
+  return path.resolve(config.dataDir, "switchyard.db");
+}
+
 /** How long opening one PostgreSQL connection may take (a server that does not answer fails then). */
 export const CONNECT_TIMEOUT_MS = 10_000;
 
@@ -160,7 +166,7 @@ const descriptions = new WeakMap<Db, { text: string; variable: string }>();
  * @param config settings (`databaseUrl`, `dataDir`)
  */
 export function describeDatabase(config: Pick<Config, "databaseUrl" | "dataDir">): string {
-  if (!isPostgresUrl(config.databaseUrl)) return `sqlite ${path.resolve(config.dataDir, "switchyard.db")}`;
+  if (!isPostgresUrl(config.databaseUrl)) return `sqlite ${sqliteFile(config)}`;
   let url: URL;
   try {
     url = new URL(config.databaseUrl);
@@ -294,7 +300,9 @@ function takeTurnsInProcess(db: Db, filename: string): void {
  * @param waitMs how long to wait for another instance's migration (default 60 s)
  * @returns the names of the migrations that ran
  * @throws DatabaseUnavailableError when the database does not answer ({@link checkDatabase});
- *   Error when the migration lock is still held after `waitMs`, or a migration fails
+ *   UnknownMigrationsError when a newer build migrated the database; MigrationLockedError when
+ *   the migration lock is still held after `waitMs`; a failing migration's error (nothing of the
+ *   run is applied: every pending migration runs in one transaction with the lock)
  */
 export async function migrate(db: Db, waitMs = 60_000): Promise<string[]> {
   await checkDatabase(db);
@@ -304,10 +312,27 @@ export async function migrate(db: Db, waitMs = 60_000): Promise<string[]> {
       const [, names] = await db.migrate.latest({ migrationSource });
       return names as string[];
     } catch (error) {
-      const locked = /already locked/i.test(String((error as Error)?.message));
-      if (!locked || Date.now() + delay > deadline) throw error;
+      const message = String((error as Error)?.message);
+      // knex's words for applied migrations missing from the source: the database is newer than this build.
+      const missing = /migration directory is corrupt, the following files are missing: (.*)$/i.exec(message);
+      if (missing) throw new UnknownMigrationsError(missing[1]!.split(/,\s*/));
+      const locked = /already locked/i.test(message);
+      if (!locked) throw error;
+      if (Date.now() + delay > deadline) throw new MigrationLockedError(waitMs);
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
+  }
+}
+
+/** knex's migration lock is still held after `migrate` waited for it. */
+export class MigrationLockedError extends Error {
+  constructor(waitMs: number) {
+    super(
+      `database: the migration lock (${MIGRATIONS_LOCK_TABLE}) is still held after ${waitMs / 1000} s: ` +
+        "another process is migrating, or one died while migrating; `switchyard migrate status` shows it, " +
+        "`switchyard migrate unlock` frees it once no migration runs",
+    );
+    this.name = "MigrationLockedError";
   }
 }
 

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LATEST_MIGRATION } from "../../src/db/migrations/index.ts";
 import { runCli } from "../support/process.ts";
 
 const README = fs.readFileSync(new URL("../../README.md", import.meta.url), "utf8");
@@ -66,9 +67,11 @@ describe("`switchyard --help` and friends, as a newcomer explores the CLI", () =
     expect(fs.readdirSync(dataDir)).toEqual([]);
   });
 
-  it("prints package.json's version with --version", async () => {
+  it("prints package.json's version and the schema version this build migrates to with --version, opening no database", async () => {
     const run = await runCli(["--version"], env);
-    expect(run).toEqual({ code: 0, stdout: `${VERSION}\n`, stderr: "" });
+    expect(run).toEqual({ code: 0, stdout: `switchyard ${VERSION} (schema ${LATEST_MIGRATION})\n`, stderr: "" });
+    expect(LATEST_MIGRATION).toMatch(/^\d{3}_[a-z_]+$/);
+    expect(fs.readdirSync(dataDir)).toEqual([]);
   });
 
   it("answers an unknown command, at the top or under keys, with 'unknown command' and the usage on stderr, exit 2", async () => {
@@ -114,9 +117,11 @@ describe("`switchyard --help` and friends, as a newcomer explores the CLI", () =
         documented.set(key, options);
       }
     }
-    // Commands: the leaves of the help tree (commands without subcommands), and `help`.
+    // Commands: the leaves of the help tree (commands without subcommands), the commands that
+    // also run on their own (`migrate`, beside `migrate status`), and `help`.
     const leaves = [...help].filter(([p, run]) => p && commandsOf(run.stdout).length === 0).map(([p]) => p);
-    expect([...documented.keys()].filter(Boolean).sort()).toEqual([...leaves, "help"].sort());
+    const runOnTheirOwn = ["migrate"];
+    expect([...documented.keys()].filter(Boolean).sort()).toEqual([...leaves, ...runOnTheirOwn, "help"].sort());
     // Options, both ways (--help is everyone's: documented once, on the program).
     for (const [p, options] of documented) {
       if (p === "help") continue;

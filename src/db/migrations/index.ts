@@ -29,9 +29,23 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   "011_admin_console_indexes": adminConsoleIndexes,
 };
 
+/** Every migration this build knows, in the order they run (names sort in that order too). */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS);
+
+/**
+ * The schema version this build expects: the name of its last migration (`switchyard --version`,
+ * `switchyard migrate status`).
+ */
+export const LATEST_MIGRATION: string = MIGRATION_NAMES.at(-1)!;
+
+/** The migration of that name; undefined when this build does not know it. */
+export function migrationNamed(name: string): Knex.Migration | undefined {
+  return Object.hasOwn(MIGRATIONS, name) ? MIGRATIONS[name] : undefined;
+}
+
 /** knex MigrationSource over {@link MIGRATIONS}. */
 export const migrationSource: Knex.MigrationSource<string> = {
-  getMigrations: async () => Object.keys(MIGRATIONS),
+  getMigrations: async () => [...MIGRATION_NAMES],
   getMigrationName: (name) => name,
   getMigration: async (name) => MIGRATIONS[name]!,
 };
