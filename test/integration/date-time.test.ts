@@ -21,6 +21,7 @@ describe("DateTime on the wire", () => {
     const submitted = await t.rest("POST", "/api/v1/video/generations", { key, body: { prompt: "a heron", model_id: 52 } });
     expect(submitted.status).toBe(200);
     const id = submitted.body.data.task_id;
+    await t.waitForTask(key, id); // a finished task: its times no longer move between the reads below
     const gql = await t.graphql(`query ($id: ID!) { task(id: $id) { createdAt updatedAt } viewer { recentRequests(first: 1) { at } } }`, { id }, key);
     expect(gql.body.errors).toBeUndefined();
     const row = await t.stack.db!("tasks").where({ id }).first("created_at", "updated_at");
