@@ -37,7 +37,7 @@ export const CLOUD_OPERATIONS = {
   statement: `query RestStatement($id: ID!) { statement(id: $id) { id period totalAmount { amount } exportStatus exportUrl
     items { transactionId customerId orderId type amount { amount } createdAt } } }`,
   statementCsv: `query RestStatementCsv($id: ID!) { statement(id: $id) { id exportStatus csv } }`,
-  auth: `query RestCloudAuth { apiKey { id } }`,
+  auth: `query RestCloudAuth { apiKey { id scopes } }`,
 } as const;
 
 /** The objects the operations above select (their GraphQL field names). */
@@ -152,6 +152,7 @@ export interface CloudData {
   customerBalance: BalanceNode;
   transactions: Connection<TransactionNode>;
   statement: StatementNode & { csv: string | null };
+  apiKey: { id: string; scopes: string[] };
 }
 
 const yuan = (money: { amount: string } | null | undefined) => (money ? Number(money.amount) : null);

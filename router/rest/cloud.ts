@@ -11,7 +11,11 @@ import { isOneOf, PRODUCT_STATUSES, TRANSACTION_TYPES } from "../../src/cloud/st
 import type { Gateway } from "../graph/gateway.ts";
 import { bodyReadError, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "../http/body.ts";
 import { policyHeaders, runOperation, sha256Hex, toShimError, type ShimError } from "../graph/client.ts";
-import { restBodyToInput, type TypeErrorFactory } from "./input.ts";
+import { missingRequiredField, restBodyToInput, type TypeErrorFactory } from "./input.ts";
+import { requireScope, type Scope } from "../../src/auth/scopes.ts";
+import { parseOrderInput, parseRenewInput } from "../../src/cloud/order-request.ts";
+import { validateDomainInput } from "../../src/cloud/domains.ts";
+import { checkPurgeRequest } from "../../src/cloud/purge.ts";
 import type { RestCall } from "./generation.ts";
 import { CLOUD_OPERATIONS, cloudShapes, type CloudData, type Connection } from "./cloud-shapes.ts";
 
@@ -51,6 +55,31 @@ export function sendCloudError(res: ServerResponse, requestId: string, error: { 
 const fromAppError = (error: AppError): ShimError => ({ code: error.code, status: error.status, message: error.message, details: error.details ?? {} });
 
 /**
+ * What a create or update needs before its service validates the input: the scope the service
+ * checks first, and the service's checks that need no database, in its order (the answer to a
+ * body lacking a required field, which GraphQL would refuse in its own words: docs/api/cloud.md §7).
+ */
+interface ServiceRules {
+  scope: Scope;
+  check: (input: Record<string, unknown>) => unknown;
+}
+
+/**
+ * The service's answer to an input that lacks a required field: its own first validation error
+ * (so `client_order_no is required` still comes before a missing `product_id`).
+ * @param field the missing field (REST name), for an error should the checks pass it
+ */
+function missingFieldError(rules: ServiceRules, input: Record<string, unknown>, field: string): AppError {
+  try {
+    rules.check(input);
+  } catch (error) {
+    if (error instanceof AppError) return error;
+    throw error;
+  }
+  return new AppError("validation_failed", `${field} is required`, { field });
+}
+
+/**
  * Reads `limit` (src/pagination.ts's one rule: default 20, an integer from 1 to 100) and `cursor`.
  * @throws AppError from src/pagination.ts `pageSize` (400 `invalid_request` on this surface)
  */
@@ -75,10 +104,18 @@ export function createCloudShim(deps: CloudShimDeps) {
     };
   }
 
-  /** Answers a rejection the shim itself found, after authentication (401/403 come first). */
-  async function rejectAfterAuth(call: RestCall, error: AppError, bodySha256?: string): Promise<void> {
-    const auth = await runOperation(deps.gateway, CLOUD_OPERATIONS.auth, {}, context(call, bodySha256));
+  /**
+   * Answers a rejection the shim itself found, after authentication (401/403 come first) and,
+   * when `scope` is given, after the scope check the service would have made first (403).
+   */
+  async function rejectAfterAuth(call: RestCall, error: AppError, bodySha256?: string, scope?: Scope): Promise<void> {
+    const auth = await runOperation<Pick<CloudData, "apiKey">>(deps.gateway, CLOUD_OPERATIONS.auth, {}, context(call, bodySha256));
     if (auth.errors?.length) return sendCloudError(call.res, call.requestId, toShimError(auth.errors[0]!));
+    try {
+      if (scope) requireScope(auth.data!.apiKey, scope);
+    } catch (refusal) {
+      return sendCloudError(call.res, call.requestId, fromAppError(refusal as AppError));
+    }
     sendCloudError(call.res, call.requestId, fromAppError(error));
   }
 
@@ -112,8 +149,9 @@ export function createCloudShim(deps: CloudShimDeps) {
     withPage(call, (page) => query(call, operation, { ...page, ...variables }, list(pick, item)));
 
   /**
-   * Runs a create/update mutation from a JSON body: strict types (422), the Idempotency-Key
-   * header into the input, `Idempotent-Replayed: true` on a replay.
+   * Runs a create/update mutation from a JSON body: strict types (422), a missing required field
+   * answered as the service would (`rules`), the Idempotency-Key header into the input,
+   * `Idempotent-Replayed: true` on a replay.
    */
   async function mutate(
     call: RestCall,
@@ -122,6 +160,7 @@ export function createCloudShim(deps: CloudShimDeps) {
     extra: Record<string, unknown>,
     pick: (data: CloudData) => { replayed: boolean; value: unknown },
     status: number,
+    rules: ServiceRules,
   ): Promise<void> {
     let text: string;
     try {
@@ -133,16 +172,19 @@ export function createCloudShim(deps: CloudShimDeps) {
     if (jsonTooDeep(text)) return rejectAfterAuth(call, tooDeepError(), digest);
     const body = text.trim() === "" && inputType === "RenewOrderInput" ? {} : parseJsonObject(text);
     if (!body) return rejectAfterAuth(call, new AppError("invalid_request", "Request body must be a valid JSON object"), digest);
+    const type = (await deps.schema()).getType(inputType) as GraphQLInputObjectType;
     let input: Record<string, unknown>;
     try {
-      input = restBodyToInput(body, (await deps.schema()).getType(inputType) as GraphQLInputObjectType, cloudTypeError);
+      input = { ...restBodyToInput(body, type, cloudTypeError), ...extra };
     } catch (error) {
       return rejectAfterAuth(call, error as AppError, digest);
     }
+    const missing = missingRequiredField(input, type);
+    if (missing) return rejectAfterAuth(call, missingFieldError(rules, input, missing), digest, rules.scope);
     const key = call.req.headers["idempotency-key"];
     if (typeof key === "string") input.idempotencyKey = key;
     else delete input.idempotencyKey;
-    const result = await runOperation<CloudData>(deps.gateway, operation, { input: { ...input, ...extra } }, context(call, digest));
+    const result = await runOperation<CloudData>(deps.gateway, operation, { input }, context(call, digest));
     if (result.errors?.length) return sendCloudError(call.res, call.requestId, toShimError(result.errors[0]!));
     const { replayed, value } = pick(result.data!);
     send(call.res, status, call.requestId, value, replayed ? { "idempotent-replayed": "true" } : {});
@@ -172,6 +214,7 @@ export function createCloudShim(deps: CloudShimDeps) {
         {},
         (d) => ({ replayed: d.createOrder.replayed, value: cloudShapes.order(d.createOrder.order) }),
         201,
+        { scope: "orders:write", check: parseOrderInput },
       ),
     order: (call: RestCall) => query(call, CLOUD_OPERATIONS.order, { id: call.params.order_id }, (d) => cloudShapes.order(d.order)),
     orders: (call: RestCall) => pagedList(call, CLOUD_OPERATIONS.orders, (d) => d.orders, cloudShapes.order),
@@ -183,6 +226,7 @@ export function createCloudShim(deps: CloudShimDeps) {
         { orderId: call.params.order_id },
         (d) => ({ replayed: d.renewOrder.replayed, value: cloudShapes.order(d.renewOrder.order) }),
         200,
+        { scope: "orders:write", check: ({ orderId: _, ...renewal }) => parseRenewInput(renewal) },
       ),
     createDomain: (call: RestCall) =>
       mutate(
@@ -192,6 +236,7 @@ export function createCloudShim(deps: CloudShimDeps) {
         {},
         (d) => ({ replayed: d.createDomain.replayed, value: cloudShapes.domain(d.createDomain.domain) }),
         201,
+        { scope: "domains:write", check: validateDomainInput },
       ),
     domainStatus: (call: RestCall) => query(call, CLOUD_OPERATIONS.domain, { domain: call.params.domain }, (d) => cloudShapes.domain(d.domain)),
     purge: (call: RestCall) =>
@@ -202,6 +247,7 @@ export function createCloudShim(deps: CloudShimDeps) {
         { domain: call.params.domain },
         (d) => ({ replayed: d.purgeDomain.replayed, value: cloudShapes.purge(d.purgeDomain.purgeTask) }),
         201,
+        { scope: "domains:write", check: ({ domain, ...purge }) => checkPurgeRequest(String(domain), purge) },
       ),
     bandwidth: (call: RestCall) => usage(call, "bandwidth"),
     traffic: (call: RestCall) => usage(call, "traffic"),

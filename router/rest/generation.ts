@@ -11,7 +11,8 @@ import type { Gateway } from "../graph/gateway.ts";
 import { bodyReadError, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "../http/body.ts";
 import { policyHeaders, runOperation, sha256Hex, toShimError, type CallContext, type ShimError } from "../graph/client.ts";
 import type { OwnedOperation } from "../graph/direct.ts";
-import { restBodyToInput, type TypeErrorFactory } from "./input.ts";
+import { missingRequiredField, restBodyToInput, type TypeErrorFactory } from "./input.ts";
+import { validateGenerationRequest, type GenerationInput } from "../../src/generation/validation.ts";
 
 /**
  * docs/api/generation.md §7 for JSON type errors: a whole field of the wrong type "{field} has an
@@ -20,6 +21,23 @@ import { restBodyToInput, type TypeErrorFactory } from "./input.ts";
  */
 const generationTypeError: TypeErrorFactory = (field, kind) =>
   kind === "item" ? new AppError("invalid_request", validationMessages.publicUrl(field), { field }) : invalidFieldError(field);
+
+/**
+ * What the service answers a submission that lacks a required field (`prompt`; `model_id` of an
+ * image), which GraphQL would refuse in its own words before the service saw it: the service's
+ * own first validation error, so a blank `prompt` still comes before a missing `model_id`
+ * (docs/api/generation.md §7). Such an input fails before any reference URL is looked up.
+ * @param field the missing field (REST name), for an error should the validator pass it
+ */
+async function missingFieldError(kind: "video" | "image", input: GenerationInput, field: string): Promise<AppError> {
+  try {
+    await validateGenerationRequest(kind, input, async () => false);
+  } catch (error) {
+    if (error instanceof AppError) return error;
+    throw error;
+  }
+  return generationTypeError(field, "field");
+}
 
 const TASK_FIELDS = `
   id statusCode statusName result images error createdAt updatedAt
@@ -168,12 +186,15 @@ export function createGenerationShim(deps: GenerationShimDeps) {
     const body = parseJsonObject(text);
     if (!body) return rejectAfterAuth(call, route, new AppError("invalid_json"), digest);
     const typeName = kind === "video" ? "SubmitVideoGenerationInput" : "SubmitImageGenerationInput";
+    const inputType = (await deps.schema()).getType(typeName) as GraphQLInputObjectType;
     let input: Record<string, unknown>;
     try {
-      input = restBodyToInput(body, (await deps.schema()).getType(typeName) as GraphQLInputObjectType, generationTypeError);
+      input = restBodyToInput(body, inputType, generationTypeError);
     } catch (error) {
       return rejectAfterAuth(call, route, error as AppError, digest);
     }
+    const missing = missingRequiredField(input, inputType);
+    if (missing) return rejectAfterAuth(call, route, await missingFieldError(kind, input, missing), digest);
     const result = await run<Record<"submitVideoGeneration" | "submitImageGeneration", { task: TaskNode }>>(
       "generation",
       kind === "video" ? OPERATIONS.submitVideo : OPERATIONS.submitImage,

@@ -7,7 +7,7 @@
  * this module converts with the tree's one name converter (src/names.ts). The domain takes
  * camelCase inputs and names fields in its errors from its own maps, never by conversion.
  */
-import { getNamedType, getNullableType, isInputObjectType, isListType, type GraphQLInputObjectType, type GraphQLInputType } from "graphql";
+import { getNamedType, getNullableType, isInputObjectType, isListType, isNonNullType, type GraphQLInputObjectType, type GraphQLInputType } from "graphql";
 import type { AppError } from "../../src/errors.ts";
 import { toSnake } from "../../src/names.ts";
 
@@ -70,4 +70,29 @@ export function restBodyToInput(
     }
   }
   return input;
+}
+
+/**
+ * The first required field (non-null in `type`, without a default) that `input` omits or sets to
+ * null, nested input objects included: GraphQL refuses such an input in its own words before the
+ * service sees it, so a shim answers it with the service's own check instead (the spec's status
+ * and message: docs/api/generation.md §7, docs/api/cloud.md §7).
+ * @param input a GraphQL input made by {@link restBodyToInput} (types already checked)
+ * @returns the field as REST names it (`customer.customer_id`), or null when every required field is there
+ */
+export function missingRequiredField(input: Record<string, unknown>, type: GraphQLInputObjectType, prefix = ""): string | null {
+  for (const field of Object.values(type.getFields())) {
+    const value = input[field.name];
+    const path = `${prefix}${toSnake(field.name)}`;
+    if (value === undefined || value === null) {
+      if (isNonNullType(field.type) && field.defaultValue === undefined) return path;
+      continue;
+    }
+    const fieldType = getNullableType(field.type) as GraphQLInputType;
+    if (isInputObjectType(fieldType)) {
+      const missing = missingRequiredField(value as Record<string, unknown>, fieldType, `${path}.`);
+      if (missing) return missing;
+    }
+  }
+  return null;
 }

@@ -161,7 +161,7 @@ function invalidOriginAddress(type: "ip" | "domain"): AppError {
   );
 }
 
-interface ValidDomainBody {
+export interface ValidDomainBody {
   domain: string;
   origin: DomainOrigin;
   protocol: "http" | "https";
@@ -170,11 +170,13 @@ interface ValidDomainBody {
 }
 
 /**
- * Validates a create-domain input (docs/architecture.md §8).
+ * Validates a create-domain input (docs/architecture.md §8): the first check of
+ * {@link createDomain}, needing no database (the REST shim asks it for the answer to a body that
+ * lacks a required field, which GraphQL cannot carry: router/rest/cloud.ts).
  * @throws AppError `invalid_request` (400) when the input is not an object; `validation_failed`
  *   (422) with `details.field` naming the first bad field as the spec does
  */
-function validateDomainInput(input: CreateDomainInput): ValidDomainBody {
+export function validateDomainInput(input: CreateDomainInput): ValidDomainBody {
   const body = requireJsonObject(input);
   const domain = normalizeHostname(body.domain, MAX_DOMAIN_LENGTH);
   if (!domain || inCnameZone(domain)) {

@@ -120,6 +120,24 @@ function validatePurgeInput(input: PurgeInput, domain: string, protocol: string)
   return { type, targets: normalized };
 }
 
+/** A domain named in a path, normalized. @throws AppError `not_found` (404) "Domain not found" when it is no host name */
+function domainName(domain: string): string {
+  const name = normalizeHostname(domain);
+  if (!name) throw new AppError("not_found", "Domain not found");
+  return name;
+}
+
+/**
+ * The checks of {@link purgeDomain} that need no database, in its order: the domain's name (404),
+ * then the body (422). The REST shim asks them for the answer to a body that lacks a required
+ * field, which GraphQL cannot carry (router/rest/cloud.ts); such a body fails before the
+ * domain's protocol (read from the database by the service) matters.
+ * @throws AppError `not_found` (404) for a malformed name; the errors of the body's validation
+ */
+export function checkPurgeRequest(domain: string, input: PurgeInput): void {
+  validatePurgeInput(input, domainName(domain), "https");
+}
+
 /** A `purge_tasks` row (`targets` as JSON text). */
 interface PurgeTaskRow {
   id: string;
@@ -165,8 +183,7 @@ export async function purgeDomain(
   input: PurgeInput,
   opts: PurgeOptions,
 ): Promise<{ task: PurgeTaskRecord; replayed: boolean }> {
-  const name = normalizeHostname(domain);
-  if (!name) throw new AppError("not_found", "Domain not found");
+  const name = domainName(domain);
   // The protocol only matters for bare directory paths; validation needs the domain's row for it,
   // but the 404 comes after validation (docs/architecture.md §4), so the row is read here without the account
   // filter, used for nothing else, and the ownership check happens inside the transaction.

@@ -22,6 +22,7 @@ import type { OutboxMessage } from "../../src/events/pubsub.ts";
 import { keyEventStream } from "../shared/key-events.ts";
 import { grantRead, type TypeScope } from "../shared/scopes.ts";
 import { adminMutations, adminQueries } from "./admin.ts";
+import { DateTime } from "../shared/scalars.ts";
 
 /** An order as one event left it: the fresh row, with the state the event recorded. */
 function orderAtEvent(order: OrderRecord, event: OutboxMessage): OrderRecord {
@@ -104,6 +105,7 @@ export const TYPE_SCOPES: Record<string, TypeScope> = {
 };
 
 export const resolvers = {
+  DateTime,
   JSONObject,
   Query: {
     apiKey: async (_: unknown, __: unknown, ctx: CloudContext) => {

@@ -3,19 +3,10 @@
  * `adminChannels` and the four channel mutations. Each checks the admin token first (401/403,
  * never an API key), then calls src/generation/channels/. The key is never part of an answer.
  */
-import { GraphQLScalarType } from "graphql";
 import { AppError } from "../../src/errors.ts";
 import type { Channels, ChannelView } from "../../src/generation/channels/index.ts";
 import type { ChannelInput } from "../../src/generation/channels/store.ts";
 import type { GenerationContext } from "./context.ts";
-
-/** `DateTime`: an ISO 8601 string. */
-export const DateTime = new GraphQLScalarType({
-  name: "DateTime",
-  description: "An instant as an ISO 8601 string in UTC",
-  serialize: (value) => (value instanceof Date ? value.toISOString() : String(value)),
-  parseValue: (value) => String(value),
-});
 
 /** The channels of the context after the admin check. @throws AppError 401/403 (admin token); 403 `forbidden` when this process runs no channels */
 function admin(ctx: GenerationContext) {

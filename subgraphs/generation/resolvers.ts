@@ -14,7 +14,8 @@ import { pageSize } from "../../src/pagination.ts";
 import { pageOf, toConnection, type PageArgs } from "../shared/connection.ts";
 import { keyEventStream } from "../shared/key-events.ts";
 import type { GenerationContext } from "./context.ts";
-import { channelMutations, channelQueries, DateTime } from "./channels.ts";
+import { channelMutations, channelQueries } from "./channels.ts";
+import { DateTime } from "../shared/scalars.ts";
 import { adminOverviewQueries } from "./admin-overview.ts";
 import type { TypeScope } from "../shared/scopes.ts";
 

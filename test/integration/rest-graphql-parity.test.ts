@@ -118,13 +118,19 @@ describe("REST and GraphQL parity", () => {
     customer: { customer_id: "cust-parity" },
     metadata: { domain: "www.parity.example" },
   };
-  const invalidOrders: { name: string; body: Record<string, unknown>; field: string; message: string }[] = [
+  /**
+   * `required`: the GraphQL input omits a field the schema makes non-null (issue 21 §1), so GraphQL
+   * validation refuses it first (400 `bad_user_input` naming the field); REST still answers the
+   * service's 422.
+   */
+  const invalidOrders: { name: string; body: Record<string, unknown>; field: string; message: string; required?: string }[] = [
     { name: "a blank client_order_no", body: { ...orderBody, client_order_no: "" }, field: "client_order_no", message: "client_order_no is required" },
     {
       name: "no customer.customer_id",
       body: { ...orderBody, customer: { contact: "ops@parity.example" } },
       field: "customer.customer_id",
       message: "customer.customer_id is required",
+      required: 'Field "customerId" of required type "String!" was not provided.',
     },
     {
       name: "a billing_cycle the product lacks",
@@ -152,7 +158,7 @@ describe("REST and GraphQL parity", () => {
     expect(gql.body.data.createOrder.order.metadata).toEqual(metadata);
   });
 
-  it.each(invalidOrders)("refuses an order with $name with the same 422 and field through REST and GraphQL", async ({ body, field, message }) => {
+  it.each(invalidOrders)("refuses an order with $name with the same 422 and field through REST and GraphQL", async ({ body, field, message, required }) => {
     const { key } = await t.createKey("0");
     const rest = await t.rest("POST", "/openapi/v1/orders", { key, body });
     expect(rest.status).toBe(422);
@@ -161,6 +167,12 @@ describe("REST and GraphQL parity", () => {
     const input = { ...toInput(body), customer: toInput(body.customer as Record<string, unknown>) };
     const gql = await t.graphql(CREATE_ORDER, { input }, key);
     expect(gql.body.errors).toHaveLength(1);
+    if (required) {
+      expect(gql.status).toBe(400);
+      expect(gql.body.errors[0].message).toContain(required);
+      expect(gql.body.errors[0].extensions).toMatchObject({ code: "bad_user_input", http: { status: 400 } });
+      return;
+    }
     expect(gql.body.errors[0]).toMatchObject({ message, extensions: { code: "validation_failed", field, http: { status: 422 } } });
   });
 
