@@ -37,6 +37,7 @@ import { watchChannels } from "../src/generation/channels/metrics.ts";
 import { listChannels } from "../src/generation/channels/store.ts";
 import { watchOutbox } from "../src/events/metrics.ts";
 import { watchLedger } from "../src/ledger/metrics.ts";
+import { createReadiness, databaseCheck, dispatcherCheck, migrationsCheck, redisCheck, type ReadinessCheck } from "../src/observability/readiness.ts";
 import { assertPortsFree } from "./ports.ts";
 import { ALL_ROLES, type Role } from "./roles.ts";
 
@@ -134,6 +135,8 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
     const pubsub = createPubSub(config, logger);
     closers.push(() => pubsub.close());
     const rateLimiter = createRateLimiter({ redisUrl: config.redisUrl, redis: pubsub.redis, keyPrefix: config.redisKeyPrefix });
+    // What `/readyz` checks in this process (src/observability/readiness.ts); a router adds its subgraphs.
+    const readinessChecks: ReadinessCheck[] = [];
     let db: Db | undefined;
     if (roles.includes("generation") || roles.includes("cloud")) {
       const opened = openDb(config);
@@ -159,10 +162,14 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         await dispatcher.stop();
       });
       Object.assign(stack, { db: opened, pubsub });
+      readinessChecks.push(databaseCheck(opened), migrationsCheck(opened), dispatcherCheck(dispatcher));
       // The domain's figures, read from the database on scrape (docs/architecture.md §2 `/metrics`).
       watchOutbox(observability.registry, opened, logger);
       watchLedger(observability.registry, opened, logger);
     }
+    if (pubsub.redis) readinessChecks.push(redisCheck(pubsub.redis));
+    // The subgraph ports' /readyz: this process's checks, one cached report for both subgraphs.
+    const subgraphObservability = { ...observability, readiness: createReadiness(readinessChecks) };
     // A port in use is one line naming its variable, not a server's error (bin/ports.ts).
     await assertPortsFree(config, roles);
     // A subgraph running here (and not pointed elsewhere) is reached in-process by the router;
@@ -200,7 +207,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         bodyLimit: config.bodyLimitBytes,
         drainTimeoutMs: config.shutdownTimeoutMs,
         secret: subgraphSecret,
-        observability,
+        observability: subgraphObservability,
         budget: config.requestBudget,
         admin: { adminToken: config.adminToken, channels },
       });
@@ -251,7 +258,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         adminToken: config.adminToken,
         drainTimeoutMs: config.shutdownTimeoutMs,
         secret: subgraphSecret,
-        observability,
+        observability: subgraphObservability,
         budget: config.requestBudget,
       });
       closers.push(() => subgraph.close());
@@ -287,6 +294,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         tracing: observability.tracing,
         subgraphSecret,
         pubsub,
+        readinessChecks,
       });
       closers.push(() => router.close());
       routerUrl = router.url;
