@@ -5,7 +5,7 @@
  */
 import { createRequire } from "node:module";
 import pino, { type DestinationStream, type Logger } from "pino";
-import { subgraphSecretFor, type Config } from "../src/config.ts";
+import type { Config } from "../src/config.ts";
 import { migrate, openDb, type Db } from "../src/db/index.ts";
 import { createUrlGuard } from "../src/net/url-guard.ts";
 import { createGenerationService, type GenerationService } from "../src/generation/tasks.ts";
@@ -39,7 +39,7 @@ import { watchOutbox } from "../src/events/metrics.ts";
 import { watchLedger } from "../src/ledger/metrics.ts";
 import { createReadiness, databaseCheck, dispatcherCheck, migrationsCheck, redisCheck, type ReadinessCheck } from "../src/observability/readiness.ts";
 import { assertPortsFree } from "./ports.ts";
-import { ALL_ROLES, type Role } from "./roles.ts";
+import { ALL_ROLES, checkRoleSettings, type Role } from "./roles.ts";
 
 /** A running stack. */
 export interface Stack {
@@ -118,10 +118,8 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
     },
   };
   try {
-    // One process with every role reaching its own subgraphs (`npm start`) may make its secret;
-    // separate processes must share one (README "Security model").
-    const sharedProcess = ALL_ROLES.every((role) => roles.includes(role)) && !config.generationUrl && !config.cloudUrl;
-    const subgraphSecret = subgraphSecretFor(config, sharedProcess);
+    // SUBGRAPH_SECRET and the subgraph URLs a router needs (bin/roles.ts).
+    const subgraphSecret = checkRoleSettings(config, roles);
     stack.subgraphSecret = subgraphSecret;
     let routerUrl: string | undefined;
     const mediaBaseUrl = () => config.publicUrl ?? routerUrl ?? `http://${config.host}:${config.port}`;
@@ -274,10 +272,9 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       if (!config.cloudUrl && config.subgraphTransport === "auto") localSubgraphs.cloud = subgraph.local;
     }
     if (roles.includes("router")) {
-      const generationUrl = config.generationUrl ?? stack.generationUrl;
-      const cloudUrl = config.cloudUrl ?? stack.cloudUrl;
-      if (!generationUrl) throw new Error("GENERATION_URL is required when the generation subgraph runs elsewhere");
-      if (!cloudUrl) throw new Error("CLOUD_URL is required when the cloud subgraph runs elsewhere");
+      // Both set: a URL, or a subgraph started above (checkRoleSettings).
+      const generationUrl = (config.generationUrl ?? stack.generationUrl)!;
+      const cloudUrl = (config.cloudUrl ?? stack.cloudUrl)!;
       const router = await startRouter({
         host: config.host,
         port: config.port,
