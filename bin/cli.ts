@@ -1,6 +1,6 @@
 /**
  * `switchyard` commands (docs/architecture.md §2; one file per command group under bin/cli/): start, migrate, compose, keys, customers, catalog, webhooks, channels,
- * backup, restore, verify, on commander (docs/adr/0008-cli.md): every command and subcommand answers `--help`.
+ * backup, restore, config, verify, on commander (docs/adr/0008-cli.md): every command and subcommand answers `--help`.
  * Exit codes: 0 success (and `--help`, `--version`), 1 failure (for `verify`: a discrepancy), 2 bad usage.
  * Every command that opens the database says which one on stderr (`database: sqlite /…/switchyard.db`).
  */
@@ -18,6 +18,7 @@ import { registerMigrateCommands } from "./cli/migrate.ts";
 import { registerBackupCommands } from "./cli/backup.ts";
 import { start } from "./cli/start.ts";
 import { LATEST_MIGRATION } from "../src/db/migrations/index.ts";
+import { ENV_FILE_HELP, loadEnvFileOption, registerConfigCommands } from "./cli/config.ts";
 
 const VERSION: string = JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
 
@@ -45,8 +46,10 @@ function buildProgram(result: { code: number }): Command {
     program
       .command("start")
       .description("start every role in one process (the default), or some for scale-out")
-      .argument("[ROLES]", "comma-separated roles: router, generation, cloud (e.g. generation,cloud)"),
-    async (roles) => {
+      .argument("[ROLES]", "comma-separated roles: router, generation, cloud (e.g. generation,cloud)")
+      .option("--env-file <FILE>", ENV_FILE_HELP),
+    async function (roles) {
+      loadEnvFileOption(this.opts().envFile);
       await start(loadConfig(), roles);
       return -1; // keep running
     },
@@ -65,6 +68,7 @@ function buildProgram(result: { code: number }): Command {
   registerWebhookCommands(program, act);
   registerChannelCommands(program, act);
   registerBackupCommands(program, act);
+  registerConfigCommands(program, act);
 
   act(program.command("verify").description("check balances, running totals, task and order invariants (exit 1 on a discrepancy)"), async () => {
     const { verifyLedger } = await import("../src/ledger/index.ts");

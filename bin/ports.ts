@@ -38,17 +38,25 @@ function listenProblem(variable: string, host: string, port: number, error: Node
 }
 
 /**
- * Checks that every port the roles listen on can be bound on HOST, by binding and closing it.
- * @throws ConfigError naming the variable and the address: two variables with one port, a port
- *   in use, a privileged port, a HOST that is not local
+ * Checks that no two servers of the roles share a port (without binding anything: `config check`).
+ * @throws ConfigError naming both variables
  */
-export async function assertPortsFree(config: Pick<Config, "host" | "port" | "generationPort" | "cloudPort">, roles: readonly Role[]): Promise<void> {
+export function assertDistinctPorts(config: Pick<Config, "port" | "generationPort" | "cloudPort">, roles: readonly Role[]): void {
   const listeners = listenersOf(config, roles);
   for (const [i, a] of listeners.entries()) {
     const b = listeners.slice(i + 1).find((other) => other.port === a.port);
     if (b) throw new ConfigError(`${a.variable} and ${b.variable} are both ${a.port}: each server needs its own port`);
   }
-  for (const { variable, port } of listeners) {
+}
+
+/**
+ * Checks that every port the roles listen on can be bound on HOST, by binding and closing it.
+ * @throws ConfigError naming the variable and the address: two variables with one port, a port
+ *   in use, a privileged port, a HOST that is not local
+ */
+export async function assertPortsFree(config: Pick<Config, "host" | "port" | "generationPort" | "cloudPort">, roles: readonly Role[]): Promise<void> {
+  assertDistinctPorts(config, roles);
+  for (const { variable, port } of listenersOf(config, roles)) {
     await new Promise<void>((resolve, reject) => {
       const probe = net.createServer();
       probe.once("error", (error: NodeJS.ErrnoException) => reject(listenProblem(variable, config.host, port, error)));

@@ -5,7 +5,7 @@
  */
 import { createRequire } from "node:module";
 import pino, { type DestinationStream, type Logger } from "pino";
-import { subgraphSecretFor, type Config } from "../src/config.ts";
+import type { Config } from "../src/config.ts";
 import { migrate, openDb, type Db } from "../src/db/index.ts";
 import { createUrlGuard } from "../src/net/url-guard.ts";
 import { createGenerationService, type GenerationService } from "../src/generation/tasks.ts";
@@ -37,8 +37,9 @@ import { watchChannels } from "../src/generation/channels/metrics.ts";
 import { listChannels } from "../src/generation/channels/store.ts";
 import { watchOutbox } from "../src/events/metrics.ts";
 import { watchLedger } from "../src/ledger/metrics.ts";
+import { createReadiness, databaseCheck, dispatcherCheck, migrationsCheck, redisCheck, type ReadinessCheck } from "../src/observability/readiness.ts";
 import { assertPortsFree } from "./ports.ts";
-import { ALL_ROLES, type Role } from "./roles.ts";
+import { ALL_ROLES, checkRoleSettings, type Role } from "./roles.ts";
 
 /** A running stack. */
 export interface Stack {
@@ -117,10 +118,8 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
     },
   };
   try {
-    // One process with every role reaching its own subgraphs (`npm start`) may make its secret;
-    // separate processes must share one (README "Security model").
-    const sharedProcess = ALL_ROLES.every((role) => roles.includes(role)) && !config.generationUrl && !config.cloudUrl;
-    const subgraphSecret = subgraphSecretFor(config, sharedProcess);
+    // SUBGRAPH_SECRET and the subgraph URLs a router needs (bin/roles.ts).
+    const subgraphSecret = checkRoleSettings(config, roles);
     stack.subgraphSecret = subgraphSecret;
     let routerUrl: string | undefined;
     const mediaBaseUrl = () => config.publicUrl ?? routerUrl ?? `http://${config.host}:${config.port}`;
@@ -134,6 +133,8 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
     const pubsub = createPubSub(config, logger);
     closers.push(() => pubsub.close());
     const rateLimiter = createRateLimiter({ redisUrl: config.redisUrl, redis: pubsub.redis, keyPrefix: config.redisKeyPrefix });
+    // What `/readyz` checks in this process (src/observability/readiness.ts); a router adds its subgraphs.
+    const readinessChecks: ReadinessCheck[] = [];
     let db: Db | undefined;
     if (roles.includes("generation") || roles.includes("cloud")) {
       const opened = openDb(config);
@@ -159,10 +160,14 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         await dispatcher.stop();
       });
       Object.assign(stack, { db: opened, pubsub });
+      readinessChecks.push(databaseCheck(opened), migrationsCheck(opened), dispatcherCheck(dispatcher));
       // The domain's figures, read from the database on scrape (docs/architecture.md §2 `/metrics`).
       watchOutbox(observability.registry, opened, logger);
       watchLedger(observability.registry, opened, logger);
     }
+    if (pubsub.redis) readinessChecks.push(redisCheck(pubsub.redis));
+    // The subgraph ports' /readyz: this process's checks, one cached report for both subgraphs.
+    const subgraphObservability = { ...observability, readiness: createReadiness(readinessChecks) };
     // A port in use is one line naming its variable, not a server's error (bin/ports.ts).
     await assertPortsFree(config, roles);
     // A subgraph running here (and not pointed elsewhere) is reached in-process by the router;
@@ -200,7 +205,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         bodyLimit: config.bodyLimitBytes,
         drainTimeoutMs: config.shutdownTimeoutMs,
         secret: subgraphSecret,
-        observability,
+        observability: subgraphObservability,
         budget: config.requestBudget,
         admin: { adminToken: config.adminToken, channels },
       });
@@ -251,7 +256,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         adminToken: config.adminToken,
         drainTimeoutMs: config.shutdownTimeoutMs,
         secret: subgraphSecret,
-        observability,
+        observability: subgraphObservability,
         budget: config.requestBudget,
       });
       closers.push(() => subgraph.close());
@@ -267,10 +272,9 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       if (!config.cloudUrl && config.subgraphTransport === "auto") localSubgraphs.cloud = subgraph.local;
     }
     if (roles.includes("router")) {
-      const generationUrl = config.generationUrl ?? stack.generationUrl;
-      const cloudUrl = config.cloudUrl ?? stack.cloudUrl;
-      if (!generationUrl) throw new Error("GENERATION_URL is required when the generation subgraph runs elsewhere");
-      if (!cloudUrl) throw new Error("CLOUD_URL is required when the cloud subgraph runs elsewhere");
+      // Both set: a URL, or a subgraph started above (checkRoleSettings).
+      const generationUrl = (config.generationUrl ?? stack.generationUrl)!;
+      const cloudUrl = (config.cloudUrl ?? stack.cloudUrl)!;
       const router = await startRouter({
         host: config.host,
         port: config.port,
@@ -287,6 +291,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         tracing: observability.tracing,
         subgraphSecret,
         pubsub,
+        readinessChecks,
       });
       closers.push(() => router.close());
       routerUrl = router.url;

@@ -1,6 +1,6 @@
 /**
  * The router (docs/architecture.md §1-2): one node:http server on PORT for everything users reach —
- * `/graphql` (the gateway), the REST shims, `/health`, placeholder media — with an
+ * `/graphql` (the gateway), the REST shims, `/health`, `/livez`, `/readyz`, placeholder media — with an
  * `X-Request-Id` on every response and one JSON log line per request (keys never logged).
  */
 import http from "node:http";
@@ -22,7 +22,8 @@ import { createGenerationShim, sendGenerationError, type RestCall } from "./rest
 import { createCloudShim, sendCloudError } from "./rest/cloud.ts";
 import { policyHeaders, sha256Hex } from "./graph/client.ts";
 import { serveSimulatorMedia } from "./media.ts";
-import { createHealth } from "./health.ts";
+import { createHealth, subgraphChecks } from "./health.ts";
+import { createReadiness, serveLiveness, serveReadiness, type ReadinessCheck } from "../src/observability/readiness.ts";
 import { serveCloudOpenApi, serveGenerationOpenApi } from "./openapi/index.ts";
 import { drainHttpServer } from "../src/net/drain.ts";
 import { createPages } from "./pages.ts";
@@ -68,6 +69,11 @@ export interface RouterOptions {
    * graphql-ws connections and SSE streams (router/revocation.ts). Unset: it never hears of one.
    */
   pubsub?: PubSub;
+  /**
+   * This process's own readiness checks (database, migrations, Redis, outbox dispatcher: bin/stack.ts),
+   * run by `/readyz` besides the router's check of each subgraph. A router alone has only Redis, if any.
+   */
+  readinessChecks?: ReadinessCheck[];
 }
 
 /** A running router. */
@@ -130,8 +136,13 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   on("GET", "/api/v1/tasks/:task_id", shim.getTask);
   on("GET", "/api/v1/usage", shim.usage);
   on("GET", "/api/v1/openapi.json", serveGenerationOpenApi);
-  const health = createHealth(gateway, options.subgraphUrls);
+  // Liveness and readiness (src/observability/readiness.ts); /health reads the subgraph checks.
+  const subgraphs = subgraphChecks(options.subgraphUrls, Object.keys(options.localSubgraphs ?? {}), options.logger);
+  const readiness = createReadiness([...(options.readinessChecks ?? []), ...subgraphs]);
+  const health = createHealth(gateway, readiness, Object.keys(options.subgraphUrls));
   on("GET", "/health", (call) => health(call.res, call.requestId));
+  on("GET", "/livez", (call) => serveLiveness(call.res));
+  on("GET", "/readyz", (call) => serveReadiness(call.res, readiness));
   const api = "/openapi/v1";
   on("GET", `${api}/vendors`, cloud.vendors);
   on("GET", `${api}/products`, cloud.products);

@@ -134,6 +134,40 @@ const schema = z.object({
     .default(1),
 });
 
+/** Every setting's variable name, in the order of the schema (`.env.example` lists exactly these). */
+export const SETTING_NAMES: readonly string[] = Object.keys(schema.shape);
+
+/** Settings whose values are secrets: `config check` shows only whether they are set. */
+export const SECRET_SETTINGS: readonly string[] = ["SUBGRAPH_SECRET", "ADMIN_TOKEN", "METRICS_TOKEN", "CHANNEL_KEY_SECRET", "GENERATION_UPSTREAM_KEY"];
+
+/** A value as `config check` may print it: a secret as `****`, a URL's password as `****`. */
+function masked(name: string, value: string): string {
+  if (value === "") return value;
+  if (SECRET_SETTINGS.includes(name)) return "****";
+  if (!URL.canParse(value)) return value;
+  const url = new URL(value);
+  if (!url.password) return value;
+  url.password = "****";
+  return url.toString();
+}
+
+/**
+ * The effective value of every setting (`switchyard config check`), secrets masked: what the
+ * environment says, else the default.
+ * @param env the environment (defaults to `process.env`)
+ * @returns one entry per {@link SETTING_NAMES} item: its name, the value as text ("" for unset)
+ *   and whether it came from the environment or is the default
+ */
+export function effectiveSettings(env: Record<string, string | undefined> = process.env): { name: string; value: string; source: "env" | "default" }[] {
+  return SETTING_NAMES.map((name) => {
+    const given = env[name];
+    if (given !== undefined && given !== "") return { name, value: masked(name, given), source: "env" as const };
+    const fallback = (schema.shape as Record<string, z.ZodTypeAny>)[name]!.safeParse(undefined);
+    const value = fallback.success && fallback.data !== undefined ? String(fallback.data) : "";
+    return { name, value, source: "default" as const };
+  });
+}
+
 /** The validated settings. Times are milliseconds; ports are TCP ports (0 = any free port). */
 export interface Config {
   nodeEnv: string;

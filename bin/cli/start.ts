@@ -9,13 +9,22 @@ import { ALL_ROLES, type Role } from "../roles.ts";
 import { UsageError } from "./shared.ts";
 
 /**
+ * The roles of a `[ROLES]` argument (comma-separated; undefined when absent: every role).
+ * @throws UsageError on an unknown role
+ */
+export function parseRoles(roleArg: string | undefined): Role[] | undefined {
+  const roles = roleArg ? (roleArg.split(",").map((r) => r.trim()) as Role[]) : undefined;
+  const unknown = roles?.filter((r) => !ALL_ROLES.includes(r));
+  if (unknown?.length) throw new UsageError(`unknown role: ${unknown.join(", ")}`);
+  return roles;
+}
+
+/**
  * Starts the roles named in `roleArg` (comma-separated; all when absent) and keeps running.
  * @throws UsageError on an unknown role; the stack's start errors (a port in use is described in one line)
  */
 export async function start(config: Config, roleArg: string | undefined): Promise<void> {
-  const roles = roleArg ? (roleArg.split(",").map((r) => r.trim()) as Role[]) : undefined;
-  const unknown = roles?.filter((r) => !ALL_ROLES.includes(r));
-  if (unknown?.length) throw new UsageError(`unknown role: ${unknown.join(", ")}`);
+  const roles = parseRoles(roleArg);
   // Graceful shutdown: stop accepting, drain requests in flight (SHUTDOWN_TIMEOUT_MS), close
   // WebSockets with 1001, stop the loops, then close the database; exit 0. Should closing hang,
   // the process exits 1 a little after the drain deadline; a second signal exits at once.
@@ -73,10 +82,12 @@ export async function start(config: Config, roleArg: string | undefined): Promis
   }
   const lines = [""];
   if (started.url)
-    lines.push(`Switchyard router:   ${started.url}  (GraphQL ${started.url}/graphql, REST ${started.url}/api/v1, health ${started.url}/health)`);
+    lines.push(
+      `Switchyard router:   ${started.url}  (GraphQL ${started.url}/graphql, REST ${started.url}/api/v1, health ${started.url}/health, ready ${started.url}/readyz)`,
+    );
   if (started.url)
     lines.push(
-      `Web pages:           ${started.url}/ (start here: links everything)  ${started.url}/test  ${started.url}/client  ${started.url}/docs (API reference)`,
+      `Web pages:           ${started.url}/ (start here: links everything)  ${started.url}/test  ${started.url}/client  ${started.url}/admin (console)  ${started.url}/docs (API reference)`,
     );
   if (started.generationUrl) lines.push(`Generation subgraph: ${started.generationUrl}`);
   if (started.cloudUrl) lines.push(`Cloud subgraph:      ${started.cloudUrl}`);

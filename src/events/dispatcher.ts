@@ -83,6 +83,12 @@ export interface Dispatcher {
   wake(): void;
   /** Stops the background loop and waits for every round in progress. */
   stop(): Promise<void>;
+  /**
+   * Whether the background loop made progress recently (readiness, src/observability/readiness.ts):
+   * a round started, ended, or sent an attempt within max(10 intervals, 2 × request timeout + 5 s).
+   * False once stopped, and always without a background loop (`intervalMs` 0).
+   */
+  alive(): boolean;
 }
 
 /** An `outbox` row (`payload` as JSON text; `id` bigint: a string on PostgreSQL). */
@@ -122,6 +128,11 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
   const leaseMs = 2 * requestTimeoutMs + 5_000;
   const limit = pLimit(DELIVERY_CONCURRENCY);
   const iso = (ms: number) => new Date(ms).toISOString();
+  // The loop's heartbeat: a round that starts, ends or finishes a callback attempt. A round may
+  // take as long as its slowest attempt (requestTimeoutMs), so silence longer than that is a stuck loop.
+  let lastBeat = now();
+  const beat = () => (lastBeat = now());
+  const staleAfterMs = Math.max(10 * options.intervalMs, 2 * requestTimeoutMs + 5_000);
 
   async function publishBatch(): Promise<number> {
     const claimedAt = now();
@@ -260,6 +271,7 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
       }
     }
     const durationMs = Math.round(performance.now() - clock);
+    beat();
     const ok = error === null;
     const attempts = due.attempts + 1;
     const finishedAt = now();
@@ -363,6 +375,7 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
     if (stopped) return;
     looping = true;
     wakeRequested = false;
+    beat();
     try {
       await track(round());
     } catch (error) {
@@ -370,6 +383,7 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
       lastFull = false;
     } finally {
       looping = false;
+      beat();
     }
     schedule(lastFull || wakeRequested ? 0 : options.intervalMs);
   }
@@ -388,6 +402,7 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
       timer = undefined;
       while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
     },
+    alive: () => !stopped && options.intervalMs > 0 && now() - lastBeat <= staleAfterMs,
   };
 }
 

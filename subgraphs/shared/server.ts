@@ -1,6 +1,7 @@
 /**
  * One way to run a subgraph (docs/architecture.md §1, §7): Apollo Server + @apollo/subgraph on node:http,
- * serving `/graphql`. Each subgraph brings its SDL, resolvers, context and plugins.
+ * serving `/graphql` (and, unauthenticated, `/health`, `/livez`, `/readyz`, and `/metrics` behind its
+ * own check). Each subgraph brings its SDL, resolvers, context and plugins.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -32,6 +33,7 @@ import { AppError, graphqlExtensions, type ErrorCode } from "../../src/errors.ts
 import { createInternalVerifier, InternalContextError, type InternalContext, type SignedParams } from "./internal-context.ts";
 import { callerReportPlugin, reportingContext, withCallerReport } from "./caller-report.ts";
 import { mapStream, type LocalSubgraph } from "./contract.ts";
+import { createReadiness, serveLiveness, serveReadiness, type Readiness } from "../../src/observability/readiness.ts";
 
 /** A running subgraph. */
 export interface SubgraphHandle {
@@ -184,6 +186,8 @@ export interface SubgraphObservability {
   tracing?: Tracing;
   /** Answers `GET /metrics` on the subgraph's port. */
   metrics?: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>;
+  /** The process's readiness (database, migrations, Redis, outbox dispatcher), served at `GET /readyz`; unset: no checks. */
+  readiness?: Readiness;
 }
 
 /**
@@ -193,6 +197,7 @@ export interface SubgraphObservability {
  */
 export async function startSubgraph<TContext extends BaseContext>(options: SubgraphOptions<TContext>): Promise<SubgraphHandle> {
   const { tracing, metrics } = options.observability ?? {};
+  const readiness = options.observability?.readiness ?? createReadiness([]);
   // Every context remembers its request, whose caller report goes back to the router (caller-report.ts).
   const context = reportingContext(options.context);
   const schema = refusingUnknownEntityTypes(
@@ -241,6 +246,15 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
     if (path === "/health" && req.method === "GET") {
       // Readiness for the router's /health and load balancers: says nothing but that it answers.
       res.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}');
+      return;
+    }
+    if (path === "/livez" && req.method === "GET") return serveLiveness(res);
+    if (path === "/readyz" && req.method === "GET") {
+      serveReadiness(res, readiness).catch((error) => {
+        options.logger.error({ err: error, subgraph: options.name }, "readiness failed");
+        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+        res.end('{"status":"unavailable"}');
+      });
       return;
     }
     if (path === "/metrics" && req.method === "GET" && metrics) {

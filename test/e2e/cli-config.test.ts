@@ -2,6 +2,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
 import { freePort } from "../support/deploy.ts";
@@ -144,5 +145,86 @@ describe("configuration that cannot work fails loudly, in one line, as an operat
     const port = await freePort();
     const run = await runCli(["start"], { ...env, PORT: String(port), CLOUD_PORT: String(port) });
     expectOneLineFailure(run, new RegExp(`^switchyard: CLOUD_PORT and PORT are both ${port}: each server needs its own port$`));
+  });
+});
+
+describe("`switchyard config check` and `--env-file`, as an operator prepares a deployment", () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "switchyard-config-check-"));
+  const env = { DATA_DIR: dataDir, PORT: "0", GENERATION_PORT: "0", CLOUD_PORT: "0" };
+  afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const envFile = (text: string) => {
+    const file = path.join(dataDir, `${Math.random().toString(36).slice(2)}.env`);
+    fs.writeFileSync(file, text);
+    return file;
+  };
+
+  it("prints every setting with secrets and URL passwords masked, marks defaults, and exits 0", async () => {
+    const secret = "s".repeat(40);
+    const run = await runCli(["config", "check"], {
+      ...env,
+      SUBGRAPH_SECRET: secret,
+      ADMIN_TOKEN: "admin-hunter2",
+      CHANNEL_KEY_SECRET: "c".repeat(40),
+      GENERATION_UPSTREAM_KEY: "upstream-hunter2",
+      DATABASE_URL: "postgres://sy:hunter2@db.example:5432/switchyard",
+      REDIS_URL: "redis://:hunter2@redis.example:6379",
+    });
+    expect(run.code).toBe(0);
+    expect(run.stdout).not.toMatch(/hunter2|sssss|ccccc/);
+    const line = (name: string) =>
+      run.stdout
+        .split("\n")
+        .find((l) => l.startsWith(`${name} `))
+        ?.replace(/\s+/g, " ");
+    expect(line("SUBGRAPH_SECRET")).toBe("SUBGRAPH_SECRET ****");
+    expect(line("ADMIN_TOKEN")).toBe("ADMIN_TOKEN ****");
+    expect(line("GENERATION_UPSTREAM_KEY")).toBe("GENERATION_UPSTREAM_KEY ****");
+    expect(line("DATABASE_URL")).toBe("DATABASE_URL postgres://sy:****@db.example:5432/switchyard");
+    expect(line("REDIS_URL")).toBe("REDIS_URL redis://:****@redis.example:6379");
+    expect(line("METRICS_TOKEN")).toBe("METRICS_TOKEN (default)");
+    expect(line("WEBHOOK_MAX_ATTEMPTS")).toBe("WEBHOOK_MAX_ATTEMPTS 15 (default)");
+    expect(run.stderr).toBe("configuration is valid for generation, cloud, router\n");
+  });
+
+  it("fails with the start's own one-line error, exit 1: a bad value, a router without SUBGRAPH_SECRET or subgraph URLs", { timeout: 120_000 }, async () => {
+    const cases: [string[], Record<string, string>, RegExp][] = [
+      [[], { PORT: "abc" }, /^switchyard: Invalid configuration: PORT: must be a TCP port/],
+      [["router"], {}, /^switchyard: SUBGRAPH_SECRET is required when the router and the subgraphs run as separate processes/],
+      [["router"], { SUBGRAPH_SECRET: "x".repeat(32) }, /^switchyard: GENERATION_URL is required when the generation subgraph runs elsewhere/],
+    ];
+    for (const [roles, extra, message] of cases) {
+      const [check, start] = await Promise.all([
+        runCli(["config", "check", ...roles], { ...env, ...extra }),
+        runCli(["start", ...roles], { ...env, ...extra }),
+      ]);
+      expect({ roles, extra, code: check.code }).toEqual({ roles, extra, code: 1 });
+      expect(check.stderr).toMatch(message);
+      expect(check.stderr.trimEnd().split("\n")).toHaveLength(1);
+      expectOneLineFailure(start, message);
+    }
+  });
+
+  it("reads --env-file with Node's parser for start and config check, the environment winning over the file", async () => {
+    const file = envFile('# a comment\nWEBHOOK_MAX_ATTEMPTS=7\nLOG_LEVEL="warn"\nPORT=abc\n');
+    const fromFile = await runCli(["config", "check", "--env-file", file], { ...env, PORT: "0" });
+    expect(fromFile.code).toBe(0);
+    expect(fromFile.stdout).toMatch(/^WEBHOOK_MAX_ATTEMPTS\s+7$/m);
+    expect(fromFile.stdout).toMatch(/^LOG_LEVEL\s+warn$/m);
+    expect(fromFile.stdout).toMatch(/^PORT\s+0$/m);
+    const { PORT: _port, ...withoutPort } = env;
+    expectOneLineFailure(await runCli(["start", "--env-file", file], withoutPort), /^switchyard: Invalid configuration: PORT: must be a TCP port/);
+  });
+
+  it("names an --env-file it cannot read, in one line, exit 1", async () => {
+    const missing = path.join(dataDir, "missing.env");
+    for (const args of [["config", "check"], ["start"]]) {
+      expectOneLineFailure(await runCli([...args, "--env-file", missing], env), new RegExp(`^switchyard: --env-file: cannot read ${missing}: no such file$`));
+    }
+  });
+
+  it("accepts .env.example as it stands: every setting at its default", async () => {
+    const run = await runCli(["config", "check", "--env-file", fileURLToPath(new URL("../../.env.example", import.meta.url))], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^CHANNEL_MAX_ATTEMPTS\s+5\s+\(default\)$/m);
   });
 });

@@ -35,6 +35,11 @@ describe("the switchyard CLI and `start` as a newcomer runs them", () => {
     ]);
     const firstBannerLine = stdoutLines.indexOf(banner[0]!);
     expect(stdoutLines.slice(firstBannerLine, firstBannerLine + banner.length)).toEqual(banner);
+    // The console and readiness are in the banner, and the README shows these lines as printed.
+    expect(banner[0]).toContain(`ready ${url}/readyz`);
+    expect(banner[1]).toContain(`${url}/admin (console)`);
+    const readme = fs.readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    for (const line of banner.slice(0, 2)) expect(readme).toContain(line.replaceAll(url!, "http://127.0.0.1:4000"));
     for (const line of stdoutLines.filter((l) => l.startsWith("{"))) expect(() => JSON.parse(line)).not.toThrow();
     const health = await fetch(`${url}/health`);
     expect(health.status).toBe(200);
