@@ -46,7 +46,7 @@ function k8sObjects(): { file: string; object: any }[] {
   );
 }
 
-describe("deploy/compose.yaml", () => {
+describe("deploy/compose.yaml", { timeout: 120_000 }, () => {
   const env = { ...process.env, SUBGRAPH_SECRET: "a".repeat(64), POSTGRES_PASSWORD: "p" };
 
   it("is a valid Compose file by docker-compose's own schema", async () => {
