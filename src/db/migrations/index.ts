@@ -15,6 +15,7 @@ import * as runningTotals from "./009_running_totals.ts";
 import * as channels from "./010_channels.ts";
 import * as adminConsoleIndexes from "./011_admin_console_indexes.ts";
 import * as generationSpent from "./012_generation_spent.ts";
+import * as statementCsvEscaping from "./013_statement_csv_escaping.ts";
 
 const MIGRATIONS: Record<string, Knex.Migration> = {
   "001_core": core,
@@ -29,6 +30,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   "010_channels": channels,
   "011_admin_console_indexes": adminConsoleIndexes,
   "012_generation_spent": generationSpent,
+  "013_statement_csv_escaping": statementCsvEscaping,
 };
 
 /** knex MigrationSource over {@link MIGRATIONS}. */
