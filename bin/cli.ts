@@ -40,9 +40,12 @@ function buildProgram(result: { code: number }): Command {
     program
       .command("start")
       .description("start every role in one process (the default), or some for scale-out")
-      .argument("[ROLES]", "comma-separated roles: router, generation, cloud (e.g. generation,cloud)"),
-    async (roles) => {
-      await start(loadConfig(), roles);
+      .argument("[ROLES]", "comma-separated roles: router, generation, cloud (e.g. generation,cloud)")
+      .option("--demo", "seed the demo catalog and, on a database without keys, a demo key (the default unless NODE_ENV=production; SEED_DEMO)"),
+    async function (this: Command, roles) {
+      const config = loadConfig();
+      if (this.opts().demo) config.seedDemo = true;
+      await start(config, roles);
       return -1; // keep running
     },
   );
