@@ -52,9 +52,9 @@ export function toCsv(header: readonly string[], rows: readonly (readonly (strin
 export function csvRecordCount(text: string): number {
   let records = 0;
   let inQuotes = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (c === '"') inQuotes = !inQuotes; // a doubled quote toggles twice: no change
+  // A doubled quote inside a quoted cell toggles twice: no change.
+  for (const c of text) {
+    if (c === '"') inQuotes = !inQuotes;
     else if (c === "\n" && !inQuotes) records++;
   }
   return text.length > 0 && !text.endsWith("\n") ? records + 1 : records;

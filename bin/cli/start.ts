@@ -94,7 +94,7 @@ export async function start(config: Config, roleArg: string | undefined): Promis
   if (closing) return; // a signal came while counting keys: shutdown() is already under way
   stdout.write(`${lines.join("\n")}\n\n`);
   if (demoLine && config.nodeEnv === "production") process.stderr.write(`${demoLine}\n`);
-  if (noKeyYet) process.stderr.write("no API key yet: `switchyard keys create --name NAME --balance YUAN` makes one (README \"First key and catalog\")\n");
+  if (noKeyYet) process.stderr.write('no API key yet: `switchyard keys create --name NAME --balance YUAN` makes one (README "First key and catalog")\n');
   started.logger.info({ event: "ready", url: started.url, generation_url: started.generationUrl, cloud_url: started.cloudUrl }, "ready");
 }
 

@@ -66,7 +66,11 @@ describe("demo data in production", () => {
     // stdout: the banner (addresses only), then JSON lines; the key is on stderr alone.
     expect(demo.stdout()).not.toMatch(SECRET);
     expect(demo.stdout()).not.toMatch(/Demo API key/);
-    for (const line of demo.stdout().split("\n").filter((l) => l.startsWith("{"))) expect(() => JSON.parse(line)).not.toThrow();
+    for (const line of demo
+      .stdout()
+      .split("\n")
+      .filter((l) => l.startsWith("{")))
+      expect(() => JSON.parse(line)).not.toThrow();
     expect(demo.stderr().match(new RegExp(key!, "g"))).toHaveLength(1);
     const vendors = await fetch(`${url}/openapi/v1/vendors`, { headers: { authorization: `Bearer ${key}` } });
     expect(vendors.status).toBe(200);

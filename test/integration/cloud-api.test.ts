@@ -326,7 +326,13 @@ describe("billing", () => {
       const [transactionId, customerId, orderId, type, amount, , createdAt] = row;
       // The dangerous cells start with ' (shown as text); everything else reads back as the API gave it.
       expect(customerId).toBe(item.customer_id.startsWith("=") || item.customer_id.startsWith("@") ? `'${item.customer_id}` : item.customer_id);
-      expect([transactionId, orderId || null, type, Number(amount), createdAt]).toEqual([item.transaction_id, item.order_id, item.type, item.amount, item.created_at]);
+      expect([transactionId, orderId || null, type, Number(amount), createdAt]).toEqual([
+        item.transaction_id,
+        item.order_id,
+        item.type,
+        item.amount,
+        item.created_at,
+      ]);
     });
     expect(rows.map((r) => r[1])).toEqual(["'=1+2", "'@SUM(1+1)", 'acme,"west"', "'=1+2"]);
     expect(rows[3]![4]).toBe("-30.00");

@@ -141,7 +141,11 @@ describe("running totals", () => {
     await db("api_keys").update({ spent: db.raw(`(${oldRule})`) });
     expect(Number((await db("api_keys").where("id", caller.keyId).first("spent")).spent)).toBe(4 * 5000 + 30 * 300 + 8 * 30_000);
     expect(await verifyLedger(db)).toEqual([
-      { kind: "total_mismatch", subject: caller.keyId, detail: `api_keys.spent: stored ${4 * 5000 + 30 * 300 + 8 * 30_000} != sum of its rows ${4 * 5000 + 30 * 300}` },
+      {
+        kind: "total_mismatch",
+        subject: caller.keyId,
+        detail: `api_keys.spent: stored ${4 * 5000 + 30 * 300 + 8 * 30_000} != sum of its rows ${4 * 5000 + 30 * 300}`,
+      },
     ]);
     let undone: string[] = [];
     do [, undone] = await db.migrate.down({ migrationSource });

@@ -73,7 +73,14 @@ describe("toCsv read back by a spreadsheet-style parser", () => {
 
   it("counts records by their line breaks outside quoted cells", () => {
     expect(csvRecordCount(toCsv(HEADER, []))).toBe(1);
-    expect(csvRecordCount(toCsv(HEADER, [["a", "b\nc", '"\n"'], ["d", "e", "f"]]))).toBe(3);
+    expect(
+      csvRecordCount(
+        toCsv(HEADER, [
+          ["a", "b\nc", '"\n"'],
+          ["d", "e", "f"],
+        ]),
+      ),
+    ).toBe(3);
     expect(csvRecordCount("")).toBe(0);
   });
 
