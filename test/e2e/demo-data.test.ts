@@ -67,7 +67,9 @@ describe("demo data in production", () => {
     expect(await rows(env.DATA_DIR)).toMatchObject({ keys: 1, vendors: 2, products: 4, names: ["demo"] });
   });
 
-  it("is made by `start --demo`: the key is printed once on stderr, never on stdout (the JSON log stream), and it works", { timeout: 2 * START_MS }, async () => {
+  it("is made by `start --demo`: the key is printed once on stderr, never on stdout (the JSON log stream), and it works", {
+    timeout: 2 * START_MS,
+  }, async () => {
     const env = emptyDatabase();
     const demo = cli(["start", "--demo"], env);
     const [, url] = await demo.waitFor(/Switchyard router:\s+(http:\/\/\S+)/, START_MS);
