@@ -2,8 +2,10 @@
  * CSV text for exports a person opens in a spreadsheet (the cloud statement export, docs/api/cloud.md
  * §4 `GET /billing/statements/{statement_id}/export`): RFC 4180 quoting, and cells a spreadsheet
  * would run as a formula neutralised as the OWASP "CSV Injection" guidance says. No CSV library is
- * installed (csv-stringify would do the quoting, not the neutralising), so this is the one place
- * that writes CSV; test/unit/csv.test.ts checks it against a spreadsheet-style parser.
+ * installed (csv-stringify ≥ 6.3 with `escape_formulas` would be the candidate: it prefixes the `'`,
+ * but does not quote the cell and would also prefix amounts such as "-30.00" given as text), so
+ * this is the one place that writes CSV; test/unit/csv.test.ts checks it against a
+ * spreadsheet-style parser.
  */
 
 /** A cell a spreadsheet may read as a formula or DDE call: it begins with `=`, `+`, `-`, `@`, tab or CR. */
