@@ -47,10 +47,13 @@ function buildProgram(result: { code: number }): Command {
       .command("start")
       .description("start every role in one process (the default), or some for scale-out")
       .argument("[ROLES]", "comma-separated roles: router, generation, cloud (e.g. generation,cloud)")
-      .option("--env-file <FILE>", ENV_FILE_HELP),
-    async function (roles) {
+      .option("--env-file <FILE>", ENV_FILE_HELP)
+      .option("--demo", "seed the demo catalog and, on a database without keys, a demo key (the default unless NODE_ENV=production; SEED_DEMO)"),
+    async function (this: Command, roles) {
       loadEnvFileOption(this.opts().envFile);
-      await start(loadConfig(), roles);
+      const config = loadConfig();
+      if (this.opts().demo) config.seedDemo = true;
+      await start(config, roles);
       return -1; // keep running
     },
   );

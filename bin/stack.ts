@@ -243,7 +243,8 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
     }
     if (roles.includes("cloud") && db) {
       const cloudDb = db;
-      await seedDemoCatalog(cloudDb);
+      // The demo catalog only where asked (config.seedDemo): a production database starts empty.
+      if (config.seedDemo) await seedDemoCatalog(cloudDb);
       const orders = createOrderService({ db: cloudDb, provisionDelayMs: config.provisionDelayMs });
       const subgraph = await startCloudSubgraph({
         db: cloudDb,

@@ -123,6 +123,10 @@ const schema = z.object({
   BODY_LIMIT_BYTES: integer(1024).default(1_048_576),
   DB_STATEMENTS_PER_REQUEST: integer(1).default(1_000),
   DB_CONNECTIONS_PER_REQUEST: integer(1).default(4),
+  SEED_DEMO: z
+    .enum(["", "0", "1", "false", "true"], { errorMap: () => ({ message: "must be 1 or 0 (true or false), or unset" }) })
+    .optional()
+    .transform((v) => (v === "1" || v === "true" ? true : v === "0" || v === "false" ? false : undefined)),
   METRICS_TOKEN: z.string().optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
   OTEL_SERVICE_NAME: z.string().optional(),
@@ -248,6 +252,12 @@ export interface Config {
   trustProxy: string[];
   bodyLimitBytes: number;
   /**
+   * Whether `start` seeds the demo data on this database (README "Demo data"): the demo catalog,
+   * and a funded "demo" key when it has no key at all. SEED_DEMO=1 or 0 decides; unset, on
+   * unless NODE_ENV is `production`. `switchyard start --demo` turns it on.
+   */
+  seedDemo: boolean;
+  /**
    * The database budget of one subgraph request (src/db/budget.ts): most SQL statements, most
    * pooled connections at once, and its deadline (REQUEST_TIMEOUT_MS, as the router's; 0 none).
    */
@@ -324,6 +334,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       .map((s) => s.trim())
       .filter(Boolean),
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    seedDemo: e.SEED_DEMO ?? e.NODE_ENV !== "production",
     requestBudget: { statements: e.DB_STATEMENTS_PER_REQUEST, connections: e.DB_CONNECTIONS_PER_REQUEST, timeoutMs: e.REQUEST_TIMEOUT_MS },
     metricsToken: e.METRICS_TOKEN || undefined,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,

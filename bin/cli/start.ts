@@ -1,6 +1,7 @@
 /**
- * `switchyard start [ROLES]`: starts the stack, owns the termination signals, drains on shutdown and
- * prints the banner (docs/architecture.md §2, README "Running").
+ * `switchyard start [ROLES] [--demo]`: starts the stack, owns the termination signals, drains on
+ * shutdown and prints the banner (docs/architecture.md §2, README "Running"); seeds the demo data
+ * when `config.seedDemo` says so (README "Demo data").
  */
 import type { Config } from "../../src/config.ts";
 import { parseYuan } from "../../src/money.ts";
@@ -73,12 +74,17 @@ export async function start(config: Config, roleArg: string | undefined): Promis
   // A real process also reports its CPU, memory, event-loop lag and GC on /metrics.
   if (started.metrics) (await import("../../src/observability/metrics.ts")).collectProcessMetrics(started.metrics);
   let demoKey: { key: string; id: string } | undefined;
+  let noKeyYet = false;
   if (started.db) {
-    const { createKey } = await import("../../src/auth/keys.ts");
     const { databaseDescription } = await import("../../src/db/index.ts");
     process.stderr.write(`database: ${databaseDescription(started.db)}\n`);
+    // A demo key only on a database without any key: a restart, or a database an operator
+    // already gave keys, gets none (README "Demo data").
     const [{ n }] = await started.db("api_keys").count({ n: "*" });
-    if (Number(n) === 0) demoKey = await createKey(started.db, { name: "demo", balance: parseYuan("100") });
+    if (Number(n) === 0 && config.seedDemo) {
+      const { createKey } = await import("../../src/auth/keys.ts");
+      demoKey = await createKey(started.db, { name: "demo", balance: parseYuan("100") });
+    } else noKeyYet = Number(n) === 0;
   }
   const lines = [""];
   if (started.url)
@@ -91,9 +97,15 @@ export async function start(config: Config, roleArg: string | undefined): Promis
     );
   if (started.generationUrl) lines.push(`Generation subgraph: ${started.generationUrl}`);
   if (started.cloudUrl) lines.push(`Cloud subgraph:      ${started.cloudUrl}`);
-  if (demoKey) lines.push(`Demo API key (100.00 CNY, shown once): ${demoKey.key} (id ${demoKey.id})`);
+  // The demo key is a secret: never a log line. In development it is part of the banner on
+  // stdout (README "Two commands"); in production stdout is the log stream a collector reads, so
+  // the key goes to stderr, beside the `database:` line, for the operator who asked for it.
+  const demoLine = demoKey && `Demo API key (100.00 CNY, shown once): ${demoKey.key} (id ${demoKey.id})`;
+  if (demoLine && config.nodeEnv !== "production") lines.push(demoLine);
   if (closing) return; // a signal came while counting keys: shutdown() is already under way
   stdout.write(`${lines.join("\n")}\n\n`);
+  if (demoLine && config.nodeEnv === "production") process.stderr.write(`${demoLine}\n`);
+  if (noKeyYet) process.stderr.write('no API key yet: `switchyard keys create --name NAME --balance YUAN` makes one (README "First key and catalog")\n');
   started.logger.info({ event: "ready", url: started.url, generation_url: started.generationUrl, cloud_url: started.cloudUrl }, "ready");
 }
 

@@ -396,7 +396,8 @@ export const cloudOpenApi: OpenApiDocument = {
         parameters: [pathParameter("statement_id", "`stm_YYYY-MM` (UTC month).", { type: "string", pattern: "^stm_\\d{4}-\\d{2}$" })],
         responses: {
           "200": {
-            description: "CSV with the header `transaction_id,customer_id,order_id,type,amount,balance_after,created_at`; amounts in decimal yuan.",
+            description:
+              "CSV with the header `transaction_id,customer_id,order_id,type,amount,balance_after,created_at`; amounts in decimal yuan. Cells with a comma, quote or line break are quoted (RFC 4180); a cell beginning with `=`, `+`, `-`, `@`, tab or CR that is not a plain number is written as quoted text after a `'` (OWASP CSV injection).",
             headers: {
               "X-Request-Id": headerRef("X-Request-Id"),
               ...rateLimitHeaderRefs,

@@ -397,7 +397,10 @@ export const generationOpenApi: OpenApiDocument = {
         additionalProperties: false,
         properties: {
           balance: ref("Money"),
-          spent: { ...ref("Money"), description: "Debits minus refunds." },
+          spent: {
+            ...ref("Money"),
+            description: "What the key's generation tasks took from the account's balance, minus refunds; cloud orders (customer wallets) are not included.",
+          },
           billed_seconds: { type: "integer", minimum: 0, description: "Seconds × count over video tasks not refunded." },
           billed_images: { type: "integer", minimum: 0, description: "Images charged after settlement." },
           tasks: { type: "array", items: ref("Task"), description: "Newest first, at most `limit`." },

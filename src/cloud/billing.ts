@@ -11,6 +11,7 @@ import { AppError, notOneOfError } from "../errors.ts";
 import { nowIso, type Db } from "../db/index.ts";
 import type { Caller } from "../auth/keys.ts";
 import { formatYuan, type MilliYuan } from "../money.ts";
+import { csvRecordCount, toCsv } from "../csv.ts";
 import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import { isOneOf, TRANSACTION_TYPES, type TransactionType } from "./states.ts";
 
@@ -178,21 +179,21 @@ async function monthEntries(db: Db, accountId: string, range: { from: string; un
   return rows.map(toTransactionRecord);
 }
 
-function csvField(value: string | null): string {
-  if (value == null) return "";
-  return /[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
-}
-
-/** The CSV of a statement's items (header {@link STATEMENT_CSV_HEADER}; amounts in decimal yuan). */
+/**
+ * The CSV of a statement's items (header {@link STATEMENT_CSV_HEADER}; amounts in decimal yuan), written
+ * by src/csv.ts: quoted per RFC 4180, and a cell a spreadsheet would run as a formula (a caller's
+ * `customer_id` of `=1+2`) written as text with a leading `'`.
+ */
 export function statementCsv(items: TransactionRecord[]): string {
-  const lines = items.map((t) =>
-    [t.id, t.customerId, t.orderId, t.type, formatYuan(t.amount), formatYuan(t.balanceAfter), t.createdAt].map(csvField).join(","),
+  return toCsv(
+    STATEMENT_CSV_HEADER.split(","),
+    items.map((t) => [t.id, t.customerId, t.orderId, t.type, formatYuan(t.amount), formatYuan(t.balanceAfter), t.createdAt]),
   );
-  return `${[STATEMENT_CSV_HEADER, ...lines].join("\n")}\n`;
 }
 
+/** Rows of a stored statement CSV, its header not counted. */
 function csvRowCount(csv: string): number {
-  return csv.split("\n").filter((line) => line !== "").length - 1;
+  return Math.max(0, csvRecordCount(csv) - 1);
 }
 
 /**

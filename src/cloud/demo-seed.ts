@@ -1,6 +1,7 @@
 /**
  * The demo catalog `npm start` seeds (docs/architecture.md §8 the demo catalog): two vendors and
- * four products covering each sale state. Kept apart from the catalog's rules (catalog.ts) because
+ * four products covering each sale state. `start` seeds it only when `config.seedDemo` says so
+ * (not in production unless asked: README "Demo data", ADR 0016); tests and the bench call it themselves. Kept apart from the catalog's rules (catalog.ts) because
  * it is data, and tests and the bench name its ids.
  */
 import { nowIso, type Db } from "../db/index.ts";

@@ -7,13 +7,13 @@ import { fitText, type Db } from "../db/index.ts";
 import { AppError } from "../errors.ts";
 import type { Caller } from "../auth/keys.ts";
 import type { MilliYuan } from "../money.ts";
-import { TASK_BILLED_IMAGES, TASK_BILLED_SECONDS } from "../ledger/totals.ts";
+import { KEY_SPENT_ENTRIES, TASK_BILLED_IMAGES, TASK_BILLED_SECONDS } from "../ledger/totals.ts";
 
 /** Money totals of a key, in milli-yuan, and billed units. */
 export interface UsageTotals {
   /** The account's balance, milli-yuan. */
   balance: MilliYuan;
-  /** Debits minus refunds of this key, milli-yuan. */
+  /** What this key's generation tasks took from the account's balance minus what was refunded, milli-yuan (cloud order payments not included). */
   spent: MilliYuan;
   /** Seconds × count over this key's video tasks that were not refunded. */
   billedSeconds: number;
@@ -76,7 +76,7 @@ export function usageTotals(db: Db, caller: Caller): Promise<UsageTotals> {
 export interface DailyUsage {
   /** The day, ISO 8601 `YYYY-MM-DD`, in UTC. */
   date: string;
-  /** Debits minus refunds of the key recorded that day, milli-yuan (negative when refunds outweigh debits). */
+  /** Generation debits minus refunds of the key recorded that day, milli-yuan (negative when refunds outweigh debits; cloud order payments not included). */
   spent: MilliYuan;
   /** Seconds × count over the key's video tasks created that day that were not refunded. */
   billedSeconds: number;
@@ -105,7 +105,8 @@ const DAY_MS = 86_400_000;
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 /**
- * The one statement behind {@link usageByDay}: the key's ledger debits and refunds and its tasks
+ * The one statement behind {@link usageByDay}: the key's generation debits and refunds
+ * ({@link KEY_SPENT_ENTRIES}: never a cloud customer wallet's) and its tasks
  * created in [`from`, `to`), summed per UTC day (`created_at` is ISO 8601 UTC text, so its first
  * ten characters are the day). Both halves are range reads of a (`key_id`, `created_at`) index,
  * never a scan of the key's whole history. Exported for the test that EXPLAINs it.
@@ -120,7 +121,7 @@ export function usageByDayQuery(db: Db, keyId: string, from: string, to: string)
     .where("key_id", keyId)
     .where("created_at", ">=", from)
     .where("created_at", "<", to)
-    .whereIn("kind", ["debit", "refund"]);
+    .whereRaw(KEY_SPENT_ENTRIES);
   // The rules of the key's running totals billed_seconds and billed_images, per task.
   const tasks = db("tasks")
     .select(day, db.raw("0 as spent"), db.raw(`${TASK_BILLED_SECONDS} as seconds`), db.raw(`${TASK_BILLED_IMAGES} as images`))

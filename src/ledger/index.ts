@@ -6,7 +6,7 @@ import { AppError } from "../errors.ts";
 import { assertMilli, type MilliYuan } from "../money.ts";
 import { fitText, nowIso, type Db } from "../db/index.ts";
 import type { Knex } from "knex";
-import { addKeyTotals, verifyTotals, type KeyTotalsDelta } from "./totals.ts";
+import { addKeyTotals, spentDelta, verifyTotals, type KeyTotalsDelta } from "./totals.ts";
 
 /** What a ledger entry records. */
 export type LedgerEntryKind = "topup" | "debit" | "refund" | "adjustment";
@@ -122,9 +122,9 @@ async function appendEntry(
     reason: fitText(movement.reason, 200), // varchar(200): an upstream's error message can be longer
     created_at: nowIso(),
   });
-  // The key's spent is its debits minus its refunds (docs/architecture.md §3.7).
+  // The key's spent is its generation debits minus refunds, never a customer wallet's (docs/architecture.md §3.7).
   if (movement.keyId) {
-    await addKeyTotals(trx, movement.keyId, { ...movement.keyTotals, spent: kind === "debit" || kind === "refund" ? -signedAmount : 0 });
+    await addKeyTotals(trx, movement.keyId, { ...movement.keyTotals, spent: spentDelta(kind, signedAmount, movement.customerId) });
   }
   return balanceAfter;
 }

@@ -7,7 +7,7 @@
  *
  * | total | row | sum of |
  * |---|---|---|
- * | `spent` | `api_keys` | −(debit and refund entries of the key), milli-yuan |
+ * | `spent` | `api_keys` | −(debit and refund entries of the key on its account's own wallet: generation), milli-yuan |
  * | `billed_seconds` | `api_keys` | seconds × count of the key's video tasks neither failed nor refunded |
  * | `billed_images` | `api_keys` | images charged after settlement over the key's image tasks |
  * | `task_count` | `api_keys` | the key's tasks |
@@ -26,11 +26,30 @@ export const TASK_BILLED_SECONDS = "case when kind = 'video' and refunded = 0 an
 export const TASK_BILLED_IMAGES = "case when kind = 'image' and price > 0 then (price - refunded) * count / price else 0 end";
 
 /**
+ * The ledger entries a key's `spent` sums (docs/api/generation.md §2.5): debits and refunds of the
+ * account's own prepaid wallet, that is what the key's generation tasks paid and got back. A cloud
+ * customer wallet's deductions and refunds (`customer_id` set) are the cloud API's to report, per
+ * customer (`/billing/transactions`), even when the key made the order. SQL over `ledger_entries`;
+ * {@link spentDelta} is its JavaScript twin.
+ */
+export const KEY_SPENT_ENTRIES = "kind in ('debit', 'refund') and customer_id is null";
+
+/**
+ * How one ledger entry moves its key's `spent` (the rule of {@link KEY_SPENT_ENTRIES}).
+ * @param signedAmount the entry's amount, signed milli-yuan (debits negative)
+ * @param customerId the entry's customer wallet; null or undefined for the account's own
+ * @returns the change of `spent` in milli-yuan (0 for an entry it does not count)
+ */
+export function spentDelta(kind: string, signedAmount: number, customerId: string | null | undefined): number {
+  return (kind === "debit" || kind === "refund") && !customerId ? -signedAmount : 0;
+}
+
+/**
  * Each total as a scalar subquery over its rows, correlated to the owner named by the given
- * outer column(s): the backfill of migration 009 and {@link verifyTotals} use the same SQL.
+ * outer column(s): the backfills of migrations 009 and 012 and {@link verifyTotals} use the same SQL.
  */
 export const TOTALS_SQL = {
-  keySpent: (keyId: string) => `select coalesce(0 - sum(amount), 0) from ledger_entries where key_id = ${keyId} and kind in ('debit', 'refund')`,
+  keySpent: (keyId: string) => `select coalesce(0 - sum(amount), 0) from ledger_entries where key_id = ${keyId} and ${KEY_SPENT_ENTRIES}`,
   keyBilledSeconds: (keyId: string) => `select coalesce(sum(${TASK_BILLED_SECONDS}), 0) from tasks where key_id = ${keyId}`,
   keyBilledImages: (keyId: string) => `select coalesce(sum(${TASK_BILLED_IMAGES}), 0) from tasks where key_id = ${keyId}`,
   keyTaskCount: (keyId: string) => `select count(*) from tasks where key_id = ${keyId}`,

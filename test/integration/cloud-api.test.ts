@@ -7,6 +7,7 @@ import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 import { topUpCustomer, setCreditLine } from "../../src/cloud/customers.ts";
 import { verifyLedger } from "../../src/ledger/index.ts";
 import { parseYuan } from "../../src/money.ts";
+import { parseCsvLikeASpreadsheet } from "../support/spreadsheet-csv.ts";
 
 let t: TestStack;
 let key: string;
@@ -299,6 +300,42 @@ describe("billing", () => {
     const csv = await fetch(`${t.url}${ready.body.data.export_url}`, { headers: { authorization: `Bearer ${key}` } });
     expect(csv.headers.get("content-type")).toMatch(/text\/csv/);
     expect((await csv.text()).split("\n")[0]).toMatch(/^transaction_id,/);
+  });
+
+  it("writes a customer_id of =1+2 into the statement export as text a spreadsheet will not run, and every other cell as it is", async () => {
+    const own = await t.createKey("0");
+    const customers = ["=1+2", "@SUM(1+1)", 'acme,"west"'];
+    for (const customerId of customers) await topUpCustomer(t.stack.db!, { accountId: own.account_id, customerId, amount: parseYuan("100") });
+    const order = await api("POST", "/orders", { key: own.key, body: orderBody({ customer: { customer_id: "=1+2", contact: "ops@example.com" } }) });
+    expect(order.status).toBe(201);
+    const id = `stm_${new Date().toISOString().slice(0, 7)}`;
+    const ready = await waitUntil(
+      () => api("GET", `/billing/statements/${id}`, { key: own.key }),
+      (r) => r.body.data.export_status === "ready",
+    );
+    const exported = await fetch(`${t.url}${ready.body.data.export_url}`, { headers: { authorization: `Bearer ${own.key}` } });
+    expect(exported.status).toBe(200);
+    const [records] = parseCsvLikeASpreadsheet([await exported.text()]);
+    const [header, ...rows] = records!;
+    expect(header).toEqual(["transaction_id", "customer_id", "order_id", "type", "amount", "balance_after", "created_at"]);
+    const items = ready.body.data.items;
+    expect(items.map((i: any) => i.type)).toEqual(["topup", "topup", "topup", "deduction"]);
+    expect(rows).toHaveLength(items.length);
+    rows.forEach((row, i) => {
+      const item = items[i];
+      const [transactionId, customerId, orderId, type, amount, , createdAt] = row;
+      // The dangerous cells start with ' (shown as text); everything else reads back as the API gave it.
+      expect(customerId).toBe(item.customer_id.startsWith("=") || item.customer_id.startsWith("@") ? `'${item.customer_id}` : item.customer_id);
+      expect([transactionId, orderId || null, type, Number(amount), createdAt]).toEqual([
+        item.transaction_id,
+        item.order_id,
+        item.type,
+        item.amount,
+        item.created_at,
+      ]);
+    });
+    expect(rows.map((r) => r[1])).toEqual(["'=1+2", "'@SUM(1+1)", 'acme,"west"', "'=1+2"]);
+    expect(rows[3]![4]).toBe("-30.00");
   });
 
   it("keeps every customer's balance equal to the sum of its transactions, and the ledger verifies clean", async () => {

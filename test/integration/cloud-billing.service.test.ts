@@ -6,6 +6,7 @@
 import { appErrorOf as errorOf } from "../support/errors.ts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { migrate, type Db } from "../../src/db/index.ts";
+import { migrationSource } from "../../src/db/migrations/index.ts";
 import { openTestDb, type TestDb } from "../support/db.ts";
 import { authenticate, createKey, type Caller } from "../../src/auth/keys.ts";
 import { verifyLedger } from "../../src/ledger/index.ts";
@@ -300,6 +301,28 @@ describe("statements", () => {
     await processStatementExports(db, { delayMs: 0 });
     const csv = await getStatementCsv(db, caller, id);
     expect(csv.trim().split("\n")[1]).toContain(`,"acme,""west""",,topup,2.00,2.00,`);
+  });
+
+  it("writes again, escaped, by migration 013 an export stored before formulas were neutralised", async () => {
+    const caller = await newCaller();
+    await topUpCustomer(db, { accountId: caller.accountId, customerId: "=1+2", amount: 2000 });
+    const id = currentStatementId();
+    await getStatement(db, caller, id);
+    await processStatementExports(db, { delayMs: 0 });
+    expect((await getStatementCsv(db, caller, id)).split("\n")[1]).toContain(`,"'=1+2",,topup,2.00,2.00,`);
+    // As an older version stored it: the customer id raw.
+    const where = { account_id: caller.accountId, period: id.slice(4) };
+    const raw = (await db("statement_exports").where(where).first()).csv.replace(`"'=1+2"`, "=1+2");
+    await db("statement_exports").where(where).update({ csv: raw });
+    let undone: string[] = [];
+    do [, undone] = await db.migrate.down({ migrationSource });
+    while (undone.length > 0 && !undone.includes("013_statement_csv_escaping"));
+    expect(undone).toEqual(["013_statement_csv_escaping"]);
+    await migrate(db);
+    expect(await db("statement_exports").where(where).first("status", "csv")).toEqual({ status: "pending", csv: null });
+    expect((await errorOf(getStatementCsv(db, caller, id))).code).toBe("conflict");
+    await processStatementExports(db, { delayMs: 0 });
+    expect((await getStatementCsv(db, caller, id)).split("\n")[1]).toContain(`,"'=1+2",,topup,2.00,2.00,`);
   });
 
   it("answers 404 for a malformed id or a month that has not begun, and an empty statement for a quiet past month", async () => {

@@ -94,11 +94,11 @@ describe("running totals", () => {
 
     // The first key: 4 videos succeeded (20 s billed), 4 failed and 4 refused (refunded);
     // images: 12 tasks delivering 1, 2, 3, 4 images three times over = 30 images of 0.30. Its
-    // spent also counts the 10 orders of 30.00 it paid from the customer's wallet (the key's
-    // debits minus refunds, whatever the wallet).
+    // spent does not count the 10 orders of 30.00 it paid from the customer's wallet: spent is
+    // what the account's own balance paid for generation (docs/api/generation.md §2.5).
     const generationSpent = 4 * 5000 + 30 * 300;
     const first = await usageTotals(db, caller);
-    expect(first).toEqual({ balance: parseYuan("1000") - generationSpent, spent: generationSpent + 10 * 30_000, billedSeconds: 20, billedImages: 30 });
+    expect(first).toEqual({ balance: parseYuan("1000") - generationSpent, spent: generationSpent, billedSeconds: 20, billedImages: 30 });
     expect(await usageTotals(db, other)).toEqual({ balance: first.balance, spent: 0, billedSeconds: 0, billedImages: 0 });
     expect(Number((await db("api_keys").where("id", caller.keyId).first("task_count")).task_count)).toBe(24);
     expect(Number((await db("api_keys").where("id", other.keyId).first("task_count")).task_count)).toBe(6);
@@ -109,8 +109,8 @@ describe("running totals", () => {
     await all(3, () => orders.provisionDue());
     while ((await orders.provisionDue()) > 0);
     expect(await getCustomerBalance(db, caller.accountId, customerId)).toMatchObject({ frozen: 0, available: parseYuan("1000") - 8 * 30_000 });
-    // The two failed provisionings were refunded to the wallet and leave the key's spent.
-    expect((await usageTotals(db, caller)).spent).toBe(generationSpent + 8 * 30_000);
+    // The two failed provisionings were refunded to the customer's wallet: the key's spent does not move.
+    expect((await usageTotals(db, caller)).spent).toBe(generationSpent);
     expect(await verifyLedger(db)).toEqual([]);
   });
 
@@ -131,6 +131,28 @@ describe("running totals", () => {
       ]);
       await db(table).where(where).decrement(column, 7);
     }
+    expect(await verifyLedger(db)).toEqual([]);
+  });
+
+  it("recomputes by migration 012 a spent that counted cloud order payments, leaving the others as they were", async () => {
+    const before = await db("api_keys").orderBy("id").select("id", "spent");
+    // As the ledger moved it before: the key's debits and refunds on every wallet, its orders included.
+    const oldRule = `select coalesce(0 - sum(amount), 0) from ledger_entries where key_id = api_keys.id and kind in ('debit', 'refund')`;
+    await db("api_keys").update({ spent: db.raw(`(${oldRule})`) });
+    expect(Number((await db("api_keys").where("id", caller.keyId).first("spent")).spent)).toBe(4 * 5000 + 30 * 300 + 8 * 30_000);
+    expect(await verifyLedger(db)).toEqual([
+      {
+        kind: "total_mismatch",
+        subject: caller.keyId,
+        detail: `api_keys.spent: stored ${4 * 5000 + 30 * 300 + 8 * 30_000} != sum of its rows ${4 * 5000 + 30 * 300}`,
+      },
+    ]);
+    let undone: string[] = [];
+    do [, undone] = await db.migrate.down({ migrationSource });
+    while (undone.length > 0 && !undone.includes("012_generation_spent"));
+    expect(undone).toEqual(["012_generation_spent"]);
+    await migrate(db);
+    expect(await db("api_keys").orderBy("id").select("id", "spent")).toEqual(before);
     expect(await verifyLedger(db)).toEqual([]);
   });
 

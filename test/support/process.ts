@@ -23,8 +23,13 @@ export function runCli(args: string[], env: Record<string, string>): Promise<{ c
 /** A long-running CLI process and what it printed so far. */
 export interface RunningProcess {
   child: ChildProcess;
+  /** stdout and stderr so far, interleaved as they arrived. */
   output(): string;
-  /** Resolves with the first match of `pattern` in stdout (rejects when the process exits first). */
+  /** stdout alone so far. */
+  stdout(): string;
+  /** stderr alone so far. */
+  stderr(): string;
+  /** Resolves with the first match of `pattern` in the output (rejects when the process exits first). */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
   /** Sends a signal and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
@@ -34,16 +39,25 @@ export interface RunningProcess {
 export function startCli(args: string[], env: Record<string, string>): RunningProcess {
   const child = spawn(CLI, args, { env: { ...process.env, LOG_LEVEL: "warn", ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
+  let stdout = "";
+  let stderr = "";
   const listeners = new Set<() => void>();
   child.stdout!.on("data", (d) => {
     out += d;
+    stdout += d;
     for (const l of listeners) l();
   });
-  child.stderr!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => {
+    out += d;
+    stderr += d;
+    for (const l of listeners) l();
+  });
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   return {
     child,
     output: () => out,
+    stdout: () => stdout,
+    stderr: () => stderr,
     waitFor(pattern, timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {
         const check = () => {

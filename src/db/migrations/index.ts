@@ -14,6 +14,8 @@ import * as usageByDay from "./008_usage_by_day.ts";
 import * as runningTotals from "./009_running_totals.ts";
 import * as channels from "./010_channels.ts";
 import * as adminConsoleIndexes from "./011_admin_console_indexes.ts";
+import * as generationSpent from "./012_generation_spent.ts";
+import * as statementCsvEscaping from "./013_statement_csv_escaping.ts";
 
 const MIGRATIONS: Record<string, Knex.Migration> = {
   "001_core": core,
@@ -27,6 +29,8 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   "009_running_totals": runningTotals,
   "010_channels": channels,
   "011_admin_console_indexes": adminConsoleIndexes,
+  "012_generation_spent": generationSpent,
+  "013_statement_csv_escaping": statementCsvEscaping,
 };
 
 /** Every migration this build knows, in the order they run (names sort in that order too). */
