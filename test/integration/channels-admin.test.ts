@@ -93,7 +93,7 @@ describe("channel administration", () => {
     expect(fake.requests.at(-1)).toMatchObject({ method: "GET", path: "/api/v1/usage", authorization: "Bearer backup-secret-key" });
     fake.setHistoryMode("fail");
     const failing = await t.graphql(`mutation { adminTestChannel(input: { id: "${channel.id}" }) { ok error } }`, {}, undefined, admin);
-    expect(failing.body.data.adminTestChannel).toEqual({ ok: false, error: "http: HTTP 500" });
+    expect(failing.body.data.adminTestChannel).toEqual({ ok: false, error: "http: HTTP 500: usage exploded" });
     fake.setHistoryMode("echo");
   });
 

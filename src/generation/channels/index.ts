@@ -32,6 +32,8 @@ export interface ChannelSettings {
   channelProbeMaxMs: number;
   upstreamTimeoutMs: number;
   upstreamUrl?: string;
+  /** GENERATION_UPSTREAM_KEY: redacted from providers' texts like every stored key. */
+  upstreamKey?: string;
 }
 
 /** A channel with its figures, as admin GraphQL shows it. */
@@ -89,7 +91,16 @@ export async function startChannels(db: Db, logger: Logger, settings: ChannelSet
     probeBaseMs: settings.channelProbeBaseMs,
     onDisabled: () => router?.invalidate(),
   });
-  router = createChannelRouter({ db, logger, box, implicit, health, timeoutMs: settings.upstreamTimeoutMs, maxAttempts: settings.channelMaxAttempts });
+  router = createChannelRouter({
+    db,
+    logger,
+    box,
+    implicit,
+    implicitKey: settings.upstreamKey,
+    health,
+    timeoutMs: settings.upstreamTimeoutMs,
+    maxAttempts: settings.channelMaxAttempts,
+  });
   const upstream = router;
   const probes = startProbeLoop({
     db,

@@ -253,6 +253,27 @@ export async function setChannelStatus(db: Db, id: string, enabled: boolean): Pr
   return getChannel(db, id);
 }
 
+/**
+ * Every configured provider key, to be redacted from what providers say (../upstream/redact.ts).
+ * @param channels the stored channels (keys that do not open with `box` are left out: such a
+ *   channel cannot be called, so its provider never saw the key from here)
+ * @param box opens the sealed keys; null when CHANNEL_KEY_SECRET is unset
+ * @param upstreamKey GENERATION_UPSTREAM_KEY (the implicit channel's, never stored)
+ * @returns the plain keys (empty ones left out)
+ */
+export function configuredKeys(channels: readonly ChannelRecord[], box: KeyBox | null, upstreamKey?: string): string[] {
+  const keys = upstreamKey ? [upstreamKey] : [];
+  for (const channel of channels) {
+    if (!box || !channel.sealedKey) continue;
+    try {
+      keys.push(box.open(channel.sealedKey));
+    } catch {
+      /* not sealed with this secret: never sent from here */
+    }
+  }
+  return keys;
+}
+
 /** Open tasks (status 0, 3, 4) per accepting channel; tasks without a channel count for `chn_default`. */
 export async function openTasksByChannel(db: Db): Promise<Map<string, number>> {
   const rows = await db("tasks").whereIn("status", [0, 3, 4]).andWhere("submit_state", "sent").groupBy("channel_id").select("channel_id").count({ n: "*" });
