@@ -4,8 +4,9 @@
  * with a first probe after CHANNEL_PROBE_BASE_MS (src/generation/channels/probe.ts). The state
  * lives in the `channels` row, so every process sharing the database sees it: a failure is
  * written at once (a compare-and-swap disables the channel exactly once, whichever process
- * counted the N-th failure, and never the last enabled channel of any model it serves); successes are summed in memory and written at most once a second
- * (they only move counters, and reset the failure streak at once when one was running).
+ * counted the N-th failure, and never the last enabled channel of any model it serves);
+ * successes are summed in memory and written at most once a second (they only move counters,
+ * and reset the failure streak at once when one was running).
  */
 import type { Logger } from "pino";
 import { isSqlite, nowIso, type Db } from "../../db/index.ts";
