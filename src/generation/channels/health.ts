@@ -89,9 +89,14 @@ export function createChannelHealth(options: ChannelHealthOptions): ChannelHealt
       channel.consecutiveFailures += 1;
       if (!counted || Number(counted.consecutive_failures) < options.threshold) return false;
       const outcome = await db.transaction(async (trx) => {
-        // Every enabled row, locked in one order (PostgreSQL; SQLite has one writer): a concurrent
-        // disable of another channel waits, then this one sees it gone.
+        // Every enabled row, locked in one order: a concurrent disable of another channel waits,
+        // then this one sees it gone. SQLite has one writer: writing first takes its lock (waiting
+        // for another process's), so the read below is current.
         const query = trx("channels").where({ status: "ENABLED" }).orderBy("id");
+        if (isSqlite(trx))
+          await trx("channels")
+            .where({ id: channel.id })
+            .update({ consecutive_failures: trx.raw("consecutive_failures") });
         const enabled = ((await (isSqlite(trx) ? query : query.forUpdate())) as ChannelRow[]).map(toChannelRecord);
         const self = enabled.find((c) => c.id === channel.id);
         if (!self || self.consecutiveFailures < options.threshold) return { disabled: false, alone: [] as number[] };
