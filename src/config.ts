@@ -5,6 +5,7 @@
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
+import { carriesCredentials } from "./net/url-guard.ts";
 
 /** A setting that stops the process from starting: the CLI prints its message as one line, with no stack. */
 export class ConfigError extends Error {
@@ -88,7 +89,10 @@ const schema = z.object({
   DATA_DIR: z.string().default("./data"),
   REDIS_URL: z.string().optional(),
   REDIS_KEY_PREFIX: z.string().default("switchyard:"),
-  GENERATION_UPSTREAM_URL: optionalUrl,
+  // Shown in adminChannels and `channels list` as chn_default's baseUrl; the key has its own variable.
+  GENERATION_UPSTREAM_URL: optionalUrl.refine((v) => v === undefined || !carriesCredentials(new URL(v)), {
+    message: "must not contain credentials (user:password@): give the provider's key in GENERATION_UPSTREAM_KEY",
+  }),
   GENERATION_UPSTREAM_KEY: z.string().default(""),
   UPSTREAM_TIMEOUT_MS: millis(30_000),
   CHANNEL_KEY_SECRET: z

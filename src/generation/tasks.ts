@@ -195,7 +195,9 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       const failure = error instanceof UpstreamError ? error : new UpstreamError("failed", String(error));
       const message = failure.kind === "timeout" ? "Upstream request timed out" : "Upstream request failed";
       await failSubmission(task, message, from);
-      throw new AppError(failure.kind === "timeout" ? "upstream_timeout" : "upstream_failed", undefined, { reason: failure.message });
+      // The registry's message only: what the provider said is the operator's (the task's
+      // channel_attempts, the logs), never the caller's.
+      throw new AppError(failure.kind === "timeout" ? "upstream_timeout" : "upstream_failed");
     }
     await markSent(task, accepted, from);
     return task;

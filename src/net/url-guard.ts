@@ -59,6 +59,14 @@ export interface UrlGuardOptions {
 }
 
 /**
+ * True when a URL names credentials (`user:password@`, or a user alone): refused in reference
+ * URLs here, in channel base URLs and in GENERATION_UPSTREAM_URL (the key has its own field).
+ */
+export function carriesCredentials(url: URL): boolean {
+  return url.username !== "" || url.password !== "";
+}
+
+/**
  * Whether `ip` is a publicly routable unicast address.
  *
  * Takes an IPv4 or IPv6 address as text: any form ipaddr.js parses (dotted quad, the legacy
@@ -200,7 +208,7 @@ export function createUrlGuard(options: UrlGuardOptions = {}): UrlGuard {
         return reject("URL is malformed");
       }
       if (parsed.protocol !== "https:") return reject("URL must use https");
-      if (parsed.username !== "" || parsed.password !== "") {
+      if (carriesCredentials(parsed)) {
         return reject("URL must not contain credentials");
       }
       const hostname = parsed.hostname;

@@ -49,6 +49,16 @@ describe("configuration that cannot work fails loudly, in one line, as an operat
     expect(fs.readdirSync(dataDir)).toEqual([]);
   });
 
+  it("refuses a GENERATION_UPSTREAM_URL with credentials at start, naming the variable and not the password", async () => {
+    const run = await runCli(["start"], { ...env, GENERATION_UPSTREAM_URL: "https://relay:hunter2@provider.example" });
+    expectOneLineFailure(
+      run,
+      /^switchyard: Invalid configuration: GENERATION_UPSTREAM_URL: must not contain credentials \(user:password@\): give the provider's key in GENERATION_UPSTREAM_KEY$/,
+    );
+    expect(run.stderr).not.toMatch(/hunter2|relay/);
+    expect(fs.readdirSync(dataDir)).toEqual([]);
+  });
+
   it("names PORT when it is not a port", async () => {
     expectOneLineFailure(
       await runCli(["start"], { ...env, PORT: "abc" }),

@@ -93,8 +93,55 @@ describe("channel administration", () => {
     expect(fake.requests.at(-1)).toMatchObject({ method: "GET", path: "/api/v1/usage", authorization: "Bearer backup-secret-key" });
     fake.setHistoryMode("fail");
     const failing = await t.graphql(`mutation { adminTestChannel(input: { id: "${channel.id}" }) { ok error } }`, {}, undefined, admin);
-    expect(failing.body.data.adminTestChannel).toEqual({ ok: false, error: "http: HTTP 500" });
+    expect(failing.body.data.adminTestChannel).toEqual({ ok: false, error: "http: HTTP 500: usage exploded" });
     fake.setHistoryMode("echo");
+  });
+
+  it("refuses a base URL with credentials on add and update (400, the password never echoed) and stores nothing", async () => {
+    const add = await t.graphql(
+      `mutation($in: AdminAddChannelInput!) { adminAddChannel(input: $in) { channel { id } } }`,
+      { in: { name: "creds", baseUrl: "https://admin:hunter2pass@provider.example", apiKey: "creds-key-0001", models: [52] } },
+      undefined,
+      admin,
+    );
+    expect(add.body.data.adminAddChannel).toBeNull();
+    expect(add.body.errors[0]).toMatchObject({
+      message: "baseUrl must not contain credentials (user:password@): give the provider's key as apiKey",
+      extensions: { code: "invalid_request", http: { status: 400 } },
+    });
+    expect(JSON.stringify(add.body)).not.toContain("hunter2pass");
+    expect(await t.stack.db!("channels").where({ name: "creds" })).toEqual([]);
+
+    const stored = await t.stack.channels!.add({ name: "plain", baseUrl: fake.url, apiKey: "plain-key-0002", models: [52] });
+    for (const baseUrl of ["http://user:hunter2pass@127.0.0.1:9", "https://token-only@provider.example"]) {
+      const update = await t.graphql(
+        `mutation($in: AdminUpdateChannelInput!) { adminUpdateChannel(input: $in) { channel { baseUrl } } }`,
+        { in: { id: stored.id, baseUrl } },
+        undefined,
+        admin,
+      );
+      expect(update.body.errors[0]).toMatchObject({
+        message: expect.stringMatching(/^baseUrl must not contain credentials/),
+        extensions: { code: "invalid_request" },
+      });
+      expect(JSON.stringify(update.body)).not.toMatch(/hunter2pass|token-only/);
+    }
+    expect((await t.stack.db!("channels").where({ id: stored.id }).first()).base_url).toBe(fake.url);
+  });
+
+  it("shows a base URL stored with credentials before they were refused without them, and keeps them out of its failure texts", async () => {
+    const legacy = await t.stack.channels!.add({ name: "legacy", baseUrl: fake.url, apiKey: "legacy-key-0003", models: [52] });
+    const port = new URL(fake.url).port;
+    await t.stack.db!("channels")
+      .where({ id: legacy.id })
+      .update({ base_url: `http://olduser:hunter2pass@127.0.0.1:${port}` });
+    const tested = await t.graphql(`mutation { adminTestChannel(input: { id: "${legacy.id}" }) { ok error channel { baseUrl } } }`, {}, undefined, admin);
+    // fetch refuses a URL with credentials; the refusal names the URL, redacted.
+    expect(tested.body.data.adminTestChannel).toMatchObject({ ok: false, channel: { baseUrl: `http://[redacted]@127.0.0.1:${port}` } });
+    expect(tested.body.data.adminTestChannel.error).toContain(`http://[redacted]@127.0.0.1:${port}`);
+    const listed = await t.graphql(`{ adminChannels { baseUrl } }`, {}, undefined, admin);
+    expect(JSON.stringify([tested.body, listed.body])).not.toMatch(/hunter2pass|olduser/);
+    await t.stack.channels!.setStatus(legacy.id, false);
   });
 
   it("manages channels from the CLI on the same database", async () => {
@@ -115,7 +162,7 @@ describe("channel administration", () => {
     const missing = await runCli(["channels", "add", "--name", "x"], env);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/channels add needs --base-url/);
-  });
+  }, 120_000); // six CLI processes, each starting Node on a shared two-core machine
 
   it("refuses an API key and a wrong token (401)", async () => {
     const key = await t.createKey("1");

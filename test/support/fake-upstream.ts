@@ -12,8 +12,10 @@ import type { AddressInfo } from "node:net";
 /** How the fake answers one submission. */
 export type SubmitBehaviour =
   | { kind: "accept"; taskId?: string }
-  | { kind: "http_error"; status: number }
-  | { kind: "business_error"; code: number }
+  /** `message`: the body's message (default "upstream exploded"). */
+  | { kind: "http_error"; status: number; message?: string }
+  /** `message`: the body's message (default "upstream said no"). */
+  | { kind: "business_error"; code: number; message?: string }
   | { kind: "no_task_id" }
   | { kind: "unparsable" }
   | { kind: "hang" }
@@ -38,8 +40,10 @@ export interface FakeUpstream {
   requests: { method: string; path: string; body: any; authorization?: string; idempotencyKey?: string }[];
   /** Tasks accepted (answered or not), oldest first, with the `client_reference` each carried. */
   accepted: { taskId: string; clientReference: string | null }[];
-  /** Sets how `GET /api/v1/usage` answers (default `echo`). */
-  setHistoryMode(mode: HistoryMode): void;
+  /** Sets how `GET /api/v1/usage` answers (default `echo`); `message` is the body's message of `fail` (default "usage exploded"). */
+  setHistoryMode(mode: HistoryMode, message?: string): void;
+  /** While set, `GET /api/v1/tasks/{id}` answers this HTTP status and message for every task (null: answer as usual). */
+  failPolls(answer: { status: number; message: string } | null): void;
   /** Sets the answer to the next submissions (default: accept). */
   onSubmit(behaviour: SubmitBehaviour): void;
   /** Answers every submission held by `hang` or `accept_silently` so far as `behaviour` says (default: accept). @returns how many */
@@ -59,6 +63,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   const requests: FakeUpstream["requests"] = [];
   const accepted: FakeUpstream["accepted"] = [];
   let historyMode: HistoryMode = "echo";
+  let historyMessage = "usage exploded";
+  let pollFailure: { status: number; message: string } | null = null;
   /** Submissions held unanswered, with the task id already accepted for each (accept_silently). */
   const hanging = new Map<http.ServerResponse, string | undefined>();
   const received = new EventEmitter();
@@ -79,9 +85,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         return json(200, { code: 200, data: { task_id: id, status: 0 } });
       }
       case "http_error":
-        return json(b.status, { code: b.status, message: "upstream exploded" });
+        return json(b.status, { code: b.status, message: b.message ?? "upstream exploded" });
       case "business_error":
-        return json(200, { code: b.code, message: "upstream said no" });
+        return json(200, { code: b.code, message: b.message ?? "upstream said no" });
       case "no_task_id":
         return json(200, { code: 200, data: {} });
       case "unparsable":
@@ -114,7 +120,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     }
     received.emit("request");
     if (req.method === "GET" && path === "/api/v1/usage") {
-      if (historyMode === "fail") return json(500, { code: 500, message: "usage exploded" });
+      if (historyMode === "fail") return json(500, { code: 500, message: historyMessage });
       const limit = Math.min(100, Math.max(1, Number(new URLSearchParams(search).get("limit") ?? 20) || 20));
       const listed = accepted
         .slice()
@@ -129,6 +135,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     }
     const task = /^\/api\/v1\/tasks\/([^/]+)$/.exec(path);
     if (req.method === "GET" && task) {
+      if (pollFailure) return json(pollFailure.status, { code: pollFailure.status, message: pollFailure.message });
       const state = tasks.get(decodeURIComponent(task[1]!));
       if (!state) return json(404, { code: 404, message: "Task not found" });
       return json(200, { code: 200, data: { task_id: task[1], ...state } });
@@ -141,8 +148,12 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     url: `http://127.0.0.1:${port}`,
     requests,
     accepted,
-    setHistoryMode: (mode) => {
+    setHistoryMode: (mode, message = "usage exploded") => {
       historyMode = mode;
+      historyMessage = message;
+    },
+    failPolls: (answer) => {
+      pollFailure = answer;
     },
     onSubmit: (b) => {
       behaviour = b;

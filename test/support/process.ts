@@ -7,10 +7,20 @@ import { fileURLToPath } from "node:url";
 /** Path of the CLI. */
 export const CLI = fileURLToPath(new URL("../../bin/switchyard", import.meta.url));
 
-/** Runs a CLI command to completion. @returns exit code, stdout and stderr */
-export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/**
+ * Runs a CLI command to completion.
+ * @param options `input`: written to its stdin, which is then closed (default: no stdin)
+ * @returns exit code, stdout and stderr
+ */
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  options: { input?: string } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(CLI, args, { env: { ...process.env, LOG_LEVEL: "warn", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(CLI, args, { env: { ...process.env, LOG_LEVEL: "warn", ...env }, stdio: ["pipe", "pipe", "pipe"] });
+    // No input: stdin closed at once, as a command run with </dev/null.
+    child.stdin.end(options.input ?? "");
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));

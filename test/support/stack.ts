@@ -3,10 +3,11 @@
  * (port 0), a fresh database (SQLite in a temporary folder, or with `TEST_DATABASE=postgres` a
  * PostgreSQL database of its own; test/support/db.ts), the simulator (or a fake upstream) behind it.
  */
+import type { DestinationStream } from "pino";
 import { loadConfig } from "../../src/config.ts";
 import { createKey, type CreateKeyOptions } from "../../src/auth/keys.ts";
 import { parseYuan } from "../../src/money.ts";
-import { startStack, type Stack } from "../../bin/stack.ts";
+import { createLogger, startStack, type Stack } from "../../bin/stack.ts";
 import { createTestDatabase } from "./db.ts";
 
 /** A running test stack with helpers to call it. */
@@ -33,8 +34,9 @@ export interface TestStack {
 /**
  * Starts a stack with test-friendly timings (50 ms poll interval and simulator steps).
  * @param env extra environment (for example GENERATION_UPSTREAM_URL, DNS_SERVERS)
+ * @param options `logs`: where the stack's log lines go (with `LOG_LEVEL` in `env`; default: nowhere)
  */
-export async function startTestStack(env: Record<string, string> = {}): Promise<TestStack> {
+export async function startTestStack(env: Record<string, string> = {}, options: { logs?: DestinationStream } = {}): Promise<TestStack> {
   const database = await createTestDatabase();
   const settings: Record<string, string> = {
     ...database.env,
@@ -49,7 +51,9 @@ export async function startTestStack(env: Record<string, string> = {}): Promise<
     WEBHOOK_RETRY_BASE_MS: "40",
     ...env,
   };
-  let stack = await startStack(loadConfig(settings)).catch(async (error) => {
+  const logger = (config: ReturnType<typeof loadConfig>) => (options.logs ? createLogger(config, options.logs) : undefined);
+  const config = loadConfig(settings);
+  let stack = await startStack(config, undefined, logger(config)).catch(async (error) => {
     await database.drop();
     throw error;
   });
@@ -100,7 +104,8 @@ export async function startTestStack(env: Record<string, string> = {}): Promise<
     waitForTask,
     async restart() {
       await stack.close();
-      stack = await startStack(loadConfig({ ...settings, PORT: new URL(url).port }));
+      const again = loadConfig({ ...settings, PORT: new URL(url).port });
+      stack = await startStack(again, undefined, logger(again));
     },
     async close() {
       await stack.close();

@@ -4,12 +4,14 @@
  * with a first probe after CHANNEL_PROBE_BASE_MS (src/generation/channels/probe.ts). The state
  * lives in the `channels` row, so every process sharing the database sees it: a failure is
  * written at once (a compare-and-swap disables the channel exactly once, whichever process
- * counted the N-th failure); successes are summed in memory and written at most once a second
- * (they only move counters, and reset the failure streak at once when one was running).
+ * counted the N-th failure, and never the last enabled channel of any model it serves);
+ * successes are summed in memory and written at most once a second (they only move counters,
+ * and reset the failure streak at once when one was running).
  */
 import type { Logger } from "pino";
-import { nowIso, type Db } from "../../db/index.ts";
-import type { ChannelRecord } from "./store.ts";
+import { isSqlite, nowIso, type Db } from "../../db/index.ts";
+import { modelsServedOnlyBy } from "./select.ts";
+import { toChannelRecord, type ChannelRecord, type ChannelRow } from "./store.ts";
 
 /** Settings of the health recorder. */
 export interface ChannelHealthOptions {
@@ -28,9 +30,12 @@ export interface ChannelHealth {
   /** An accepted submission after `latencyMs`. */
   success(channel: ChannelRecord, latencyMs: number): Promise<void>;
   /**
-   * A refused submission. The last enabled channel is never taken out (with only
-   * GENERATION_UPSTREAM_URL, every submission reaches it, as before channels): the disabling
-   * compare-and-swap asks the database whether another channel is enabled.
+   * A refused submission. The last enabled channel of a model is never taken out (with only
+   * GENERATION_UPSTREAM_URL, every submission reaches it, as before channels; a model served by
+   * one channel keeps it while channels of other models are on): the disabling compare-and-swap
+   * runs in a transaction holding the enabled channels' rows ({@link modelsServedOnlyBy} decides),
+   * so two processes disabling two channels at once cannot both take a model's last one.
+   * @param reason the failure's text, already redacted (src/generation/upstream/redact.ts)
    * @returns true when this failure auto-disabled the channel
    */
   failure(channel: ChannelRecord, reason: string, latencyMs: number): Promise<boolean>;
@@ -72,33 +77,54 @@ export function createChannelHealth(options: ChannelHealthOptions): ChannelHealt
       }
     },
     async failure(channel, reason, latencyMs) {
-      await db("channels")
+      const [counted] = await db("channels")
         .where({ id: channel.id })
         .update({
           submissions: db.raw("submissions + 1"),
           failures: db.raw("failures + 1"),
           latency_ms_total: db.raw("latency_ms_total + ?", [Math.round(latencyMs)]),
           consecutive_failures: db.raw("consecutive_failures + 1"),
-        });
+        })
+        .returning("consecutive_failures");
       channel.consecutiveFailures += 1;
-      const now = nowIso();
-      const disabled = await db("channels")
-        .where({ id: channel.id, status: "ENABLED" })
-        .andWhere("consecutive_failures", ">=", options.threshold)
-        .whereExists((others) => others.select(db.raw("1")).from("channels as other").whereNot("other.id", channel.id).andWhere("other.status", "ENABLED"))
-        .update({
-          status: "AUTO_DISABLED",
-          disabled_reason: `${options.threshold} failed submissions in a row; last: ${reason}`.slice(0, 500),
-          probe_failures: 0,
-          next_probe_at: new Date(Date.now() + options.probeBaseMs).toISOString(),
-          updated_at: now,
-        });
-      if (disabled === 1) {
+      if (!counted || Number(counted.consecutive_failures) < options.threshold) return false;
+      const outcome = await db.transaction(async (trx) => {
+        // Every enabled row, locked in one order: a concurrent disable of another channel waits,
+        // then this one sees it gone. SQLite has one writer: writing first takes its lock (waiting
+        // for another process's), so the read below is current.
+        const query = trx("channels").where({ status: "ENABLED" }).orderBy("id");
+        if (isSqlite(trx))
+          await trx("channels")
+            .where({ id: channel.id })
+            .update({ consecutive_failures: trx.raw("consecutive_failures") });
+        const enabled = ((await (isSqlite(trx) ? query : query.forUpdate())) as ChannelRow[]).map(toChannelRecord);
+        const self = enabled.find((c) => c.id === channel.id);
+        if (!self || self.consecutiveFailures < options.threshold) return { disabled: false, alone: [] as number[] };
+        const alone = modelsServedOnlyBy(self, enabled);
+        if (alone.length > 0) return { disabled: false, alone };
+        const updated = await trx("channels")
+          .where({ id: channel.id, status: "ENABLED" })
+          .update({
+            status: "AUTO_DISABLED",
+            disabled_reason: `${options.threshold} failed submissions in a row; last: ${reason}`.slice(0, 500),
+            probe_failures: 0,
+            next_probe_at: new Date(Date.now() + options.probeBaseMs).toISOString(),
+            updated_at: nowIso(),
+          });
+        return { disabled: updated === 1, alone };
+      });
+      if (outcome.alone.length > 0 && Number(counted.consecutive_failures) === options.threshold) {
+        logger.warn(
+          { channel_id: channel.id, models: outcome.alone, reason },
+          "channel kept in rotation after failed submissions in a row: it is the last enabled channel of these models",
+        );
+      }
+      if (outcome.disabled) {
         logger.warn({ channel_id: channel.id, reason }, "channel auto-disabled after failed submissions in a row");
         channel.status = "AUTO_DISABLED";
         options.onDisabled?.(channel.id);
       }
-      return disabled === 1;
+      return outcome.disabled;
     },
     flush,
     async stop() {

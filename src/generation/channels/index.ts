@@ -11,6 +11,7 @@ import { createKeyBox, type KeyBox } from "./crypto.ts";
 import { createChannelHealth } from "./health.ts";
 import { probeAdapter, startProbeLoop, type ProbeResult } from "./probe.ts";
 import { createChannelRouter, type ChannelRouter } from "./router.ts";
+import { modelsServedOnlyBy } from "./select.ts";
 import {
   addChannel,
   getChannel,
@@ -32,6 +33,8 @@ export interface ChannelSettings {
   channelProbeMaxMs: number;
   upstreamTimeoutMs: number;
   upstreamUrl?: string;
+  /** GENERATION_UPSTREAM_KEY: redacted from providers' texts like every stored key. */
+  upstreamKey?: string;
 }
 
 /** A channel with its figures, as admin GraphQL shows it. */
@@ -45,6 +48,11 @@ export interface Channels {
   list(): Promise<ChannelView[]>;
   add(input: Parameters<typeof addChannel>[2]): Promise<ChannelView>;
   update(id: string, input: ChannelInput): Promise<ChannelView>;
+  /**
+   * Enables or disables a channel by hand. A disable is obeyed even for the last enabled channel
+   * of a model (an operator asked; ADR 0012): that model's submissions are then refused and
+   * refunded until a channel serving it is enabled, and a warning names the models.
+   */
   setStatus(id: string, enabled: boolean): Promise<ChannelView>;
   /** Probes one channel now; a success re-enables an AUTO_DISABLED one. */
   test(id: string): Promise<{ channel: ChannelView; result: ProbeResult }>;
@@ -89,7 +97,16 @@ export async function startChannels(db: Db, logger: Logger, settings: ChannelSet
     probeBaseMs: settings.channelProbeBaseMs,
     onDisabled: () => router?.invalidate(),
   });
-  router = createChannelRouter({ db, logger, box, implicit, health, timeoutMs: settings.upstreamTimeoutMs, maxAttempts: settings.channelMaxAttempts });
+  router = createChannelRouter({
+    db,
+    logger,
+    box,
+    implicit,
+    implicitKey: settings.upstreamKey,
+    health,
+    timeoutMs: settings.upstreamTimeoutMs,
+    maxAttempts: settings.channelMaxAttempts,
+  });
   const upstream = router;
   const probes = startProbeLoop({
     db,
@@ -119,7 +136,12 @@ export async function startChannels(db: Db, logger: Logger, settings: ChannelSet
     },
     add: async (input) => changed(await addChannel(db, box, input)),
     update: async (id, input) => changed(await updateChannel(db, box, id, input)),
-    setStatus: async (id, enabled) => changed(await setChannelStatus(db, id, enabled)),
+    async setStatus(id, enabled) {
+      const channel = await setChannelStatus(db, id, enabled);
+      const unserved = enabled ? [] : modelsServedOnlyBy(channel, await listChannels(db));
+      if (unserved.length > 0) logger.warn({ channel_id: id, models: unserved }, "channel disabled by an operator: no enabled channel serves these models now");
+      return changed(channel);
+    },
     async test(id) {
       const channel = await getChannel(db, id);
       let result: ProbeResult;

@@ -15,6 +15,10 @@
  * - **fetchStatus** asks the channel that accepted the task (`tasks.channel_id`, null: `chn_default`).
  * - **findSubmission** (the recovery sweep) asks every channel that can look a submission up.
  *
+ * Every adapter it hands out (the implicit one too) redacts every configured key — each stored
+ * channel's and `GENERATION_UPSTREAM_KEY` — from what its provider says (../upstream/redact.ts), so
+ * a provider echoing another channel's key is cleaned as well, before any of it is stored or logged.
+ *
  * The channel list is cached for {@link CHANNEL_REFRESH_MS}: a change made by another process
  * (the CLI, another generation process) takes effect within that; one made here at once.
  */
@@ -22,11 +26,12 @@ import type { Logger } from "pino";
 import type { Db } from "../../db/index.ts";
 import type { GenerationRequest } from "../validation.ts";
 import { createHttpUpstream } from "../upstream/http.ts";
+import { redactingUpstream } from "../upstream/redact.ts";
 import { UpstreamError, type ChannelAttempt, type GenerationUpstream, type SubmitAccepted } from "../upstream/types.ts";
 import type { KeyBox } from "./crypto.ts";
 import type { ChannelHealth } from "./health.ts";
 import { orderChannels } from "./select.ts";
-import { DEFAULT_CHANNEL_ID, listChannels, type ChannelRecord } from "./store.ts";
+import { configuredKeys, DEFAULT_CHANNEL_ID, listChannels, type ChannelRecord } from "./store.ts";
 
 /** How long the channel list is cached (ms). */
 export const CHANNEL_REFRESH_MS = 1000;
@@ -39,6 +44,8 @@ export interface ChannelRouterOptions {
   box: KeyBox | null;
   /** The adapter of `chn_default` (GENERATION_UPSTREAM_URL, or the simulator). */
   implicit: GenerationUpstream;
+  /** GENERATION_UPSTREAM_KEY (the implicit channel's key, never stored): redacted like the others. */
+  implicitKey?: string;
   health: ChannelHealth;
   /** UPSTREAM_TIMEOUT_MS: per call. */
   timeoutMs: number;
@@ -81,13 +88,24 @@ export function createChannelRouter(options: ChannelRouterOptions): ChannelRoute
     return cache.channels;
   }
 
+  /** Every configured key, read when a provider's text is to be cleaned (on failures only). */
+  async function secrets(): Promise<string[]> {
+    const stored = await channels().catch(() => []);
+    return configuredKeys(stored, options.box, options.implicitKey);
+  }
+  let implicit: GenerationUpstream | undefined;
+
   function adapterFor(channel: ChannelRecord): GenerationUpstream {
-    if (channel.implicit) return options.implicit;
+    if (channel.implicit) {
+      implicit ??= redactingUpstream(options.implicit, secrets);
+      return implicit;
+    }
     const version = `${channel.baseUrl} ${channel.sealedKey}`;
     const known = adapters.get(channel.id);
     if (known?.version === version) return known.adapter;
     if (!options.box || !channel.sealedKey) throw new UpstreamError("failed", "CHANNEL_KEY_SECRET is not set: the channel key cannot be read");
-    const adapter = createHttpUpstream({ baseUrl: channel.baseUrl, apiKey: options.box.open(channel.sealedKey), timeoutMs: options.timeoutMs });
+    const http = createHttpUpstream({ baseUrl: channel.baseUrl, apiKey: options.box.open(channel.sealedKey), timeoutMs: options.timeoutMs });
+    const adapter = redactingUpstream(http, secrets);
     adapters.set(channel.id, { version, adapter });
     return adapter;
   }

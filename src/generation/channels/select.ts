@@ -5,11 +5,30 @@
  * weight), so the first pick is weighted random and failover stays inside the group before it
  * moves to the next one.
  */
+import { MODEL_IDS } from "../catalog.ts";
 import type { ChannelRecord } from "./store.ts";
 
 /** True when the channel serves our model id. */
 export function servesModel(channel: Pick<ChannelRecord, "models">, modelId: number): boolean {
   return channel.models === null || channel.models.includes(modelId);
+}
+
+/**
+ * The models no other ENABLED channel serves (ADR 0012 "the last channel of a model"): taking
+ * `channel` out would leave each of them with no channel, so it is never auto-disabled while this
+ * is not empty (src/generation/channels/health.ts); a manual disable is obeyed and warned about.
+ * @param channel the channel to take out
+ * @param channels every channel (any status; `channel` itself is skipped)
+ * @param modelIds the catalog's ids: what a channel serving every model (`models: null`) serves
+ * @returns our model ids, in `modelIds` order (empty: every model it serves has another channel)
+ */
+export function modelsServedOnlyBy(
+  channel: Pick<ChannelRecord, "id" | "models">,
+  channels: readonly Pick<ChannelRecord, "id" | "status" | "models">[],
+  modelIds: readonly number[] = MODEL_IDS,
+): number[] {
+  const others = channels.filter((c) => c.id !== channel.id && c.status === "ENABLED");
+  return modelIds.filter((id) => servesModel(channel, id) && !others.some((c) => servesModel(c, id)));
 }
 
 /**

@@ -5,7 +5,9 @@
 import { AppError } from "../../errors.ts";
 import { nowIso, type Db } from "../../db/index.ts";
 import { newId } from "../../ids.ts";
+import { carriesCredentials } from "../../net/url-guard.ts";
 import { getModel } from "../catalog.ts";
+import { redactUrlCredentials } from "../upstream/redact.ts";
 import type { KeyBox } from "./crypto.ts";
 
 /** How a channel takes new tasks. */
@@ -24,6 +26,7 @@ export interface ChannelModelMapping {
 export interface ChannelRecord {
   id: string;
   name: string;
+  /** Never with credentials: refused on input; one stored before that is shown `scheme://[redacted]@host`. */
   baseUrl: string;
   /** Our model ids served; null: every model (the implicit channel). */
   models: number[] | null;
@@ -46,7 +49,6 @@ export interface ChannelRecord {
   updatedAt: string;
 }
 
-/** Converts a `channels` row. */
 /** A `channels` row as the database returns it (counters may come back as strings on PostgreSQL). */
 export interface ChannelRow {
   id: string;
@@ -72,12 +74,14 @@ export interface ChannelRow {
   updated_at: string;
 }
 
+/** Converts a `channels` row. */
 export function toChannelRecord(row: ChannelRow): ChannelRecord {
   const models = JSON.parse(row.models) as (number | "*")[];
   return {
     id: row.id,
     name: row.name,
-    baseUrl: row.base_url,
+    // fetch refuses a URL with credentials, so masking one loses nothing that worked.
+    baseUrl: redactUrlCredentials(row.base_url),
     models: models.includes("*") ? null : (models as number[]),
     modelMapping: JSON.parse(row.model_mapping ?? "[]"),
     priority: Number(row.priority),
@@ -164,6 +168,8 @@ function columnsOf(input: ChannelInput, box: KeyBox | null): Record<string, unkn
       throw invalid("baseUrl must be an http or https URL");
     }
     if ((url.protocol !== "http:" && url.protocol !== "https:") || input.baseUrl.length > 500) throw invalid("baseUrl must be an http or https URL");
+    // The URL would be shown back (adminChannels, channels list): the key has its own field.
+    if (carriesCredentials(url)) throw invalid("baseUrl must not contain credentials (user:password@): give the provider's key as apiKey");
     columns.base_url = input.baseUrl.replace(/\/+$/, "");
   }
   if (input.apiKey !== undefined) {
@@ -251,6 +257,27 @@ export async function setChannelStatus(db: Db, id: string, enabled: boolean): Pr
         : { status: "DISABLED", disabled_reason: "disabled by an operator", next_probe_at: null, updated_at: nowIso() },
     );
   return getChannel(db, id);
+}
+
+/**
+ * Every configured provider key, to be redacted from what providers say (../upstream/redact.ts).
+ * @param channels the stored channels (keys that do not open with `box` are left out: such a
+ *   channel cannot be called, so its provider never saw the key from here)
+ * @param box opens the sealed keys; null when CHANNEL_KEY_SECRET is unset
+ * @param upstreamKey GENERATION_UPSTREAM_KEY (the implicit channel's, never stored)
+ * @returns the plain keys (empty ones left out)
+ */
+export function configuredKeys(channels: readonly ChannelRecord[], box: KeyBox | null, upstreamKey?: string): string[] {
+  const keys = upstreamKey ? [upstreamKey] : [];
+  for (const channel of channels) {
+    if (!box || !channel.sealedKey) continue;
+    try {
+      keys.push(box.open(channel.sealedKey));
+    } catch {
+      /* not sealed with this secret: never sent from here */
+    }
+  }
+  return keys;
 }
 
 /** Open tasks (status 0, 3, 4) per accepting channel; tasks without a channel count for `chn_default`. */

@@ -2,7 +2,10 @@
  * The HTTP adapter (docs/architecture.md §5): speaks the generation API itself to another provider.
  * `POST {base}/api/v1/video/generations` (or `/images/generations`) with
  * `Authorization: Bearer {key}`; success is HTTP 200 with `{"code":200,"data":{"task_id":...}}`;
- * status from `GET {base}/api/v1/tasks/{id}`.
+ * status from `GET {base}/api/v1/tasks/{id}`. A refusal's error names what failed and the provider's
+ * own words (`HTTP 429: quota exceeded`, `business code 4001: ...`); every text the provider or the
+ * transport gives us (those words, a task's `error`, a transport error naming the URL) leaves the
+ * adapter with its key and any credential-shaped text redacted (./redact.ts).
  *
  * Finding a lost submission (the recovery sweep). The spec's API has no field to name a
  * submission by the caller's reference, and reads a task only by the provider's id, so this is
@@ -16,6 +19,7 @@
  *   100 newer ones, is not found: the sweep then resends (README "Running at scale").
  */
 import type { GenerationRequest } from "../validation.ts";
+import { redactSecrets } from "./redact.ts";
 import { UpstreamError, type GenerationUpstream, type TaskStatusCode, type UpstreamTaskState } from "./types.ts";
 
 /** Settings of the HTTP adapter. */
@@ -49,12 +53,31 @@ export function toUpstreamBody(request: GenerationRequest, clientReference?: str
   return body;
 }
 
-/** A provider task id as text: a non-empty string or number of at most 200 characters, else null. */
 /** The fields of a JSON value the provider sent: an object's, else none. */
 function fieldsOf(value: unknown): Record<string, unknown> {
   return value !== null && typeof value === "object" ? (value as Record<string, unknown>) : {};
 }
 
+/** Longest provider message kept in a failure's text, once redacted (the attempts column keeps 300 characters). */
+const PROVIDER_MESSAGE_CHARS = 200;
+
+/**
+ * The provider's own words about a refusal: the `message` of a JSON body, else the body's text
+ * when it is not markup, whitespace folded (at most 64 KiB of it: it is redacted before it is cut
+ * to {@link PROVIDER_MESSAGE_CHARS}, so no key is cut in half); null when it said nothing.
+ */
+function providerMessage(text: string): string | null {
+  let said: unknown = text.trimStart().startsWith("<") ? null : text;
+  try {
+    said = fieldsOf(JSON.parse(text)).message;
+  } catch {
+    /* not JSON: the text itself */
+  }
+  if (typeof said !== "string") return null;
+  return said.slice(0, 65_536).replaceAll("\u0000", "").replace(/\s+/g, " ").trim() || null;
+}
+
+/** A provider task id as text: a non-empty string or number of at most 200 characters, else null. */
 function providerTaskId(value: unknown): string | null {
   if (typeof value !== "string" && typeof value !== "number") return null;
   const text = String(value);
@@ -67,6 +90,9 @@ function providerTaskId(value: unknown): string | null {
  */
 export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpstream {
   const base = options.baseUrl.replace(/\/+$/, "");
+  // Everything the provider (or the transport) says goes through here before it leaves the adapter.
+  const clean = (text: string) => redactSecrets(text, [options.apiKey]);
+  const failed = (detail: string, reason?: "http" | "code" | "body") => new UpstreamError("failed", clean(detail), reason);
 
   async function call(path: string, init: RequestInit, headers: Record<string, string> = {}): Promise<Record<string, unknown>> {
     let response: Response;
@@ -79,7 +105,7 @@ export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpst
     } catch (error) {
       const name = (error as Error)?.name;
       if (name === "TimeoutError" || name === "AbortError") throw new UpstreamError("timeout", `no answer within ${options.timeoutMs} ms`);
-      throw new UpstreamError("failed", `transport error: ${(error as Error).message}`);
+      throw failed(`transport error: ${(error as Error).message}`);
     }
     let text: string;
     try {
@@ -89,7 +115,12 @@ export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpst
       if (name === "TimeoutError" || name === "AbortError") throw new UpstreamError("timeout", "body not received in time");
       throw new UpstreamError("failed", "body could not be read");
     }
-    if (!response.ok) throw new UpstreamError("failed", `HTTP ${response.status}`, "http");
+    // The provider's words, redacted, then cut.
+    const saying = (head: string) => {
+      const words = providerMessage(text);
+      return words ? `${head}: ${clean(words).slice(0, PROVIDER_MESSAGE_CHARS)}` : head;
+    };
+    if (!response.ok) throw failed(saying(`HTTP ${response.status}`), "http");
     let body: unknown;
     try {
       body = JSON.parse(text);
@@ -97,7 +128,7 @@ export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpst
       throw new UpstreamError("failed", "unparsable body", "body");
     }
     const { code, data } = fieldsOf(body);
-    if (code !== 200) throw new UpstreamError("failed", `business code ${code}`, "code");
+    if (code !== 200) throw failed(saying(`business code ${String(code).slice(0, 40)}`), "code");
     return fieldsOf(data);
   }
 
@@ -137,13 +168,13 @@ export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpst
     async fetchStatus(upstreamTaskId) {
       const data = await call(`/api/v1/tasks/${encodeURIComponent(upstreamTaskId)}`, { method: "GET" });
       const status = Number(data.status);
-      if (![0, 1, 2, 3, 4].includes(status)) throw new UpstreamError("failed", `unknown status ${data.status}`, "body");
+      if (![0, 1, 2, 3, 4].includes(status)) throw failed(`unknown status ${String(data.status).slice(0, 40)}`, "body");
       const state: UpstreamTaskState = { status: status as TaskStatusCode };
       // U+0000 cannot be stored in PostgreSQL text: dropped from what the provider sends.
       const text = (value: string) => value.replaceAll("\u0000", "");
       if (typeof data.result === "string") state.result = text(data.result);
       if (Array.isArray(data.images)) state.images = data.images.filter((i: unknown): i is string => typeof i === "string").map(text);
-      if (data.error != null) state.error = text(String(data.error));
+      if (data.error != null) state.error = clean(text(String(data.error)));
       return state;
     },
   };
