@@ -19,6 +19,7 @@ import { startGenerationSubgraph } from "../subgraphs/generation/server.ts";
 import { startRouter } from "../router/server.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { createRateLimiter } from "../src/auth/rate-limit.ts";
+import { createNonceStore } from "../subgraphs/shared/hop-nonces.ts";
 import type { PubSub } from "../src/events/pubsub.ts";
 import { createPubSub } from "../src/events/redis-pubsub.ts";
 import { startDispatcher } from "../src/events/dispatcher.ts";
@@ -134,6 +135,9 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
     const pubsub = createPubSub(config, logger);
     closers.push(() => pubsub.close());
     const rateLimiter = createRateLimiter({ redisUrl: config.redisUrl, redis: pubsub.redis, keyPrefix: config.redisKeyPrefix });
+    // The nonces of signed subgraph requests, claimed once (in Redis, so a replay to another
+    // process is refused too); one store for the subgraphs of this process.
+    const nonces = createNonceStore({ redis: pubsub.redis, keyPrefix: config.redisKeyPrefix });
     let db: Db | undefined;
     if (roles.includes("generation") || roles.includes("cloud")) {
       const opened = openDb(config);
@@ -200,6 +204,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         bodyLimit: config.bodyLimitBytes,
         drainTimeoutMs: config.shutdownTimeoutMs,
         secret: subgraphSecret,
+        nonces,
         observability,
         budget: config.requestBudget,
         admin: { adminToken: config.adminToken, channels },
@@ -251,6 +256,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         adminToken: config.adminToken,
         drainTimeoutMs: config.shutdownTimeoutMs,
         secret: subgraphSecret,
+        nonces,
         observability,
         budget: config.requestBudget,
       });

@@ -6,6 +6,7 @@ import { parse } from "graphql";
 import type { Logger } from "pino";
 import type { Db } from "../../src/db/index.ts";
 import type { RateLimiter } from "../../src/auth/rate-limit.ts";
+import type { NonceStore } from "../shared/hop-nonces.ts";
 import { startSubgraph, type SubgraphHandle, type SubgraphObservability } from "../shared/server.ts";
 import { createCloudContext, type CloudContext } from "./context.ts";
 import { resolvers, TYPE_SCOPES } from "./resolvers.ts";
@@ -35,6 +36,8 @@ export function startCloudSubgraph(options: {
   drainTimeoutMs?: number;
   /** SUBGRAPH_SECRET: only requests signed with it by the router are served (subgraphs/shared/internal-context.ts). */
   secret: string;
+  /** Where the nonces of signed requests are claimed, once each (subgraphs/shared/hop-nonces.ts). */
+  nonces: NonceStore;
   /** Tracing hooks and `/metrics` (bin/stack.ts). */
   observability?: SubgraphObservability;
   /** The database budget of each request (src/db/budget.ts; default its defaults). */
@@ -49,6 +52,7 @@ export function startCloudSubgraph(options: {
     resolvers: scopeTypes(cloudTypeDefs, withRequestBudget(resolvers), TYPE_SCOPES, { bypass: (ctx: CloudContext) => ctx.isAdmin() }),
     context: async (req) => createCloudContext(options.db, options.services, options.rateLimiter, req, options.adminToken, options.budget),
     secret: options.secret,
+    nonces: options.nonces,
     logger: options.logger,
     host: options.host,
     port: options.port,

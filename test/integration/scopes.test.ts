@@ -266,7 +266,8 @@ function entities(
   return {
     async run(auth) {
       const url = subgraph === "cloud" ? t.stack.cloudUrl! : t.stack.generationUrl!;
-      const params = await signSubgraphRequest(t.stack.subgraphSecret!, {
+      const params = signSubgraphRequest(t.stack.subgraphSecret!, {
+        audience: subgraph,
         query: `query($r: [_Any!]!) { _entities(representations: $r) { ${selection} } }`,
         variables: { r: [await representation(auth)] },
         headers: { ...authHeaders(auth), "x-switchyard-client-ip": "127.0.0.1" },
