@@ -19,6 +19,7 @@ import { startGenerationSubgraph } from "../subgraphs/generation/server.ts";
 import { startRouter } from "../router/server.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { createRateLimiter } from "../src/auth/rate-limit.ts";
+import { createAdminGuard } from "../src/auth/admin.ts";
 import { createNonceStore } from "../subgraphs/shared/hop-nonces.ts";
 import type { PubSub } from "../src/events/pubsub.ts";
 import { createPubSub } from "../src/events/redis-pubsub.ts";
@@ -138,6 +139,8 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
     // The nonces of signed subgraph requests, claimed once (in Redis, so a replay to another
     // process is refused too); one store for the subgraphs of this process.
     const nonces = createNonceStore({ redis: pubsub.redis, keyPrefix: config.redisKeyPrefix });
+    // The admin token's check, wrong tokens throttled per client address (across processes with Redis).
+    const adminGuard = createAdminGuard({ adminToken: config.adminToken, redis: pubsub.redis, keyPrefix: config.redisKeyPrefix, logger });
     let db: Db | undefined;
     if (roles.includes("generation") || roles.includes("cloud")) {
       const opened = openDb(config);
@@ -207,7 +210,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         nonces,
         observability,
         budget: config.requestBudget,
-        admin: { adminToken: config.adminToken, channels },
+        admin: { guard: adminGuard, channels },
       });
       closers.push(() => subgraph.close());
       const poller = startPoller({
@@ -253,7 +256,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         host: config.host,
         port: config.cloudPort,
         bodyLimit: config.bodyLimitBytes,
-        adminToken: config.adminToken,
+        admin: adminGuard,
         drainTimeoutMs: config.shutdownTimeoutMs,
         secret: subgraphSecret,
         nonces,

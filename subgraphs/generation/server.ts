@@ -66,8 +66,8 @@ export async function startGenerationSubgraph(options: {
   observability?: SubgraphObservability;
   /** The database budget of each request (src/db/budget.ts; default its defaults). */
   budget?: BudgetLimits;
-  /** ADMIN_TOKEN and the channels, for the channel admin fields (unset token: 403). */
-  admin?: GenerationAdmin;
+  /** The admin check (ADMIN_TOKEN; unset: 403) and the channels, for the admin fields. */
+  admin: GenerationAdmin;
 }): Promise<SubgraphHandle> {
   enforceRequestBudgets(options.db);
   const handle = await startSubgraph<GenerationContext>({
@@ -76,7 +76,7 @@ export async function startGenerationSubgraph(options: {
     // Every field of a scoped type checks its scope, wherever it was reached from (ADR 0007); every
     // resolver runs inside its request's database budget.
     resolvers: scopeTypes(generationTypeDefs, withRequestBudget(resolvers), TYPE_SCOPES),
-    context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req, options.budget, options.admin),
+    context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req, options.admin, options.budget),
     secret: options.secret,
     nonces: options.nonces,
     onResponse: recordRoute(options.logger),
