@@ -140,7 +140,13 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
     // process is refused too); one store for the subgraphs of this process.
     const nonces = createNonceStore({ redis: pubsub.redis, keyPrefix: config.redisKeyPrefix });
     // The admin token's check, wrong tokens throttled per client address (across processes with Redis).
-    const adminGuard = createAdminGuard({ adminToken: config.adminToken, redis: pubsub.redis, keyPrefix: config.redisKeyPrefix, logger });
+    const adminGuard = createAdminGuard({
+      adminToken: config.adminToken,
+      failuresPerWindow: config.adminFailuresPerMinute,
+      redis: pubsub.redis,
+      keyPrefix: config.redisKeyPrefix,
+      logger,
+    });
     let db: Db | undefined;
     if (roles.includes("generation") || roles.includes("cloud")) {
       const opened = openDb(config);

@@ -4,11 +4,11 @@
  * never looked up among keys, and no key is ever accepted in its place. Wrong tokens are
  * throttled per client address ({@link createAdminGuard}).
  */
-import { createHash, timingSafeEqual } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
 import { AppError } from "../errors.ts";
+import { secretsEqual } from "../digest.ts";
 
 /** Message of the 403 when no `ADMIN_TOKEN` is configured. */
 export const ADMIN_DISABLED_MESSAGE = "Admin API is disabled";
@@ -21,9 +21,6 @@ function bearerToken(authorization: string | null | undefined): string | null {
   const match = /^bearer[ \t]+(\S.*)$/i.exec(authorization.trim());
   return match ? match[1]!.trim() : null;
 }
-
-/** SHA-256 of a string: equal-length inputs for {@link timingSafeEqual}, whatever the lengths given. */
-const digest = (value: string) => createHash("sha256").update(value, "utf8").digest();
 
 /**
  * Checks the admin token of a request in constant time (the comparison takes as long whether the
@@ -40,13 +37,11 @@ export function checkAdminToken(expected: string | null | undefined, authorizati
   if (!expected) throw new AppError("forbidden", ADMIN_DISABLED_MESSAGE);
   const presented = bearerToken(authorization);
   // Compare digests even when nothing was presented, so an absent header costs the same.
-  const matches = timingSafeEqual(digest(presented ?? ""), digest(expected));
+  const matches = secretsEqual(presented ?? "", expected);
   if (presented === null || !matches) throw new AppError("unauthorized", ADMIN_UNAUTHORIZED_MESSAGE);
 }
 
-/** Wrong admin tokens one client address may present per window ({@link ADMIN_FAILURE_WINDOW_SECONDS}). */
-export const ADMIN_FAILURES_PER_WINDOW = 10;
-/** The throttle's fixed window, in seconds, counted from an address's first wrong token. */
+/** The throttle's fixed window, in seconds, counted from an address's first admin check in it. */
 export const ADMIN_FAILURE_WINDOW_SECONDS = 60;
 
 /** Who presented an admin token: facts from the router's verified internal context. */
@@ -63,7 +58,7 @@ export interface AdminRequest {
 export interface AdminGuard {
   /**
    * Checks the admin token of one request. Every check that presents a bearer token takes one of
-   * the address's {@link ADMIN_FAILURES_PER_WINDOW} attempts per window before the comparison, and
+   * the address's `failuresPerWindow` attempts per window before the comparison, and
    * a right token gives it back; so a burst of guesses is compared at most that many times, and
    * an address that used them up is refused whatever it presents, the right token included, until
    * the window ends (otherwise the answer to a throttled guess would still tell whether it was
@@ -85,6 +80,8 @@ export interface AdminGuard {
 export interface AdminGuardOptions {
   /** The configured `ADMIN_TOKEN`; unset or empty disables the admin API. */
   adminToken?: string;
+  /** `ADMIN_FAILURES_PER_MINUTE`: wrong tokens an address may present per window (default 10). */
+  failuresPerWindow?: number;
   /** An ioredis connection (`REDIS_URL`): the attempts are counted across processes. Unset: in this process. */
   redis?: Redis;
   /** Prefix of the Redis keys (default `switchyard:`): `<prefix>adminfail:<address>`. */
@@ -99,7 +96,7 @@ export interface AdminGuardOptions {
  */
 export function createAdminGuard(options: AdminGuardOptions): AdminGuard {
   const { adminToken, logger } = options;
-  const settings = { points: ADMIN_FAILURES_PER_WINDOW, duration: ADMIN_FAILURE_WINDOW_SECONDS };
+  const settings = { points: options.failuresPerWindow ?? 10, duration: ADMIN_FAILURE_WINDOW_SECONDS };
   const limiter: RateLimiterAbstract = options.redis
     ? new RateLimiterRedis({ ...settings, storeClient: options.redis, keyPrefix: `${options.keyPrefix ?? "switchyard:"}adminfail` })
     : new RateLimiterMemory({ ...settings, keyPrefix: "adminfail" });
