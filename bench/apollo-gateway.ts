@@ -24,17 +24,31 @@ if (!secret) throw new Error("SUBGRAPH_SECRET is required: the subgraphs serve o
 
 /** Forwards the caller's key, signed as our router signs it (subgraphs/shared/internal-context.ts). */
 class AuthorizedDataSource extends RemoteGraphQLDataSource<{ authorization?: string }> {
-  override async willSendRequest({ request, context }: Parameters<NonNullable<RemoteGraphQLDataSource<{ authorization?: string }>["willSendRequest"]>>[0]) {
+  /** @param subgraph the subgraph's name: the audience its requests are signed for */
+  constructor(
+    private readonly subgraph: string,
+    url: string,
+  ) {
+    super({ url });
+  }
+
+  override willSendRequest({ request, context }: Parameters<NonNullable<RemoteGraphQLDataSource<{ authorization?: string }>["willSendRequest"]>>[0]) {
     const headers: Record<string, string> = { "x-switchyard-client-ip": "127.0.0.1", "x-switchyard-count-id": randomUUID() };
     if (context.authorization) headers.authorization = context.authorization;
-    const signed = await signSubgraphRequest(secret!, { query: request.query!, variables: request.variables, operationName: request.operationName, headers });
+    const signed = signSubgraphRequest(secret!, {
+      query: request.query!,
+      variables: request.variables,
+      operationName: request.operationName,
+      audience: this.subgraph,
+      headers,
+    });
     request.query = signed.query;
     request.extensions = signed.extensions ?? undefined;
   }
 }
 
 const supergraphSdl = supergraphWithUrls(fs.readFileSync(SUPERGRAPH_FILE, "utf8"), { generation: generationUrl, cloud: cloudUrl });
-const gateway = new ApolloGateway({ supergraphSdl, buildService: ({ url }) => new AuthorizedDataSource({ url }) });
+const gateway = new ApolloGateway({ supergraphSdl, buildService: ({ name, url }) => new AuthorizedDataSource(name, url!) });
 const server = new ApolloServer({ gateway, introspection: false });
 const { url } = await startStandaloneServer(server, {
   listen: { host: "127.0.0.1", port: Number(process.env.PORT ?? 0) },

@@ -9,6 +9,8 @@ declare module "autocannon" {
       method?: string;
       headers?: Record<string, string>;
       body?: string;
+      /** Requests each connection loops over; `setupRequest` may rewrite one before it is sent. */
+      requests?: { setupRequest?: (request: { body?: string } & Record<string, unknown>) => Record<string, unknown> }[];
       connections?: number;
       /** Seconds. */
       duration?: number;

@@ -11,7 +11,8 @@ export interface LoadSpec {
   url: string;
   method: "GET" | "POST";
   headers: Record<string, string>;
-  body?: string;
+  /** The request body, or a function making a fresh one for every request (a signed subgraph request is served once). */
+  body?: string | (() => string);
   /** Concurrent connections (each sends its next request when the previous answer arrived). */
   connections: number;
   /** Seconds of the measured pass. */
@@ -51,11 +52,12 @@ export interface LoadResult {
 }
 
 function run(spec: LoadSpec, seconds: number): Promise<autocannon.Result> {
+  const { body } = spec;
   return autocannon({
     url: spec.url,
     method: spec.method,
     headers: spec.headers,
-    body: spec.body,
+    ...(typeof body === "function" ? { requests: [{ setupRequest: (request) => ({ ...request, body: body() }) }] } : { body }),
     connections: spec.connections,
     duration: seconds,
     timeout: 10,

@@ -118,7 +118,7 @@ async function readAndJoin() {
         if (baseline && load.warmupSeconds > 0) {
           log("warming the server up");
           const endpoints = [
-            await readSubgraph(server.generationUrl, viewer, state.taskId, server.subgraphSecret),
+            readSubgraph(server.generationUrl, viewer, state.taskId, server.subgraphSecret),
             readGraphql(`${server.url}/graphql`, viewer, state.taskId),
             readRest(server.url, viewer, state.taskId),
             dashboard(`${server.url}/graphql`, viewer),
@@ -127,7 +127,7 @@ async function readAndJoin() {
         }
         // The full set at the first scale; the router's own rows at every scale (growth).
         if (baseline && only.has("read"))
-          await measure("read", "direct subgraph", scale, await readSubgraph(server.generationUrl, viewer, state.taskId, server.subgraphSecret), server.pids);
+          await measure("read", "direct subgraph", scale, readSubgraph(server.generationUrl, viewer, state.taskId, server.subgraphSecret), server.pids);
         if (only.has("read") || only.has("growth"))
           await measure("read", "router", scale, readGraphql(`${server.url}/graphql`, viewer, state.taskId), server.pids);
         if (baseline && only.has("read")) await measure("read", "REST shim", scale, readRest(server.url, viewer, state.taskId), server.pids);

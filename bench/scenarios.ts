@@ -26,7 +26,8 @@ export interface Endpoint {
   url: string;
   method: "GET" | "POST";
   headers: Record<string, string>;
-  body?: string;
+  /** The request body, or a function making a fresh one for every request. */
+  body?: string | (() => string);
   /** Cheap check run on every answer during load. */
   verify: (body: string) => boolean;
   /** Full check of one answer: null when right, else what is wrong. */
@@ -70,15 +71,20 @@ export function readGraphql(url: string, key: string, taskId: string): Endpoint 
 
 /**
  * `task(id)` straight at the generation subgraph's `/graphql`, signed as the router signs (the
- * subgraph serves nothing else); the signature holds for five minutes, so build one per row.
+ * subgraph serves nothing else); a subgraph serves each signed request once, so every request
+ * is signed as it is sent.
  */
-export async function readSubgraph(url: string, key: string, taskId: string, secret: string): Promise<Endpoint> {
-  const signed = await signSubgraphRequest(secret, {
-    query: TASK_QUERY,
-    variables: { id: taskId },
-    headers: { authorization: `Bearer ${key}`, "x-switchyard-client-ip": "127.0.0.1", "x-switchyard-count-id": randomUUID() },
-  });
-  return { ...readGraphql(url, key, taskId), body: JSON.stringify(signed) };
+export function readSubgraph(url: string, key: string, taskId: string, secret: string): Endpoint {
+  const body = () =>
+    JSON.stringify(
+      signSubgraphRequest(secret, {
+        query: TASK_QUERY,
+        variables: { id: taskId },
+        audience: "generation",
+        headers: { authorization: `Bearer ${key}`, "x-switchyard-client-ip": "127.0.0.1", "x-switchyard-count-id": randomUUID() },
+      }),
+    );
+  return { ...readGraphql(url, key, taskId), body };
 }
 
 /** `GET /api/v1/tasks/{id}` through the REST shim. */
@@ -121,7 +127,8 @@ export function dashboard(url: string, key: string): Endpoint {
  */
 export async function preflight(endpoint: Endpoint): Promise<string | null> {
   try {
-    const response = await fetch(endpoint.url, { method: endpoint.method, headers: endpoint.headers, body: endpoint.body });
+    const body = typeof endpoint.body === "function" ? endpoint.body() : endpoint.body;
+    const response = await fetch(endpoint.url, { method: endpoint.method, headers: endpoint.headers, body });
     const text = await response.text();
     if (!response.ok) return `HTTP ${response.status}: ${text.slice(0, 300)}`;
     const problem = endpoint.preflight(JSON.parse(text));

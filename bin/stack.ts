@@ -19,6 +19,8 @@ import { startGenerationSubgraph } from "../subgraphs/generation/server.ts";
 import { startRouter } from "../router/server.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { createRateLimiter } from "../src/auth/rate-limit.ts";
+import { createAdminGuard } from "../src/auth/admin.ts";
+import { createNonceStore } from "../subgraphs/shared/hop-nonces.ts";
 import type { PubSub } from "../src/events/pubsub.ts";
 import { createPubSub } from "../src/events/redis-pubsub.ts";
 import { startDispatcher } from "../src/events/dispatcher.ts";
@@ -135,6 +137,17 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
     const rateLimiter = createRateLimiter({ redisUrl: config.redisUrl, redis: pubsub.redis, keyPrefix: config.redisKeyPrefix });
     // What `/readyz` checks in this process (src/observability/readiness.ts); a router adds its subgraphs.
     const readinessChecks: ReadinessCheck[] = [];
+    // The nonces of signed subgraph requests, claimed once (in Redis, so a replay to another
+    // process is refused too); one store for the subgraphs of this process.
+    const nonces = createNonceStore({ redis: pubsub.redis, keyPrefix: config.redisKeyPrefix });
+    // The admin token's check, wrong tokens throttled per client address (across processes with Redis).
+    const adminGuard = createAdminGuard({
+      adminToken: config.adminToken,
+      failuresPerWindow: config.adminFailuresPerMinute,
+      redis: pubsub.redis,
+      keyPrefix: config.redisKeyPrefix,
+      logger,
+    });
     let db: Db | undefined;
     if (roles.includes("generation") || roles.includes("cloud")) {
       const opened = openDb(config);
@@ -205,9 +218,10 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         bodyLimit: config.bodyLimitBytes,
         drainTimeoutMs: config.shutdownTimeoutMs,
         secret: subgraphSecret,
+        nonces,
         observability: subgraphObservability,
         budget: config.requestBudget,
-        admin: { adminToken: config.adminToken, channels },
+        admin: { guard: adminGuard, channels },
       });
       closers.push(() => subgraph.close());
       const poller = startPoller({
@@ -254,9 +268,10 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         host: config.host,
         port: config.cloudPort,
         bodyLimit: config.bodyLimitBytes,
-        adminToken: config.adminToken,
+        admin: adminGuard,
         drainTimeoutMs: config.shutdownTimeoutMs,
         secret: subgraphSecret,
+        nonces,
         observability: subgraphObservability,
         budget: config.requestBudget,
       });

@@ -116,6 +116,7 @@ const schema = z.object({
   SIMULATOR_STEP_MS: millis(1_000),
   DNS_SERVERS: z.string().optional(),
   ADMIN_TOKEN: z.string().optional(),
+  ADMIN_FAILURES_PER_MINUTE: integer(1).default(10),
   SUBGRAPH_SECRET: z.string().optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS, { errorMap: () => ({ message: `must be one of ${LOG_LEVELS.join(", ")}` }) }).default("info"),
   LOG_FORMAT: z.enum(["auto", "json", "pretty"]).default("auto"),
@@ -233,6 +234,8 @@ export interface Config {
   /** Resolver addresses such as `127.0.0.1:5353`; unset: the system resolver. */
   dnsServers?: string[];
   adminToken?: string;
+  /** Wrong admin tokens a client address may present per minute; beyond, its admin checks are 429 (src/auth/admin.ts). */
+  adminFailuresPerMinute: number;
   /**
    * The key of the router's HMAC signature on every subgraph request (README "Security model");
    * unset: made per start when every role runs in this process ({@link subgraphSecretFor}).
@@ -327,6 +330,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           .filter(Boolean)
       : undefined,
     adminToken: e.ADMIN_TOKEN || undefined,
+    adminFailuresPerMinute: e.ADMIN_FAILURES_PER_MINUTE,
     subgraphSecret: e.SUBGRAPH_SECRET || undefined,
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,

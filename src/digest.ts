@@ -1,9 +1,10 @@
 /**
  * Hex digests shared by request signatures (src/auth/signatures.ts), callback signatures
  * (src/events/webhook-signing.ts), stored key hashes (src/auth/keys.ts) and the router, which hashes
- * a signed request's body before the subgraphs verify it (docs/architecture.md §8.3).
+ * a signed request's body before the subgraphs verify it (docs/architecture.md §8.3); and the
+ * constant-time comparison of configured bearer tokens (`ADMIN_TOKEN`, `METRICS_TOKEN`).
  */
-import { createHash, createHmac } from "node:crypto";
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 
 /**
  * Hex SHA-256 of a raw body.
@@ -24,4 +25,17 @@ export function sha256Hex(body: string | Uint8Array | null | undefined): string 
  */
 export function hmacSha256Hex(secret: string, payload: string | Uint8Array): string {
   return createHmac("sha256", secret).update(payload).digest("hex");
+}
+
+/**
+ * Compares a presented secret with the configured one in constant time: the comparison takes as
+ * long whether the first or the last character differs, and whatever the length presented (both
+ * are hashed to 32 bytes first, so not even the length leaks).
+ * @param presented what the request carried
+ * @param expected the configured secret
+ * @returns true when they are equal
+ */
+export function secretsEqual(presented: string, expected: string): boolean {
+  const digest = (value: string) => createHash("sha256").update(value, "utf8").digest();
+  return timingSafeEqual(digest(presented), digest(expected));
 }

@@ -19,6 +19,7 @@ import type { LocalSubgraph } from "../../subgraphs/shared/contract.ts";
 import {
   INTERNAL_EXTENSION,
   internalSigningPlugin,
+  newInternalContext,
   pickInternalHeaders,
   type InternalContext,
   type InternalHeaders,
@@ -33,13 +34,14 @@ export type Gateway = GatewayRuntime<Record<string, unknown>>;
  * headers, rewritten at the router's edge (router/server.ts strips every `x-switchyard-*` a client
  * sends and sets its own); for graphql-ws operations the `internalHeaders` the router built when
  * the operation started (router/websocket.ts). Nothing else a client sends reaches a subgraph.
+ * Each subgraph fetch (one client request may make several, to one subgraph or both) gets a
+ * context of its own: a new nonce, and the name of the subgraph it is for.
  */
 const internalContextPlugin: GatewayPlugin = {
-  onSubgraphExecute({ executionRequest }) {
+  onSubgraphExecute({ subgraphName, executionRequest }) {
     const context = (executionRequest.context ?? {}) as { internalHeaders?: InternalHeaders; request?: Request };
     const headers = context.internalHeaders ?? (context.request ? pickInternalHeaders((name) => context.request!.headers.get(name)) : {});
-    const internal: InternalContext = { issuedAt: Math.floor(Date.now() / 1000), headers };
-    executionRequest.extensions = { ...executionRequest.extensions, [INTERNAL_EXTENSION]: internal };
+    executionRequest.extensions = { ...executionRequest.extensions, [INTERNAL_EXTENSION]: newInternalContext(subgraphName, headers) };
   },
 };
 

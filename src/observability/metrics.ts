@@ -5,7 +5,7 @@
  * `collect()` callbacks, that is only while `/metrics` is being scraped ({@link onScrape}).
  * Infrastructure only: the modules that own a figure register its metric themselves.
  */
-import { timingSafeEqual } from "node:crypto";
+import { secretsEqual } from "../digest.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import ipaddr from "ipaddr.js";
 import type { Logger } from "pino";
@@ -92,9 +92,8 @@ export function isLoopbackAddress(address: string | undefined): boolean {
 function tokenMatches(header: string | undefined, token: string): boolean {
   const match = /^Bearer\s+(.+)$/i.exec(header ?? "");
   if (!match) return false;
-  const given = Buffer.from(match[1]!.trim());
-  const expected = Buffer.from(token);
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  // (Hashed first: the comparison does not tell the token's length either.)
+  return secretsEqual(match[1]!.trim(), token);
 }
 
 /**

@@ -134,7 +134,8 @@ export function createReadiness(checks: readonly ReadinessCheck[], options: { ti
       // A report being built is shared too: a burst of probes runs each check once.
       if (last && (last.at === -1 || now() - last.at < cacheMs)) return last.report;
       const entry: { at: number; report: Promise<ReadinessReport> } = { at: -1, report: build() };
-      entry.report.then(() => (entry.at = now()));
+      // build() never rejects: every check answers an outcome.
+      void entry.report.then(() => (entry.at = now()));
       last = entry;
       return entry.report;
     },

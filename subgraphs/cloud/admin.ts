@@ -135,7 +135,7 @@ export const adminQueries = {
     args: { first?: number | null; after?: string | null; search?: string | null; accountId?: string | null; status?: string | null },
     ctx: CloudContext,
   ) => {
-    ctx.requireAdmin();
+    await ctx.requireAdmin();
     const page = await listKeys(
       ctx.db,
       { search: args.search ?? undefined, accountId: args.accountId ?? undefined, status: lower<KeyStatus>(args.status) ?? undefined },
@@ -144,7 +144,7 @@ export const adminQueries = {
     return toConnection({ ...page, items: page.items.map(adminApiKeyOf) });
   },
   adminApiKey: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => {
-    ctx.requireAdmin();
+    await ctx.requireAdmin();
     const key = await getKeyListing(ctx.db, id);
     return key ? adminApiKeyOf(key) : null;
   },
@@ -153,7 +153,7 @@ export const adminQueries = {
     args: { first?: number | null; after?: string | null; accountId?: string | null; search?: string | null },
     ctx: CloudContext,
   ) => {
-    ctx.requireAdmin();
+    await ctx.requireAdmin();
     const page = await listCustomerWallets(ctx.db, { accountId: args.accountId, search: args.search }, pageOf(args));
     return toConnection({ ...page, items: page.items.map(customerWalletOf) });
   },
@@ -162,7 +162,7 @@ export const adminQueries = {
     args: { first?: number | null; after?: string | null; accountId?: string | null; status?: string | null; customerId?: string | null },
     ctx: CloudContext,
   ) => {
-    ctx.requireAdmin();
+    await ctx.requireAdmin();
     const page = await listAllOrders(ctx.db, { accountId: args.accountId, status: lower(args.status), customerId: args.customerId }, pageOf(args));
     const entries = await entriesOfOrders(
       ctx.db,
@@ -175,7 +175,7 @@ export const adminQueries = {
     args: { first?: number | null; after?: string | null; accountId?: string | null; status?: string | null; aggregateId?: string | null },
     ctx: CloudContext,
   ) => {
-    ctx.requireAdmin();
+    await ctx.requireAdmin();
     const page = await listAllDeliveries(ctx.db, { accountId: args.accountId, status: args.status, aggregateId: args.aggregateId }, pageOf(args));
     return toConnection(page);
   },
@@ -192,7 +192,7 @@ interface BillingCycleInput {
 /** `Mutation` resolvers of the admin API. */
 export const adminMutations = {
   adminUpsertVendor: async (_: unknown, { input }: { input: { id?: string | null; name: string; status?: string | null } }, ctx: CloudContext) => {
-    ctx.requireAdmin();
+    await ctx.requireAdmin();
     const vendor = await upsertVendor(ctx.db, { id: input.id ?? null, name: input.name, status: lower<VendorStatus>(input.status) });
     ctx.vendors.clear(vendor.id);
     return { vendor };
@@ -217,7 +217,7 @@ export const adminMutations = {
     },
     ctx: CloudContext,
   ) => {
-    ctx.requireAdmin();
+    await ctx.requireAdmin();
     const billingCycles = (input.billingCycles ?? []).map((c, i) => ({
       cycle: c.cycle,
       months: c.months ?? null,
@@ -251,7 +251,7 @@ export const adminMutations = {
     },
     ctx: CloudContext,
   ) => {
-    ctx.requireAdmin();
+    await ctx.requireAdmin();
     const balance = input.balance == null ? undefined : yuanField(input.balance, "balance");
     const created = await renamingField(
       () =>
@@ -279,7 +279,7 @@ export const adminMutations = {
   },
 
   adminSetApiKeyStatus: async (_: unknown, { input }: { input: { keyId: string; status: string } }, ctx: CloudContext) => {
-    ctx.requireAdmin();
+    await ctx.requireAdmin();
     await setKeyStatus(ctx.db, input.keyId, input.status.toLowerCase() as KeyStatus);
     const info = await getKeyInfo(ctx.db, input.keyId);
     if (!info) throw new AppError("not_found", "API key not found");
@@ -287,14 +287,14 @@ export const adminMutations = {
   },
 
   adminTopUpAccount: async (_: unknown, { input }: { input: { keyId: string; amount: string } }, ctx: CloudContext) => {
-    ctx.requireAdmin();
+    await ctx.requireAdmin();
     const amount = yuanField(input.amount, "amount");
     const entry = await topUpKey(ctx.db, input.keyId, amount);
     return { keyId: input.keyId, accountId: entry.accountId, balance: toMoney(entry.balanceAfter), ledgerEntry: ledgerEntryOf(entry) };
   },
 
   adminTopUpCustomer: async (_: unknown, { input }: { input: { accountId: string; customerId: string; amount: string } }, ctx: CloudContext) => {
-    ctx.requireAdmin();
+    await ctx.requireAdmin();
     const customerId = checkCustomerId(input.customerId, "customerId");
     const amount = yuanField(input.amount, "amount");
     const entry = await topUpCustomer(ctx.db, { accountId: input.accountId, customerId, amount, requestId: ctx.requestId, reason: "top-up (admin)" });
@@ -302,7 +302,7 @@ export const adminMutations = {
   },
 
   adminSetCustomerCreditLine: async (_: unknown, { input }: { input: { accountId: string; customerId: string; limit: string } }, ctx: CloudContext) => {
-    ctx.requireAdmin();
+    await ctx.requireAdmin();
     const customerId = checkCustomerId(input.customerId, "customerId");
     const limit = yuanField(input.limit, "limit");
     return { customerBalance: await setCreditLine(ctx.db, input.accountId, customerId, limit) };
@@ -319,7 +319,7 @@ export const adminMutations = {
     },
     ctx: CloudContext,
   ) => {
-    ctx.requireAdmin();
+    await ctx.requireAdmin();
     // Absent stays, explicit null clears (GraphQL keeps the difference in the arguments).
     const change: KeySettingsChange = {};
     if (input.scopes !== undefined) change.scopes = input.scopes ?? [];
@@ -332,7 +332,7 @@ export const adminMutations = {
   },
 
   adminResendDelivery: async (_: unknown, { input }: { input: { deliveryId: string } }, ctx: CloudContext) => {
-    ctx.requireAdmin();
+    await ctx.requireAdmin();
     return { delivery: await resendDelivery(ctx.db, input.deliveryId) };
   },
 };

@@ -14,7 +14,8 @@ import { getDomainsByNames, type DomainRecord } from "../../src/cloud/domains.ts
 import { listPurgeTasksOfDomains, type PurgeTaskRecord } from "../../src/cloud/purge.ts";
 import { listDeliveriesOfAggregates, type WebhookDeliveryRecord } from "../../src/events/deliveries.ts";
 import type { Page } from "../../src/pagination.ts";
-import { checkAdminToken } from "../../src/auth/admin.ts";
+import type { AdminGuard } from "../../src/auth/admin.ts";
+import { adminAccess } from "../shared/admin-access.ts";
 import { callerAccess, headerOf, type RequestLike } from "../shared/auth.ts";
 import { ownAccountCaller } from "../shared/own-account.ts";
 import type { CloudServices } from "./services.ts";
@@ -36,11 +37,12 @@ export interface CloudContext {
    */
   ownAccount(accountId: string, scope: string): Promise<Caller | null>;
   /**
-   * Checks that the request carries the admin token (`Authorization: Bearer <ADMIN_TOKEN>`); API
-   * keys play no part.
-   * @throws AppError 403 `Admin API is disabled` when no ADMIN_TOKEN is set, 401 otherwise
+   * Checks that the request carries the admin token (`Authorization: Bearer <ADMIN_TOKEN>`), once
+   * per request; API keys play no part.
+   * @throws AppError 403 `Admin API is disabled` when no ADMIN_TOKEN is set, 429 when the client's
+   *   address presented too many wrong tokens, 401 otherwise
    */
-  requireAdmin(): void;
+  requireAdmin(): Promise<void>;
   /** Whether the request carries the admin token: what an admin mutation answers is read without key scopes. */
   isAdmin(): boolean;
   requestId: string | null;
@@ -110,7 +112,7 @@ function childListLoader<K extends ChildListKey, V>(
 
 /**
  * Builds the context of one request.
- * @param adminToken the configured ADMIN_TOKEN; unset disables the admin mutations
+ * @param admin the process's admin check (src/auth/admin.ts `createAdminGuard`; no ADMIN_TOKEN: the admin fields answer 403)
  * @param budgetLimits the request's database budget (default {@link RequestBudget}'s)
  */
 export function createCloudContext(
@@ -118,13 +120,12 @@ export function createCloudContext(
   services: CloudServices,
   rateLimiter: RateLimiter,
   req: RequestLike,
-  adminToken?: string,
+  admin: AdminGuard,
   budgetLimits?: BudgetLimits,
 ): CloudContext {
   const access = callerAccess(db, rateLimiter, req);
   const anyCaller = async () => (await access.caller())!;
-  const requireAdmin = () => checkAdminToken(adminToken, headerOf(req, "authorization"));
-  let admin: boolean | undefined;
+  const adminCheck = adminAccess(admin, req);
   const eager = {
     db,
     budget: new RequestBudget(budgetLimits),
@@ -132,16 +133,8 @@ export function createCloudContext(
     caller: (scope?: string) => access.caller(scope),
     callerOrNull: access.callerOrNull,
     ownAccount: (accountId: string, scope: string) => ownAccountCaller(access, accountId, scope),
-    requireAdmin,
-    isAdmin: () =>
-      (admin ??= (() => {
-        try {
-          requireAdmin();
-          return true;
-        } catch {
-          return false;
-        }
-      })()),
+    requireAdmin: adminCheck.require,
+    isAdmin: adminCheck.isAdmin,
     requestId: headerOf(req, "x-request-id") ?? null,
   };
   return withLazy<

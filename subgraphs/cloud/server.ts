@@ -6,6 +6,8 @@ import { parse } from "graphql";
 import type { Logger } from "pino";
 import type { Db } from "../../src/db/index.ts";
 import type { RateLimiter } from "../../src/auth/rate-limit.ts";
+import type { AdminGuard } from "../../src/auth/admin.ts";
+import type { NonceStore } from "../shared/hop-nonces.ts";
 import { startSubgraph, type SubgraphHandle, type SubgraphObservability } from "../shared/server.ts";
 import { createCloudContext, type CloudContext } from "./context.ts";
 import { resolvers, TYPE_SCOPES } from "./resolvers.ts";
@@ -29,12 +31,14 @@ export function startCloudSubgraph(options: {
   host: string;
   port: number;
   bodyLimit: number;
-  /** ADMIN_TOKEN: the bearer token of the admin mutations; unset disables them (403). */
-  adminToken?: string;
+  /** The admin check of the admin fields (src/auth/admin.ts; no ADMIN_TOKEN: 403). */
+  admin: AdminGuard;
   /** Graceful shutdown: how long requests in flight may finish (default 10 s). */
   drainTimeoutMs?: number;
   /** SUBGRAPH_SECRET: only requests signed with it by the router are served (subgraphs/shared/internal-context.ts). */
   secret: string;
+  /** Where the nonces of signed requests are claimed, once each (subgraphs/shared/hop-nonces.ts). */
+  nonces: NonceStore;
   /** Tracing hooks and `/metrics` (bin/stack.ts). */
   observability?: SubgraphObservability;
   /** The database budget of each request (src/db/budget.ts; default its defaults). */
@@ -47,8 +51,9 @@ export function startCloudSubgraph(options: {
     // Every field of a scoped type checks its scope, wherever it was reached from (ADR 0007); every
     // resolver runs inside its request's database budget.
     resolvers: scopeTypes(cloudTypeDefs, withRequestBudget(resolvers), TYPE_SCOPES, { bypass: (ctx: CloudContext) => ctx.isAdmin() }),
-    context: async (req) => createCloudContext(options.db, options.services, options.rateLimiter, req, options.adminToken, options.budget),
+    context: async (req) => createCloudContext(options.db, options.services, options.rateLimiter, req, options.admin, options.budget),
     secret: options.secret,
+    nonces: options.nonces,
     logger: options.logger,
     host: options.host,
     port: options.port,

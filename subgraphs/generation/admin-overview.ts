@@ -10,7 +10,7 @@ import type { GenerationContext } from "./context.ts";
 /** `Query` resolvers of the admin overview. */
 export const adminOverviewQueries = {
   adminOverview: async (_: unknown, { minutes }: { minutes?: number | null }, ctx: GenerationContext) => {
-    ctx.requireAdmin();
+    await ctx.requireAdmin();
     const overview = await readOverview(ctx.db, minutes ?? 60);
     return {
       at: overview.at,

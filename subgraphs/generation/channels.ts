@@ -9,8 +9,8 @@ import type { ChannelInput } from "../../src/generation/channels/store.ts";
 import type { GenerationContext } from "./context.ts";
 
 /** The channels of the context after the admin check. @throws AppError 401/403 (admin token); 403 `forbidden` when this process runs no channels */
-function admin(ctx: GenerationContext) {
-  ctx.requireAdmin();
+async function admin(ctx: GenerationContext): Promise<Channels> {
+  await ctx.requireAdmin();
   if (!ctx.channels) throw new AppError("forbidden", "Channels are not served by this process");
   return ctx.channels;
 }
@@ -44,22 +44,22 @@ function channelOf(c: ChannelView) {
 }
 
 export const channelQueries = {
-  adminChannels: async (_: unknown, __: unknown, ctx: GenerationContext) => (await admin(ctx).list()).map(channelOf),
+  adminChannels: async (_: unknown, __: unknown, ctx: GenerationContext) => (await (await admin(ctx)).list()).map(channelOf),
 };
 
 export const channelMutations = {
   adminAddChannel: async (_: unknown, { input }: { input: Parameters<Channels["add"]>[0] }, ctx: GenerationContext) => ({
-    channel: channelOf(await admin(ctx).add(input)),
+    channel: channelOf(await (await admin(ctx)).add(input)),
   }),
   adminUpdateChannel: async (_: unknown, { input }: { input: ChannelInput & { id: string } }, ctx: GenerationContext) => {
     const { id, ...fields } = input;
-    return { channel: channelOf(await admin(ctx).update(id, fields)) };
+    return { channel: channelOf(await (await admin(ctx)).update(id, fields)) };
   },
   adminSetChannelStatus: async (_: unknown, { input }: { input: { id: string; enabled: boolean } }, ctx: GenerationContext) => ({
-    channel: channelOf(await admin(ctx).setStatus(input.id, input.enabled)),
+    channel: channelOf(await (await admin(ctx)).setStatus(input.id, input.enabled)),
   }),
   adminTestChannel: async (_: unknown, { input }: { input: { id: string } }, ctx: GenerationContext) => {
-    const { channel, result } = await admin(ctx).test(input.id);
+    const { channel, result } = await (await admin(ctx)).test(input.id);
     return { channel: channelOf(channel), ok: result.ok, latencyMs: result.latencyMs, error: result.error };
   },
 };

@@ -14,7 +14,8 @@ import { callerAccess, headerOf, type RequestLike } from "../shared/auth.ts";
 import { withLazy } from "../shared/lazy.ts";
 import { ownAccountCaller } from "../shared/own-account.ts";
 import { RequestBudget, type BudgetLimits } from "../../src/db/budget.ts";
-import { checkAdminToken } from "../../src/auth/admin.ts";
+import type { AdminGuard } from "../../src/auth/admin.ts";
+import { adminAccess } from "../shared/admin-access.ts";
 import type { Channels } from "../../src/generation/channels/index.ts";
 
 /** What every resolver receives. */
@@ -47,22 +48,25 @@ export interface GenerationContext {
   /** `METHOD path` the router reports for this request (request log), if any. */
   route: { method: string; path: string; status: number | null } | null;
   requestId: string | null;
-  /** Checks `Authorization: Bearer <ADMIN_TOKEN>` (the channel admin fields). @throws AppError 403 no ADMIN_TOKEN, 401 otherwise */
-  requireAdmin(): void;
+  /**
+   * Checks `Authorization: Bearer <ADMIN_TOKEN>` (the channel admin fields), once per request.
+   * @throws AppError 403 no ADMIN_TOKEN, 429 too many wrong tokens from the client's address, 401 otherwise
+   */
+  requireAdmin(): Promise<void>;
   /** The channels of this process (README "Channels"). */
   channels?: Channels;
 }
 
-/** What the admin fields need: ADMIN_TOKEN and the channels. */
+/** What the admin fields need: the process's admin check (ADMIN_TOKEN) and the channels. */
 export interface GenerationAdmin {
-  adminToken?: string;
+  guard: AdminGuard;
   channels?: Channels;
 }
 
 /**
  * Builds the context of one request.
+ * @param admin the admin check (src/auth/admin.ts `createAdminGuard`) and the channels
  * @param budgetLimits the request's database budget (default {@link RequestBudget}'s)
- * @param adminToken the configured ADMIN_TOKEN; unset disables the admin fields
  */
 export function createContext(
   db: Db,
@@ -70,8 +74,8 @@ export function createContext(
   rateLimiter: RateLimiter,
   pubsub: PubSub,
   req: RequestLike,
+  admin: GenerationAdmin,
   budgetLimits?: BudgetLimits,
-  admin: GenerationAdmin = {},
 ): GenerationContext {
   const header = (name: string) => headerOf(req, name);
   const access = callerAccess(db, rateLimiter, req);
@@ -90,7 +94,7 @@ export function createContext(
     ownAccount: (accountId: string) => ownAccountCaller(access, accountId, "generation"),
     route: match ? { method: match[1]!, path: match[2]!, status: Number(header("x-switchyard-route-status")) || null } : null,
     requestId: header("x-request-id") ?? null,
-    requireAdmin: () => checkAdminToken(admin.adminToken, header("authorization")),
+    requireAdmin: adminAccess(admin.guard, req).require,
     channels: admin.channels,
   };
   return withLazy<typeof eager, Pick<GenerationContext, "usage" | "taskLoader">>(eager, {

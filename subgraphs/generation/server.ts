@@ -10,6 +10,7 @@ import type { PubSub } from "../../src/events/pubsub.ts";
 import type { GenerationService } from "../../src/generation/tasks.ts";
 import { flushRequestLog, recordRequest } from "../../src/generation/usage.ts";
 import { statusOfErrors } from "../shared/errors.ts";
+import type { NonceStore } from "../shared/hop-nonces.ts";
 import { startSubgraph, type SubgraphHandle, type SubgraphObservability } from "../shared/server.ts";
 import { createContext, type GenerationAdmin, type GenerationContext } from "./context.ts";
 import { resolvers, TYPE_SCOPES } from "./resolvers.ts";
@@ -59,12 +60,14 @@ export async function startGenerationSubgraph(options: {
   drainTimeoutMs?: number;
   /** SUBGRAPH_SECRET: only requests signed with it by the router are served (subgraphs/shared/internal-context.ts). */
   secret: string;
+  /** Where the nonces of signed requests are claimed, once each (subgraphs/shared/hop-nonces.ts). */
+  nonces: NonceStore;
   /** Tracing hooks and `/metrics` (bin/stack.ts). */
   observability?: SubgraphObservability;
   /** The database budget of each request (src/db/budget.ts; default its defaults). */
   budget?: BudgetLimits;
-  /** ADMIN_TOKEN and the channels, for the channel admin fields (unset token: 403). */
-  admin?: GenerationAdmin;
+  /** The admin check (ADMIN_TOKEN; unset: 403) and the channels, for the admin fields. */
+  admin: GenerationAdmin;
 }): Promise<SubgraphHandle> {
   enforceRequestBudgets(options.db);
   const handle = await startSubgraph<GenerationContext>({
@@ -73,8 +76,9 @@ export async function startGenerationSubgraph(options: {
     // Every field of a scoped type checks its scope, wherever it was reached from (ADR 0007); every
     // resolver runs inside its request's database budget.
     resolvers: scopeTypes(generationTypeDefs, withRequestBudget(resolvers), TYPE_SCOPES),
-    context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req, options.budget, options.admin),
+    context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req, options.admin, options.budget),
     secret: options.secret,
+    nonces: options.nonces,
     onResponse: recordRoute(options.logger),
     logger: options.logger,
     host: options.host,

@@ -31,13 +31,13 @@ function paramsOfSearch(search: URLSearchParams): SignedParams | null {
 }
 
 /**
- * Creates a request handler for `/graphql`. Only requests signed by the router are served
- * (subgraphs/shared/internal-context.ts); anything else is 403 `forbidden` before Apollo Server
- * sees it, so `_service`, `_entities` and every field answer the router alone.
+ * Creates a request handler for `/graphql`. Only requests signed by the router for this subgraph,
+ * each once, are served (subgraphs/shared/internal-context.ts); anything else is 403 `forbidden`
+ * before Apollo Server sees it, so `_service`, `_entities` and every field answer the router alone.
  * @param server a started Apollo Server
  * @param context builds the per-request context from the verified internal headers (never the HTTP headers)
  * @param bodyLimit maximum body size in bytes (413 beyond)
- * @param verifier checks the router's signature and returns the internal context
+ * @param verifier checks the router's signature, audience and nonce, and returns the internal context
  */
 export function apolloHandler<TContext extends BaseContext>(
   server: ApolloServer<TContext>,
@@ -80,7 +80,7 @@ export function apolloHandler<TContext extends BaseContext>(
       internal = await verifier.verify(params);
     } catch (error) {
       if (!(error instanceof InternalContextError)) throw error;
-      return sendError(res, "forbidden", error.message);
+      return sendError(res, error.code, error.message);
     }
     const response = await server.executeHTTPGraphQLRequest({
       httpGraphQLRequest: { method: req.method ?? "GET", headers, search: url.search, body },

@@ -51,6 +51,11 @@ export function callerObserver(req: object): AuthenticationObserver {
   };
 }
 
+/** Notes that a throttle other than the key's rate limit refused the request (429): the router answers `Retry-After`. */
+export function noteRetryAfter(req: object, seconds: number): void {
+  reportFor(req).retryAfterSeconds = seconds;
+}
+
 /**
  * Where a context keeps the request it was built from (see {@link reportingContext}): a symbol
  * property, not a WeakMap by context, because Apollo Server runs each operation on a shallow

@@ -5,14 +5,17 @@
  * (`authorization`, `x-service-signature`) and locale. The router puts these facts in the
  * extension `switchyard` of every subgraph request and signs the request with Hive Gateway's HMAC
  * upstream signature (@graphql-mesh/hmac-upstream-signature: HMAC-SHA256 with SUBGRAPH_SECRET,
- * extension `hmac-signature`). A subgraph serves only requests whose signature verifies and reads
- * these facts only from the signed extension, never from HTTP headers (docs: README "Security
- * model").
+ * extension `hmac-signature`). Each subgraph request (not each client request: one fans out to
+ * several) carries a fresh nonce and the subgraph it is for, both signed. A subgraph serves only
+ * requests whose signature verifies, that are meant for it and whose nonce it has not seen
+ * (hop-nonces.ts), and reads these facts only from the signed extension, never from HTTP headers
+ * (docs: README "Security model").
  *
  * The library signs the operation text and variables; its serializers are extended here so that
  * the `switchyard` extension is covered by the same signature.
  */
-import { parse } from "graphql";
+import { createHmac, randomUUID } from "node:crypto";
+import type { Logger } from "pino";
 import type { ExecutionRequest } from "@graphql-tools/utils";
 import {
   defaultExecutionRequestSerializer,
@@ -21,6 +24,8 @@ import {
   useHmacUpstreamSignature,
 } from "@graphql-mesh/hmac-upstream-signature";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
+import type { ErrorCode } from "../../src/errors.ts";
+import type { NonceStore } from "./hop-nonces.ts";
 
 /** Name of the extension carrying the internal context. */
 export const INTERNAL_EXTENSION = "switchyard";
@@ -39,11 +44,27 @@ const INTERNAL_CONTEXT_TOLERANCE_SECONDS = 300;
  */
 export type InternalHeaders = Record<string, string>;
 
-/** The `switchyard` extension: the facts and when the router issued them. */
+/** The `switchyard` extension: the facts, when the router issued them, and for which subgraph, once. */
 export interface InternalContext {
   /** Unix seconds at which the router signed the request. */
   issuedAt: number;
+  /** A fresh random id per subgraph request: the subgraph serves it once (hop-nonces.ts). */
+  nonce: string;
+  /** The subgraph the request is for (`generation`, `cloud`): any other refuses it. */
+  audience: string;
   headers: InternalHeaders;
+}
+
+/** What a nonce looks like (a UUID from the router; bounded so it stays a small Redis key). */
+const NONCE_PATTERN = /^[A-Za-z0-9_-]{16,64}$/;
+
+/**
+ * The internal context of one subgraph request: now, a new nonce, the subgraph it is for.
+ * @param audience the subgraph's name (`generation`, `cloud`)
+ * @param headers the facts the router states ({@link pickInternalHeaders})
+ */
+export function newInternalContext(audience: string, headers: InternalHeaders): InternalContext {
+  return { issuedAt: Math.floor(Date.now() / 1000), nonce: randomUUID(), audience, headers };
 }
 
 /** The header names the router states (and the only ones a subgraph reads). */
@@ -80,6 +101,12 @@ function contextText(value: unknown): string {
   return `\n${INTERNAL_EXTENSION}:${JSON.stringify(value ?? null)}`;
 }
 
+/** The text a subgraph checks the signature of, from the parameters it received. */
+function signedText(params: SignedParams): string {
+  const operation = defaultParamsSerializer({ query: params.query, variables: params.variables ?? undefined });
+  return `${operation ?? ""}${contextText(params.extensions?.[INTERNAL_EXTENSION])}`;
+}
+
 /**
  * The router's signing plugin (Hive Gateway's HMAC upstream signature) covering the operation,
  * its variables and the `switchyard` extension.
@@ -107,7 +134,15 @@ export interface SignedParams {
 
 /** A subgraph request refused for its signature or its internal context. */
 export class InternalContextError extends Error {
-  constructor(message: string) {
+  /**
+   * @param code the registry code of the answer: `forbidden` (403) for every request the router
+   *   did not sign for this subgraph just now, `service_unavailable` (503) when the nonce could not
+   *   be claimed (the store is full or unreachable)
+   */
+  constructor(
+    message: string,
+    readonly code: Extract<ErrorCode, "forbidden" | "service_unavailable"> = "forbidden",
+  ) {
     super(message);
     this.name = "InternalContextError";
   }
@@ -116,81 +151,100 @@ export class InternalContextError extends Error {
 /** The logger the validation plugin expects from GraphQL Yoga (it logs only on debug and failure). */
 const quietLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
+/** Options of {@link createInternalVerifier}. */
+export interface InternalVerifierOptions {
+  /** SUBGRAPH_SECRET. */
+  secret: string;
+  /** This subgraph's name: a request signed for another subgraph is refused. */
+  audience: string;
+  /** Where nonces are claimed (one per process; Redis when `REDIS_URL` is set). */
+  nonces: NonceStore;
+  /** Refusals are logged at warn (the request id when the signature verified), store failures at error. */
+  logger: Pick<Logger, "warn" | "error">;
+}
+
 /**
  * Creates a subgraph's verifier: Hive Gateway's HMAC signature validation over the same text the
- * router signs, then the shape and age of the internal context.
- * @param secret SUBGRAPH_SECRET
- * @returns `verify(params)`: the internal context of a request whose signature holds
- * @throws InternalContextError (from `verify`) when the signature is missing or wrong, or the
- *   context is malformed or older than {@link INTERNAL_CONTEXT_TOLERANCE_SECONDS}
+ * router signs, then the shape, age and audience of the internal context, then its nonce, claimed
+ * once. Every refusal is logged at warn.
+ * @returns `verify(params)`: the internal context of a request whose signature holds, meant for
+ *   this subgraph, seen for the first time
+ * @throws InternalContextError (from `verify`) `forbidden` when the signature is missing or wrong,
+ *   the context is malformed, older than {@link INTERNAL_CONTEXT_TOLERANCE_SECONDS}, for another
+ *   subgraph, or already served (a replay); `service_unavailable` when the nonce cannot be claimed
  */
-export function createInternalVerifier(secret: string): { verify(params: SignedParams, nowSeconds?: number): Promise<InternalContext> } {
+export function createInternalVerifier(options: InternalVerifierOptions): { verify(params: SignedParams, nowSeconds?: number): Promise<InternalContext> } {
+  const { secret, audience, nonces, logger } = options;
   const validation = useHmacSignatureValidation({
     secret,
     extensionName: SIGNATURE_EXTENSION,
-    serializeParams: (params) => `${defaultParamsSerializer(params) ?? ""}${contextText(params.extensions?.[INTERNAL_EXTENSION])}`,
+    serializeParams: signedText,
   }) as { onYogaInit(payload: unknown): void; onParams(payload: unknown): unknown };
   validation.onYogaInit({ yoga: { logger: quietLogger } });
+  const refuse = (message: string, requestId?: string): never => {
+    logger.warn({ subgraph: audience, request_id: requestId, reason: message }, "subgraph request refused");
+    throw new InternalContextError(message);
+  };
   return {
     async verify(params, nowSeconds = Math.floor(Date.now() / 1000)) {
       const signature = params.extensions?.[SIGNATURE_EXTENSION];
-      if (typeof signature !== "string" || !signature) throw new InternalContextError("Subgraph requests must be signed by the router");
+      if (typeof signature !== "string" || !signature) return refuse("Subgraph requests must be signed by the router");
       try {
         await validation.onParams({ params, fetchAPI: globalThis });
       } catch {
-        throw new InternalContextError("Invalid router signature");
+        return refuse("Invalid router signature");
       }
-      const context = params.extensions?.[INTERNAL_EXTENSION] as InternalContext | undefined;
-      if (!context || typeof context !== "object" || typeof context.issuedAt !== "number" || !context.headers || typeof context.headers !== "object") {
-        throw new InternalContextError("Missing internal context");
+      const context = params.extensions?.[INTERNAL_EXTENSION] as Partial<InternalContext> | undefined;
+      if (
+        !context ||
+        typeof context !== "object" ||
+        typeof context.issuedAt !== "number" ||
+        typeof context.nonce !== "string" ||
+        !NONCE_PATTERN.test(context.nonce) ||
+        typeof context.audience !== "string" ||
+        !context.headers ||
+        typeof context.headers !== "object"
+      ) {
+        return refuse("Missing internal context");
       }
-      if (Math.abs(nowSeconds - context.issuedAt) > INTERNAL_CONTEXT_TOLERANCE_SECONDS) throw new InternalContextError("Router signature expired");
-      return { issuedAt: context.issuedAt, headers: pickInternalHeaders(context.headers as Record<string, string>) };
+      const headers = pickInternalHeaders(context.headers as Record<string, string>);
+      const requestId = headers["x-request-id"];
+      if (Math.abs(nowSeconds - context.issuedAt) > INTERNAL_CONTEXT_TOLERANCE_SECONDS) return refuse("Router signature expired", requestId);
+      if (context.audience !== audience) return refuse("Router signature is for another subgraph", requestId);
+      let first: boolean;
+      try {
+        first = await nonces.claim(context.nonce, context.issuedAt, INTERNAL_CONTEXT_TOLERANCE_SECONDS);
+      } catch (error) {
+        logger.error({ err: error, subgraph: audience, request_id: requestId }, "subgraph request nonce not claimed");
+        throw new InternalContextError("Service unavailable", "service_unavailable");
+      }
+      if (!first) return refuse("Router signature already used", requestId);
+      return { issuedAt: context.issuedAt, nonce: context.nonce, audience, headers };
     },
   };
 }
 
-/** The library's signing plugin as a tool outside the gateway uses it. */
-interface Signer {
-  onYogaInit(payload: unknown): void;
-  onSubgraphExecute(payload: unknown): unknown;
-}
-
-/** One signer per secret: the plugin caches its imported HMAC key, so reusing it signs at the router's cost. */
-const signers = new Map<string, Signer>();
-function signerFor(secret: string): Signer {
-  let signer = signers.get(secret);
-  if (!signer) {
-    signer = internalSigningPlugin(secret, () => true) as unknown as Signer;
-    signer.onYogaInit({ yoga: { fetchAPI: globalThis } });
-    signers.set(secret, signer);
-  }
-  return signer;
-}
-
 /**
- * Signs one subgraph request outside the gateway, exactly as the router's plugin does (the same
- * library call): for tools that speak to a subgraph directly — the benchmark's direct-subgraph
- * row, Apollo Gateway in the benchmark, tests.
+ * Signs one subgraph request outside the gateway: for tools that speak to a subgraph directly —
+ * the benchmark's direct-subgraph row, Apollo Gateway in the benchmark, tests. The same
+ * HMAC-SHA256 (base64) over the same text the subgraph's verifier checks ({@link signedText}),
+ * computed with node:crypto so that a load generator can sign each request as it sends it. Each
+ * call makes a new nonce: the answer is good for one request.
  * @param secret SUBGRAPH_SECRET
- * @param request the operation, its variables, and the internal headers it states
+ * @param request the operation, its variables, the subgraph it is for (`audience`), and the
+ *   internal headers it states
  * @returns the GraphQL parameters to POST as JSON (`extensions` carries the context and signature)
  */
-export async function signSubgraphRequest(
+export function signSubgraphRequest(
   secret: string,
-  request: { query: string; variables?: Record<string, unknown>; operationName?: string; headers: InternalHeaders },
-): Promise<SignedParams> {
-  const plugin = signerFor(secret);
-  const internal: InternalContext = { issuedAt: Math.floor(Date.now() / 1000), headers: request.headers };
-  const executionRequest = {
-    document: parse(request.query),
+  request: { query: string; variables?: Record<string, unknown>; operationName?: string; audience: string; headers: InternalHeaders },
+): SignedParams {
+  const params = {
+    query: request.query,
     variables: request.variables,
     operationName: request.operationName,
-    extensions: { [INTERNAL_EXTENSION]: internal } as Record<string, unknown>,
+    extensions: { [INTERNAL_EXTENSION]: newInternalContext(request.audience, request.headers) } as Record<string, unknown>,
   };
-  const log = { child: () => log, debug() {} };
-  await plugin.onSubgraphExecute({ subgraphName: "direct", subgraph: undefined, executionRequest, log });
-  // The text the library signed is the operation as the gateway's transports print it.
-  const { query } = JSON.parse(defaultExecutionRequestSerializer(executionRequest as unknown as ExecutionRequest) ?? "{}") as { query: string };
-  return { query, variables: request.variables, operationName: request.operationName, extensions: executionRequest.extensions };
+  params.extensions[SIGNATURE_EXTENSION] = createHmac("sha256", secret).update(signedText(params)).digest("base64");
+  return params;
 }

@@ -29,8 +29,9 @@ import { formatError } from "./errors.ts";
 import type { RequestLike } from "./auth.ts";
 import { closeWebSockets, drainHttpServer } from "../../src/net/drain.ts";
 import type { Tracing } from "../../src/observability/tracing.ts";
-import { AppError, graphqlExtensions, type ErrorCode } from "../../src/errors.ts";
+import { AppError, type ErrorCode } from "../../src/errors.ts";
 import { createInternalVerifier, InternalContextError, type InternalContext, type SignedParams } from "./internal-context.ts";
+import type { NonceStore } from "./hop-nonces.ts";
 import { callerReportPlugin, reportingContext, withCallerReport } from "./caller-report.ts";
 import { mapStream, type LocalSubgraph } from "./contract.ts";
 import { createReadiness, serveLiveness, serveReadiness, type Readiness } from "../../src/observability/readiness.ts";
@@ -163,6 +164,8 @@ export interface SubgraphOptions<TContext extends BaseContext> {
   context: (req: RequestLike) => Promise<TContext>;
   /** SUBGRAPH_SECRET: the key of the router's signature, required on every request (internal-context.ts). */
   secret: string;
+  /** Where the nonces of signed requests are claimed, once each (hop-nonces.ts; one store per process). */
+  nonces: NonceStore;
   /**
    * Runs after each query or mutation, before its answer leaves (over HTTP and in-process
    * alike): for example the generation subgraph's request log.
@@ -203,7 +206,7 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
   const schema = refusingUnknownEntityTypes(
     buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as GraphQLResolverMap<TContext> }]),
   );
-  const verifier = createInternalVerifier(options.secret);
+  const verifier = createInternalVerifier({ secret: options.secret, audience: options.name, nonces: options.nonces, logger: options.logger });
   const server = new ApolloServer<TContext>({
     schema,
     formatError: formatError(options.logger),
@@ -269,8 +272,9 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
   });
   httpServer.keepAliveTimeout = 65_000;
   // Subscriptions (docs/architecture.md §6): graphql-ws on the same path. Each operation is authorized on its
-  // own, by the router's signature and the key in its internal context: a connection by itself
-  // can do nothing.
+  // own, by the router's signature (its nonce claimed once, like an HTTP request's) and the key in
+  // its internal context: a connection by itself can do nothing, so `connection_init` carries nothing
+  // to sign (the gateway's graphql-ws transport shares one connection per subgraph among its callers).
   const wsServer = new WebSocketServer({ server: httpServer, path: "/graphql" });
   const verified = new WeakMap<object, Map<string, InternalContext>>();
   const wsCleanup = useServer<Record<string, unknown>>(
@@ -287,7 +291,7 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
           byId.set(id, internal);
         } catch (error) {
           if (!(error instanceof InternalContextError)) throw error;
-          return [new GraphQLError(error.message, { extensions: graphqlExtensions("forbidden") })];
+          return [new GraphQLError(error.message, { originalError: new AppError(error.code, error.message) })];
         }
       },
       onComplete: (ctx, id) => void verified.get(ctx)?.delete(id),
@@ -295,7 +299,9 @@ export async function startSubgraph<TContext extends BaseContext>(options: Subgr
       // The same error contract as over HTTP: extensions.code and extensions.http.status.
       onNext: (_ctx, _id, _payload, _args, result) =>
         result.errors?.length ? { ...result, errors: result.errors.map((e) => formatError(options.logger)(e.toJSON(), e)) } : result,
-      onError: (_ctx, _id, _payload, errors) => errors.map((e) => formatError(options.logger)(e.toJSON(), e)),
+      // (An error of our own, such as a refused signature, keeps its registry code and status.)
+      onError: (_ctx, _id, _payload, errors) =>
+        errors.map((e) => formatError(options.logger)(e.toJSON(), e.originalError instanceof AppError ? e.originalError : e)),
     },
     wsServer,
   );

@@ -3,59 +3,13 @@
  * pattern, GraphQL operation name, key id, status and duration in whole milliseconds; JSON for a
  * collector, human-readable lines (pino-pretty) for a person at a terminal.
  */
-import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger, logFormatFor, startStack, type Stack } from "../../bin/stack.ts";
 import { createKey } from "../../src/auth/keys.ts";
 import { parseYuan } from "../../src/money.ts";
 import { createTestDatabase } from "../support/db.ts";
-
-/** A pino destination whose lines a test can wait for. */
-function lineSink() {
-  const lines: string[] = [];
-  const waiting = new Set<() => void>();
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(...String(chunk).split("\n").filter(Boolean));
-      for (const check of waiting) check();
-      done();
-    },
-  });
-  /**
-   * Resolves with the first line (parsed by `parse`) that `match` accepts, now or when it is
-   * written; rejects with the lines seen after `timeoutMs`.
-   */
-  function waitFor<T>(parse: (line: string) => T | null, match: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        waiting.delete(check);
-        reject(new Error(`no matching log line in ${timeoutMs} ms; lines:\n${lines.join("\n")}`));
-      }, timeoutMs);
-      const check = () => {
-        for (const line of lines) {
-          const value = parse(line);
-          if (value !== null && match(value)) {
-            waiting.delete(check);
-            clearTimeout(timer);
-            return resolve(value);
-          }
-        }
-      };
-      waiting.add(check);
-      check();
-    });
-  }
-  return { stream, lines, waitFor };
-}
-
-const json = (line: string): Record<string, any> | null => {
-  try {
-    return JSON.parse(line);
-  } catch {
-    return null;
-  }
-};
+import { json, lineSink } from "../support/log-sink.ts";
 
 describe("the request log line", () => {
   const sink = lineSink();

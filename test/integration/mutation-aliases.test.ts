@@ -168,7 +168,8 @@ describe.each(["auto", "http"])("with SUBGRAPH_TRANSPORT=%s", (transport) => {
     it("answers 200 from the generation subgraph's own port for a partial mutation, as the router does", async () => {
       const { key } = await t.createKey("20");
       // Signed as the router signs (the subgraph serves nothing else).
-      const params = await signSubgraphRequest(t.stack.subgraphSecret!, {
+      const params = signSubgraphRequest(t.stack.subgraphSecret!, {
+        audience: "generation",
         query: `mutation { a: submitVideoGeneration(input: ${PAID_VIDEO}) { ${TASK_FIELDS} } b: submitVideoGeneration(input: { prompt: " " }) { ${TASK_FIELDS} } }`,
         headers: { authorization: `Bearer ${key}`, "x-switchyard-client-ip": "127.0.0.1" },
       });

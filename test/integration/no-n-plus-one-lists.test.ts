@@ -47,7 +47,8 @@ async function atTenAndMany<T>(run: (n: number) => Promise<T>, many = 100): Prom
 
 /** POSTs an operation to the cloud subgraph itself, signed as the router signs (it serves nothing else). */
 async function cloudSubgraph(query: string, variables: Record<string, unknown>) {
-  const params = await signSubgraphRequest(t.stack.subgraphSecret!, {
+  const params = signSubgraphRequest(t.stack.subgraphSecret!, {
+    audience: "cloud",
     query,
     variables,
     headers: { authorization: `Bearer ${owner.key}`, "x-switchyard-client-ip": "127.0.0.1" },

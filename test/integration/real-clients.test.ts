@@ -199,8 +199,10 @@ describe("viewer across both subgraphs", () => {
     expect(Number(viewer.customerBalance.available.amount)).toBe(77 - 30);
 
     // Asking each subgraph (as the router would, signed) for Alice's Account entity with Bob's key yields nulls.
-    const entities = async (url: string, fields: string) => {
-      const params = await signSubgraphRequest(t.stack.subgraphSecret!, {
+    const entities = async (audience: "generation" | "cloud", fields: string) => {
+      const url = audience === "generation" ? t.stack.generationUrl! : t.stack.cloudUrl!;
+      const params = signSubgraphRequest(t.stack.subgraphSecret!, {
+        audience,
         query: `query($r: [_Any!]!) { _entities(representations: $r) { ... on Account { id ${fields} } } }`,
         variables: { r: [{ __typename: "Account", id: alice.accountId }] },
         headers: { authorization: `Bearer ${bob.key}`, "x-switchyard-client-ip": "127.0.0.1" },
@@ -209,7 +211,7 @@ describe("viewer across both subgraphs", () => {
       return response.json() as Promise<any>;
     };
     const generation = await entities(
-      t.stack.generationUrl!,
+      "generation",
       "balance { amount } spent { amount } billedSeconds billedImages tasks(first: 10) { totalCount } recentRequests(first: 5) { path }",
     );
     expect(generation.errors).toBeUndefined();
@@ -217,7 +219,7 @@ describe("viewer across both subgraphs", () => {
       { id: alice.accountId, balance: null, spent: null, billedSeconds: null, billedImages: null, tasks: null, recentRequests: null },
     ]);
     const cloud = await entities(
-      t.stack.cloudUrl!,
+      "cloud",
       'orders(first: 10) { totalCount } resources(first: 10) { totalCount } customerBalance(customerId: "cust-1") { customerId }',
     );
     expect(cloud.errors).toBeUndefined();

@@ -370,7 +370,8 @@ describe("disabling a key ends its subscriptions on the router (one process)", (
     // between to close anything.
     const { client } = watchedClient(t.stack.cloudUrl!, doomed.key);
     const watcher = watchedClient(t.url, control.key);
-    const signed = await signSubgraphRequest(t.stack.subgraphSecret!, {
+    const signed = signSubgraphRequest(t.stack.subgraphSecret!, {
+      audience: "cloud",
       query: ORDER_EVENTS,
       headers: { authorization: `Bearer ${doomed.key}`, "x-switchyard-client-ip": "127.0.0.1" },
     });

@@ -109,7 +109,9 @@ const orderBody = (customerId = "c1") => {
 };
 
 beforeAll(async () => {
-  t = await startTestStack({ ADMIN_TOKEN, CHANNEL_KEY_SECRET: "scopes-channel-secret-0123456789abcdef" });
+  // Every admin field is probed with an API key, a wrong admin token to the throttle (admin-throttle.test.ts):
+  // far more than 10 a minute from one address.
+  t = await startTestStack({ ADMIN_TOKEN, ADMIN_FAILURES_PER_MINUTE: "1000", CHANNEL_KEY_SECRET: "scopes-channel-secret-0123456789abcdef" });
   receiver = await startCallbackReceiver();
   const setup = await t.createKey("1000", { callbackUrl: receiver.url });
   Object.assign(fx, { accountId: setup.account_id, setupKey: setup.key, setupKeyId: setup.id });
@@ -266,7 +268,8 @@ function entities(
   return {
     async run(auth) {
       const url = subgraph === "cloud" ? t.stack.cloudUrl! : t.stack.generationUrl!;
-      const params = await signSubgraphRequest(t.stack.subgraphSecret!, {
+      const params = signSubgraphRequest(t.stack.subgraphSecret!, {
+        audience: subgraph,
         query: `query($r: [_Any!]!) { _entities(representations: $r) { ${selection} } }`,
         variables: { r: [await representation(auth)] },
         headers: { ...authHeaders(auth), "x-switchyard-client-ip": "127.0.0.1" },

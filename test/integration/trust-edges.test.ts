@@ -150,25 +150,32 @@ describe("the subgraph ports serve only the router", () => {
   });
 
   it("refuses a request signed with another secret", async () => {
-    const params = await signSubgraphRequest("another-secret-".repeat(3), { query: "{ __typename }", headers: {} });
+    const params = signSubgraphRequest("another-secret-".repeat(3), { query: "{ __typename }", audience: "cloud", headers: {} });
     const answer = await postToSubgraph(t.stack.cloudUrl!, params);
     expect(answer.status).toBe(403);
     expect(answer.body.errors[0]).toMatchObject({ message: "Invalid router signature", extensions: { code: "forbidden" } });
   });
 
   it("refuses a signed request whose internal context was altered after signing", async () => {
-    const params = await signSubgraphRequest(t.stack.subgraphSecret!, { query: "{ __typename }", headers: { "x-switchyard-client-ip": "127.0.0.1" } });
+    const params = signSubgraphRequest(t.stack.subgraphSecret!, {
+      query: "{ __typename }",
+      audience: "cloud",
+      headers: { "x-switchyard-client-ip": "127.0.0.1" },
+    });
     (params.extensions!.switchyard as any).headers["x-switchyard-client-ip"] = "203.0.113.7";
     const answer = await postToSubgraph(t.stack.cloudUrl!, params);
     expect(answer.status).toBe(403);
   });
 
   it("hands out _service only to signed callers", async () => {
-    for (const url of [t.stack.generationUrl!, t.stack.cloudUrl!]) {
+    for (const [audience, url] of [
+      ["generation", t.stack.generationUrl!],
+      ["cloud", t.stack.cloudUrl!],
+    ]) {
       const unsigned = await postToSubgraph(url, { query: "{ _service { sdl } }" });
       expect(unsigned.status).toBe(403);
       expect(JSON.stringify(unsigned.body)).not.toContain("type Query");
-      const signed = await postToSubgraph(url, await signSubgraphRequest(t.stack.subgraphSecret!, { query: "{ _service { sdl } }", headers: {} }));
+      const signed = await postToSubgraph(url, signSubgraphRequest(t.stack.subgraphSecret!, { query: "{ _service { sdl } }", audience, headers: {} }));
       expect(signed.status).toBe(200);
       expect(signed.body.data._service.sdl).toContain("type Query");
     }
@@ -176,8 +183,11 @@ describe("the subgraph ports serve only the router", () => {
 
   it("answers _entities with an unknown typename 400 invalid_request, not 500", async () => {
     const query = "query($r: [_Any!]!) { _entities(representations: $r) { __typename } }";
-    for (const url of [t.stack.generationUrl!, t.stack.cloudUrl!]) {
-      const params = await signSubgraphRequest(t.stack.subgraphSecret!, { query, variables: { r: [{ __typename: "Nope", id: "x" }] }, headers: {} });
+    for (const [audience, url] of [
+      ["generation", t.stack.generationUrl!],
+      ["cloud", t.stack.cloudUrl!],
+    ]) {
+      const params = signSubgraphRequest(t.stack.subgraphSecret!, { query, variables: { r: [{ __typename: "Nope", id: "x" }] }, audience, headers: {} });
       const answer = await postToSubgraph(url, params);
       expect(answer.body.errors[0].extensions).toMatchObject({ code: "invalid_request", http: { status: 400 } });
       expect(answer.body.errors[0].message).toBe("Unknown entity type: Nope");
