@@ -12,39 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MODEL_IDS } from "../../src/generation/catalog.ts";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";
 import { collect, wsClient } from "../support/graphql-ws.ts";
+import { parseExposition, sampleValue, type Sample } from "../support/metrics.ts";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 
 const TOKEN = "metrics-token-for-tests-123";
 const VIDEO_BODY = { prompt: "a red fox", model_id: 69, seconds: 5, resolution: "480P" };
-
-/** One sample of the exposition: metric name, labels, value. */
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-/** Parses the Prometheus text format (comments skipped, label values unescaped). */
-function parseExposition(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split("\n")) {
-    if (!line || line.startsWith("#")) continue;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match) throw new Error(`not an exposition line: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const [, name, raw] of (match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g))
-      labels[name!] = raw!.replace(/\\(.)/g, (_, c) => (c === "n" ? "\n" : c));
-    samples.push({ name: match[1]!, labels, value: Number(match[3]) });
-  }
-  return samples;
-}
-
-/** The value of the sample with exactly these labels (0 when absent: a counter not yet incremented). */
-function sampleValue(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
-  const wanted = Object.entries(labels);
-  const found = samples.find((s) => s.name === name && Object.keys(s.labels).length === wanted.length && wanted.every(([k, v]) => s.labels[k] === v));
-  return found?.value ?? 0;
-}
 
 /** Scrapes `/metrics` at `base` (with the bearer token when given) and parses it. */
 async function scrapeFrom(base: string, token?: string): Promise<Sample[]> {
