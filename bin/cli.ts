@@ -4,7 +4,6 @@
  * Exit codes: 0 success (and `--help`, `--version`), 1 failure (for `verify`: a discrepancy), 2 bad usage.
  * Every command that opens the database says which one on stderr (`database: sqlite /…/switchyard.db`).
  */
-import fs from "node:fs";
 import { Command, CommanderError } from "commander";
 import { ConfigError, loadConfig } from "../src/config.ts";
 import { isAppError } from "../src/errors.ts";
@@ -19,8 +18,7 @@ import { registerBackupCommands } from "./cli/backup.ts";
 import { start } from "./cli/start.ts";
 import { LATEST_MIGRATION } from "../src/db/migrations/index.ts";
 import { ENV_FILE_HELP, loadEnvFileOption, registerConfigCommands } from "./cli/config.ts";
-
-const VERSION: string = JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
+import { VERSION } from "../src/version.ts";
 
 /** Builds the program: every command, its options and help. Nothing runs until it is parsed. */
 function buildProgram(result: { code: number }): Command {

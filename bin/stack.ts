@@ -36,6 +36,7 @@ import { startObservability } from "../src/observability/index.ts";
 import { countUpstreamErrors } from "../src/generation/upstream/metrics.ts";
 import { startChannels, type Channels } from "../src/generation/channels/index.ts";
 import { watchChannels } from "../src/generation/channels/metrics.ts";
+import { countTasks } from "../src/generation/metrics.ts";
 import { listChannels } from "../src/generation/channels/store.ts";
 import { watchOutbox } from "../src/events/metrics.ts";
 import { watchLedger } from "../src/ledger/metrics.ts";
@@ -191,9 +192,9 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
     if (roles.includes("generation") && db) {
       // Channels (README "Channels"): the router stands where the single adapter was; the
       // implicit channel chn_default is GENERATION_UPSTREAM_URL or the simulator.
-      const channels = await startChannels(db, logger, config, createUpstream(config, mediaBaseUrl));
+      const channelMetrics = watchChannels(observability.registry, db, logger);
+      const channels = await startChannels(db, logger, config, createUpstream(config, mediaBaseUrl), channelMetrics);
       closers.push(() => channels.stop());
-      watchChannels(observability.registry, db, logger);
       stack.channels = channels;
       const upstream = countUpstreamErrors(channels.upstream, observability.registry);
       // A live submission may try several channels, each within UPSTREAM_TIMEOUT_MS: the sweep
@@ -206,6 +207,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         checkUrl: (url) => guard.isPublicHttpsUrl(url),
         pollIntervalMs: config.taskPollIntervalMs,
         deadlineSeconds: config.taskDeadlineSeconds,
+        counters: countTasks(observability.registry),
       });
       const subgraph = await startGenerationSubgraph({
         db,

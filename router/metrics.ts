@@ -8,7 +8,7 @@ import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { DocumentNode } from "graphql";
 import { operationOf } from "./graph/operation.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
-import { LabelCap, METRIC_PREFIX } from "../src/observability/metrics.ts";
+import { DURATION_BUCKETS, LabelCap, METRIC_PREFIX } from "../src/observability/metrics.ts";
 import { SHARED_UPSTREAM, type SharedObserver } from "./subscription-fanout.ts";
 
 /** Methods reported as themselves; anything else is `other`. */
@@ -38,9 +38,6 @@ export interface RouterMetrics {
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
   return value != null && typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === "function";
 }
-
-/** Latency buckets in seconds, shared by the request and operation histograms (5 ms to 30 s, the request timeout). */
-const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 /**
  * Registers the router's metrics:

@@ -21,6 +21,7 @@ import { getModel, type ModelKind } from "./catalog.ts";
 import { priceOf } from "./pricing.ts";
 import { validateGenerationRequest, type GenerationInput, type GenerationRequest, type UrlCheck } from "./validation.ts";
 import { UpstreamError, type GenerationUpstream, type SubmitAccepted, type TaskStatusCode, type UpstreamTaskState } from "./upstream/types.ts";
+import type { TaskCounters } from "./metrics.ts";
 
 /** A task as the domain sees it; money in milli-yuan, times ISO 8601. */
 export interface TaskRecord {
@@ -114,6 +115,8 @@ export interface GenerationServiceDeps {
   pollIntervalMs: number;
   /** Deadline of every task in seconds (TASK_DEADLINE_SECONDS); unset: each model's `deadlineSeconds`. */
   deadlineSeconds?: number;
+  /** Where created and finished tasks are counted (src/generation/metrics.ts); unset: nowhere. */
+  counters?: TaskCounters;
 }
 
 /** The error of a task failed by its deadline (docs/architecture.md §5; src/generation/recovery.ts). */
@@ -184,6 +187,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       await trx("tasks").insert(row);
       await appendOutbox(trx, statusEvent(toTaskRecord(row)));
     });
+    deps.counters?.submitted(request.modelId);
     return send(toTaskRecord(row), request);
   }
 
@@ -234,7 +238,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
    * @returns true when this call failed and refunded the task
    */
   async function failSubmission(task: TaskRecord, message: string, from: "pending" | "resending" = "pending"): Promise<boolean> {
-    return db.transaction(async (trx) => {
+    const failed = await db.transaction(async (trx) => {
       const now = nowIso();
       const updated = await trx("tasks")
         .where({ id: task.id, submit_state: from })
@@ -244,6 +248,8 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       await appendOutbox(trx, statusEvent({ ...task, status: 2, error: message, refunded: task.price, updatedAt: now }));
       return true;
     });
+    if (failed) deps.counters?.finished(task.modelId, "rejected");
+    return failed;
   }
 
   /**
@@ -282,7 +288,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
    * @returns true when this call failed the task
    */
   async function expireTask(task: TaskRecord, lateCheckDelayMs: number): Promise<boolean> {
-    return db.transaction(async (trx: Knex.Transaction) => {
+    const expired = await db.transaction(async (trx: Knex.Transaction) => {
       const now = nowIso();
       const refund = task.price - task.refunded;
       const updated = await trx("tasks")
@@ -301,6 +307,8 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       await appendOutbox(trx, statusEvent({ ...task, status: 2, error: DEADLINE_ERROR, refunded: task.price, updatedAt: now }));
       return true;
     });
+    if (expired) deps.counters?.finished(task.modelId, "expired");
+    return expired;
   }
 
   /**
@@ -375,7 +383,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       next.error = next.error ?? state.error ?? "Generation failed";
       refund = task.price;
     }
-    return db.transaction(async (trx: Knex.Transaction) => {
+    const changed = await db.transaction(async (trx: Knex.Transaction) => {
       const updated = await trx("tasks")
         .where({ id: task.id, status: task.status })
         .update({
@@ -393,6 +401,8 @@ export function createGenerationService(deps: GenerationServiceDeps) {
       await appendOutbox(trx, statusEvent({ ...task, ...next, refunded: refund, updatedAt: now } as TaskRecord));
       return true;
     });
+    if (changed && isTerminal(next.status)) deps.counters?.finished(task.modelId, next.status === 1 ? "succeeded" : "failed");
+    return changed;
   }
 
   return { submit, getTask, getTasks, listTasks, applyUpstreamState, resend, adoptSubmission, expireTask };

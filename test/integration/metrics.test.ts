@@ -1,45 +1,34 @@
 /**
- * `/metrics` (docs/architecture.md §2; README "Observability") on a real stack: the router counts requests by
+ * `/metrics` (docs/architecture.md §2.13; README "Observability") on a real stack: the router counts requests by
  * route pattern and GraphQL operations by capped name, follows open subscriptions over graphql-ws
- * and SSE, the generation upstream's failures are counted by kind, and ledger totals and outbox
- * backlog are read from the database when scraped. Values are compared before and after each
- * action, so the tests do not depend on one another's order.
+ * and SSE, the generation upstream's failures are counted by kind, tasks by model and outcome,
+ * channel attempts by outcome with their durations, and ledger totals, the ledger's balance
+ * check, channel states and outbox backlog are read from the database when scraped. Values are
+ * compared before and after each action, so the tests do not depend on one another's order.
+ * (Naming and types are linted by promtool in test/e2e/prometheus.test.ts.)
  */
+import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MODEL_IDS } from "../../src/generation/catalog.ts";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";
 import { collect, wsClient } from "../support/graphql-ws.ts";
+import { parseExposition, sampleValue, type Sample } from "../support/metrics.ts";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 
 const TOKEN = "metrics-token-for-tests-123";
 const VIDEO_BODY = { prompt: "a red fox", model_id: 69, seconds: 5, resolution: "480P" };
 
-/** One sample of the exposition: metric name, labels, value. */
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
+/** Scrapes `/metrics` at `base` (with the bearer token when given) and parses it. */
+async function scrapeFrom(base: string, token?: string): Promise<Sample[]> {
+  const response = await fetch(`${base}/metrics`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  expect(response.status).toBe(200);
+  expect(response.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+  return parseExposition(await response.text());
 }
 
-/** Parses the Prometheus text format (comments skipped, label values unescaped). */
-function parseExposition(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split("\n")) {
-    if (!line || line.startsWith("#")) continue;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match) throw new Error(`not an exposition line: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const [, name, raw] of (match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g))
-      labels[name!] = raw!.replace(/\\(.)/g, (_, c) => (c === "n" ? "\n" : c));
-    samples.push({ name: match[1]!, labels, value: Number(match[3]) });
-  }
-  return samples;
-}
-
-/** The value of the sample with exactly these labels (0 when absent: a counter not yet incremented). */
-function sampleValue(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
-  const wanted = Object.entries(labels);
-  const found = samples.find((s) => s.name === name && Object.keys(s.labels).length === wanted.length && wanted.every(([k, v]) => s.labels[k] === v));
-  return found?.value ?? 0;
+/** How much a sample grew between two scrapes. */
+function growth(before: Sample[], after: Sample[], name: string, labels: Record<string, string> = {}): number {
+  return sampleValue(after, name, labels) - sampleValue(before, name, labels);
 }
 
 describe("/metrics of a running stack", () => {
@@ -47,12 +36,7 @@ describe("/metrics of a running stack", () => {
   let fake: FakeUpstream;
   let key: string;
 
-  async function scrape(base = t.url): Promise<Sample[]> {
-    const response = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
-    expect(response.status).toBe(200);
-    expect(response.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
-    return parseExposition(await response.text());
-  }
+  const scrape = (base = t.url) => scrapeFrom(base, TOKEN);
 
   beforeAll(async () => {
     fake = await startFakeUpstream();
@@ -231,6 +215,75 @@ describe("/metrics of a running stack", () => {
     expect((await fetch(`${subgraphBase}/metrics`)).status).toBe(401);
   });
 
+  it("exposes switchyard_build_info = 1 labelled with package.json's version and the Node.js version", async () => {
+    const { version } = JSON.parse(fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
+    const info = (await scrape()).filter((s) => s.name === "switchyard_build_info");
+    expect(info).toEqual([{ name: "switchyard_build_info", labels: { version, node: process.versions.node }, value: 1 }]);
+  });
+
+  it("counts channel submissions by outcome from the database, and observes each attempt's duration in seconds", async () => {
+    const channel = { channel: "chn_default" };
+    const before = await scrape();
+    fake.onSubmit({ kind: "http_error", status: 503 });
+    expect((await t.rest("POST", "/api/v1/video/generations", { key, body: VIDEO_BODY })).status).toBe(502);
+    fake.onSubmit({ kind: "accept" });
+    expect((await t.rest("POST", "/api/v1/video/generations", { key, body: VIDEO_BODY })).status).toBe(200);
+    // Accepted attempts reach the channel row at most once a second (README "Channels").
+    const accepted = { ...channel, outcome: "accepted" };
+    const failed = { ...channel, outcome: "failed" };
+    const after = await waitUntil(scrape, (s) => growth(before, s, "switchyard_channel_submissions_total", accepted) === 1);
+    expect(growth(before, after, "switchyard_channel_submissions_total", failed)).toBe(1);
+    expect(growth(before, after, "switchyard_channel_submit_duration_seconds_count", accepted)).toBe(1);
+    expect(growth(before, after, "switchyard_channel_submit_duration_seconds_count", failed)).toBe(1);
+    const seconds = growth(before, after, "switchyard_channel_submit_duration_seconds_sum", accepted);
+    expect(seconds).toBeGreaterThan(0);
+    expect(seconds).toBeLessThan(2); // seconds, not milliseconds: the fake answers at once
+    // The counters are the row's.
+    const row = await t.stack.db!("channels").where({ id: "chn_default" }).first();
+    expect(sampleValue(after, "switchyard_channel_submissions_total", accepted)).toBe(Number(row.successes));
+    expect(sampleValue(after, "switchyard_channel_submissions_total", failed)).toBe(Number(row.failures));
+    // The renamed figures are gone (docs/upgrading.md "Metrics renamed").
+    expect(after.some((s) => /^switchyard_channel_(submissions|successes|failures|success_ratio|submit_latency_ms_avg)$/.test(s.name))).toBe(false);
+  });
+
+  it("shows a channel the database holds AUTO_DISABLED as auto-disabled and not up", async () => {
+    const db = t.stack.db!;
+    const now = new Date().toISOString();
+    await db("channels").insert({
+      id: "chn_metrics_off",
+      name: "metrics test",
+      base_url: "http://127.0.0.1:9",
+      models: "[69]",
+      status: "AUTO_DISABLED",
+      disabled_reason: "3 failed submissions in a row",
+      next_probe_at: new Date(Date.now() + 3600_000).toISOString(),
+      created_at: now,
+      updated_at: now,
+    });
+    try {
+      const samples = await scrape();
+      expect(sampleValue(samples, "switchyard_channel_auto_disabled", { channel: "chn_metrics_off" })).toBe(1);
+      expect(samples.find((s) => s.name === "switchyard_channel_up" && s.labels.channel === "chn_metrics_off")?.value).toBe(0);
+      expect(sampleValue(samples, "switchyard_channel_auto_disabled", { channel: "chn_default" })).toBe(0);
+      expect(sampleValue(samples, "switchyard_channel_up", { channel: "chn_default" })).toBe(1);
+    } finally {
+      await db("channels").where({ id: "chn_metrics_off" }).delete();
+    }
+  });
+
+  it("reports 0 ledger imbalance while the books hold, and the difference when a balance moves without a ledger entry", async () => {
+    const { account_id } = await t.createKey("3");
+    expect(sampleValue(await scrape(), "switchyard_ledger_imbalance_milliyuan")).toBe(0);
+    const db = t.stack.db!;
+    await db("accounts").where({ id: account_id }).increment("balance", 1234);
+    try {
+      expect(sampleValue(await scrape(), "switchyard_ledger_imbalance_milliyuan")).toBe(1234);
+    } finally {
+      await db("accounts").where({ id: account_id }).decrement("balance", 1234);
+    }
+    expect(sampleValue(await scrape(), "switchyard_ledger_imbalance_milliyuan")).toBe(0);
+  });
+
   it("answers 401 without the METRICS_TOKEN bearer token, and to a wrong one", async () => {
     const bare = await fetch(`${t.url}/metrics`);
     expect(bare.status).toBe(401);
@@ -239,6 +292,68 @@ describe("/metrics of a running stack", () => {
     expect((await fetch(`${t.url}/metrics`, { headers: { authorization: "Bearer wrong-token" } })).status).toBe(401);
     expect((await fetch(`${t.url}/metrics`, { headers: { authorization: `Basic ${TOKEN}` } })).status).toBe(401);
   });
+});
+
+describe("task counters by model and outcome", () => {
+  let t: TestStack;
+  let fake: FakeUpstream;
+  let key: string;
+  // Model 52 (5 s at 720P), which no other test of this stack submits.
+  const BODY = { prompt: "a grey heron", model_id: 52, seconds: 5, resolution: "720P" };
+
+  beforeAll(async () => {
+    fake = await startFakeUpstream();
+    // Deadline 3 s: a task the provider never finishes expires within the test.
+    t = await startTestStack({ GENERATION_UPSTREAM_URL: fake.url, TASK_DEADLINE_SECONDS: "3" });
+    key = (await t.createKey("100")).key;
+  });
+  afterAll(async () => {
+    await t?.close();
+    await fake?.close();
+  });
+
+  /** Submits a task the provider accepts, and returns our task id and the provider's. */
+  async function submitAccepted(): Promise<{ id: string; upstream: string }> {
+    const submitted = await t.rest("POST", "/api/v1/video/generations", { key, body: BODY });
+    expect(submitted.status).toBe(200);
+    const id: string = submitted.body.data.task_id;
+    return { id, upstream: fake.accepted.find((a) => a.clientReference === id)!.taskId };
+  }
+
+  it("has every catalog model and outcome at 0 before the first task", async () => {
+    const samples = await scrapeFrom(t.url);
+    for (const model of MODEL_IDS.map(String)) {
+      expect(samples.some((s) => s.name === "switchyard_tasks_submitted_total" && s.labels.model === model)).toBe(true);
+      for (const outcome of ["succeeded", "failed", "rejected", "expired"])
+        expect(samples.some((s) => s.name === "switchyard_tasks_total" && s.labels.model === model && s.labels.outcome === outcome)).toBe(true);
+    }
+  });
+
+  it("counts each task once, when it ends: succeeded, failed, rejected (no channel took it) or expired (deadline)", async () => {
+    const before = await scrapeFrom(t.url);
+    const succeeded = await submitAccepted();
+    fake.setTask(succeeded.upstream, { status: 1, result: "https://media.example.com/heron.mp4" });
+    const failed = await submitAccepted();
+    fake.setTask(failed.upstream, { status: 2, error: "the heron flew away" });
+    fake.onSubmit({ kind: "http_error", status: 500 });
+    expect((await t.rest("POST", "/api/v1/video/generations", { key, body: BODY })).status).toBe(502);
+    fake.onSubmit({ kind: "accept" });
+    const expired = await submitAccepted(); // left running upstream
+    expect((await t.waitForTask(key, succeeded.id)).status).toBe(1);
+    expect((await t.waitForTask(key, failed.id)).status).toBe(2);
+    expect((await t.waitForTask(key, expired.id, (task) => task.status === 2, 20_000)).error).toBe("Generation timed out");
+
+    const after = await scrapeFrom(t.url);
+    const model = { model: "52" };
+    expect(growth(before, after, "switchyard_tasks_submitted_total", model)).toBe(4);
+    for (const outcome of ["succeeded", "failed", "rejected", "expired"]) {
+      expect({ outcome, growth: growth(before, after, "switchyard_tasks_total", { ...model, outcome }) }).toEqual({ outcome, growth: 1 });
+    }
+    // Nothing counted under another model.
+    const others = (samples: Sample[]) =>
+      samples.filter((s) => s.name === "switchyard_tasks_total" && s.labels.model !== "52").reduce((n, s) => n + s.value, 0);
+    expect(others(after) - others(before)).toBe(0);
+  }, 40_000);
 });
 
 describe("/metrics without METRICS_TOKEN", () => {

@@ -9,6 +9,7 @@ import type { Db } from "../../db/index.ts";
 import type { GenerationUpstream } from "../upstream/types.ts";
 import { createKeyBox, type KeyBox } from "./crypto.ts";
 import { createChannelHealth } from "./health.ts";
+import { withSubmitMetrics, type ChannelMetrics } from "./metrics.ts";
 import { probeAdapter, startProbeLoop, type ProbeResult } from "./probe.ts";
 import { createChannelRouter, type ChannelRouter } from "./router.ts";
 import { modelsServedOnlyBy } from "./select.ts";
@@ -83,20 +84,28 @@ export async function assertChannelKeys(db: Db, box: KeyBox | null): Promise<voi
  * Starts the channels of a generation process: writes the `chn_default` row, checks the key
  * secret, starts the health recorder and the probe loop.
  * @param implicit the adapter of GENERATION_UPSTREAM_URL or the simulator
+ * @param metrics where each submission attempt's duration is observed (src/generation/channels/metrics.ts)
  * @throws ConfigError as {@link assertChannelKeys}
  */
-export async function startChannels(db: Db, logger: Logger, settings: ChannelSettings, implicit: GenerationUpstream): Promise<Channels> {
+export async function startChannels(
+  db: Db,
+  logger: Logger,
+  settings: ChannelSettings,
+  implicit: GenerationUpstream,
+  metrics?: ChannelMetrics,
+): Promise<Channels> {
   const box = keyBoxFor(settings);
   await upsertDefaultChannel(db, settings.upstreamUrl ?? "simulator:");
   await assertChannelKeys(db, box);
   let router: ChannelRouter | undefined;
-  const health = createChannelHealth({
+  const recorder = createChannelHealth({
     db,
     logger,
     threshold: settings.channelFailureThreshold,
     probeBaseMs: settings.channelProbeBaseMs,
     onDisabled: () => router?.invalidate(),
   });
+  const health = metrics ? withSubmitMetrics(recorder, metrics) : recorder;
   router = createChannelRouter({
     db,
     logger,
