@@ -19,7 +19,7 @@ import { nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
 import { sha256Hex } from "../digest.ts";
 import type { MilliYuan } from "../money.ts";
-import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
+import { byCreation, keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import { newestEntryOf, type LedgerEntryView } from "../ledger/entries.ts";
 
 export type { Caller } from "./caller.ts";
@@ -296,7 +296,7 @@ export async function listKeys(db: Db | Knex.Transaction, filter: KeyFilter, pag
     const pattern = `%${search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     query.where((w) => w.where("k.id", search).orWhere("k.account_id", search).orWhereRaw("lower(k.name) like ? escape '\\'", [pattern]));
   }
-  return keysetPage(query, ["k.created_at", "k.id"], page, toKeyListing);
+  return keysetPage(query, byCreation("k"), page, toKeyListing);
 }
 
 /**

@@ -11,7 +11,7 @@
 import { AppError, notOneOfError } from "../errors.ts";
 import { nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
-import { keysetPage, keysetPagesByParent, type Page, type PageRequest } from "../pagination.ts";
+import { byCreation, keysetPage, keysetPagesByParent, type Page, type PageRequest } from "../pagination.ts";
 import type { MilliYuan } from "../money.ts";
 import { invalid } from "./validation.ts";
 import { isOneOf, PRODUCT_STATUSES, VENDOR_STATUSES, type ProductStatus, type VendorStatus } from "./states.ts";
@@ -177,7 +177,7 @@ export function toProductRecord(row: ProductRow): ProductRecord {
  * @see docs/api/cloud.md §4 `GET /vendors`
  */
 export async function listVendors(db: Db, page: PageRequest): Promise<Page<VendorRecord>> {
-  return keysetPage(db("vendors").select("*"), ["created_at", "id"], page, toVendorRecord);
+  return keysetPage(db("vendors").select("*"), byCreation(), page, toVendorRecord);
 }
 
 /**
@@ -198,7 +198,7 @@ export async function listProducts(db: Db, filter: ProductFilter, page: PageRequ
     }
     query.where("status", filter.status);
   }
-  return keysetPage(query, ["created_at", "id"], page, toProductRecord);
+  return keysetPage(query, byCreation(), page, toProductRecord);
 }
 
 /**
@@ -210,7 +210,7 @@ export async function listProducts(db: Db, filter: ProductFilter, page: PageRequ
  * @throws AppError `invalid_request` (400, field `cursor`) for a bad cursor
  */
 export async function listProductsOfVendors(db: Db, vendorIds: readonly string[], page: PageRequest): Promise<Map<string, Page<ProductRecord>>> {
-  return keysetPagesByParent(db, db("products").select("*"), "vendor_id", vendorIds, ["created_at", "id"], page, toProductRecord);
+  return keysetPagesByParent(db, db("products").select("*"), "vendor_id", vendorIds, byCreation(), page, toProductRecord);
 }
 
 /**
