@@ -21,6 +21,7 @@ import { sha256Hex } from "../digest.ts";
 import type { MilliYuan } from "../money.ts";
 import { byCreation, keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import { newestEntryOf, type LedgerEntryView } from "../ledger/entries.ts";
+import { isBlank } from "../text.ts";
 
 export type { Caller } from "./caller.ts";
 
@@ -66,7 +67,7 @@ function invalidKeyOption(field: string, message: string): AppError {
  *   `balance`, `scopes`, `allowIps`, `rateLimit`, `callbackUrl`)
  */
 function validateKeyOptions(options: CreateKeyOptions): string[] {
-  if (typeof options.name !== "string" || options.name.trim() === "" || options.name.length > 200 || options.name.includes("\u0000")) {
+  if (typeof options.name !== "string" || isBlank(options.name) || options.name.length > 200 || options.name.includes("\u0000")) {
     throw invalidKeyOption("name", "name must be a non-empty string of at most 200 characters");
   }
   if (options.balance != null && (!Number.isSafeInteger(options.balance) || options.balance < 0 || options.balance > MAX_KEY_TOPUP)) {

@@ -15,6 +15,7 @@ import { byCreation, keysetPage, keysetPagesByParent, type Page, type PageReques
 import type { MilliYuan } from "../money.ts";
 import { invalid } from "./validation.ts";
 import { isOneOf, PRODUCT_STATUSES, VENDOR_STATUSES, type ProductStatus, type VendorStatus } from "./states.ts";
+import { isBlank } from "../text.ts";
 
 /** An upstream vendor. Times ISO 8601. */
 export interface VendorRecord {
@@ -254,7 +255,7 @@ function checkId(value: unknown, field: string): string | null {
 
 function checkName(value: unknown, field: string, max: number): string {
   // U+0000 cannot be stored in PostgreSQL text: invalid on every database.
-  if (typeof value !== "string" || value.trim() === "" || value.length > max || value.includes("\u0000"))
+  if (typeof value !== "string" || isBlank(value) || value.length > max || value.includes("\u0000"))
     throw invalid(field, `${field} must be a non-empty string of at most ${max} characters`);
   return value.trim();
 }

@@ -7,6 +7,7 @@ import { nowIso, type Db } from "../../db/index.ts";
 import { newId } from "../../ids.ts";
 import { getModel } from "../catalog.ts";
 import type { KeyBox } from "./crypto.ts";
+import { isBlank } from "../../text.ts";
 
 /** How a channel takes new tasks. */
 export type ChannelStatus = "ENABLED" | "DISABLED" | "AUTO_DISABLED";
@@ -153,7 +154,7 @@ function columnsOf(input: ChannelInput, box: KeyBox | null): Record<string, unkn
   const columns: Record<string, unknown> = {};
   if (input.name !== undefined) {
     const name = String(input.name).trim();
-    if (!name || name.length > 100) throw invalid("name must be 1 to 100 characters");
+    if (isBlank(name) || name.length > 100) throw invalid("name must be 1 to 100 characters");
     columns.name = name;
   }
   if (input.baseUrl !== undefined) {
