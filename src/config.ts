@@ -52,7 +52,11 @@ const integer = (min: number, max?: number, message = `must be a whole number ${
     return value ?? undefined;
   };
   return {
-    default: (fallback: number) => z.string().optional().transform((text, ctx) => read(text, ctx) ?? fallback),
+    default: (fallback: number) =>
+      z
+        .string()
+        .optional()
+        .transform((text, ctx) => read(text, ctx) ?? fallback),
     optional: () => z.string().optional().transform(read),
   };
 };

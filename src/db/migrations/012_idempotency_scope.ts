@@ -25,7 +25,8 @@ export async function down(knex: Knex): Promise<void> {
   const seen = new Set<string>();
   for (const row of rows) {
     const key = JSON.stringify([row.account_id, row.idempotency_key]);
-    if (seen.has(key)) await knex("idempotency_keys").where({ account_id: row.account_id, operation: row.operation, idempotency_key: row.idempotency_key }).delete();
+    if (seen.has(key))
+      await knex("idempotency_keys").where({ account_id: row.account_id, operation: row.operation, idempotency_key: row.idempotency_key }).delete();
     seen.add(key);
   }
   await knex.schema.alterTable("idempotency_keys", (t) => {
