@@ -14,6 +14,7 @@ import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { DEMO_CATALOG } from "../../src/cloud/demo-seed.ts";
 import { parseYuan } from "../../src/money.ts";
 import { CONNECTIONS, REST_LISTS } from "../support/connections.ts";
+import { INVISIBLE_TEXTS } from "../support/invisible.ts";
 
 const ADMIN_TOKEN = "strict-input-admin-token";
 const b64 = (json: string) => Buffer.from(json).toString("base64url");
@@ -286,24 +287,7 @@ describe("Idempotency-Key: per account and operation (docs/api/cloud.md §5.3)",
 });
 
 describe("blank prompts: only white space and invisible characters", () => {
-  const INVISIBLE = [
-    "\u200B",
-    "\u200C\u200D",
-    "\u2060",
-    "\uFEFF",
-    "\u00AD",
-    "\u180E",
-    " \u200B\t\u2060\n",
-    "\u3000\u00A0\u202F",
-    "\u202E\u2066",
-    "\u3164",
-    "\u2800",
-    "\uFE0F",
-    "\u{E0020}\u{E0041}",
-    "\u0085\u2028\u2029",
-  ];
-
-  it.each(INVISIBLE.map((p) => [JSON.stringify(p), p]))(
+  it.each(INVISIBLE_TEXTS.map((p) => [JSON.stringify(p), p]))(
     "REST refuses prompt %s with 400 prompt must be a non-empty string and charges nothing",
     async (_, prompt) => {
       const { key } = await t.createKey("10");
@@ -320,7 +304,7 @@ describe("blank prompts: only white space and invisible characters", () => {
     },
   );
 
-  it.each(INVISIBLE.map((p) => [JSON.stringify(p), p]))("GraphQL refuses prompt %s with invalid_request naming prompt", async (_, prompt) => {
+  it.each(INVISIBLE_TEXTS.map((p) => [JSON.stringify(p), p]))("GraphQL refuses prompt %s with invalid_request naming prompt", async (_, prompt) => {
     const video = await t.graphql(
       "mutation($input: SubmitVideoGenerationInput!) { submitVideoGeneration(input: $input) { task { id } } }",
       { input: { prompt, modelId: 52 } },

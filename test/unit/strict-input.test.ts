@@ -10,18 +10,8 @@ import { parseYuan } from "../../src/money.ts";
 import { byCreation, bySerial, decodeCursor, encodeCursor, pageSize, type Keyset } from "../../src/pagination.ts";
 import { isBlank } from "../../src/text.ts";
 import { loadConfig } from "../../src/config.ts";
-import { AppError } from "../../src/errors.ts";
-
-/** The AppError a call throws. */
-function appErrorOf(call: () => unknown): AppError {
-  try {
-    call();
-  } catch (error) {
-    expect(error).toBeInstanceOf(AppError);
-    return error as AppError;
-  }
-  throw new Error("expected the call to throw");
-}
+import { INVISIBLE_TEXTS } from "../support/invisible.ts";
+import { appErrorThrownBy as appErrorOf } from "../support/errors.ts";
 
 describe("parseInteger", () => {
   it.each(["1e2", "0x10", " 5", "5 ", "5\n", "+5", "5.0", "1_000", "1,000", "", "-", "Infinity", "NaN", "５", "٥", "99999999999999999"])(
@@ -126,26 +116,7 @@ describe("decodeCursor", () => {
 });
 
 describe("isBlank", () => {
-  it.each([
-    "",
-    " ",
-    "\t\n\r",
-    "\u200B",
-    "\u200C\u200D",
-    "\u2060",
-    "\uFEFF",
-    "\u00AD",
-    "\u180E",
-    "\u3000",
-    "\u00A0",
-    "\u202E",
-    "\u3164",
-    "\u2800",
-    "\uFE0F",
-    "\u{E0041}",
-    "\u0085\u2028\u2029",
-    "\u0007",
-  ])("calls %j blank", (text) => {
+  it.each(["", " ", "\t\n\r", "\u0007", ...INVISIBLE_TEXTS])("calls %j blank", (text) => {
     expect(isBlank(text)).toBe(true);
   });
 
