@@ -14,7 +14,9 @@
  * fillers U+115F, U+1160, U+3164, U+FFA0 and the variation selectors), and U+2800 BRAILLE PATTERN
  * BLANK, a symbol drawn as nothing.
  */
-const BLANK = /^[\p{White_Space}\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\u2800]*$/u;
+const INVISIBLE = "\\p{White_Space}\\p{Cc}\\p{Cf}\\p{Default_Ignorable_Code_Point}\\u2800";
+const BLANK = new RegExp(`^[${INVISIBLE}]*$`, "u");
+const ANY_INVISIBLE = new RegExp(`[${INVISIBLE}]`, "u");
 
 /**
  * Whether a text is blank: empty, or only white space and invisible characters ({@link BLANK}).
@@ -22,4 +24,13 @@ const BLANK = /^[\p{White_Space}\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\u28
  */
 export function isBlank(text: string): boolean {
   return BLANK.test(text);
+}
+
+/**
+ * Whether a text holds any character of {@link BLANK}'s set: white space, a control or format
+ * character, a default-ignorable one. Identifiers a client chooses (`customer_id`,
+ * `client_order_no`) have none, so two ids that look the same are the same id.
+ */
+export function hasInvisible(text: string): boolean {
+  return ANY_INVISIBLE.test(text);
 }

@@ -8,7 +8,7 @@
 import { checkCustomerId } from "./customers.ts";
 import type { BillingCycle, ProductRecord } from "./catalog.ts";
 import { invalid, invalidInput, isPlainObject, normalizeHostname, requireJsonObject, SPEC_FIELDS } from "./validation.ts";
-import { isBlank } from "../text.ts";
+import { hasInvisible, isBlank } from "../text.ts";
 
 /** Quantity bounds of one order. */
 export const MAX_QUANTITY = 1000;
@@ -87,8 +87,7 @@ export function parseOrderInput(input: CreateOrderInput): OrderRequest {
 
   const clientOrderNo = b.clientOrderNo;
   if (clientOrderNo === undefined || clientOrderNo === null || clientOrderNo === "") throw invalidInput("clientOrderNo", "is required");
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this check refuses
-  if (typeof clientOrderNo !== "string" || clientOrderNo.length > 64 || /[\s\u0000-\u001f\u007f]/.test(clientOrderNo)) {
+  if (typeof clientOrderNo !== "string" || clientOrderNo.length > 64 || hasInvisible(clientOrderNo)) {
     throw invalidInput("clientOrderNo", "must be a string of 1-64 characters without spaces");
   }
 

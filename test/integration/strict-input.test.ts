@@ -319,6 +319,29 @@ describe("blank prompts: only white space and invisible characters", () => {
     expect(image.body.errors?.[0]).toMatchObject({ message: "prompt must be a non-empty string", extensions: { code: "invalid_request", field: "prompt" } });
   });
 
+  it("refuses a customer id or client_order_no holding an invisible character with 422, so two ids that look alike are not two customers", async () => {
+    const base = {
+      client_order_no: "visible-1",
+      product_id: DEMO_CATALOG.products.compute,
+      quantity: 1,
+      billing_cycle: "monthly",
+      customer: { customer_id: "cust-a", contact: "ops@example.com" },
+    };
+    for (const [body, field] of [
+      [{ ...base, customer: { ...base.customer, customer_id: "\u200B" } }, "customer.customer_id"],
+      [{ ...base, customer: { ...base.customer, customer_id: "cust\u2060a" } }, "customer.customer_id"],
+      [{ ...base, client_order_no: "\uFEFF" }, "client_order_no"],
+      [{ ...base, customer: { ...base.customer, contact: "\u200B\u00AD" } }, "customer.contact"],
+    ] as const) {
+      const answer = await t.rest("POST", "/openapi/v1/orders", { key, body });
+      expect({ status: answer.status, code: answer.body.error?.code, field: answer.body.error?.details?.field }).toEqual({
+        status: 422,
+        code: "validation_failed",
+        field,
+      });
+    }
+  });
+
   it("still takes a prompt with one visible character among invisible ones, and emoji joined by U+200D", async () => {
     for (const prompt of ["\u200Ba\u200B", "👨\u200D👩\u200D👧", "\u00A0x", "e\u0301"]) {
       const answer = await t.rest("POST", "/api/v1/images/generations", { key, body: { prompt, model_id: 45 } });

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { parseInteger } from "../../src/integers.ts";
 import { parseYuan } from "../../src/money.ts";
 import { byCreation, bySerial, decodeCursor, encodeCursor, pageSize, type Keyset } from "../../src/pagination.ts";
-import { isBlank } from "../../src/text.ts";
+import { hasInvisible, isBlank } from "../../src/text.ts";
 import { loadConfig } from "../../src/config.ts";
 import { INVISIBLE_TEXTS } from "../support/invisible.ts";
 import { appErrorThrownBy as appErrorOf } from "../support/errors.ts";
@@ -122,6 +122,13 @@ describe("isBlank", () => {
 
   it.each(["a", " a ", "\u200Bx", "😀", "👨\u200D👩", "\u0301", "\uD800", "。"])("calls %j not blank", (text) => {
     expect(isBlank(text)).toBe(false);
+  });
+});
+
+describe("hasInvisible", () => {
+  it("finds any white space, control, format or default-ignorable character inside an id", () => {
+    for (const text of INVISIBLE_TEXTS) expect(hasInvisible(`cust${text}42`), JSON.stringify(text)).toBe(true);
+    for (const text of ["cust-42", "客户42", "😀", "a.b_c:d"]) expect(hasInvisible(text), text).toBe(false);
   });
 });
 
