@@ -75,7 +75,8 @@ export interface PageCount {
  * What one value of a cursor must be, as the column it is compared with stores it (src/db/migrations):
  * - `time`: an ISO 8601 date-time text of at most 30 characters (`created_at`, as `nowIso` writes it);
  * - `serial`: an integer from 0 to 2^31 - 1 (an `increments` id: PostgreSQL `integer`);
- * - `id`: a text of 1-64 characters, no control character, no lone surrogate (ids, customer ids).
+ * - `id`: a text of 1-64 characters without U+0000 (which PostgreSQL text cannot hold) or a lone
+ *   surrogate half (ids, customer ids: any id a row may hold, those stored under older rules too).
  */
 export type CursorValueType = "time" | "serial" | "id";
 
@@ -106,12 +107,13 @@ export function bySerial(column = "id"): Keyset {
   return [{ column, type: "serial" }];
 }
 
-/** The longest cursor read: twice what the longest keyset (two ids of 64 characters) encodes to. */
+/** The longest cursor read, with room to spare: the longest keyset (an account id and a customer id of 64 characters) encodes to about 330. */
 export const MAX_CURSOR_LENGTH = 512;
 
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/;
-/** A control character or a lone surrogate half (in `u` mode only an unpaired half is `Cs`). */
-const NOT_ID_TEXT = /[\p{Cc}\p{Cs}]/u;
+/** U+0000 or a lone surrogate half (in `u` mode only an unpaired half is `Cs`). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 is what this refuses
+const NOT_ID_TEXT = /[\u0000\p{Cs}]/u;
 
 /** Whether a decoded cursor value is of the type its column needs. */
 function isCursorValue(value: unknown, type: CursorValueType): value is string | number {
