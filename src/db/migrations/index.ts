@@ -14,7 +14,7 @@ import * as usageByDay from "./008_usage_by_day.ts";
 import * as runningTotals from "./009_running_totals.ts";
 import * as channels from "./010_channels.ts";
 import * as adminConsoleIndexes from "./011_admin_console_indexes.ts";
-import * as idempotencyScope from "./012_idempotency_scope.ts";
+import * as idempotencyScope from "./014_idempotency_scope.ts";
 
 const MIGRATIONS: Record<string, Knex.Migration> = {
   "001_core": core,
@@ -28,7 +28,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   "009_running_totals": runningTotals,
   "010_channels": channels,
   "011_admin_console_indexes": adminConsoleIndexes,
-  "012_idempotency_scope": idempotencyScope,
+  "014_idempotency_scope": idempotencyScope,
 };
 
 /** knex MigrationSource over {@link MIGRATIONS}. */
