@@ -6,6 +6,7 @@ import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { carriesCredentials } from "./net/url-guard.ts";
+import { parseInteger } from "./integers.ts";
 
 /** A setting that stops the process from starting: the CLI prints its message as one line, with no stack. */
 export class ConfigError extends Error {
@@ -40,12 +41,25 @@ export function subgraphSecretFor(config: Pick<Config, "subgraphSecret">, shared
 }
 
 /**
- * A whole number from `min` (to `max`), read from text. The message names no value: some
- * settings are secret.
+ * A whole number from `min` (to `max`), read from text with the one strict integer reader
+ * (src/integers.ts: `1e3`, `0x10`, ` 5` are refused); unset or empty is the setting's default
+ * (`.default(n)`) or undefined (`.optional()`). The message names no value: some settings are secret.
  */
 const integer = (min: number, max?: number, message = `must be a whole number ${max === undefined ? `of at least ${min}` : `from ${min} to ${max}`}`) => {
-  const base = z.coerce.number({ invalid_type_error: message }).int({ message }).min(min, { message });
-  return max === undefined ? base : base.max(max, { message });
+  const read = (text: string | undefined, ctx: z.RefinementCtx) => {
+    if (text === undefined || text === "") return undefined;
+    const value = parseInteger(text, { min, max: max ?? Number.MAX_SAFE_INTEGER });
+    if (value === null) ctx.addIssue({ code: z.ZodIssueCode.custom, message });
+    return value ?? undefined;
+  };
+  return {
+    default: (fallback: number) =>
+      z
+        .string()
+        .optional()
+        .transform((text, ctx) => read(text, ctx) ?? fallback),
+    optional: () => z.string().optional().transform(read),
+  };
 };
 const port = (fallback: number) => integer(0, 65535, "must be a TCP port: a whole number from 0 to 65535 (0: any free port)").default(fallback);
 const millis = (fallback: number) => integer(0).default(fallback);
@@ -108,9 +122,7 @@ const schema = z.object({
   TASK_POLL_INTERVAL_MS: millis(3_000),
   TASK_POLL_BATCH: integer(1).default(100),
   TASK_POLL_CONCURRENCY: integer(1).default(8),
-  TASK_DEADLINE_SECONDS: integer(1)
-    .optional()
-    .or(z.literal("").transform(() => undefined)),
+  TASK_DEADLINE_SECONDS: integer(1).optional(),
   RECOVERY_MARGIN_MS: millis(10_000),
   SHUTDOWN_TIMEOUT_MS: millis(10_000),
   SIMULATOR_STEP_MS: millis(1_000),
@@ -136,11 +148,12 @@ const schema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
   OTEL_SERVICE_NAME: z.string().optional(),
   OTEL_BSP_SCHEDULE_DELAY: millis(5_000),
-  OTEL_TRACES_SAMPLER_ARG: z.coerce
-    .number({ invalid_type_error: "must be a number from 0 to 1" })
-    .min(0, { message: "must be a number from 0 to 1" })
-    .max(1, { message: "must be a number from 0 to 1" })
-    .default(1),
+  // A decimal fraction written plainly (`0.25`; not `.25`, `1e-1` or ` 0.5`), as the integers are.
+  OTEL_TRACES_SAMPLER_ARG: z
+    .string()
+    .optional()
+    .refine((text) => !text || (/^\d{1,16}(?:\.\d{1,16})?$/.test(text) && Number(text) <= 1), { message: "must be a number from 0 to 1" })
+    .transform((text) => (text ? Number(text) : 1)),
 });
 
 /** Every setting's variable name, in the order of the schema (`.env.example` lists exactly these). */

@@ -40,12 +40,16 @@ export function toYuanNumber(milli: MilliYuan): number {
 }
 
 /**
- * Parses a yuan amount given by a person or a REST body ("12.5", 12.5, "0.125") into milli-yuan.
+ * The one strict reader of money written as text (docs/api/cloud.md "Admin", README "CLI"): a
+ * decimal yuan amount ("12.5", "0.125", "30") into milli-yuan. ASCII digits, at most 12 before
+ * the point and 1-3 after it, an optional leading `-` (the caller's domain rule judges the sign);
+ * nothing else: no whitespace (`" 5"`, `"5\n"`), no `+`, no exponent, no `.5` or `5.`, no
+ * digit separators. A JSON number is read through its shortest decimal text (12.5 → "12.5").
  * @returns the integer amount
- * @throws RangeError when the value is not a decimal with at most three decimals
+ * @throws RangeError when the value is not such a decimal
  */
 export function parseYuan(value: string | number): MilliYuan {
-  const text = typeof value === "number" ? String(value) : value.trim();
+  const text = typeof value === "number" ? String(value) : value;
   const match = /^(-)?(\d{1,12})(?:\.(\d{1,3}))?$/.exec(text);
   if (!match) throw new RangeError(`not a yuan amount with at most three decimals: ${value}`);
   const [, minus, whole, frac = ""] = match;

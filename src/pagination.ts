@@ -4,6 +4,7 @@
  */
 import type { Knex } from "knex";
 import { AppError } from "./errors.ts";
+import { parseInteger } from "./integers.ts";
 
 /** Items in a page when the client names no size. */
 export const DEFAULT_PAGE_SIZE = 20;
@@ -28,13 +29,14 @@ export function pageSizeError(value: unknown, field: string): AppError | null {
 }
 
 /**
- * Reads a page size: absent (null, undefined or "") is {@link DEFAULT_PAGE_SIZE}; a string is read
- * as a decimal number (a REST query parameter).
+ * Reads a page size: absent (null, undefined or "") is {@link DEFAULT_PAGE_SIZE}; a string (a REST
+ * query parameter) must be decimal digits (src/integers.ts `parseInteger`: `1e2`, `0x10`, ` 5`
+ * and `5.0` are refused); digits beyond any safe integer are "too large".
  * @throws AppError from {@link pageSizeError}
  */
 export function pageSize(value: number | string | null | undefined, field = "first"): number {
   if (value == null || value === "") return DEFAULT_PAGE_SIZE;
-  const size = typeof value === "string" ? Number(value) : value;
+  const size = typeof value === "string" ? (parseInteger(value) ?? (/^\d+$/.test(value) ? Number.POSITIVE_INFINITY : Number.NaN)) : value;
   const error = pageSizeError(size, field);
   if (error) throw error;
   return size;
@@ -69,22 +71,83 @@ export interface PageCount {
   stored?: () => Promise<number>;
 }
 
-/** Encodes the ordering values of a row as an opaque cursor. */
+/**
+ * What one value of a cursor must be, as the column it is compared with stores it (src/db/migrations):
+ * - `time`: an ISO 8601 date-time text of at most 30 characters (`created_at`, as `nowIso` writes it);
+ * - `serial`: an integer from 0 to 2^31 - 1 (an `increments` id: PostgreSQL `integer`);
+ * - `id`: a text of 1-64 characters without U+0000 (which PostgreSQL text cannot hold) or a lone
+ *   surrogate half (ids, customer ids: any id a row may hold, those stored under older rules too).
+ */
+export type CursorValueType = "time" | "serial" | "id";
+
+/** One ordering column of a keyset and the type of its cursor value. */
+export interface KeysetColumn {
+  column: string;
+  type: CursorValueType;
+}
+
+/**
+ * The ordering of a list: columns most significant first, all descending, the last unique. A
+ * cursor is read against it, so a value of the wrong type never reaches SQL (on PostgreSQL an
+ * integer column compared with `"abc"`, `1.5` or `1e400` is a database error, a 500).
+ */
+export type Keyset = readonly KeysetColumn[];
+
+/** Newest first by `created_at`, the id breaking ties (most lists); `table` qualifies the columns. */
+export function byCreation(table?: string): Keyset {
+  const name = (column: string) => (table ? `${table}.${column}` : column);
+  return [
+    { column: name("created_at"), type: "time" },
+    { column: name("id"), type: "id" },
+  ];
+}
+
+/** Highest first by an integer serial column (ledger entries, webhook deliveries). */
+export function bySerial(column = "id"): Keyset {
+  return [{ column, type: "serial" }];
+}
+
+/** The longest cursor read, with room to spare: the longest keyset (an account id and a customer id of 64 characters) encodes to about 330. */
+export const MAX_CURSOR_LENGTH = 512;
+
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/;
+/** U+0000 or a lone surrogate half (in `u` mode only an unpaired half is `Cs`). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 is what this refuses
+const NOT_ID_TEXT = /[\u0000\p{Cs}]/u;
+
+/** Whether a decoded cursor value is of the type its column needs. */
+function isCursorValue(value: unknown, type: CursorValueType): value is string | number {
+  switch (type) {
+    case "serial":
+      return typeof value === "number" && Number.isInteger(value) && value >= 0 && value <= 2 ** 31 - 1;
+    case "time":
+      return typeof value === "string" && value.length <= 30 && ISO_TIME.test(value) && Number.isFinite(Date.parse(value));
+    case "id":
+      return typeof value === "string" && value.length >= 1 && value.length <= 64 && !NOT_ID_TEXT.test(value);
+  }
+}
+
+/** Encodes the ordering values of a row as an opaque cursor (base64url of a JSON array). */
 export function encodeCursor(values: (string | number)[]): string {
   return Buffer.from(JSON.stringify(values)).toString("base64url");
 }
 
 /**
- * Decodes a cursor made by {@link encodeCursor}.
- * @param arity how many ordering values it must hold
- * @throws AppError `invalid_request` (field `cursor`) for anything else
+ * Decodes a cursor made by {@link encodeCursor} for a keyset: base64url text of at most
+ * {@link MAX_CURSOR_LENGTH} characters holding a JSON array with one value per column, each of
+ * its column's type ({@link CursorValueType}). Anything else is refused, never read as an empty
+ * page (docs/api/cloud.md §4, docs/architecture.md §7).
+ * @returns the values, in the keyset's order
+ * @throws AppError `invalid_request` `cursor is not valid` (field `cursor`) for anything else
  */
-export function decodeCursor(cursor: string, arity: number): (string | number)[] {
-  try {
-    const values = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
-    if (Array.isArray(values) && values.length === arity && values.every((v) => typeof v === "string" || typeof v === "number")) return values;
-  } catch {
-    /* fall through */
+export function decodeCursor(cursor: string, keyset: Keyset): (string | number)[] {
+  if (cursor.length <= MAX_CURSOR_LENGTH && /^[A-Za-z0-9_-]+={0,2}$/.test(cursor)) {
+    try {
+      const values: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+      if (Array.isArray(values) && values.length === keyset.length && keyset.every((key, i) => isCursorValue(values[i], key.type))) return values;
+    } catch {
+      /* fall through */
+    }
   }
   throw new AppError("invalid_request", "cursor is not valid", { field: "cursor" });
 }
@@ -92,7 +155,8 @@ export function decodeCursor(cursor: string, arity: number): (string | number)[]
 /**
  * Runs a keyset-paginated query, newest (or highest) first.
  * @param query the filtered query (not ordered, not limited); it is cloned
- * @param columns ordering columns, most significant first, all descending; the last must be unique
+ * @param keyset the ordering ({@link Keyset}: columns most significant first, all descending,
+ *   the last unique) and the type of each cursor value
  * @param page `first` and `after`
  * @param toItem converts a row
  * @param count where `totalCount` comes from: `stored` (a running total of the unfiltered list),
@@ -102,17 +166,18 @@ export function decodeCursor(cursor: string, arity: number): (string | number)[]
  */
 export async function keysetPage<T, Row>(
   query: Knex.QueryBuilder,
-  columns: string[],
+  keyset: Keyset,
   page: PageRequest,
   toItem: (row: Row) => T,
   count: PageCount = {},
 ): Promise<Page<T>> {
+  const columns = keyset.map((key) => key.column);
   const rowsQuery = query
     .clone()
     .orderBy(columns.map((column) => ({ column, order: "desc" as const })))
     .limit(page.first + 1);
   if (page.after) {
-    const cursor = beforeCursorSql(columns, decodeCursor(page.after, columns.length));
+    const cursor = beforeCursorSql(columns, decodeCursor(page.after, keyset));
     rowsQuery.andWhereRaw(cursor.sql, cursor.bindings);
   }
   const [rows, totalCount] = await Promise.all([rowsQuery, count.stored ? count.stored() : boundedCount(query)]);
@@ -164,8 +229,7 @@ function beforeCursorSql(columns: string[], values: (string | number)[]): { sql:
  * @param query the filtered query (not ordered, not limited; it is cloned), selecting `*`
  * @param parentColumn the column naming each row's parent (for example `vendor_id`)
  * @param parentIds the parents (duplicates allowed)
- * @param columns ordering columns as in {@link keysetPage}, most significant first, all
- *   descending; the last must be unique
+ * @param keyset the ordering as in {@link keysetPage}
  * @param page `first` and `after` (one cursor for every parent)
  * @param toItem converts a row (it also carries the helper columns `_rank`, `_total`, `_after`)
  * @returns each parent's page (an empty page for a parent without rows)
@@ -176,10 +240,11 @@ export async function keysetPagesByParent<T, Row>(
   query: Knex.QueryBuilder,
   parentColumn: string,
   parentIds: readonly string[],
-  columns: string[],
+  keyset: Keyset,
   page: PageRequest,
   toItem: (row: Row) => T,
 ): Promise<Map<string, Page<T>>> {
+  const columns = keyset.map((key) => key.column);
   const pages = new Map<string, Page<T>>();
   const ids = [...new Set(parentIds)];
   for (const id of ids) pages.set(id, { items: [], cursors: [], hasNextPage: false, totalCount: 0 });
@@ -192,7 +257,7 @@ export async function keysetPagesByParent<T, Row>(
     .whereIn(parentColumn, ids)
     .select(db.raw(`count(*) over (partition by ??) as _total`, [parentColumn]));
   if (page.after) {
-    const cursor = beforeCursorSql(columns, decodeCursor(page.after, columns.length));
+    const cursor = beforeCursorSql(columns, decodeCursor(page.after, keyset));
     // Rows at or before the cursor are counted (for the total) but not ranked.
     ranked.select(
       db.raw(`sum(case when ${cursor.sql} then 1 else 0 end) over (${window} rows between unbounded preceding and current row) as _rank`, [
@@ -242,9 +307,9 @@ export async function firstRowsByParent<Row>(
   query: Knex.QueryBuilder,
   parentColumn: string,
   parentIds: readonly string[],
-  columns: string[],
+  keyset: Keyset,
   first: number,
 ): Promise<Map<string, Row[]>> {
-  const pages = await keysetPagesByParent(db, query, parentColumn, parentIds, columns, { first }, (row: Row) => row);
+  const pages = await keysetPagesByParent(db, query, parentColumn, parentIds, keyset, { first }, (row: Row) => row);
   return new Map([...pages].map(([id, page]) => [id, page.items]));
 }

@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { formatYuan } from "../../src/money.ts";
 import type { ProductRecord, VendorRecord } from "../../src/cloud/catalog.ts";
-import { allPages, group, list, UsageError, withDb, yuanOption, type Act } from "./shared.ts";
+import { allPages, group, integerOption, list, UsageError, withDb, yuanOption, type Act } from "./shared.ts";
 
 /** Registers `catalog` and its subcommands on the program. */
 export function registerCatalogCommands(program: Command, act: Act): void {
@@ -92,8 +92,7 @@ export function registerCatalogCommands(program: Command, act: Act): void {
       let stock: number | null | undefined;
       if (values.stock !== undefined) {
         if (values.stock === "unlimited") stock = null;
-        else if (/^\d{1,15}$/.test(values.stock)) stock = Number(values.stock);
-        else throw new UsageError("--stock must be a non-negative integer or unlimited");
+        else stock = integerOption(values.stock, "stock", { min: 0, max: Number.MAX_SAFE_INTEGER }, "--stock must be a non-negative integer or unlimited")!;
       }
       const cycles = (values.cycle ?? []).map(cycleOption);
       // An empty --required clears the list.
@@ -153,8 +152,8 @@ function productLine(p: ProductRecord): string {
 
 /** Parses `--cycle NAME=YUAN` or `--cycle NAME:MONTHS=YUAN`; months omitted are implied by the name in src. */
 function cycleOption(text: string): { cycle: string; months: number | null; price: number } {
-  const match = /^([^:=\s]+)(?::(\d{1,3}))?=(.+)$/.exec(text.trim());
+  const match = /^([^:=\s]+)(?::(\d{1,3}))?=(.+)$/.exec(text);
   if (!match) throw new UsageError(`--cycle must be NAME=YUAN or NAME:MONTHS=YUAN, got ${JSON.stringify(text)}`);
   const [, cycle, months, price] = match;
-  return { cycle: cycle!, months: months === undefined ? null : Number(months), price: yuanOption(price, "cycle")! };
+  return { cycle: cycle!, months: integerOption(months, "cycle") ?? null, price: yuanOption(price, "cycle")! };
 }

@@ -2,7 +2,7 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
 import type { ChannelInput, ChannelRecord } from "../../src/generation/channels/store.ts";
-import { group, list, table, UsageError, withDb, type Act } from "./shared.ts";
+import { group, integerOption, list, table, UsageError, withDb, type Act } from "./shared.ts";
 
 /** A channel as `--json` prints it (never its key). */
 function channelJson(c: ChannelRecord) {
@@ -61,11 +61,8 @@ async function readApiKey(values: KeySources): Promise<string | undefined> {
 
 /** Options shared by add and update, read into a {@link ChannelInput}. */
 function inputOf(values: { name?: string; baseUrl?: string; models?: string; map?: string; priority?: string; weight?: string }): ChannelInput {
-  const whole = (value: string | undefined, name: string) => {
-    if (value === undefined) return undefined;
-    if (!/^-?\d+$/.test(value)) throw new UsageError(`--${name} must be a whole number`);
-    return Number(value);
-  };
+  // Any whole number here; the ranges are the domain's (src/generation/channels/store.ts).
+  const whole = (value: string | undefined, name: string) => integerOption(value, name);
   const models = list(values.models)?.map((m) => whole(m, "models")!);
   const modelMapping = list(values.map)?.map((pair) => {
     const [modelId, upstreamModel] = pair.split("=");

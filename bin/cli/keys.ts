@@ -2,7 +2,8 @@
 import { Option, type Command } from "commander";
 import { formatYuan } from "../../src/money.ts";
 import type { KeyListing } from "../../src/auth/keys.ts";
-import { group, list, table, UsageError, withDb, yuanOption, type Act } from "./shared.ts";
+import { isAppError } from "../../src/errors.ts";
+import { group, integerOption, list, table, UsageError, withDb, yuanOption, type Act } from "./shared.ts";
 
 /** A key as `keys list --json` and `keys show --json` print it (balance in yuan, as every CLI amount). */
 function keyJson(k: KeyListing, detailed: boolean) {
@@ -40,8 +41,8 @@ export function registerKeyCommands(program: Command, act: Act): void {
         json?: boolean;
       }>();
       if (!values.name) throw new UsageError("keys create needs --name");
-      const rateLimit = values.rateLimit === undefined ? undefined : Number(values.rateLimit);
-      if (rateLimit !== undefined && (!Number.isInteger(rateLimit) || rateLimit < 1)) throw new UsageError("--rate-limit must be a positive integer");
+      // The upper bound is the domain's (createKey): one place for it.
+      const rateLimit = integerOption(values.rateLimit, "rate-limit", { min: 1, max: Number.MAX_SAFE_INTEGER }, "--rate-limit must be a positive integer");
       const balance = yuanOption(values.balance, "balance");
       await withDb(async (db) => {
         const { createKey } = await import("../../src/auth/keys.ts");
@@ -74,12 +75,15 @@ export function registerKeyCommands(program: Command, act: Act): void {
       .option("--json", "print a JSON array of {id, name, account_id, status, scopes, balance, created_at}"),
     async function () {
       const values = this.opts<{ account?: string; status?: "active" | "disabled"; limit: string; after?: string; json?: boolean }>();
-      const limit = Number(values.limit);
-      if (!/^\d+$/.test(values.limit) || limit < 1 || limit > 1000) throw new UsageError("--limit must be a whole number from 1 to 1000");
+      const limit = integerOption(values.limit, "limit", { min: 1, max: 1000 })!;
       await withDb(async (db) => {
         const { listKeys } = await import("../../src/auth/keys.ts");
         const { ALL_SCOPES } = await import("../../src/auth/scopes.ts");
-        const page = await listKeys(db, { accountId: values.account, status: values.status }, { first: limit, after: values.after });
+        const page = await listKeys(db, { accountId: values.account, status: values.status }, { first: limit, after: values.after }).catch((error) => {
+          // A cursor this command did not print is bad usage, as a bad --limit is.
+          if (isAppError(error) && error.details?.field === "cursor") throw new UsageError("--after must be a cursor printed by keys list");
+          throw error;
+        });
         if (values.json) console.log(JSON.stringify(page.items.map((k) => keyJson(k, false))));
         else if (page.items.length === 0) console.log("no keys");
         else {

@@ -5,6 +5,7 @@
 import type { Command } from "commander";
 import { loadConfig, type Config } from "../../src/config.ts";
 import { parseYuan } from "../../src/money.ts";
+import { parseInteger, type IntegerRange } from "../../src/integers.ts";
 import type { Db } from "../../src/db/index.ts";
 import type { Page } from "../../src/pagination.ts";
 
@@ -56,6 +57,21 @@ export function yuanOption(value: string | undefined, name: string) {
   } catch {
     throw new UsageError(`--${name} must be an amount in yuan with at most three decimals`);
   }
+}
+
+/**
+ * Parses a `--NAME <N>` whole-number option with the one strict integer reader (src/integers.ts:
+ * decimal digits, a `-` only when the range allows negatives; `1e2`, `0x10`, ` 5` refused);
+ * undefined when absent.
+ * @param range the accepted range (default: any safe integer; the domain then judges the range)
+ * @param message the usage error's text (default `--NAME must be a whole number[ from MIN to MAX]`)
+ * @throws UsageError when the text is not a whole number within the range
+ */
+export function integerOption(value: string | undefined, name: string, range?: IntegerRange, message?: string): number | undefined {
+  if (value === undefined) return undefined;
+  const parsed = parseInteger(value, range);
+  if (parsed === null) throw new UsageError(message ?? `--${name} must be a whole number${range ? ` from ${range.min} to ${range.max}` : ""}`);
+  return parsed;
 }
 
 /** A comma-separated option as a list; undefined when absent. */

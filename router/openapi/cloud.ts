@@ -437,22 +437,23 @@ export const cloudOpenApi: OpenApiDocument = {
         required: false,
         description:
           "Caller-unique key of this create. The same key and body within 24 hours replays the first answer (status and body) with `Idempotent-Replayed: true` and does nothing again; " +
-          "another body, or a retry while the first is still running, is 409. Longer than 255 characters: 400.",
+          "another body, or a retry while the first is still running, is 409. Scoped per account and operation: the key of an order's creation may be sent again for its renewal. Longer than 255 characters: 400.",
         schema: { type: "string", minLength: 1, maxLength: 255 },
       },
       Limit: {
         name: "limit",
         in: "query",
         required: false,
-        description: `Page size: an integer from 1 to ${MAX_PAGE_SIZE}; anything else is 400 \`invalid_request\` \`${pageSizeError(0, "limit")!.message}\`.`,
+        description: `Page size: an integer from 1 to ${MAX_PAGE_SIZE} in decimal digits; anything else (\`1e2\`, \`0x10\`, \` 5\` included) is 400 \`invalid_request\` \`${pageSizeError(0, "limit")!.message}\`.`,
         schema: { type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
       },
       Cursor: {
         name: "cursor",
         in: "query",
         required: false,
-        description: "`next_cursor` of the previous page; a malformed cursor is 400.",
-        schema: { type: "string" },
+        description:
+          "`next_cursor` of the previous page. A cursor this API did not issue (not base64url, over 512 characters, or holding values of the wrong type) is 400 `invalid_request` `cursor is not valid`, never an empty page.",
+        schema: { type: "string", maxLength: 512 },
       },
     },
     headers: {

@@ -47,7 +47,7 @@ const prompt = (what: string): JsonSchema => ({
   minLength: 1,
   maxLength: MAX_PROMPT_CODE_POINTS,
   pattern: "\\S",
-  description: `Non-empty description of the ${what}: at most ${MAX_PROMPT_CODE_POINTS} Unicode code points (an emoji counts once), no U+0000. Otherwise 400 \`prompt must be a non-empty string\`.`,
+  description: `Description of the ${what}: at least one visible character (white space and invisible characters such as U+200B, U+2060, U+FEFF, U+00AD do not count), at most ${MAX_PROMPT_CODE_POINTS} Unicode code points (an emoji counts once), no U+0000. Otherwise 400 \`prompt must be a non-empty string\`.`,
 });
 
 const url = (description: string): JsonSchema => ({ ...ref("PublicHttpsUrl"), description });
@@ -187,7 +187,7 @@ export const generationOpenApi: OpenApiDocument = {
             name: "limit",
             in: "query",
             required: false,
-            description: `How many tasks and recent requests to list: an integer from 1 to ${MAX_PAGE_SIZE}; anything else is 400.`,
+            description: `How many tasks and recent requests to list: an integer from 1 to ${MAX_PAGE_SIZE} in decimal digits; anything else (\`1e2\`, \`0x10\`, \` 5\` included) is 400.`,
             schema: { type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
           },
           parameterRef("AcceptLanguage"),

@@ -62,7 +62,8 @@ const button = (label, onclick) => h("button", { type: "button", className: "sec
 /** A row's top-up button: asks for an amount in yuan, confirms, runs `mutation` and shows its ledger entry. */
 const topUpButton = (id, mutation, inputType, input) =>
   button("admin.topup", () => {
-    const amount = window.prompt(t("admin.topupAmount"));
+    // The dialog's stray spaces are the operator's typing, not the amount; the server reads the rest strictly.
+    const amount = window.prompt(t("admin.topupAmount"))?.trim();
     if (!amount) return;
     write(t("admin.confirmTopup", { amount, id }), async () => {
       const data = await run(`mutation($input: ${inputType}!) { ${mutation}(input: $input) { ledgerEntry { ${ENTRY} } } }`, { input: { ...input, amount } });
@@ -117,7 +118,11 @@ async function loadKeys(append = false) {
               .split(",")
               .map((s) => s.trim())
               .filter(Boolean);
-          const input = { keyId: k.id, scopes: list(scopes), allowedIps: list(ips).length ? list(ips) : null, rateLimit: rate.trim() ? Number(rate) : null };
+          // Empty clears the limit; digits set it; anything else goes as typed, for the server to refuse
+          // (Number() would read "1e2" as 100 and "abc" as NaN, sent as null: the limit silently cleared).
+          const rateText = rate.trim();
+          const rateLimit = rateText === "" ? null : /^\d{1,10}$/.test(rateText) ? Number(rateText) : rateText;
+          const input = { keyId: k.id, scopes: list(scopes), allowedIps: list(ips).length ? list(ips) : null, rateLimit };
           write(t("admin.confirmSettings", { id: k.id }), async () => {
             showEntry(null);
             return run(`mutation($input: AdminUpdateApiKeyInput!) { adminUpdateApiKey(input: $input) { apiKey { id } } }`, { input });
@@ -166,7 +171,7 @@ async function loadWallets() {
         cell(
           topUpButton(w.customerId, "adminTopUpCustomer", "AdminTopUpCustomerInput", { accountId: w.accountId, customerId: w.customerId }),
           button("admin.credit", () => {
-            const limit = window.prompt(t("admin.creditPrompt"), w.creditLine.amount);
+            const limit = window.prompt(t("admin.creditPrompt"), w.creditLine.amount)?.trim();
             if (limit)
               write(t("admin.confirmCredit", { amount: limit, id: w.customerId }), async () => {
                 showEntry(null);

@@ -19,8 +19,9 @@ import { nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
 import { sha256Hex } from "../digest.ts";
 import type { MilliYuan } from "../money.ts";
-import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
+import { byCreation, keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import { newestEntryOf, type LedgerEntryView } from "../ledger/entries.ts";
+import { isBlank } from "../text.ts";
 
 export type { Caller } from "./caller.ts";
 
@@ -66,7 +67,7 @@ function invalidKeyOption(field: string, message: string): AppError {
  *   `balance`, `scopes`, `allowIps`, `rateLimit`, `callbackUrl`)
  */
 function validateKeyOptions(options: CreateKeyOptions): string[] {
-  if (typeof options.name !== "string" || options.name.trim() === "" || options.name.length > 200 || options.name.includes("\u0000")) {
+  if (typeof options.name !== "string" || isBlank(options.name) || options.name.length > 200 || options.name.includes("\u0000")) {
     throw invalidKeyOption("name", "name must be a non-empty string of at most 200 characters");
   }
   if (options.balance != null && (!Number.isSafeInteger(options.balance) || options.balance < 0 || options.balance > MAX_KEY_TOPUP)) {
@@ -296,7 +297,7 @@ export async function listKeys(db: Db | Knex.Transaction, filter: KeyFilter, pag
     const pattern = `%${search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     query.where((w) => w.where("k.id", search).orWhere("k.account_id", search).orWhereRaw("lower(k.name) like ? escape '\\'", [pattern]));
   }
-  return keysetPage(query, ["k.created_at", "k.id"], page, toKeyListing);
+  return keysetPage(query, byCreation("k"), page, toKeyListing);
 }
 
 /**

@@ -7,7 +7,7 @@
 import { AppError, notOneOfError } from "../errors.ts";
 import type { Db } from "../db/index.ts";
 import type { MilliYuan } from "../money.ts";
-import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
+import { byCreation, bySerial, keysetPage, type Keyset, type Page, type PageRequest } from "../pagination.ts";
 import { toOrderRecord, type OrderRecord } from "./order-records.ts";
 import { ORDER_STATUSES, type OrderStatus } from "./states.ts";
 import { withAttempts, type DeliveryRow, type WebhookDeliveryRecord } from "../events/deliveries.ts";
@@ -50,6 +50,12 @@ interface CustomerRow {
   created_at: string;
 }
 
+/** Wallets by account then customer id, descending: the primary key's order. */
+const WALLET_KEYSET: Keyset = [
+  { column: "account_id", type: "id" },
+  { column: "customer_id", type: "id" },
+];
+
 /**
  * Lists customer wallets, ordered by account then customer id (descending: the primary key's order).
  * @param filter `accountId` (exact) narrows to one account; `search` is a customer id prefix
@@ -66,7 +72,7 @@ export async function listCustomerWallets(
   const query = db("customers").select("*");
   if (accountId) query.where("account_id", accountId);
   if (search) query.whereRaw("customer_id like ? escape '\\'", [prefixPattern(search)]);
-  return keysetPage(query, ["account_id", "customer_id"], page, (row: CustomerRow) => ({
+  return keysetPage(query, WALLET_KEYSET, page, (row: CustomerRow) => ({
     accountId: row.account_id,
     customerId: row.customer_id,
     contact: row.contact ?? null,
@@ -94,7 +100,7 @@ export async function listAllOrders(
   if (accountId) query.where("account_id", accountId);
   if (customerId) query.where("customer_id", customerId);
   if (filter.status != null) query.where("status", oneOf(filter.status, ORDER_STATUSES) as OrderStatus);
-  return keysetPage(query, ["created_at", "id"], page, toOrderRecord);
+  return keysetPage(query, byCreation(), page, toOrderRecord);
 }
 
 /** Delivery states. */
@@ -117,6 +123,6 @@ export async function listAllDeliveries(
   if (accountId) query.where("account_id", accountId);
   if (aggregateId) query.where("aggregate_id", aggregateId);
   if (filter.status != null) query.where("status", oneOf(filter.status, DELIVERY_STATUSES));
-  const rows = await keysetPage(query, ["id"], page, (row: DeliveryRow) => row);
+  const rows = await keysetPage(query, bySerial(), page, (row: DeliveryRow) => row);
   return { ...rows, items: await withAttempts(db, rows.items) };
 }

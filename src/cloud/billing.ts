@@ -12,7 +12,7 @@ import { nowIso, type Db } from "../db/index.ts";
 import type { Caller } from "../auth/keys.ts";
 import { formatYuan, type MilliYuan } from "../money.ts";
 import { csvRecordCount, toCsv } from "../csv.ts";
-import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
+import { bySerial, keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import { isOneOf, TRANSACTION_TYPES, type TransactionType } from "./states.ts";
 
 /** One money movement of a customer wallet. Amounts in signed milli-yuan, times ISO 8601. */
@@ -154,7 +154,7 @@ export async function listTransactions(db: Db, caller: Caller, filter: Transacti
   if (filter.orderId != null && filter.orderId !== "") query.andWhere("order_id", filter.orderId);
   if (from) query.andWhere("created_at", ">=", from);
   if (until) query.andWhere("created_at", "<", until);
-  return keysetPage(query, ["id"], page, toTransactionRecord);
+  return keysetPage(query, bySerial(), page, toTransactionRecord);
 }
 
 /** The UTC month of a statement id, or null when the id is malformed or the month has not begun. */

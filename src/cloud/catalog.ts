@@ -11,10 +11,11 @@
 import { AppError, notOneOfError } from "../errors.ts";
 import { nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
-import { keysetPage, keysetPagesByParent, type Page, type PageRequest } from "../pagination.ts";
+import { byCreation, keysetPage, keysetPagesByParent, type Page, type PageRequest } from "../pagination.ts";
 import type { MilliYuan } from "../money.ts";
 import { invalid } from "./validation.ts";
 import { isOneOf, PRODUCT_STATUSES, VENDOR_STATUSES, type ProductStatus, type VendorStatus } from "./states.ts";
+import { isBlank } from "../text.ts";
 
 /** An upstream vendor. Times ISO 8601. */
 export interface VendorRecord {
@@ -177,7 +178,7 @@ export function toProductRecord(row: ProductRow): ProductRecord {
  * @see docs/api/cloud.md §4 `GET /vendors`
  */
 export async function listVendors(db: Db, page: PageRequest): Promise<Page<VendorRecord>> {
-  return keysetPage(db("vendors").select("*"), ["created_at", "id"], page, toVendorRecord);
+  return keysetPage(db("vendors").select("*"), byCreation(), page, toVendorRecord);
 }
 
 /**
@@ -198,7 +199,7 @@ export async function listProducts(db: Db, filter: ProductFilter, page: PageRequ
     }
     query.where("status", filter.status);
   }
-  return keysetPage(query, ["created_at", "id"], page, toProductRecord);
+  return keysetPage(query, byCreation(), page, toProductRecord);
 }
 
 /**
@@ -210,7 +211,7 @@ export async function listProducts(db: Db, filter: ProductFilter, page: PageRequ
  * @throws AppError `invalid_request` (400, field `cursor`) for a bad cursor
  */
 export async function listProductsOfVendors(db: Db, vendorIds: readonly string[], page: PageRequest): Promise<Map<string, Page<ProductRecord>>> {
-  return keysetPagesByParent(db, db("products").select("*"), "vendor_id", vendorIds, ["created_at", "id"], page, toProductRecord);
+  return keysetPagesByParent(db, db("products").select("*"), "vendor_id", vendorIds, byCreation(), page, toProductRecord);
 }
 
 /**
@@ -254,7 +255,7 @@ function checkId(value: unknown, field: string): string | null {
 
 function checkName(value: unknown, field: string, max: number): string {
   // U+0000 cannot be stored in PostgreSQL text: invalid on every database.
-  if (typeof value !== "string" || value.trim() === "" || value.length > max || value.includes("\u0000"))
+  if (typeof value !== "string" || isBlank(value) || value.length > max || value.includes("\u0000"))
     throw invalid(field, `${field} must be a non-empty string of at most ${max} characters`);
   return value.trim();
 }

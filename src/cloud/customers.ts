@@ -14,6 +14,7 @@ import { appendOutbox } from "../events/outbox.ts";
 import { fitText, nowIso, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
 import { formatYuan, type MilliYuan } from "../money.ts";
+import { hasInvisible } from "../text.ts";
 
 /** The balance of one customer, in milli-yuan (docs/api/cloud.md §2 "Balance"). */
 export interface CustomerBalance {
@@ -45,13 +46,13 @@ type Executor = Knex | Knex.Transaction;
 export const MAX_MOVEMENT: MilliYuan = 100_000_000_000;
 
 /**
- * Checks a customer id given by a caller: 1-64 characters, no whitespace or control characters.
+ * Checks a customer id given by a caller: 1-64 characters, none of them white space, a control,
+ * format or other invisible character (src/text.ts `hasInvisible`: `cust\u200B42` is not `cust42`).
  * @returns the id
  * @throws AppError `validation_failed` (422) with `details.field` = `field`
  */
 export function checkCustomerId(value: unknown, field = "customer_id"): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this check refuses
-  if (typeof value !== "string" || value.length === 0 || value.length > 64 || /[\s\u0000-\u001f\u007f]/.test(value)) {
+  if (typeof value !== "string" || value.length === 0 || value.length > 64 || hasInvisible(value)) {
     throw new AppError("validation_failed", `${field} must be a string of 1-64 characters without spaces`, { field });
   }
   return value;

@@ -1,7 +1,9 @@
 /**
- * Idempotency keys (docs/api/cloud.md §5; Stripe's semantics): the same key and request replay the
- * first result without doing anything again; the same key with another request is 409
- * `conflict`; a retry while the first is still running is 409 too. Keys are kept 24 hours.
+ * Idempotency keys (docs/api/cloud.md §5.3; Stripe's semantics), scoped per account and operation
+ * (`order.create`, `order.renew`, `domains.create`, `domains.purge`: one key may serve an order's
+ * creation and its renewal): the same key and request replay the first result without doing
+ * anything again; the same key with another request of the same operation is 409 `conflict`; a
+ * retry while the first is still running is 409 too. Keys are kept 24 hours.
  * Only completed results are kept: a request that fails releases its key, so a corrected retry
  * with the same key can succeed (as Stripe does for requests that fail validation).
  */
@@ -40,7 +42,7 @@ export function requestHash(operation: string, request: unknown): string {
 }
 
 /**
- * Runs `work` at most once per (account, idempotency key).
+ * Runs `work` at most once per (account, operation, idempotency key).
  * `work` receives the transaction in which the key is completed, so the result is stored
  * atomically with the change it describes.
  * @param key the Idempotency-Key (1-255 characters), or null/undefined to run without one
@@ -57,7 +59,7 @@ export async function withIdempotency<T>(
   if (scope.key == null || scope.key === "") return { result: await db.transaction(work), replayed: false };
   if (scope.key.length > 255) throw new AppError("invalid_request", "Idempotency-Key must be at most 255 characters", { field: "Idempotency-Key" });
   const hash = requestHash(scope.operation, scope.request);
-  const where = { account_id: scope.accountId, idempotency_key: scope.key };
+  const where = { account_id: scope.accountId, operation: scope.operation, idempotency_key: scope.key };
   const now = Date.now();
 
   // Claim the key (or find the earlier request) in a short transaction of its own, so a
@@ -74,7 +76,6 @@ export async function withIdempotency<T>(
       }
       await trx("idempotency_keys").insert({
         ...where,
-        operation: scope.operation,
         request_hash: hash,
         state: "in_progress",
         response: null,
@@ -85,12 +86,12 @@ export async function withIdempotency<T>(
     })
     .catch((error) => {
       // A concurrent claim won the insert race.
-      if (isUniqueViolation(error)) return { state: "in_progress", request_hash: hash, operation: scope.operation };
+      if (isUniqueViolation(error)) return { state: "in_progress", request_hash: hash };
       throw error;
     });
 
   if (earlier) {
-    if (earlier.request_hash !== hash || earlier.operation !== scope.operation) {
+    if (earlier.request_hash !== hash) {
       throw new AppError("conflict", "Idempotency-Key was already used with a different request", { field: "Idempotency-Key" });
     }
     if (earlier.state !== "completed") {

@@ -8,6 +8,7 @@
 import { checkCustomerId } from "./customers.ts";
 import type { BillingCycle, ProductRecord } from "./catalog.ts";
 import { invalid, invalidInput, isPlainObject, normalizeHostname, requireJsonObject, SPEC_FIELDS } from "./validation.ts";
+import { hasInvisible, isBlank } from "../text.ts";
 
 /** Quantity bounds of one order. */
 export const MAX_QUANTITY = 1000;
@@ -86,8 +87,7 @@ export function parseOrderInput(input: CreateOrderInput): OrderRequest {
 
   const clientOrderNo = b.clientOrderNo;
   if (clientOrderNo === undefined || clientOrderNo === null || clientOrderNo === "") throw invalidInput("clientOrderNo", "is required");
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this check refuses
-  if (typeof clientOrderNo !== "string" || clientOrderNo.length > 64 || /[\s\u0000-\u001f\u007f]/.test(clientOrderNo)) {
+  if (typeof clientOrderNo !== "string" || clientOrderNo.length > 64 || hasInvisible(clientOrderNo)) {
     throw invalidInput("clientOrderNo", "must be a string of 1-64 characters without spaces");
   }
 
@@ -115,7 +115,7 @@ export function parseOrderInput(input: CreateOrderInput): OrderRequest {
   const customerId = checkCustomerId(customer.customerId, SPEC_FIELDS["customer.customerId"]);
   let contact: string | null = null;
   if (customer.contact !== undefined && customer.contact !== null) {
-    if (typeof customer.contact !== "string" || customer.contact.trim() === "" || customer.contact.length > 200 || customer.contact.includes("\u0000")) {
+    if (typeof customer.contact !== "string" || isBlank(customer.contact) || customer.contact.length > 200 || customer.contact.includes("\u0000")) {
       throw invalidInput("customer.contact", "must be a non-empty string of at most 200 characters");
     }
     contact = customer.contact;
@@ -163,7 +163,7 @@ export function checkAgainstProduct<P extends ProductRecord & { vendorActive: bo
   const metadata = { ...request.metadata };
   for (const field of product.requiredFields) {
     const value = metadata[field];
-    if (typeof value !== "string" || value.trim() === "")
+    if (typeof value !== "string" || isBlank(value))
       throw invalid(`metadata.${field}`, `metadata.${field} is required by this product and must be a non-empty string`);
   }
   if (product.requiredFields.includes("domain")) {

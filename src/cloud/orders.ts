@@ -32,7 +32,7 @@ import { isUniqueViolation, type Db } from "../db/index.ts";
 import { newId } from "../ids.ts";
 import type { Caller } from "../auth/keys.ts";
 import { formatYuan, type MilliYuan } from "../money.ts";
-import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
+import { byCreation, keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import { withIdempotency } from "./idempotency.ts";
 import { toSpecShape } from "../names.ts";
 import { appendTransactionEvent, ensureCustomer } from "./customers.ts";
@@ -377,7 +377,7 @@ export function createOrderService(deps: OrderServiceDeps) {
    * @throws AppError `invalid_request` (400, field `cursor`) for a bad cursor
    */
   async function list(caller: Caller, page: PageRequest): Promise<Page<OrderRecord>> {
-    return keysetPage(db("orders").where("account_id", caller.accountId), ["created_at", "id"], page, toOrderRecord, {
+    return keysetPage(db("orders").where("account_id", caller.accountId), byCreation(), page, toOrderRecord, {
       stored: storedTotal(db, "accounts", caller.accountId, "order_count"),
     });
   }

@@ -29,7 +29,7 @@ import type { Caller } from "../auth/keys.ts";
 import { newId } from "../ids.ts";
 import { withIdempotency } from "./idempotency.ts";
 import { toSpecShape } from "../names.ts";
-import { firstRowsByParent } from "../pagination.ts";
+import { byCreation, firstRowsByParent } from "../pagination.ts";
 import { getDomain } from "./domains.ts";
 import { invalid, invalidInput, normalizeHostname, requireJsonObject } from "./validation.ts";
 import type { PurgeStatus } from "./states.ts";
@@ -285,7 +285,7 @@ export async function listPurgeTasksOfDomains(
     db("purge_tasks").select("*").where("account_id", caller.accountId),
     "domain",
     domains,
-    ["created_at", "id"],
+    byCreation(),
     first,
   );
   const now = Date.now();

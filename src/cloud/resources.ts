@@ -6,7 +6,7 @@
 import { AppError } from "../errors.ts";
 import type { Db } from "../db/index.ts";
 import type { Caller } from "../auth/keys.ts";
-import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
+import { byCreation, keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import type { ResourceStatus } from "./states.ts";
 
 /** A resource held by a customer (docs/api/cloud.md §2 "Resource"). */
@@ -73,7 +73,7 @@ export function addMonthsUtc(from: number, months: number): number {
 export async function listResources(db: Db, caller: Caller, page: PageRequest, customerId?: string | null): Promise<Page<ResourceRecord>> {
   const query = db("resources").where("account_id", caller.accountId);
   if (customerId != null && customerId !== "") query.andWhere("customer_id", customerId);
-  return keysetPage(query, ["created_at", "id"], page, toResourceRecord);
+  return keysetPage(query, byCreation(), page, toResourceRecord);
 }
 
 /**

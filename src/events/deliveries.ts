@@ -4,7 +4,8 @@
  */
 import { AppError } from "../errors.ts";
 import type { Db } from "../db/index.ts";
-import { firstRowsByParent } from "../pagination.ts";
+import { bySerial, firstRowsByParent } from "../pagination.ts";
+import { parseInteger } from "../integers.ts";
 
 /** One recorded attempt of a delivery. */
 export interface WebhookAttemptRecord {
@@ -103,9 +104,9 @@ export async function withAttempts(db: Db, rows: DeliveryRow[]): Promise<Webhook
   return rows.map((r) => toDeliveryRecord(r, byDelivery.get(Number(r.id)) ?? []));
 }
 
+/** A delivery id (a serial: PostgreSQL `integer`) as given, or null: decimal digits only, 1 to 2^31 - 1. */
 function parseDeliveryId(value: number | string): number | null {
-  const text = String(value).trim();
-  return /^\d{1,15}$/.test(text) ? Number(text) : null;
+  return parseInteger(String(value), { min: 1, max: 2 ** 31 - 1 });
 }
 
 /**
@@ -152,7 +153,7 @@ export async function listDeliveriesOfAggregates(
     db("webhook_deliveries").select("*").where("account_id", accountId),
     "aggregate_id",
     aggregateIds,
-    ["id"],
+    bySerial(),
     size,
   );
   const rows = [...rowsById.values()].flat();

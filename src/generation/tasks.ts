@@ -14,7 +14,7 @@ import { appendOutbox } from "../events/outbox.ts";
 import { nowIso, type Db } from "../db/index.ts";
 import { groupCommit } from "../db/group-commit.ts";
 import { newId } from "../ids.ts";
-import { keysetPage, type Page } from "../pagination.ts";
+import { byCreation, keysetPage, type Page } from "../pagination.ts";
 import type { Caller } from "../auth/keys.ts";
 import type { MilliYuan } from "../money.ts";
 import { getModel, type ModelKind } from "./catalog.ts";
@@ -344,7 +344,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
     if (page.status != null) query.andWhere("status", page.status);
     // Unfiltered, the count is the key's stored task_count; by status, counted up to COUNT_BOUND.
     const stored = page.status == null ? storedTotal(db, "api_keys", caller.keyId, "task_count") : undefined;
-    return keysetPage(query, ["created_at", "id"], page, toTaskRecord, { stored });
+    return keysetPage(query, byCreation(), page, toTaskRecord, { stored });
   }
 
   /**

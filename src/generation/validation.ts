@@ -12,6 +12,7 @@
  */
 import { AppError, invalidFieldError, validationMessages } from "../errors.ts";
 import { DEFAULT_VIDEO_MODEL_ID, IMAGE_MODEL_ID, canonicalResolution, getModel, type ModelKind, type ModelSpec, type ReferenceKind } from "./catalog.ts";
+import { isBlank } from "../text.ts";
 
 /**
  * A video generation request as the client sent it (docs/api/generation.md §2, in camelCase;
@@ -357,7 +358,7 @@ export async function validateGenerationRequest(kind: ModelKind, input: Generati
 
   const prompt = body.prompt;
   // U+0000 cannot be stored in PostgreSQL text: invalid on every database.
-  if (typeof prompt !== "string" || prompt.trim() === "" || prompt.includes("\u0000")) throw invalidField("prompt");
+  if (typeof prompt !== "string" || isBlank(prompt) || prompt.includes("\u0000")) throw invalidField("prompt");
   // docs/api/generation.md §7 has one message for a bad prompt; details carry the limit for GraphQL clients.
   if (!withinCodePoints(prompt, MAX_PROMPT_CODE_POINTS)) {
     throw invalidField("prompt", { max_code_points: MAX_PROMPT_CODE_POINTS });

@@ -223,7 +223,7 @@ export const resolvers = {
     },
     resendDelivery: async (_: unknown, { input }: { input: { deliveryId: string } }, ctx: CloudContext) => {
       const caller = await ctx.caller("orders:write");
-      return { delivery: grantRead(ctx, await resendDelivery(ctx.db, Number(input.deliveryId), caller.accountId)) };
+      return { delivery: grantRead(ctx, await resendDelivery(ctx.db, input.deliveryId, caller.accountId)) };
     },
     ...adminMutations,
   },

@@ -17,6 +17,8 @@ let browser: Browser;
 const problems: string[] = [];
 /** What the page's next window.prompt is answered with. */
 let promptAnswer = "";
+/** Answers for the next prompts in order (each used once), before {@link promptAnswer}. */
+let promptAnswers: string[] = [];
 
 beforeAll(async () => {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
@@ -36,7 +38,7 @@ async function signIn(viewport = DESKTOP, locale = "en-US"): Promise<Page> {
   page.on("console", (m) => {
     if (m.type() === "error" && /Content Security Policy|Refused/.test(m.text())) problems.push(m.text());
   });
-  page.on("dialog", (dialog) => dialog.accept(dialog.type() === "prompt" ? promptAnswer : undefined));
+  page.on("dialog", (dialog) => dialog.accept(dialog.type() === "prompt" ? (promptAnswers.shift() ?? promptAnswer) : undefined));
   await page.goto(`${t.url}/admin`);
   await page.locator("#signin[data-ready]").waitFor();
   await page.locator("#token").fill(ADMIN_TOKEN);
@@ -84,6 +86,26 @@ describe("/admin", () => {
 
     await page.locator('[data-view="overview"]').click();
     await expect.poll(() => page.locator("#ov-at").textContent()).toMatch(/Updated/);
+  });
+
+  it("refuses a rate limit that is not digits and keeps the key's limit (Number() once read 1e2 as 100 and abc as no limit)", async () => {
+    const { id } = await t.createKey("1", { name: "rate-e2e", rateLimit: 5, scopes: ["generation"] });
+    const page = await signIn();
+    await page.locator('[data-view="keys"]').click();
+    const row = page.locator("#keys-table tbody tr", { hasText: "rate-e2e" });
+    for (const rate of ["abc", "1e2", "0x10"]) {
+      promptAnswers = ["generation", "", rate];
+      await row.getByRole("button", { name: "Scopes, IPs, rate" }).click();
+      await expect.poll(() => page.locator("#error").isVisible()).toBe(true);
+      const key = await t.graphql("query($id: ID!) { adminApiKey(id: $id) { rateLimit } }", { id }, ADMIN_TOKEN);
+      expect({ rate, rateLimit: key.body.data.adminApiKey.rateLimit }).toEqual({ rate, rateLimit: 5 });
+    }
+    promptAnswers = ["generation", "", " 7 "];
+    await row.getByRole("button", { name: "Scopes, IPs, rate" }).click();
+    await expect
+      .poll(async () => (await t.graphql("query($id: ID!) { adminApiKey(id: $id) { rateLimit } }", { id }, ADMIN_TOKEN)).body.data.adminApiKey.rateLimit)
+      .toBe(7);
+    await page.context().close();
   });
 
   it("saves screenshots at desktop and phone width in both languages", async () => {

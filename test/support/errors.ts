@@ -16,3 +16,18 @@ export async function appErrorOf(promise: Promise<unknown>): Promise<AppError> {
   }
   throw new Error("expected the call to fail");
 }
+
+/**
+ * Runs a call that must throw an {@link AppError} synchronously.
+ * @returns the error, for assertions on its code, status, message and details
+ * @throws when the call returns or throws anything else
+ */
+export function appErrorThrownBy(call: () => unknown): AppError {
+  try {
+    call();
+  } catch (error) {
+    expect(error).toBeInstanceOf(AppError);
+    return error as AppError;
+  }
+  throw new Error("expected the call to throw an AppError");
+}

@@ -11,17 +11,7 @@ import { createRateLimiter } from "../../src/auth/rate-limit.ts";
 import { requireScope } from "../../src/auth/scopes.ts";
 import { signRequest, verifyRequestSignature } from "../../src/auth/signatures.ts";
 import { sha256Hex } from "../../src/digest.ts";
-
-/** Runs `fn` and returns the AppError it throws (fails the test when it throws nothing or something else). */
-function appErrorOf(fn: () => unknown): AppError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(AppError);
-    return error as AppError;
-  }
-  throw new Error("expected an AppError");
-}
+import { appErrorThrownBy as appErrorOf } from "../support/errors.ts";
 
 async function rejectionOf(promise: Promise<unknown>): Promise<AppError> {
   try {

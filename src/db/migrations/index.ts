@@ -16,6 +16,7 @@ import * as channels from "./010_channels.ts";
 import * as adminConsoleIndexes from "./011_admin_console_indexes.ts";
 import * as generationSpent from "./012_generation_spent.ts";
 import * as statementCsvEscaping from "./013_statement_csv_escaping.ts";
+import * as idempotencyScope from "./014_idempotency_scope.ts";
 
 const MIGRATIONS: Record<string, Knex.Migration> = {
   "001_core": core,
@@ -31,6 +32,7 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   "011_admin_console_indexes": adminConsoleIndexes,
   "012_generation_spent": generationSpent,
   "013_statement_csv_escaping": statementCsvEscaping,
+  "014_idempotency_scope": idempotencyScope,
 };
 
 /** Every migration this build knows, in the order they run (names sort in that order too). */

@@ -9,6 +9,7 @@ import { carriesCredentials } from "../../net/url-guard.ts";
 import { getModel } from "../catalog.ts";
 import { redactUrlCredentials } from "../upstream/redact.ts";
 import type { KeyBox } from "./crypto.ts";
+import { isBlank } from "../../text.ts";
 
 /** How a channel takes new tasks. */
 export type ChannelStatus = "ENABLED" | "DISABLED" | "AUTO_DISABLED";
@@ -157,7 +158,7 @@ function columnsOf(input: ChannelInput, box: KeyBox | null): Record<string, unkn
   const columns: Record<string, unknown> = {};
   if (input.name !== undefined) {
     const name = String(input.name).trim();
-    if (!name || name.length > 100) throw invalid("name must be 1 to 100 characters");
+    if (isBlank(name) || name.length > 100) throw invalid("name must be 1 to 100 characters");
     columns.name = name;
   }
   if (input.baseUrl !== undefined) {
