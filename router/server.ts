@@ -12,6 +12,7 @@ import type { Logger } from "pino";
 import type { GraphQLSchema } from "graphql";
 import { createGateway, type Gateway } from "./graph/gateway.ts";
 import { answerThroughFetch } from "./http/graphql.ts";
+import { completeEventStream } from "./http/event-stream.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 import { subscriptionKeyCheck } from "./graph/key-check.ts";
 import { limitGraphqlBody } from "./limits.ts";
@@ -173,8 +174,8 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     }),
   );
 
-  // Subscriptions over SSE never finish on their own: a graceful shutdown ends them at once
-  // (like WebSockets) instead of waiting the whole drain deadline for them.
+  // Subscriptions over SSE never finish on their own: a graceful shutdown ends them at once with
+  // `complete` (as WebSockets get 1001) instead of waiting the whole drain deadline for them.
   const eventStreams = new Set<http.ServerResponse>();
   // A disabled key's connections end at once, on every router (router/revocation.ts).
   const revocations = createRevocations(options.pubsub, options.logger);
@@ -289,10 +290,10 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   return {
     url: `http://${options.host}:${port}`,
     server,
-    /** Stops accepting, closes WebSockets with 1001 and drains the requests in flight (docs/architecture.md §2 shutdown). */
+    /** Stops accepting, ends SSE streams with `complete`, closes WebSockets with 1001 and drains the requests in flight (docs/architecture.md §2 shutdown). */
     async close() {
       revocations.close();
-      for (const stream of eventStreams) stream.destroy();
+      for (const stream of eventStreams) completeEventStream(stream);
       await Promise.all([drainHttpServer(server, options.drainTimeoutMs), websockets.close(options.drainTimeoutMs)]);
       await gateway[Symbol.asyncDispose]?.();
     },
