@@ -33,13 +33,19 @@ export function toRegistryCode<T>(error: T, absent?: ErrorCode, hidden?: HiddenE
   const status = typeof extensions.http?.status === "number" ? extensions.http.status : undefined;
   const code = extensions.code === undefined && absent ? absent : registryCodeOf(extensions.code, status);
   const http: Record<string, unknown> = { status: status ?? ERROR_CODES[code].status };
-  // GraphQL Yoga's own marks, read when it builds the HTTP response and not written in the body:
-  // `spec` (the status follows the Accept header), `headers` (`Allow` on a 405). A body that is
-  // not JSON stays 400 whatever the Accept: Yoga tells it by `extensions.originalError` (which
-  // quotes the body, so it does not leave), here by dropping `spec`.
+  // GraphQL Yoga's own marks, read (and set by its later hooks) when it builds the HTTP response:
+  // `spec` (the status follows the Accept header), `headers` (`Allow` on a 405). Defined not
+  // enumerable, so no answer shows them (graphql-ws writes `extensions` whole). A body that is not
+  // JSON stays 400 whatever the Accept: Yoga tells it by `extensions.originalError` (which quotes
+  // the body, so it does not leave), here by `spec: false`.
   const original = extensions.originalError as { name?: unknown } | undefined;
-  if (extensions.http?.spec === true && (!original || original.name === "GraphQLError")) http.spec = true;
-  if (extensions.http?.headers && typeof extensions.http.headers === "object") http.headers = extensions.http.headers;
+  const spec = original && original.name !== "GraphQLError" ? false : extensions.http?.spec;
+  for (const [name, value] of [
+    ["spec", spec],
+    ["headers", extensions.http?.headers],
+  ] as const) {
+    Object.defineProperty(http, name, { value, writable: true, configurable: true, enumerable: false });
+  }
   const value = { ...publicDetails(code, extensions), code, http };
   if (hidesOwnMessage(code, extensions.code)) {
     hidden?.({ message: (error as { message?: unknown }).message, path: (error as { path?: unknown }).path, extensions });
