@@ -95,6 +95,13 @@ export const ERROR_CODES = defineErrors({
   method_not_allowed: { status: 405, message: "Method not allowed", cloud: "method_not_allowed", graphql: "method_not_allowed", details: ["method"] },
   conflict: { status: 409, message: "Conflict", cloud: "conflict", graphql: "conflict", details: ["field", "order_id", "stock", "status", "export_status"] },
   payload_too_large: { status: 413, message: "Request body is too large", cloud: "payload_too_large", graphql: "payload_too_large", details: [] },
+  unsupported_media_type: {
+    status: 415,
+    message: "Content-Type must be application/json",
+    cloud: "unsupported_media_type",
+    graphql: "unsupported_media_type",
+    details: [],
+  },
   validation_failed: { status: 422, message: "Validation failed", cloud: "validation_failed", graphql: "validation_failed", details: ["field"] },
   rate_limited: { status: 429, message: "Too many requests", cloud: "rate_limited", graphql: "rate_limited", details: ["retry_after_seconds"] },
   too_many_subscriptions: {

@@ -197,6 +197,8 @@ export function createGateway(options: {
     // than the default (stitching) runtime on task reads and the dashboard join.
     unifiedGraphHandler,
     landingPage: false,
+    // CORS is the router's (router/http/cors.ts, CORS_ORIGINS); Yoga's default echoed any origin with credentials.
+    cors: false,
     // Development only; Switchyard's page, served offline from local assets (router/devtools/graphiql.ts).
     graphiql: options.production ? false : graphiqlOptions,
     renderGraphiQL,

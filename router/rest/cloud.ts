@@ -9,7 +9,7 @@ import { AppError, ERROR_CODES, cloudErrorOf, notOneOfError, publicDetails, type
 import { pageSize } from "../../src/pagination.ts";
 import { isOneOf, PRODUCT_STATUSES, TRANSACTION_TYPES } from "../../src/cloud/states.ts";
 import type { Gateway } from "../graph/gateway.ts";
-import { bodyReadError, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "../http/body.ts";
+import { bodyReadError, isJsonContentType, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "../http/body.ts";
 import { policyHeaders, runOperation, sha256Hex, toShimError, type ShimError } from "../graph/client.ts";
 import { restBodyToInput, type TypeErrorFactory } from "./input.ts";
 import type { RestCall } from "./generation.ts";
@@ -131,6 +131,7 @@ export function createCloudShim(deps: CloudShimDeps) {
       return sendCloudError(call.res, call.requestId, fromAppError(bodyReadError(call.req, error)));
     }
     const digest = sha256Hex(text);
+    if (text && !isJsonContentType(call.req.headers["content-type"])) return rejectAfterAuth(call, new AppError("unsupported_media_type"), digest);
     if (jsonTooDeep(text)) return rejectAfterAuth(call, tooDeepError(), digest);
     const body = text.trim() === "" && inputType === "RenewOrderInput" ? {} : parseJsonObject(text);
     if (!body) return rejectAfterAuth(call, new AppError("invalid_request", "Request body must be a valid JSON object"), digest);
