@@ -320,9 +320,9 @@ describe("malformed requests the HTTP layer still hands to the router", () => {
       expect(answer.body, String(depth)).toEqual({ code: 400, message: TOO_DEEP });
     }
     const shallow = `{"prompt":"x","reference_images":${"[".repeat(60)}${"]".repeat(60)}}`;
-    expect((await send(t.url, "POST", VIDEO, { headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: shallow })).body.message).toBe(
-      "reference_images must be a public HTTPS URL",
-    );
+    expect(
+      (await send(t.url, "POST", VIDEO, { headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: shallow })).body.message,
+    ).toBe("reference_images must be a public HTTPS URL");
   });
 
   it("answers every request with a body of huge unicode text without a 5xx", async () => {
