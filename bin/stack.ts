@@ -303,6 +303,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         requestTimeoutMs: config.requestTimeoutMs,
         drainTimeoutMs: config.shutdownTimeoutMs,
         trustProxy: config.trustProxy,
+        corsOrigins: config.corsOrigins,
         logger,
         metrics: observability.registry,
         metricsToken: config.metricsToken,

@@ -43,6 +43,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { bodyReadError, readBodyBytes } from "./http/body.ts";
+import { sendGraphqlError } from "./http/graphql-error.ts";
 import { AppError, ERROR_CODES, graphqlExtensions, type ErrorCode } from "../src/errors.ts";
 import { MAX_PAGE_SIZE, pageSizeError } from "../src/pagination.ts";
 import {
@@ -485,9 +486,7 @@ export function limitGraphqlBody(req: IncomingMessage, res: ServerResponse, limi
   if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") return Promise.resolve(true);
   const tooLarge = (refusal: AppError) => {
     const message = refusal.code === LIMIT_CODES.bodySize ? `Request body is too large: the limit is ${limit} bytes` : refusal.message;
-    const body = JSON.stringify({ errors: [{ message, extensions: graphqlExtensions(refusal.code) }] });
-    res.writeHead(refusal.status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close" });
-    res.end(body);
+    sendGraphqlError(res, refusal.code, message, { connection: "close" });
     // Discard (not keep) what the client still sends, so it reads the answer; the socket closes after it.
     req.resume();
   };

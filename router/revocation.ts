@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import { ERROR_CODES, graphqlExtensions } from "../src/errors.ts";
 import type { PubSub } from "../src/events/pubsub.ts";
 import { KEYS_TOPIC, disabledKeyOf } from "../src/auth/revocation.ts";
+import { completeEventStream } from "./http/event-stream.ts";
 
 /** The long-lived connections of this router by key, and the ending of a disabled key's. */
 export interface Revocations {
@@ -103,23 +104,14 @@ export function requestKeyIdentified(req: object | undefined, keyId: string): vo
   listener(keyId);
 }
 
-/**
- * The last words of an SSE stream whose key was disabled, in the GraphQL-over-SSE framing the
- * gateway uses: a `next` event with the `key_disabled` error, then `complete`. The leading blank
- * line ends (unsent: it has no data yet) any event whose `event:` line the gateway already wrote.
- */
-const REVOKED_SSE_TAIL = `\nevent: next\ndata: ${JSON.stringify({
-  errors: [{ message: ERROR_CODES.key_disabled.message, extensions: graphqlExtensions("key_disabled") }],
-})}\n\nevent: complete\ndata:\n\n`;
+/** The last `next` of an SSE stream whose key was disabled: the `key_disabled` error. */
+const KEY_DISABLED_RESULT = { errors: [{ message: ERROR_CODES.key_disabled.message, extensions: graphqlExtensions("key_disabled") }] };
 
 /**
  * Ends the SSE response of a disabled key: the `key_disabled` error and `complete` when the stream
- * has started, then the connection is closed (which also ends the subscription in the gateway).
+ * has started, then the connection is closed (router/http/event-stream.ts).
  * @param res the response of an SSE subscription (`Accept: text/event-stream`)
  */
 export function endEventStream(res: http.ServerResponse): void {
-  if (res.destroyed || res.writableEnded) return;
-  if (!res.headersSent) return void res.destroy();
-  res.on("error", () => undefined); // a chunk the gateway writes after this end is dropped, not a crash
-  res.end(REVOKED_SSE_TAIL, () => res.destroy());
+  completeEventStream(res, [KEY_DISABLED_RESULT]);
 }

@@ -12,6 +12,10 @@ import type { Logger } from "pino";
 import type { GraphQLSchema } from "graphql";
 import { createGateway, type Gateway } from "./graph/gateway.ts";
 import { answerThroughFetch } from "./http/graphql.ts";
+import { completeEventStream } from "./http/event-stream.ts";
+import { applyCors } from "./http/cors.ts";
+import { isJsonContentType } from "./http/body.ts";
+import { sendGraphqlError } from "./http/graphql-error.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 import { subscriptionKeyCheck } from "./graph/key-check.ts";
 import { limitGraphqlBody } from "./limits.ts";
@@ -55,6 +59,8 @@ export interface RouterOptions {
   drainTimeoutMs?: number;
   /** Proxies trusted to name the client in `X-Forwarded-For` (proxy-addr names or CIDRs); default none. */
   trustProxy?: string[];
+  /** CORS_ORIGINS: the exact origins whose pages may call the router from a browser (router/http/cors.ts); default none. */
+  corsOrigins?: string[];
   logger: Logger;
   /** The stack's metrics registry, served at `/metrics` (default: a registry of its own). */
   metrics?: Registry;
@@ -98,6 +104,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,80}$/;
 export async function startRouter(options: RouterOptions): Promise<RouterHandle> {
   // Behind nginx the socket's peer is the proxy; the client is the nearest untrusted hop of X-Forwarded-For.
   const trust = proxyaddr.compile(options.trustProxy ?? []);
+  const corsOrigins: ReadonlySet<string> = new Set(options.corsOrigins ?? []);
   const clientIp = (req: http.IncomingMessage) => (req.socket.remoteAddress ? proxyaddr(req, trust) : "");
   const metrics = createRouterMetrics(options.metrics ?? createRegistry());
   // Operation, key id and RateLimit headers of each request, as the gateway learns them (request-report.ts).
@@ -109,7 +116,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     production: options.production,
     requestTimeoutMs: options.requestTimeoutMs,
     subgraphSecret: options.subgraphSecret,
-    plugins: [registryCodes, metrics.gatewayPlugin, reports.gatewayPlugin, ...(options.tracing ? [options.tracing.gatewayPlugin] : [])],
+    plugins: [registryCodes(options.logger), metrics.gatewayPlugin, reports.gatewayPlugin, ...(options.tracing ? [options.tracing.gatewayPlugin] : [])],
   });
   let schema: Promise<GraphQLSchema> | undefined;
   const shimDeps = { gateway, schema: () => (schema ??= Promise.resolve(gateway.getSchema())), bodyLimit: options.bodyLimit };
@@ -184,8 +191,8 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     }),
   );
 
-  // Subscriptions over SSE never finish on their own: a graceful shutdown ends them at once
-  // (like WebSockets) instead of waiting the whole drain deadline for them.
+  // Subscriptions over SSE never finish on their own: a graceful shutdown ends them at once with
+  // `complete` (as WebSockets get 1001) instead of waiting the whole drain deadline for them.
   const eventStreams = new Set<http.ServerResponse>();
   // A disabled key's connections end at once, on every router (router/revocation.ts).
   const revocations = createRevocations(options.pubsub, options.logger);
@@ -226,6 +233,8 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
         "request",
       );
     });
+    // One CORS policy for every path; a preflight is answered here.
+    if (applyCors(req, res, corsOrigins)) return;
     // An absolute-form target such as `http://[::1` is no URL: answer it, do not crash the process.
     const url = URL.canParse(req.url ?? "/", "http://router") ? new URL(req.url ?? "/", "http://router") : null;
     if (!url) {
@@ -249,6 +258,12 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     const path = url.pathname;
     if (path === "/graphql") {
       served.route = "/graphql";
+      // GraphQL over HTTP: a POST body is JSON (415 otherwise, before it is read); GET runs
+      // queries only (the gateway answers a mutation 405 with `Allow: POST`).
+      if (req.method === "POST" && !isJsonContentType(req.headers["content-type"])) {
+        req.resume();
+        return sendGraphqlError(res, "unsupported_media_type", undefined, { connection: "close" });
+      }
       if (String(req.headers.accept ?? "").includes("text/event-stream")) {
         served.eventStream = true;
         eventStreams.add(res);
@@ -300,10 +315,10 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   return {
     url: `http://${options.host}:${port}`,
     server,
-    /** Stops accepting, closes WebSockets with 1001 and drains the requests in flight (docs/architecture.md §2 shutdown). */
+    /** Stops accepting, ends SSE streams with `complete`, closes WebSockets with 1001 and drains the requests in flight (docs/architecture.md §2 shutdown). */
     async close() {
       revocations.close();
-      for (const stream of eventStreams) stream.destroy();
+      for (const stream of eventStreams) completeEventStream(stream);
       await Promise.all([drainHttpServer(server, options.drainTimeoutMs), websockets.close(options.drainTimeoutMs)]);
       await gateway[Symbol.asyncDispose]?.();
     },

@@ -2,7 +2,7 @@
  * graphql-ws on the router's `/graphql` (docs/architecture.md §6, graphql-transport-ws protocol): the gateway
  * runs each operation; the key in the connection params (`Authorization` or `authorization`,
  * with or without `Bearer `) is checked at connection time, and a bad key closes the socket with
- * 4403 Forbidden. A connection whose key is disabled later is closed with 4403 too
+ * 4403 Forbidden (a check the graph could not answer, with 1013 Try Again Later). A connection whose key is disabled later is closed with 4403 too
  * (router/revocation.ts). One socket runs at most {@link GRAPHQL_WS_MAX_OPERATIONS} operations at
  * once: the next `subscribe` gets an `error` message (`too_many_subscriptions`, 429) for its id
  * and the socket and its other operations go on. Subscriptions that would receive the same events
@@ -22,6 +22,7 @@ import type { Revocations } from "./revocation.ts";
 import { createFanOut, shareKeyOf, SHARED_UPSTREAM, type SharedObserver } from "./subscription-fanout.ts";
 import { closeWebSockets } from "../src/net/drain.ts";
 import type { InternalHeaders } from "../subgraphs/shared/internal-context.ts";
+import { ERROR_CODES } from "../src/errors.ts";
 
 /** Connection params with lower-cased names and string values only (the gateway reads them as headers). */
 export function normalizeConnectionParams(params: unknown): Record<string, string> {
@@ -33,6 +34,9 @@ export function normalizeConnectionParams(params: unknown): Record<string, strin
 }
 
 export { GRAPHQL_WS_MAX_OPERATIONS, TOO_MANY_SUBSCRIPTIONS } from "./limits.ts";
+
+/** WebSocket close code 1013 (Try Again Later, IANA registry): the key could not be checked. */
+export const TRY_AGAIN_LATER = 1013;
 
 /** How long a client revoked with 4403 has to answer the close before its socket is cut. */
 const REVOKED_CLOSE_GRACE_MS = 1_000;
@@ -137,15 +141,21 @@ export function attachWebSockets(
       ...options,
       connectionInitWaitTimeout: GRAPHQL_WS_INIT_TIMEOUT_MS,
       onConnect: async (ctx) => {
-        let keyId: string | null;
+        let check: Awaited<ReturnType<typeof checkKey>>;
         const connection = { params: normalizeConnectionParams(ctx.connectionParams), clientIp: clientIpOf(ctx.extra.request) };
         try {
-          keyId = (await checkKey(gateway, connection.params.authorization, { clientIp: connection.clientIp })).keyId;
+          check = await checkKey(gateway, connection.params.authorization, { clientIp: connection.clientIp });
         } catch (error) {
           logger.warn({ err: error }, "graphql-ws authorization failed");
           return false;
         }
-        if (!keyId) return false;
+        const keyId = check.keyId;
+        if (!keyId) {
+          // A key check the graph could not answer says nothing about the key: not 4403 (which
+          // clients take as final) but "try again later" (router/error-codes.ts logged the cause).
+          if (check.error?.extensions.code === "service_unavailable") ctx.extra.socket.close(TRY_AGAIN_LATER, ERROR_CODES.service_unavailable.message);
+          return false;
+        }
         facts.set(ctx, connection);
         // graphql-ws would keep the upgrade request (headers, streams) for the socket's whole life.
         (ctx.extra as { request?: http.IncomingMessage }).request = undefined;

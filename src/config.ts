@@ -89,6 +89,30 @@ const optionalUrl = z
   .optional()
   .or(z.literal("").transform(() => undefined));
 
+/**
+ * CORS_ORIGINS: comma-separated exact origins (`https://app.example.com`, `http://localhost:5173`),
+ * each as a browser sends it in `Origin`: scheme, host and port, no path, no `*`. Read into a list.
+ */
+const corsOrigins = z
+  .string()
+  .default("")
+  .transform((value, ctx) => {
+    const origins = value
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
+    for (const origin of origins) {
+      const url = URL.canParse(origin) ? new URL(origin) : null;
+      if (!url || !/^https?:$/.test(url.protocol) || url.origin !== origin) {
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          message: `must be comma-separated origins such as https://app.example.com (scheme, host and optional port; no path, no trailing slash, no *): ${JSON.stringify(origin.slice(0, 100))} is not one`,
+        });
+      }
+    }
+    return origins;
+  });
+
 const schema = z.object({
   NODE_ENV: z.string().default("development"),
   HOST: z.string().default("127.0.0.1"),
@@ -137,6 +161,7 @@ const schema = z.object({
   WEBHOOK_MAX_ATTEMPTS: integer(1).default(15),
   WEBHOOK_TIMEOUT_MS: integer(100).default(10_000),
   TRUST_PROXY: z.string().default(""),
+  CORS_ORIGINS: corsOrigins,
   BODY_LIMIT_BYTES: integer(1024).default(1_048_576),
   DB_STATEMENTS_PER_REQUEST: integer(1).default(1_000),
   DB_CONNECTIONS_PER_REQUEST: integer(1).default(4),
@@ -270,6 +295,11 @@ export interface Config {
    * names such as `loopback` or CIDRs, comma separated); empty: the socket's peer is the client.
    */
   trustProxy: string[];
+  /**
+   * Origins whose pages may call the router from a browser (CORS, router/http/cors.ts): exact
+   * `Origin` values; empty (the default): none, the router's own pages being same-origin.
+   */
+  corsOrigins: string[];
   bodyLimitBytes: number;
   /**
    * Whether `start` seeds the demo data on this database (README "Demo data"): the demo catalog,
@@ -354,6 +384,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustProxy: e.TRUST_PROXY.split(",")
       .map((s) => s.trim())
       .filter(Boolean),
+    corsOrigins: e.CORS_ORIGINS,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     seedDemo: e.SEED_DEMO ?? e.NODE_ENV !== "production",
     requestBudget: { statements: e.DB_STATEMENTS_PER_REQUEST, connections: e.DB_CONNECTIONS_PER_REQUEST, timeoutMs: e.REQUEST_TIMEOUT_MS },

@@ -9,6 +9,7 @@
  * | `message` | the default message; for the generation API's codes it is the spec's text (docs/api/generation.md §7) |
  * | `cloud` | the code of the cloud body (docs/api/cloud.md §7); the cloud answer's status is that code's own `status` (so `upstream_timeout` is 502 there) |
  * | `graphql` | `extensions.code` of a GraphQL error (always the key: a code never has two spellings) |
+ * | `details` | the detail keys an answer may carry for the code (`extensions.<key>` in GraphQL, `error.details.<key>` in the cloud body): an allow-list, everything else an error holds is dropped at every boundary ({@link publicDetails}) |
  *
  * Everything reads from it: {@link AppError} (domain code), the subgraphs' `formatError`, the router's
  * limits and its own refusals, both REST shims and both OpenAPI documents; the codes the libraries
@@ -23,6 +24,7 @@ interface ErrorEntry<Code extends string, Cloud extends string> {
   message: string;
   cloud: Cloud;
   graphql: Code;
+  details: readonly string[];
 }
 
 /** Checks the table's shape: each `graphql` is its key, each `cloud` another key. */
@@ -33,49 +35,88 @@ function defineErrors<T extends { [Code in keyof T]: ErrorEntry<Code & string, k
 /** The registry. */
 export const ERROR_CODES = defineErrors({
   // 400: the request is wrong.
-  invalid_json: { status: 400, message: "Request body must be valid JSON", cloud: "invalid_request", graphql: "invalid_json" },
-  invalid_request: { status: 400, message: "Invalid request", cloud: "invalid_request", graphql: "invalid_request" },
-  graphql_parse_failed: { status: 400, message: "The GraphQL document cannot be parsed", cloud: "invalid_request", graphql: "graphql_parse_failed" },
+  invalid_json: { status: 400, message: "Request body must be valid JSON", cloud: "invalid_request", graphql: "invalid_json", details: [] },
+  invalid_request: {
+    status: 400,
+    message: "Invalid request",
+    cloud: "invalid_request",
+    graphql: "invalid_request",
+    details: ["field", "limit", "argument", "max_code_points"],
+  },
+  graphql_parse_failed: {
+    status: 400,
+    message: "The GraphQL document cannot be parsed",
+    cloud: "invalid_request",
+    graphql: "graphql_parse_failed",
+    details: [],
+  },
   graphql_validation_failed: {
     status: 400,
     message: "The GraphQL document is not valid against the schema",
     cloud: "invalid_request",
     graphql: "graphql_validation_failed",
+    details: [],
   },
-  bad_user_input: { status: 400, message: "A variable or argument has an invalid value", cloud: "invalid_request", graphql: "bad_user_input" },
+  bad_user_input: { status: 400, message: "A variable or argument has an invalid value", cloud: "invalid_request", graphql: "bad_user_input", details: [] },
   operation_resolution_failure: {
     status: 400,
     message: "Could not determine what operation to execute",
     cloud: "invalid_request",
     graphql: "operation_resolution_failure",
+    details: [],
   },
   // Apollo clients recognise these two by their message: it stays Apollo's.
-  persisted_query_not_found: { status: 400, message: "PersistedQueryNotFound", cloud: "invalid_request", graphql: "persisted_query_not_found" },
-  persisted_query_not_supported: { status: 400, message: "PersistedQueryNotSupported", cloud: "invalid_request", graphql: "persisted_query_not_supported" },
-  query_too_deep: { status: 400, message: "Query is too deep", cloud: "invalid_request", graphql: "query_too_deep" },
-  too_many_aliases: { status: 400, message: "Too many aliases", cloud: "invalid_request", graphql: "too_many_aliases" },
-  too_many_directives: { status: 400, message: "Too many directives", cloud: "invalid_request", graphql: "too_many_directives" },
-  too_many_tokens: { status: 400, message: "Too many tokens", cloud: "invalid_request", graphql: "too_many_tokens" },
-  query_too_costly: { status: 400, message: "Query is too costly", cloud: "invalid_request", graphql: "query_too_costly" },
-  page_size_too_large: { status: 400, message: "Page size is too large", cloud: "invalid_request", graphql: "page_size_too_large" },
-  unauthorized: { status: 401, message: "Invalid or missing API key", cloud: "unauthorized", graphql: "unauthorized" },
-  insufficient_balance: { status: 402, message: "Insufficient balance", cloud: "insufficient_balance", graphql: "insufficient_balance" },
-  key_disabled: { status: 403, message: "API key is disabled", cloud: "forbidden", graphql: "key_disabled" },
-  forbidden: { status: 403, message: "Forbidden", cloud: "forbidden", graphql: "forbidden" },
-  not_found: { status: 404, message: "Not found", cloud: "not_found", graphql: "not_found" },
-  task_not_found: { status: 404, message: "Task not found", cloud: "not_found", graphql: "task_not_found" },
-  method_not_allowed: { status: 405, message: "Method not allowed", cloud: "method_not_allowed", graphql: "method_not_allowed" },
-  conflict: { status: 409, message: "Conflict", cloud: "conflict", graphql: "conflict" },
-  payload_too_large: { status: 413, message: "Request body is too large", cloud: "payload_too_large", graphql: "payload_too_large" },
-  validation_failed: { status: 422, message: "Validation failed", cloud: "validation_failed", graphql: "validation_failed" },
-  rate_limited: { status: 429, message: "Too many requests", cloud: "rate_limited", graphql: "rate_limited" },
-  too_many_subscriptions: { status: 429, message: "Too many subscriptions on one connection", cloud: "rate_limited", graphql: "too_many_subscriptions" },
-  internal: { status: 500, message: "Internal server error", cloud: "internal", graphql: "internal" },
-  upstream_failed: { status: 502, message: "Upstream request failed", cloud: "upstream_error", graphql: "upstream_failed" },
-  upstream_error: { status: 502, message: "Upstream vendor error", cloud: "upstream_error", graphql: "upstream_error" },
-  service_unavailable: { status: 503, message: "Service unavailable", cloud: "service_unavailable", graphql: "service_unavailable" },
-  upstream_timeout: { status: 504, message: "Upstream request timed out", cloud: "upstream_error", graphql: "upstream_timeout" },
-  request_timeout: { status: 504, message: "Request timed out", cloud: "request_timeout", graphql: "request_timeout" },
+  persisted_query_not_found: { status: 400, message: "PersistedQueryNotFound", cloud: "invalid_request", graphql: "persisted_query_not_found", details: [] },
+  persisted_query_not_supported: {
+    status: 400,
+    message: "PersistedQueryNotSupported",
+    cloud: "invalid_request",
+    graphql: "persisted_query_not_supported",
+    details: [],
+  },
+  query_too_deep: { status: 400, message: "Query is too deep", cloud: "invalid_request", graphql: "query_too_deep", details: [] },
+  too_many_aliases: { status: 400, message: "Too many aliases", cloud: "invalid_request", graphql: "too_many_aliases", details: [] },
+  too_many_directives: { status: 400, message: "Too many directives", cloud: "invalid_request", graphql: "too_many_directives", details: [] },
+  too_many_tokens: { status: 400, message: "Too many tokens", cloud: "invalid_request", graphql: "too_many_tokens", details: [] },
+  query_too_costly: { status: 400, message: "Query is too costly", cloud: "invalid_request", graphql: "query_too_costly", details: ["cost", "limit"] },
+  page_size_too_large: {
+    status: 400,
+    message: "Page size is too large",
+    cloud: "invalid_request",
+    graphql: "page_size_too_large",
+    details: ["field", "limit", "argument"],
+  },
+  unauthorized: { status: 401, message: "Invalid or missing API key", cloud: "unauthorized", graphql: "unauthorized", details: [] },
+  insufficient_balance: { status: 402, message: "Insufficient balance", cloud: "insufficient_balance", graphql: "insufficient_balance", details: [] },
+  key_disabled: { status: 403, message: "API key is disabled", cloud: "forbidden", graphql: "key_disabled", details: [] },
+  forbidden: { status: 403, message: "Forbidden", cloud: "forbidden", graphql: "forbidden", details: ["scope"] },
+  not_found: { status: 404, message: "Not found", cloud: "not_found", graphql: "not_found", details: ["field", "path"] },
+  task_not_found: { status: 404, message: "Task not found", cloud: "not_found", graphql: "task_not_found", details: [] },
+  method_not_allowed: { status: 405, message: "Method not allowed", cloud: "method_not_allowed", graphql: "method_not_allowed", details: ["method"] },
+  conflict: { status: 409, message: "Conflict", cloud: "conflict", graphql: "conflict", details: ["field", "order_id", "stock", "status", "export_status"] },
+  payload_too_large: { status: 413, message: "Request body is too large", cloud: "payload_too_large", graphql: "payload_too_large", details: [] },
+  unsupported_media_type: {
+    status: 415,
+    message: "Content-Type must be application/json",
+    cloud: "unsupported_media_type",
+    graphql: "unsupported_media_type",
+    details: [],
+  },
+  validation_failed: { status: 422, message: "Validation failed", cloud: "validation_failed", graphql: "validation_failed", details: ["field"] },
+  rate_limited: { status: 429, message: "Too many requests", cloud: "rate_limited", graphql: "rate_limited", details: ["retry_after_seconds"] },
+  too_many_subscriptions: {
+    status: 429,
+    message: "Too many subscriptions on one connection",
+    cloud: "rate_limited",
+    graphql: "too_many_subscriptions",
+    details: [],
+  },
+  internal: { status: 500, message: "Internal server error", cloud: "internal", graphql: "internal", details: [] },
+  upstream_failed: { status: 502, message: "Upstream request failed", cloud: "upstream_error", graphql: "upstream_failed", details: [] },
+  upstream_error: { status: 502, message: "Upstream vendor error", cloud: "upstream_error", graphql: "upstream_error", details: [] },
+  service_unavailable: { status: 503, message: "Service unavailable", cloud: "service_unavailable", graphql: "service_unavailable", details: [] },
+  upstream_timeout: { status: 504, message: "Upstream request timed out", cloud: "upstream_error", graphql: "upstream_timeout", details: [] },
+  request_timeout: { status: 504, message: "Request timed out", cloud: "request_timeout", graphql: "request_timeout", details: ["limit"] },
 });
 
 /** A stable error code of {@link ERROR_CODES}. */
@@ -102,11 +143,27 @@ export function cloudErrorOf(code: ErrorCode): { code: CloudCode; status: number
 }
 
 /**
- * `extensions` of a GraphQL error for a registry code: the details, `code` and `http.status`.
- * @param details extra facts (`field`, `limit`, ...), spread before the code so they cannot replace it
+ * The details of an error that may leave a boundary: only the keys the code's registry row lists
+ * (its `details` column), whatever else the error carries (a library's `request`, `response`,
+ * `serviceName`, a provider's `reason`). An allow-list, so a new fact stays inside until it is
+ * documented there.
+ * @param details the facts the error holds (an AppError's details, a GraphQL error's extensions)
+ * @returns a new object with the allowed keys that are present
+ */
+export function publicDetails(code: ErrorCode, details: ErrorDetails | undefined): ErrorDetails {
+  const allowed: ErrorDetails = {};
+  if (!details) return allowed;
+  for (const key of ERROR_CODES[code].details) if (details[key] !== undefined) allowed[key] = details[key];
+  return allowed;
+}
+
+/**
+ * `extensions` of a GraphQL error for a registry code: its public details ({@link publicDetails}),
+ * `code` and `http.status`.
+ * @param details extra facts (`field`, `limit`, ...); keys the code does not document are dropped
  */
 export function graphqlExtensions(code: ErrorCode, details: ErrorDetails = {}): { code: string; http: { status: number } } & ErrorDetails {
-  return { ...details, code: ERROR_CODES[code].graphql, http: { status: ERROR_CODES[code].status } };
+  return { ...publicDetails(code, details), code: ERROR_CODES[code].graphql, http: { status: ERROR_CODES[code].status } };
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage } from "node:http";
 import type { GraphQLFormattedError } from "graphql";
-import { ERROR_CODES, registryCodeOf, type ErrorCode } from "../../src/errors.ts";
+import { ERROR_CODES, publicDetails, registryCodeOf, type ErrorCode } from "../../src/errors.ts";
 import { PARSED_BODY, type Gateway } from "./gateway.ts";
 import { hidesOwnMessage } from "../error-codes.ts";
 
@@ -107,12 +107,13 @@ export { sha256Hex } from "../../src/digest.ts";
  * Translates the first GraphQL error to a registry error (src/errors.ts `registryCodeOf`): a
  * registry code keeps its message; a 5xx without one (the gateway could not use a subgraph) is
  * `service_unavailable` with the registry's message (router/error-codes.ts `hidesOwnMessage`).
+ * The details are the code's documented ones only (src/errors.ts `publicDetails`).
  */
 export function toShimError(error: GraphQLFormattedError): ShimError {
   const extensions: { code?: unknown; http?: { status?: unknown }; [name: string]: unknown } = error.extensions ?? {};
-  // serviceName is the gateway's note of which subgraph answered: not part of our error contract.
-  const { code: found, http, serviceName: _s, ...details } = extensions;
-  const code = registryCodeOf(found, typeof http?.status === "number" ? http.status : undefined);
+  const found = extensions.code;
+  const code = registryCodeOf(found, typeof extensions.http?.status === "number" ? extensions.http.status : undefined);
   const { status, message } = ERROR_CODES[code];
-  return hidesOwnMessage(code, found) ? { code, status, message, details: {} } : { code, status, message: error.message, details };
+  const details = publicDetails(code, extensions);
+  return hidesOwnMessage(code, found) ? { code, status, message, details } : { code, status, message: error.message, details };
 }

@@ -45,51 +45,6 @@ const internalContextPlugin: GatewayPlugin = {
   },
 };
 
-/** The same errors without `extensions.serviceName` (which subgraph answered: internal topology). */
-function withoutServiceNames<T>(result: T): T {
-  const errors = (result as ExecutionResult | undefined)?.errors;
-  if (!errors?.some((error) => error?.extensions?.serviceName !== undefined)) return result;
-  return {
-    ...result,
-    errors: errors.map((error) => {
-      if (!(error instanceof GraphQLError) || error.extensions?.serviceName === undefined) return error;
-      const { serviceName: _hidden, ...extensions } = error.extensions;
-      return new GraphQLError(error.message, {
-        nodes: error.nodes,
-        source: error.source,
-        positions: error.positions,
-        path: error.path,
-        originalError: error.originalError,
-        extensions,
-      });
-    }),
-  };
-}
-
-/**
- * In production, answers do not say which subgraph an error came from (the gateway adds
- * `extensions.serviceName`): queries, mutations and every event of a subscription.
- */
-const hideServiceNames: GatewayPlugin = {
-  onExecute() {
-    return {
-      onExecuteDone({ result, setResult }) {
-        if (Symbol.asyncIterator in result) {
-          return { onNext: ({ result: next, setResult: setNext }) => setNext(withoutServiceNames(next)) };
-        }
-        setResult(withoutServiceNames(result));
-      },
-    };
-  },
-  onSubscribe() {
-    return {
-      onSubscribeResult() {
-        return { onNext: ({ result, setResult }) => setResult(withoutServiceNames(result)) };
-      },
-    };
-  },
-};
-
 /** The internal headers of one in-process subgraph request (no signature needed: same process). */
 function inProcessHeaders(request: SubgraphRequest): Record<string, string> {
   return (request.extensions?.[INTERNAL_EXTENSION] as InternalContext | undefined)?.headers ?? {};
@@ -244,6 +199,8 @@ export function createGateway(options: {
     // than the default (stitching) runtime on task reads and the dashboard join.
     unifiedGraphHandler,
     landingPage: false,
+    // CORS is the router's (router/http/cors.ts, CORS_ORIGINS); Yoga's default echoed any origin with credentials.
+    cors: false,
     // Development only; Switchyard's page, served offline from local assets (router/devtools/graphiql.ts).
     graphiql: options.production ? false : graphiqlOptions,
     renderGraphiQL,
@@ -258,7 +215,8 @@ export function createGateway(options: {
       // The key check of SSE subscriptions (router/graph/key-check.ts), given by the router: it runs an
       // operation through this gateway, so it cannot be imported here without a cycle.
       ...(options.keyCheck ? [options.keyCheck] : []),
-      ...(options.production ? [hideServiceNames] : [graphiqlHeaders]),
+      // (No `extensions.serviceName` leaves, in any mode: router/error-codes.ts keeps only the registry's keys.)
+      ...(options.production ? [] : [graphiqlHeaders]),
       ...limits.plugins,
       ...(options.plugins ?? []),
       // Last, so the facts are complete when they are signed; in-process subgraphs need no signature.

@@ -18,10 +18,15 @@ type KeyCheck = { keyId: string; error: null } | { keyId: null; error: GraphQLEr
  * every policy of the key (disabled, source-IP allow-list, rate limit: the check counts as one
  * request).
  * @param client `clientIp`, the client's address as the router sees it (TRUST_PROXY applied);
- *   `countId`, the id the rate limiter counts this request under (default: a new one)
+ *   `countId`, the id the rate limiter counts this request under (default: a new one);
+ *   `requestId`, the request's id for the logs (default: a new one)
  * @returns the key id when the key is valid, else the GraphQL error the subgraph gave (401/403/429)
  */
-export async function checkKey(gateway: Gateway, authorization: string | undefined | null, client: { clientIp: string; countId?: string }): Promise<KeyCheck> {
+export async function checkKey(
+  gateway: Gateway,
+  authorization: string | undefined | null,
+  client: { clientIp: string; countId?: string; requestId?: string },
+): Promise<KeyCheck> {
   if (!authorization) return { keyId: null, error: registryError("unauthorized") };
   const result = await runOperation<{ apiKey: { id: string } }>(
     gateway,
@@ -29,7 +34,7 @@ export async function checkKey(gateway: Gateway, authorization: string | undefin
     {},
     {
       authorization,
-      requestId: randomUUID(),
+      requestId: client.requestId ?? randomUUID(),
       route: "POST /graphql",
       headers: { "x-switchyard-client-ip": client.clientIp, "x-switchyard-count-id": client.countId ?? randomUUID() },
     },
@@ -78,6 +83,7 @@ export function subscriptionKeyCheck(gateway: () => Gateway) {
       const check = await checkKey(gateway(), header("authorization"), {
         clientIp: header("x-switchyard-client-ip") ?? "",
         countId: header("x-switchyard-count-id"),
+        requestId: header("x-request-id"),
       });
       if (check.error) setResultAndStopExecution({ errors: [check.error] });
       else requestKeyIdentified(context.req, check.keyId);

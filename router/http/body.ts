@@ -1,6 +1,6 @@
 /**
- * Request bodies for the REST shims: read with a size limit (413 before the body is read whole)
- * and parsed as JSON.
+ * Request bodies for the REST shims and `/graphql`: read with a size limit (413 before the body is
+ * read whole), declared as JSON (415 otherwise) and parsed as JSON.
  */
 import type { IncomingMessage } from "node:http";
 import { AppError } from "../../src/errors.ts";
@@ -115,4 +115,16 @@ export function parseJsonObject(text: string): Record<string, unknown> | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * Whether a `Content-Type` declares a JSON body: `application/json`, with or without parameters
+ * (`; charset=utf-8`), in any case. The one rule for every body the router takes (the specs'
+ * `Content-Type: application/json`, GraphQL over HTTP's media type): a form, `text/plain` or no
+ * type at all is refused with 415 `unsupported_media_type`, so no page elsewhere can make a
+ * browser send a body the router acts on without a CORS preflight.
+ * @param header the request's `Content-Type` header, if any
+ */
+export function isJsonContentType(header: string | undefined): boolean {
+  return /^\s*application\/json\s*(;|$)/i.test(header ?? "");
 }

@@ -5,14 +5,15 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Gateway } from "../graph/gateway.ts";
 import { postParsed } from "../graph/client.ts";
+import { isJsonContentType } from "./body.ts";
 
 /** Request headers that describe the client's connection or body framing, not the request itself. */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "expect", "upgrade", "te", "trailer"]);
 
 /** A JSON request body as GraphQL parameters: a JSON object, else null (the gateway answers anything else itself). */
 function jsonParams(contentType: string | undefined, body: Buffer | undefined): Record<string, unknown> | null {
-  // The content types of GraphQL Yoga's own JSON body parser; any other body goes in as it came.
-  if (!body?.length || !/^application\/(graphql\+)?json\b/i.test(contentType ?? "")) return null;
+  // (router/server.ts refused any other content type already.)
+  if (!body?.length || !isJsonContentType(contentType)) return null;
   try {
     const parsed: unknown = JSON.parse(body.toString("utf8"));
     return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;

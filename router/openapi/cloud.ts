@@ -63,6 +63,7 @@ const ERROR_RESPONSE_CODES = {
   ValidationFailed: "validation_failed",
   InsufficientBalance: "insufficient_balance",
   PayloadTooLarge: "payload_too_large",
+  UnsupportedMediaType: "unsupported_media_type",
   TooManyRequests: "rate_limited",
   ServiceUnavailable: "service_unavailable",
 } as const satisfies Record<string, CloudCode>;
@@ -122,7 +123,7 @@ const WRITE_PARAMETERS = [parameterRef("IdempotencyKey"), ...COMMON_PARAMETERS];
 const AUTH_ERRORS = errors("Unauthorized", "Forbidden", "TooManyRequests", "ServiceUnavailable");
 
 /** Statuses of a write with a JSON body. */
-const WRITE_ERRORS = errors("BadRequest", "PayloadTooLarge", "ValidationFailed", "Conflict");
+const WRITE_ERRORS = errors("BadRequest", "PayloadTooLarge", "UnsupportedMediaType", "ValidationFailed", "Conflict");
 
 /**
  * An operation needing `scope`, with the common parameters and errors; a write (a create with a
@@ -490,6 +491,10 @@ export const cloudOpenApi: OpenApiDocument = {
       ),
       InsufficientBalance: errorResponse("insufficient_balance", "The customer's balance and credit line do not cover the charge; nothing was taken."),
       PayloadTooLarge: errorResponse("payload_too_large", "The body is larger than `BODY_LIMIT_BYTES` (1 MiB by default)."),
+      UnsupportedMediaType: errorResponse(
+        "unsupported_media_type",
+        "The body is declared as another type than `application/json` (a form, `text/plain`) or not at all.",
+      ),
       TooManyRequests: errorResponse(
         "rate_limited",
         "The key's rate limit (requests per second) is exceeded.",

@@ -96,6 +96,10 @@ const ERROR_RESPONSES = {
   },
   NotFound: { code: "task_not_found", description: `${said("task_not_found")}: unknown, or submitted with another key.` },
   PayloadTooLarge: { code: "payload_too_large", description: `${said("payload_too_large")} (\`BODY_LIMIT_BYTES\`, 1 MiB by default).` },
+  UnsupportedMediaType: {
+    code: "unsupported_media_type",
+    description: `${said("unsupported_media_type")}: the body is declared as another type (a form, \`text/plain\`) or not at all.`,
+  },
   TooManyRequests: { code: "rate_limited", description: "The key's rate limit (requests per second) is exceeded." },
   BadGateway: { code: "upstream_failed", description: `${said("upstream_failed")}: the price was refunded in full.` },
   ServiceUnavailable: { code: "service_unavailable", description: `${said("service_unavailable")}: the generation subgraph cannot be reached.` },
@@ -128,7 +132,7 @@ function submitOperation(kind: "video" | "image"): Operation {
     },
     responses: {
       "200": jsonResponse("Accepted: the task exists with status 0 and its price is debited.", ref("SubmissionAnswer")),
-      ...errors("BadRequest", "PaymentRequired", "PayloadTooLarge"),
+      ...errors("BadRequest", "PaymentRequired", "PayloadTooLarge", "UnsupportedMediaType"),
       ...AUTH_ERRORS,
       ...errors("BadGateway", "GatewayTimeout"),
     },
@@ -145,7 +149,7 @@ export const generationOpenApi: OpenApiDocument = {
     description:
       "Asynchronous video and image generation on a prepaid balance (generation spec). Every path but `/health` and this document needs an API key. " +
       'Errors are `{"code": <HTTP status>, "message": "..."}`. Money is yuan as JSON numbers with at most three decimals. ' +
-      "Checks run in this order: key (401/403, 429), body (400 invalid JSON, 413 too large), validation (400), balance (402), upstream (502/504, refunded). " +
+      "Checks run in this order: key (401/403, 429), body (413 too large, 415 not `application/json`, 400 invalid JSON), validation (400), balance (402), upstream (502/504, refunded). " +
       "An unknown path is 404, a known path with another method 405, both with the error body; a request target that is not a URL is 400 `Malformed request URL`. " +
       "A request line and headers over 16 KiB are refused by the HTTP server itself with 431 and no body.",
   },

@@ -5,11 +5,11 @@
  */
 import type { ServerResponse } from "node:http";
 import type { GraphQLInputObjectType, GraphQLSchema } from "graphql";
-import { AppError, ERROR_CODES, cloudErrorOf, notOneOfError, type ErrorCode, type ErrorDetails } from "../../src/errors.ts";
+import { AppError, ERROR_CODES, cloudErrorOf, notOneOfError, publicDetails, type ErrorCode, type ErrorDetails } from "../../src/errors.ts";
 import { pageSize } from "../../src/pagination.ts";
 import { isOneOf, PRODUCT_STATUSES, TRANSACTION_TYPES } from "../../src/cloud/states.ts";
 import type { Gateway } from "../graph/gateway.ts";
-import { bodyReadError, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "../http/body.ts";
+import { bodyReadError, isJsonContentType, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "../http/body.ts";
 import { policyHeaders, runOperation, sha256Hex, toShimError, type ShimError } from "../graph/client.ts";
 import { missingRequiredField, restBodyToInput, type TypeErrorFactory } from "./input.ts";
 import { requireScope, type Scope } from "../../src/auth/scopes.ts";
@@ -38,13 +38,14 @@ function send(res: ServerResponse, status: number, requestId: string, data: unkn
 
 /**
  * Writes the error body (docs/api/cloud.md §7) with the registry's cloud code and status for the
- * error's code (src/errors.ts `cloudErrorOf`: `upstream_timeout` is 502 `upstream_error`), with
- * `Retry-After` on 429.
+ * error's code (src/errors.ts `cloudErrorOf`: `upstream_timeout` is 502 `upstream_error`), the
+ * code's documented details only, with `Retry-After` on 429.
  * @param error a registry code, the message (default: the registry's) and details
  */
 export function sendCloudError(res: ServerResponse, requestId: string, error: { code: ErrorCode; message?: string; details?: ErrorDetails }): void {
   const { code, status } = cloudErrorOf(error.code);
-  const details = { ...(error.details ?? {}) };
+  // Only the code's documented details (src/errors.ts `publicDetails`), whoever built the error.
+  const details = publicDetails(error.code, error.details);
   const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8" };
   if (status === 429 && typeof details.retry_after_seconds === "number") headers["retry-after"] = String(details.retry_after_seconds);
   const text = JSON.stringify({ success: false, request_id: requestId, error: { code, message: error.message ?? ERROR_CODES[error.code].message, details } });
@@ -169,6 +170,7 @@ export function createCloudShim(deps: CloudShimDeps) {
       return sendCloudError(call.res, call.requestId, fromAppError(bodyReadError(call.req, error)));
     }
     const digest = sha256Hex(text);
+    if (text && !isJsonContentType(call.req.headers["content-type"])) return rejectAfterAuth(call, new AppError("unsupported_media_type"), digest);
     if (jsonTooDeep(text)) return rejectAfterAuth(call, tooDeepError(), digest);
     const body = text.trim() === "" && inputType === "RenewOrderInput" ? {} : parseJsonObject(text);
     if (!body) return rejectAfterAuth(call, new AppError("invalid_request", "Request body must be a valid JSON object"), digest);

@@ -8,7 +8,7 @@ import type { GraphQLInputObjectType, GraphQLSchema } from "graphql";
 import { AppError, ERROR_CODES, invalidFieldError, validationMessages, type ErrorCode, type ErrorDetails } from "../../src/errors.ts";
 import { pageSize } from "../../src/pagination.ts";
 import type { Gateway } from "../graph/gateway.ts";
-import { bodyReadError, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "../http/body.ts";
+import { bodyReadError, isJsonContentType, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "../http/body.ts";
 import { policyHeaders, runOperation, sha256Hex, toShimError, type CallContext, type ShimError } from "../graph/client.ts";
 import type { OwnedOperation } from "../graph/direct.ts";
 import { missingRequiredField, restBodyToInput, type TypeErrorFactory } from "./input.ts";
@@ -182,6 +182,7 @@ export function createGenerationShim(deps: GenerationShimDeps) {
       return sendGenerationError(call.res, bodyReadError(call.req, error));
     }
     const digest = sha256Hex(text);
+    if (text && !isJsonContentType(call.req.headers["content-type"])) return rejectAfterAuth(call, route, new AppError("unsupported_media_type"), digest);
     if (jsonTooDeep(text)) return rejectAfterAuth(call, route, tooDeepError(), digest);
     const body = parseJsonObject(text);
     if (!body) return rejectAfterAuth(call, route, new AppError("invalid_json"), digest);

@@ -1,12 +1,12 @@
 /**
  * Error formatting shared by every subgraph (docs/architecture.md §4): an {@link AppError} becomes a GraphQL
- * error with `extensions.code` and `extensions.http.status` (and its details); anything
+ * error with `extensions.code` and `extensions.http.status` (and its documented details); anything
  * unexpected is logged and masked as `internal` so no stack trace leaves the process.
  */
 import type { GraphQLFormattedError } from "graphql";
 import { unwrapResolverError } from "@apollo/server/errors";
 import type { Logger } from "pino";
-import { AppError, ERROR_CODES, graphqlExtensions, registryCodeOf } from "../../src/errors.ts";
+import { AppError, ERROR_CODES, graphqlExtensions, publicDetails, registryCodeOf } from "../../src/errors.ts";
 
 /**
  * Builds Apollo Server's `formatError`.
@@ -31,7 +31,8 @@ export function formatError(logger: Logger) {
     }
     // GraphQL's own errors (parse, validation, variable coercion, persisted queries) are the
     // client's: 400, with Apollo's code in the registry's spelling (src/errors.ts registryCodeOf).
-    return { ...formatted, extensions: { ...formatted.extensions, code: registryCodeOf(code, 400), http: { status: 400 } } };
+    const registry = registryCodeOf(code, 400);
+    return { ...formatted, extensions: { ...publicDetails(registry, formatted.extensions), code: registry, http: { status: 400 } } };
   };
 }
 

@@ -135,13 +135,14 @@ describe("submissions", () => {
     );
   });
 
-  it.each([VIDEO, IMAGE])("answers 400 (or 413) to a body that is not a JSON object under any content type: %s", async (path) => {
+  it.each([VIDEO, IMAGE])("answers 400 (or 413) to a body that is not a JSON object, 415 when it is not declared JSON: %s", async (path) => {
     await checkProperty(
       fc.asyncProperty(notAJsonObject, contentType, async (body, type) => {
         const before = await snapshot(t.stack.db!);
         const where = describeRequest("POST", path, body, { "content-type": type });
         const answer = await send(t.url, "POST", path, { headers: { authorization: `Bearer ${key}`, "content-type": type }, body });
-        expectDocumented("generation", "POST", path, answer, where, (s) => s === 400 || s === 413);
+        const declaredJson = /^application\/json\s*(;|$)/i.test(type ?? "") || body.length === 0;
+        expectDocumented("generation", "POST", path, answer, where, (s) => s === 413 || s === (declaredJson ? 400 : 415));
         if (answer.status === 400) expect([INVALID_JSON, TOO_DEEP], where).toContain(answer.body.message);
         await expectNoWrites(t.stack.db!, before, where);
       }),
@@ -319,9 +320,9 @@ describe("malformed requests the HTTP layer still hands to the router", () => {
       expect(answer.body, String(depth)).toEqual({ code: 400, message: TOO_DEEP });
     }
     const shallow = `{"prompt":"x","reference_images":${"[".repeat(60)}${"]".repeat(60)}}`;
-    expect((await send(t.url, "POST", VIDEO, { headers: { authorization: `Bearer ${key}` }, body: shallow })).body.message).toBe(
-      "reference_images must be a public HTTPS URL",
-    );
+    expect(
+      (await send(t.url, "POST", VIDEO, { headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: shallow })).body.message,
+    ).toBe("reference_images must be a public HTTPS URL");
   });
 
   it("answers every request with a body of huge unicode text without a 5xx", async () => {

@@ -148,6 +148,15 @@ describe("every code on every surface that can produce it", () => {
       await client.dispose();
     }
   };
+  /** A POST whose body is declared with `contentType` (a surface's 415). */
+  const typed = async (path: string, contentType: string, body: string): Promise<Answer> => {
+    const response = await fetch(`${t.url}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${keys.rich}`, "content-type": contentType, accept: "application/graphql-response+json" },
+      body,
+    });
+    return { status: response.status, body: await response.json() };
+  };
   /** The 429 among three requests at once from a key allowed one a second. */
   const limited = async (call: () => Promise<Answer>): Promise<Answer> => {
     const answers = await Promise.all([call(), call(), call()]);
@@ -270,6 +279,11 @@ describe("every code on every surface that can produce it", () => {
         message: /^Request body is too large/,
       },
     },
+    unsupported_media_type: {
+      "rest-generation": { run: () => typed("/api/v1/video/generations", "text/plain", "{}") },
+      "rest-cloud": { run: () => typed("/openapi/v1/orders", "application/x-www-form-urlencoded", "{}") },
+      "graphql-http": { run: () => typed("/graphql", "text/plain", JSON.stringify({ query: "{ __typename }" })) },
+    },
     validation_failed: {
       "rest-cloud": { run: () => rest("POST", "/openapi/v1/orders", { key: keys.rich, body: {} }), message: /./ },
       "graphql-http": {
@@ -359,6 +373,23 @@ describe("every code on every surface that can produce it", () => {
       // GraphQL over HTTP: an answer without data takes its error's status; one with data is 200.
       if (surface === "graphql-http") expect(status).toBe(body.data == null ? entry.status : 200);
     }
+  });
+
+  it("gave no answer of the walk a detail its code does not document (the registry's allow-list)", () => {
+    const undocumented: string[] = [];
+    const documented = (code: unknown): readonly string[] => (ERROR_CODES as Record<string, { details: readonly string[] }>)[String(code)]?.details ?? [];
+    for (const body of seen as any[]) {
+      for (const error of body?.errors ?? []) {
+        const { code, http, ...details } = error.extensions ?? {};
+        for (const name of Object.keys(details)) if (!documented(code).includes(name)) undocumented.push(`${code}.${name}`);
+        if (Object.keys(http ?? {}).join() !== "status") undocumented.push(`${code}.http: ${JSON.stringify(http)}`);
+      }
+      if (body?.success === false) {
+        const allowed = Object.entries(ERROR_CODES).flatMap(([code, entry]) => (entry.cloud === body.error.code ? documented(code) : []));
+        for (const name of Object.keys(body.error.details)) if (!allowed.includes(name)) undocumented.push(`${body.error.code}.${name}`);
+      }
+    }
+    expect(undocumented).toEqual([]);
   });
 
   it("left no upper-case code in any answer of the walk", () => {

@@ -301,3 +301,34 @@ describe("the `tasks` subscription at scale", () => {
     expect(reads).toBeLessThanOrEqual(events);
   });
 });
+
+describe("graceful shutdown with an open SSE subscription", () => {
+  it("ends the stream with `event: complete` before the connection closes, as graphql-ws gets 1001", async () => {
+    const own = await startTestStack();
+    let closed = false;
+    try {
+      const { key } = await own.createKey("1");
+      const response = await fetch(`${own.url}/graphql`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json", accept: "text/event-stream" },
+        body: JSON.stringify({ query: "subscription { tasks { id statusCode } }" }),
+      });
+      expect(response.status).toBe(200);
+      // The raw stream, read until the server ends it: the subscription has started once its first bytes arrive.
+      const reader = response.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = decoder.decode((await reader.read()).value, { stream: true });
+      const stopped = own.close().then(() => (closed = true));
+      for (;;) {
+        const chunk = await reader.read().catch(() => ({ done: true, value: undefined }));
+        if (chunk.done) break;
+        text += decoder.decode(chunk.value, { stream: true });
+      }
+      await stopped;
+      expect(text).toMatch(/\n\nevent: complete\ndata:\n\n$/);
+      expect(text).not.toContain("event: next");
+    } finally {
+      if (!closed) await own.close();
+    }
+  });
+});
