@@ -24,9 +24,12 @@ describe("schema/supergraph.graphql", () => {
 });
 
 describe("the committed contract files", () => {
-  it.each(producedFiles().map((file) => [file.path, file.text]))("%s is what `npm run compose` produces (run it after changing schema/ or router/openapi/)", (path, text) => {
-    expect(fs.readFileSync(new URL(path, REPOSITORY), "utf8")).toBe(text);
-  });
+  it.each(producedFiles().map((file) => [file.path, file.text]))(
+    "%s is what `npm run compose` produces (run it after changing schema/ or router/openapi/)",
+    (path, text) => {
+      expect(fs.readFileSync(new URL(path, REPOSITORY), "utf8")).toBe(text);
+    },
+  );
 });
 
 describe("schema/api.graphql, the API schema", () => {
