@@ -1,7 +1,7 @@
 /**
  * `GET /graphql/schema.graphql`: the API schema clients generate code from (schema/api.graphql,
  * `npm run compose`; README "Schema and contract"), in production too. The SDL is public by
- * decision (docs/adr/0015-published-contract.md): it is in the repository and the docs already,
+ * decision (docs/adr/0016-published-contract.md): it is in the repository and the docs already,
  * names nothing internal (no federation machinery, no subgraph URL) and grants nothing: every
  * field checks its key and scope. Production turns introspection off to keep its cost and field
  * suggestions away from strangers, not to hide the schema.
