@@ -37,6 +37,9 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error) => {
     console.error(`contract: ${error instanceof Error ? error.message : String(error)}`);
-    process.exit(error instanceof TypeError && /parseArgs|option/i.test(String(error)) ? 2 : 1);
+    // An unknown option or a missing value is bad usage (node:util parseArgs' ERR_PARSE_ARGS_*).
+    const usage = String((error as { code?: unknown }).code ?? "").startsWith("ERR_PARSE_ARGS");
+    if (usage) console.error(USAGE);
+    process.exit(usage ? 2 : 1);
   },
 );

@@ -130,8 +130,11 @@ const isRecord = (value: unknown): value is Record<string, unknown> => typeof va
 /**
  * The coordinate of an api-smart-diff change (see the module comment for the forms).
  * @param d the change; its path walks the document with `$ref`s resolved
+ * @param released the document compared from, and `current` the one compared to: a parameter's
+ *   name is looked up in them (a path gives only its index)
+ * @returns the coordinate, `POST /api/v1/video/generations request seconds`
  */
-export function restCoordinate(d: Diff, released: object, current: object): string {
+function restCoordinate(d: Diff, released: object, current: object): string {
   const path = d.path.map(String);
   if (path[0] !== "paths") return path.join(".");
   const [, route, method, part, ...rest] = path;
