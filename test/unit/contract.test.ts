@@ -187,7 +187,7 @@ describe("npm run contract:release -- VERSION", () => {
     expect(fs.readFileSync(new URL(RELEASED.api, root), "utf8")).toBe(fs.readFileSync(new URL(PRODUCED.api, root), "utf8"));
     expect(fs.readFileSync(new URL(RELEASED.version, root), "utf8")).toBe("0.2.0\n");
     const changelog = fs.readFileSync(new URL("CHANGELOG.md", root), "utf8");
-    expect(changelog).toMatch(/## \[Unreleased\]\n\n## \[0\.2\.0\] - 2026-12-01\n\n### Changed\n/);
+    expect(changelog).toMatch(/## \[Unreleased\]\n\n## \[0\.2\.0\] - 2026-12-01\n\n### Added\n/);
     const report = await checkContract(loadContractInputs(root));
     expect(report.changes).toEqual([]);
     expect(report.ok).toBe(true);
