@@ -58,10 +58,13 @@ function buildProgram(result: { code: number }): Command {
 
   registerMigrateCommands(program, act);
 
-  act(program.command("compose").description("write schema/supergraph.graphql from schema/*.graphql"), async () => {
-    const { writeSupergraph } = await import("../router/compose.ts");
-    console.log(`wrote ${writeSupergraph()}`);
-  });
+  act(
+    program.command("compose").description("write schema/supergraph.graphql and schema/api.graphql from schema/*.graphql, and docs/api/openapi/*.json"),
+    async () => {
+      const { writeProducedFiles } = await import("../router/contract/files.ts");
+      for (const path of writeProducedFiles()) console.log(`wrote ${path}`);
+    },
+  );
 
   registerKeyCommands(program, act);
   registerCustomerCommands(program, act);

@@ -33,6 +33,7 @@ import { drainHttpServer } from "../src/net/drain.ts";
 import { createPages } from "./pages.ts";
 import { createDevtoolsPages } from "./devtools/pages.ts";
 import { serveAsset } from "./http/assets.ts";
+import { serveApiSchema } from "./http/api-schema.ts";
 import { devtoolsAssets } from "./devtools/files.ts";
 import type { Registry } from "prom-client";
 import { createRegistry, serveMetrics } from "../src/observability/metrics.ts";
@@ -169,6 +170,8 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   on("GET", `${api}/billing/statements/:statement_id`, cloud.statement);
   on("GET", `${api}/billing/statements/:statement_id/export`, cloud.statementExport);
   on("GET", `${api}/openapi.json`, serveCloudOpenApi);
+  // The API schema clients generate code from, in every mode (router/http/api-schema.ts).
+  on("GET", "/graphql/schema.graphql", serveApiSchema());
   // The web pages (docs/api/generation.md §4 "Pages"; router/pages.ts).
   const pages = createPages();
   on("GET", "/client", pages.client);

@@ -13,6 +13,7 @@ import { policyHeaders, runOperation, sha256Hex, toShimError, type CallContext, 
 import type { OwnedOperation } from "../graph/direct.ts";
 import { missingRequiredField, restBodyToInput, type TypeErrorFactory } from "./input.ts";
 import { validateGenerationRequest, type GenerationInput } from "../../src/generation/validation.ts";
+import { OPERATIONS } from "./generation-operations.ts";
 
 /**
  * docs/api/generation.md §7 for JSON type errors: a whole field of the wrong type "{field} has an
@@ -39,29 +40,14 @@ async function missingFieldError(kind: "video" | "image", input: GenerationInput
   return generationTypeError(field, "field");
 }
 
-const TASK_FIELDS = `
-  id statusCode statusName result images error createdAt updatedAt
-  price { amount } refunded { amount } charged { amount }
-  model { id name kind }
-`;
-
-/** The operations of this shim, parsed once by the gateway's document cache. */
-export const OPERATIONS = {
-  submitVideo: `mutation RestSubmitVideo($input: SubmitVideoGenerationInput!) { submitVideoGeneration(input: $input) { task { ${TASK_FIELDS} } } }`,
-  submitImage: `mutation RestSubmitImage($input: SubmitImageGenerationInput!) { submitImageGeneration(input: $input) { task { ${TASK_FIELDS} } } }`,
-  task: `query RestTask($id: ID!) { task(id: $id) { ${TASK_FIELDS} } }`,
-  usage: `query RestUsage($first: Int!) { viewer { balance { amount } spent { amount } billedSeconds billedImages
-    tasks(first: $first) { nodes { ${TASK_FIELDS} } } recentRequests(first: $first) { method path status at } } }`,
-  // `viewer` needs any valid key; `balance` needs the `generation` scope, which every call here needs.
-  auth: `query RestAuth { viewer { balance { amount } } }`,
-  models: `query RestModels { models { id name kind sizes resolutions durations { resolution seconds } defaultSeconds maxCount
-    references { kinds frames maxImages maxAudios maxVideos maxTotal audioNeedsVisual } available } }`,
-} as const;
+// The operations of this shim live in ./generation-operations.ts, which imports nothing (the
+// contract check reads them without loading the gateway).
+export { OPERATIONS };
 
 /** A decimal string from GraphQL Money as a JSON number (exact: at most three decimals). */
 const yuan = (money: { amount: string } | null | undefined) => (money ? Number(money.amount) : null);
 
-/** A task as TASK_FIELDS selects it. */
+/** A task as the operations select it (TASK_FIELDS, ./generation-operations.ts). */
 interface TaskNode {
   id: string;
   statusCode: number;

@@ -6,10 +6,9 @@
  */
 import fs from "node:fs";
 import fc from "fast-check";
-import { buildASTSchema, getNamedType, GraphQLError, isObjectType, Kind, parse, type StringValueNode } from "graphql";
-import { transformSupergraphToPublicSchema } from "@theguild/federation-composition";
+import { buildASTSchema, buildSchema, getNamedType, GraphQLError, isObjectType, Kind, parse, type StringValueNode } from "graphql";
 import { describe, expect, it } from "vitest";
-import { composeSupergraph } from "../../router/compose.ts";
+import { composeSchemas } from "../../router/compose.ts";
 import { DATE_TIME_DESCRIPTION, DATE_TIME_SPECIFIED_BY, DateTime, NOT_DATE_TIME } from "../../subgraphs/shared/scalars.ts";
 
 const literal = (value: string): StringValueNode => ({ kind: Kind.STRING, value });
@@ -69,7 +68,7 @@ describe("DateTime", () => {
   });
 
   it("types every timestamp field of the composed API schema (`…At`, `at`, `time`) as DateTime", () => {
-    const schema = buildASTSchema(transformSupergraphToPublicSchema(parse(composeSupergraph())));
+    const schema = buildSchema(composeSchemas().api);
     const timestamps: string[] = [];
     const notDateTime: string[] = [];
     for (const type of Object.values(schema.getTypeMap())) {
