@@ -14,7 +14,7 @@ import { appendOutbox } from "../events/outbox.ts";
 import { nowIso, type Db } from "../db/index.ts";
 import { groupCommit } from "../db/group-commit.ts";
 import { newId } from "../ids.ts";
-import { keysetPage, type Page } from "../pagination.ts";
+import { keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import type { Caller } from "../auth/keys.ts";
 import type { MilliYuan } from "../money.ts";
 import { getModel, type ModelKind } from "./catalog.ts";
@@ -326,10 +326,11 @@ export function createGenerationService(deps: GenerationServiceDeps) {
   /**
    * Lists the caller's tasks newest first; `totalCount` is exact without a status filter (the
    * key's stored count) and counted up to COUNT_BOUND with one.
-   * @param page `first` (1-100), `after` (opaque cursor), optional `status` code
+   * @param page `first` (1-100), `after` (opaque cursor) or `backward` and `before`
+   *   (src/pagination.ts {@link PageRequest}), optional `status` code
    * @throws AppError `invalid_request` for a bad cursor
    */
-  async function listTasks(caller: Caller, page: { first: number; after?: string | null; status?: number | null }): Promise<Page<TaskRecord>> {
+  async function listTasks(caller: Caller, page: PageRequest & { status?: number | null }): Promise<Page<TaskRecord>> {
     const query = db("tasks").where("key_id", caller.keyId);
     if (page.status != null) query.andWhere("status", page.status);
     // Unfiltered, the count is the key's stored task_count; by status, counted up to COUNT_BOUND.

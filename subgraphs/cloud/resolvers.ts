@@ -281,8 +281,11 @@ export const resolvers = {
   Vendor: {
     __resolveReference: (ref: { id: string }, ctx: CloudContext) => ctx.vendors.load(ref.id),
     status: (vendor: VendorRecord) => upper(vendor.status),
-    products: async (vendor: VendorRecord, args: PageArgs, ctx: CloudContext) =>
-      toConnection(await ctx.vendorProducts.load({ parent: vendor.id, ...pageOf(args) })),
+    // Forward only (no `last`/`before` in the SDL): one statement reads every vendor's page.
+    products: async (vendor: VendorRecord, args: Pick<PageArgs, "first" | "after">, ctx: CloudContext) => {
+      const { first, after } = pageOf(args);
+      return toConnection(await ctx.vendorProducts.load({ parent: vendor.id, first, after: after ?? null }));
+    },
   },
   Product: {
     __resolveReference: (ref: { id: string }, ctx: CloudContext) => ctx.products.load(ref.id),
