@@ -104,6 +104,22 @@ export function toTaskRecord(row: TaskRow): TaskRecord {
   };
 }
 
+/**
+ * Reads tasks by id in one query, each visible only to the key that created it (docs/api/generation.md
+ * §4): the one visibility rule of every task read ({@link createGenerationService} `getTasks`, and
+ * the cloud subgraph's `node(id:)` for task ids, docs/adr/0015-global-object-ids.md).
+ * @param caller the calling key (`keyId`)
+ * @param ids task ids (any strings)
+ * @returns one entry per id, null where not found or another key's
+ */
+export async function getTasksOfKey(db: Db, caller: Pick<Caller, "keyId">, ids: readonly string[]): Promise<(TaskRecord | null)[]> {
+  const rows = await db("tasks")
+    .whereIn("id", [...ids])
+    .andWhere("key_id", caller.keyId);
+  const byId = new Map(rows.map((r: TaskRow) => [r.id, toTaskRecord(r)]));
+  return ids.map((id) => byId.get(id) ?? null);
+}
+
 /** What the generation service needs from the outside. */
 export interface GenerationServiceDeps {
   db: Db;
@@ -316,11 +332,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
    * @returns one entry per id, null where not found or not the caller's
    */
   async function getTasks(caller: Caller, ids: readonly string[]): Promise<(TaskRecord | null)[]> {
-    const rows = await db("tasks")
-      .whereIn("id", [...ids])
-      .andWhere("key_id", caller.keyId);
-    const byId = new Map(rows.map((r: TaskRow) => [r.id, toTaskRecord(r)]));
-    return ids.map((id) => byId.get(id) ?? null);
+    return getTasksOfKey(db, caller, ids);
   }
 
   /**

@@ -153,7 +153,11 @@ describe("connections page both ways", () => {
   it("refuses first or after combined with last or before with 400 invalid_request, and a last above 100 with page_size_too_large", async () => {
     const list = LISTS[2]!;
     const cursor = (await page(list, { first: 1 })).pageInfo.endCursor;
-    for (const variables of [{ first: 2, last: 2 }, { after: cursor, last: 2 }, { first: 2, before: cursor }]) {
+    for (const variables of [
+      { first: 2, last: 2 },
+      { after: cursor, last: 2 },
+      { first: 2, before: cursor },
+    ]) {
       const answer = await t.graphql(list.query, variables, key);
       expect(answer.status, JSON.stringify(variables)).toBe(400);
       expect(answer.body.errors[0], JSON.stringify(variables)).toMatchObject({
