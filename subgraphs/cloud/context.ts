@@ -12,7 +12,7 @@ import type { OrderRecord } from "../../src/cloud/order-records.ts";
 import type { ResourceRecord } from "../../src/cloud/resources.ts";
 import { getDomainsByNames, type DomainRecord } from "../../src/cloud/domains.ts";
 import { getPurgeTasksByIds, listPurgeTasksOfDomains, type PurgeTaskRecord } from "../../src/cloud/purge.ts";
-import { getTransactionsByIds, type TransactionRecord } from "../../src/cloud/billing.ts";
+import { getStatement, getTransactionsByIds, type StatementRecord, type TransactionRecord } from "../../src/cloud/billing.ts";
 import { getTasksOfKey, type TaskRecord } from "../../src/generation/tasks.ts";
 import { listDeliveriesOfAggregates, type WebhookDeliveryRecord } from "../../src/events/deliveries.ts";
 import type { Page } from "../../src/pagination.ts";
@@ -58,6 +58,11 @@ export interface CloudContext {
   purgeTasks: DataLoader<string, PurgeTaskRecord | null>;
   /** Transactions of the caller's account's customers by id (`txn_<n>`). */
   transactions: DataLoader<string, TransactionRecord | null>;
+  /**
+   * Monthly statements of the caller's account by id (`stm_YYYY-MM`), each read once per request
+   * as `statement(id:)` reads it (which requests its export); null for an id it refuses.
+   */
+  statements: DataLoader<string, StatementRecord | null>;
   /** Tasks of the calling key by id (`node` for task ids; the generation subgraph serves their fields). */
   tasks: DataLoader<string, TaskRecord | null>;
   /** A page of a vendor's products (`Vendor.products`). */
@@ -163,6 +168,7 @@ export function createCloudContext(
       | "domains"
       | "purgeTasks"
       | "transactions"
+      | "statements"
       | "tasks"
       | "vendorProducts"
       | "orderDeliveries"
@@ -176,6 +182,11 @@ export function createCloudContext(
     domains: () => new DataLoader(async (names) => getDomainsByNames(db, await anyCaller(), names, services.stepMs)),
     purgeTasks: () => new DataLoader(async (ids) => getPurgeTasksByIds(db, await anyCaller(), ids, services.stepMs)),
     transactions: () => new DataLoader(async (ids) => getTransactionsByIds(db, await anyCaller(), ids)),
+    statements: () =>
+      new DataLoader(async (ids) => {
+        const caller = await anyCaller();
+        return Promise.all(ids.map((id) => getStatement(db, caller, id).catch(() => null)));
+      }),
     tasks: () => new DataLoader(async (ids) => getTasksOfKey(db, await anyCaller(), ids)),
     vendorProducts: () =>
       childListLoader(

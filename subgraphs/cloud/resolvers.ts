@@ -353,10 +353,7 @@ export const resolvers = {
   },
   Statement: {
     // As `statement(id:)` reads it, for the caller's account; another form of id names nothing.
-    __resolveReference: async (ref: { id: string }, ctx: CloudContext) => {
-      const caller = await ctx.callerOrNull();
-      return caller ? getStatement(ctx.db, caller, ref.id).catch(() => null) : null;
-    },
+    __resolveReference: async (ref: { id: string }, ctx: CloudContext) => ((await ctx.callerOrNull()) ? ctx.statements.load(ref.id) : null),
     totalAmount: (s: StatementRecord) => toMoney(s.totalAmount),
     exportUrl: (s: StatementRecord) => (s.exportStatus === "ready" ? `/openapi/v1/billing/statements/${s.id}/export` : null),
     csv: (s: StatementRecord) => (s.exportStatus === "ready" ? (s.csv ?? null) : null),

@@ -15,6 +15,7 @@ import { parseYuan } from "../../src/money.ts";
 import { LIMITS } from "../../router/limits.ts";
 import { measureOperation } from "../../bench/measure.ts";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { measureStatements } from "../support/sql-count.ts";
 
 let t: TestStack;
 /** The owner's account and two of its keys (`other` holds every scope but created nothing), and a stranger of another account. */
@@ -317,6 +318,33 @@ describe("node(id:) and nodes(ids:)", () => {
       message: "ids must list at most 100 ids",
       extensions: { code: "invalid_request", field: "ids", http: { status: 400 } },
     });
+  });
+});
+
+describe("the database work of nodes(ids:)", () => {
+  it("reads many ids of each type in as many SQL statements as one id of each", async () => {
+    for (const prompt of ["a wren", "a kite", "a rook"]) {
+      expect((await t.rest("POST", "/api/v1/video/generations", { key: keys.owner, body: { prompt, model_id: 52 } })).status).toBe(200);
+    }
+    const tasks = await t.graphql(`{ tasks(first: 4) { nodes { id } } }`, {}, keys.owner);
+    const transactions = await t.graphql(`{ transactions(first: 10) { nodes { id } } }`, {}, keys.owner);
+    const taskIds: string[] = tasks.body.data.tasks.nodes.map((n: any) => n.id);
+    const transactionIds: string[] = transactions.body.data.transactions.nodes.map((n: any) => n.id);
+    expect(taskIds.length).toBe(4);
+    expect(transactionIds.length).toBeGreaterThanOrEqual(2);
+    const others = [ids.order, ids.resource, ids.purge, ids.domain, ids.product, ids.vendor, ids.account];
+    const query = `query($ids: [ID!]!) { nodes(ids: $ids) { __typename id ... on Task { prompt } ... on Transaction { amount { amount } } } }`;
+    const measure = async (asked: string[]) => {
+      const { result, statements } = await measureStatements(t.stack.db!, () => t.graphql(query, { ids: asked }, keys.owner));
+      expect(result.body.errors).toBeUndefined();
+      expect(result.body.data.nodes.every((n: any) => n !== null)).toBe(true);
+      return statements.length;
+    };
+    await measure([taskIds[0]!, transactionIds[0]!, ...others]); // warm-up
+    const one = await measure([taskIds[0]!, transactionIds[0]!, ...others]);
+    const many = await measure([...taskIds, ...transactionIds, ...others]);
+    expect(one).toBeGreaterThan(3);
+    expect(many).toBe(one);
   });
 });
 
