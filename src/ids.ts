@@ -20,7 +20,7 @@ export function newId(prefix: string): string {
 
 /**
  * The prefix of each kind of object's id, as the generators write it (`newId`, `txn_<ledger id>`,
- * `stm_YYYY-MM`, `dom_<domain>`): a global id (GraphQL `Node.id`, docs/adr/0015-global-object-ids.md)
+ * `stm_YYYY-MM`, `dom_<domain>`): a global id (GraphQL `Node.id`, docs/adr/0017-global-object-ids.md)
  * names its kind by its prefix alone. No prefix starts another, so an id has at most one kind.
  */
 export const ID_PREFIXES = {

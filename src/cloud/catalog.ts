@@ -254,7 +254,7 @@ function checkId(value: unknown, field: string): string | null {
 
 /**
  * Refuses an operator-chosen id for a new row unless it carries its type's prefix (`vnd_`,
- * `prd_`), so a global id names one kind of object (docs/adr/0015-global-object-ids.md). A row
+ * `prd_`), so a global id names one kind of object (docs/adr/0017-global-object-ids.md). A row
  * that already exists keeps its id, whatever it is.
  * @throws AppError `validation_failed` (422, field `id`)
  */

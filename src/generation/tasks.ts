@@ -107,7 +107,7 @@ export function toTaskRecord(row: TaskRow): TaskRecord {
 /**
  * Reads tasks by id in one query, each visible only to the key that created it (docs/api/generation.md
  * §4): the one visibility rule of every task read ({@link createGenerationService} `getTasks`, and
- * the cloud subgraph's `node(id:)` for task ids, docs/adr/0015-global-object-ids.md).
+ * the cloud subgraph's `node(id:)` for task ids, docs/adr/0017-global-object-ids.md).
  * @param caller the calling key (`keyId`)
  * @param ids task ids (any strings)
  * @returns one entry per id, null where not found or another key's

@@ -1,5 +1,5 @@
 /**
- * Global object identification (docs/adr/0015-global-object-ids.md; issue 21 §1): `Query.node`
+ * Global object identification (docs/adr/0017-global-object-ids.md; issue 21 §1): `Query.node`
  * and `Query.nodes` of the cloud subgraph, which answer every type implementing `Node`, the
  * generation subgraph's `Task` included.
  *
@@ -33,7 +33,7 @@ interface NodeType {
   read(ctx: CloudContext, id: string): Promise<object | null>;
 }
 
-/** Ids of catalog rows created before new ids had to carry their prefix (ADR 0015) carry none. */
+/** Ids of catalog rows created before new ids had to carry their prefix (ADR 0017) carry none. */
 const UNPREFIXED_CATALOG_ID = /^[A-Za-z0-9_-]{1,40}$/;
 
 /**

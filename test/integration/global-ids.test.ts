@@ -1,5 +1,5 @@
 /**
- * Global object identification (docs/adr/0015-global-object-ids.md; issue 21 §1): `Query.node`
+ * Global object identification (docs/adr/0017-global-object-ids.md; issue 21 §1): `Query.node`
  * and `Query.nodes` through the router over GraphQL HTTP answer every type implementing `Node`,
  * of both subgraphs, with the scope and ownership rules of each type's own root field; the
  * `_entities` of every such type on the subgraphs' ports answer only the caller's objects; the
