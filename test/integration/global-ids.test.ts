@@ -371,11 +371,14 @@ describe("_entities of every Node type on the subgraphs' ports", () => {
   /** `_entities` as the router signs it, with the given key. */
   async function entities(subgraph: "cloud" | "generation", representation: Record<string, unknown>, selection: string, key: string) {
     const url = subgraph === "cloud" ? t.stack.cloudUrl! : t.stack.generationUrl!;
-    const params = await signSubgraphRequest(t.stack.subgraphSecret!, {
+    // `audience`: the subgraph the signature is for (signed requests name it once issue 20's signing lands).
+    const request = {
       query: `query($r: [_Any!]!) { _entities(representations: $r) { ${selection} } }`,
       variables: { r: [representation] },
       headers: { authorization: `Bearer ${key}`, "x-switchyard-client-ip": "127.0.0.1" },
-    });
+      audience: subgraph,
+    };
+    const params = await signSubgraphRequest(t.stack.subgraphSecret!, request);
     const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(params) });
     return response.json();
   }
