@@ -485,5 +485,12 @@ describe("node(id:) and nodes(ids:) with the subgraphs reached over HTTP", () =>
         ],
       },
     });
+    // A fragment on the other subgraph's type selects nothing of an object that is not of it.
+    const crossed = await h.graphql(
+      `query($task: ID!, $order: ID!) { t: node(id: $task) { ... on Order { status } } o: node(id: $order) { ... on Task { status } } }`,
+      { task: asked[1], order: asked[0] },
+      owner.key,
+    );
+    expect(crossed.body).toEqual({ data: { t: {}, o: {} } });
   });
 });
