@@ -10,6 +10,8 @@
  * - a field taking `first` or `last` returns up to that many items: it costs its own weight and
  *   its selection's cost times that size (literal, variable or the schema's default, 20; an
  *   explicit null is the resolvers' default, 20; below 1, which the resolvers refuse, counts 1);
+ * - a field taking a list of ids (`nodes(ids:)`) returns one item per id: it costs its own weight
+ *   and its selection's cost times the number of ids (at least 1), like a page of that size;
  * - a list without a page argument (billing cycles, a delivery's attempts, usage points) is part
  *   of its parent's row and counts {@link ASSUMED_LIST_SIZE} items.
  * So the cost is about the number of objects (rows) the answer can hold.
@@ -37,6 +39,9 @@ const ASSUMED_LIST_SIZE = 1;
 /** The page-size (slicing) arguments. */
 const SLICING_ARGUMENTS = ["first", "last"] as const;
 
+/** List arguments whose length is the number of items the field returns (`Query.nodes`). */
+const SIZING_LIST_ARGUMENTS = ["ids"] as const;
+
 /**
  * Most selections the estimate walks (fragments spread many times count each time): a document
  * within the token limit that needs more is refused as too costly rather than walked on.
@@ -48,6 +53,11 @@ export const MAX_COST_NODES = 10_000;
  * @param args the field's arguments, coerced with the request's variables and the schema's defaults
  */
 function listSize(field: { type: Parameters<typeof getNullableType>[0]; args: readonly { name: string }[] }, args: Record<string, unknown>): number {
+  for (const arg of field.args) {
+    const value = args[arg.name];
+    // Coerced: a single id sent for a list is already a list of one.
+    if ((SIZING_LIST_ARGUMENTS as readonly string[]).includes(arg.name) && Array.isArray(value)) return Math.max(1, value.length);
+  }
   const sliced = field.args.filter((arg) => (SLICING_ARGUMENTS as readonly string[]).includes(arg.name));
   if (sliced.length === 0) return isListType(getNullableType(field.type)) ? ASSUMED_LIST_SIZE : 1;
   let size: number | null = null;
@@ -79,16 +89,20 @@ const MAX_CACHED_PER_DOCUMENT = 256;
 const COST_VARIABLE_TYPES = new Set(["Int", "Boolean"]);
 
 /**
- * What a cost depends on besides the document: the operation and the values of its Int and
- * Boolean variables as sent (a REST read's `$id` changes nothing, so all its reads share one entry).
+ * What a cost depends on besides the document: the operation, the values of its Int and Boolean
+ * variables as sent, and the lengths of its list variables (`nodes(ids: $ids)`); a REST read's
+ * `$id` changes nothing, so all its reads share one entry.
  */
 function cacheKey(operation: OperationDefinitionNode, variables: Record<string, unknown>): string {
   const values: unknown[] = [];
   for (const definition of operation.variableDefinitions ?? []) {
     const type = definition.type.kind === Kind.NON_NULL_TYPE ? definition.type.type : definition.type;
+    const value = variables[definition.variable.name.value];
     if (type.kind === Kind.NAMED_TYPE && COST_VARIABLE_TYPES.has(type.name.value)) {
-      const value = variables[definition.variable.name.value];
       values.push(value === undefined ? "\u0000absent" : value);
+    } else if (type.kind === Kind.LIST_TYPE) {
+      // Only the length counts; a value that is no list is coerced to a list of one (or refused).
+      values.push(Array.isArray(value) ? `\u0000length ${value.length}` : value === undefined ? "\u0000absent" : value === null ? null : "\u0000one");
     }
   }
   return `${operation.name?.value ?? ""}\u0000${JSON.stringify(values)}`;

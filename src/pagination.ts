@@ -42,17 +42,26 @@ export function pageSize(value: number | string | null | undefined, field = "fir
   return size;
 }
 
-/** A page request: `first` 1-100 items after the opaque cursor `after`. */
+/**
+ * A page request: `first` 1-100 items after the opaque cursor `after`, or, `backward`, the
+ * `first` items nearest the end of the list or before the cursor `before` (Relay `last`).
+ */
 export interface PageRequest {
   first: number;
   after?: string | null;
+  /** Page backward: the items just before this cursor (implies `backward`). */
+  before?: string | null;
+  /** Page backward from the end of the list (Relay `last`, {@link keysetPage}). */
+  backward?: boolean;
 }
 
-/** A page of items with each item's cursor. */
+/** A page of items with each item's cursor, in list order. */
 export interface Page<T> {
   items: T[];
   cursors: string[];
   hasNextPage: boolean;
+  /** Items precede the page (set by {@link keysetPage}; absent: false). */
+  hasPreviousPage?: boolean;
   /** Exact when stored; else counted up to {@link COUNT_BOUND} (docs/architecture.md §7.2). */
   totalCount: number;
 }
@@ -153,15 +162,20 @@ export function decodeCursor(cursor: string, keyset: Keyset): (string | number)[
 }
 
 /**
- * Runs a keyset-paginated query, newest (or highest) first.
+ * Runs a keyset-paginated query, newest (or highest) first, in either direction (Relay cursor
+ * connections): forward, `first` items after `after`; backward, the `first` items before
+ * `before` (or the last ones of the list), read in ascending order and handed back in list order.
+ * The cursor's own row is read too (one row more, no extra statement): when it is still in the
+ * list, items lie on the cursor's side (`hasPreviousPage` forward, `hasNextPage` backward); when
+ * it has left the list (a filter no longer matches it) that flag is false, as Relay allows.
  * @param query the filtered query (not ordered, not limited); it is cloned
  * @param keyset the ordering ({@link Keyset}: columns most significant first, all descending,
  *   the last unique) and the type of each cursor value
- * @param page `first` and `after`
+ * @param page `first` and `after`, or `first`, `backward` and `before`
  * @param toItem converts a row
  * @param count where `totalCount` comes from: `stored` (a running total of the unfiltered list),
  *   else the filtered query counted up to {@link COUNT_BOUND}
- * @returns the page, its cursors and the total count
+ * @returns the page, its cursors, both page flags and the total count
  * @throws AppError `invalid_request` for a bad cursor
  */
 export async function keysetPage<T, Row>(
@@ -172,21 +186,30 @@ export async function keysetPage<T, Row>(
   count: PageCount = {},
 ): Promise<Page<T>> {
   const columns = keyset.map((key) => key.column);
+  const backward = page.backward === true || page.before != null;
+  const cursor = backward ? page.before : page.after;
+  const at = cursor ? decodeCursor(cursor, keyset) : null;
   const rowsQuery = query
     .clone()
-    .orderBy(columns.map((column) => ({ column, order: "desc" as const })))
-    .limit(page.first + 1);
-  if (page.after) {
-    const cursor = beforeCursorSql(columns, decodeCursor(page.after, keyset));
-    rowsQuery.andWhereRaw(cursor.sql, cursor.bindings);
+    .orderBy(columns.map((column) => ({ column, order: backward ? ("asc" as const) : ("desc" as const) })))
+    .limit(page.first + (at ? 2 : 1));
+  if (at) {
+    const condition = cursorSql(columns, at, backward ? ">" : "<", true);
+    rowsQuery.andWhereRaw(condition.sql, condition.bindings);
   }
-  const [rows, totalCount] = await Promise.all([rowsQuery, count.stored ? count.stored() : boundedCount(query)]);
-  const pageRows: Record<string, string | number>[] = rows.slice(0, page.first);
+  const [read, totalCount] = await Promise.all([rowsQuery, count.stored ? count.stored() : boundedCount(query)]);
+  let rows: Record<string, string | number>[] = read;
   const unqualified = columns.map((c) => c.split(".").pop()!);
+  const cursorRowKept = at !== null && rows.length > 0 && unqualified.every((c, i) => String(rows[0]![c]) === String(at[i]));
+  if (cursorRowKept) rows = rows.slice(1);
+  const pageRows = rows.slice(0, page.first);
+  if (backward) pageRows.reverse();
+  const more = rows.length > page.first;
   return {
     items: pageRows.map((row) => toItem(row as Row)),
     cursors: pageRows.map((row) => encodeCursor(unqualified.map((c) => row[c]!))),
-    hasNextPage: rows.length > page.first,
+    hasNextPage: backward ? cursorRowKept : more,
+    hasPreviousPage: backward ? more : cursorRowKept,
     totalCount,
   };
 }
@@ -199,10 +222,12 @@ async function boundedCount(query: Knex.QueryBuilder): Promise<number> {
 }
 
 /**
- * The cursor condition `(c1, c2, ...) < (v1, v2, ...)` written portably (nested OR/AND, no
- * row-value comparison) as SQL with bindings: the one builder of every keyset page.
+ * The cursor condition `(c1, c2, ...) < (v1, v2, ...)` (or `>`, `<=`, `>=`) written portably
+ * (nested OR/AND, no row-value comparison) as SQL with bindings: the one builder of every keyset page.
+ * @param op `<` for the rows after the cursor in a descending list, `>` for those before it
+ * @param inclusive the cursor's own row matches too
  */
-function beforeCursorSql(columns: string[], values: (string | number)[]): { sql: string; bindings: (string | number)[] } {
+function cursorSql(columns: string[], values: (string | number)[], op: "<" | ">", inclusive = false): { sql: string; bindings: (string | number)[] } {
   const terms: string[] = [];
   const bindings: (string | number)[] = [];
   columns.forEach((column, i) => {
@@ -211,7 +236,7 @@ function beforeCursorSql(columns: string[], values: (string | number)[]): { sql:
       parts.push("?? = ?");
       bindings.push(columns[j]!, values[j]!);
     }
-    parts.push("?? < ?");
+    parts.push(`?? ${op}${inclusive && i === columns.length - 1 ? "=" : ""} ?`);
     bindings.push(column, values[i]!);
     terms.push(`(${parts.join(" and ")})`);
   });
@@ -257,7 +282,7 @@ export async function keysetPagesByParent<T, Row>(
     .whereIn(parentColumn, ids)
     .select(db.raw(`count(*) over (partition by ??) as _total`, [parentColumn]));
   if (page.after) {
-    const cursor = beforeCursorSql(columns, decodeCursor(page.after, keyset));
+    const cursor = cursorSql(columns, decodeCursor(page.after, keyset), "<");
     // Rows at or before the cursor are counted (for the total) but not ranked.
     ranked.select(
       db.raw(`sum(case when ${cursor.sql} then 1 else 0 end) over (${window} rows between unbounded preceding and current row) as _rank`, [

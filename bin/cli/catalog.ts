@@ -40,7 +40,7 @@ export function registerCatalogCommands(program: Command, act: Act): void {
       .command("upsert")
       .description("create a vendor, or update the one with --id")
       .option("--name <N>", "name (required)")
-      .option("--id <ID>", "the vendor to update, or the id of a new one")
+      .option("--id <ID>", "the vendor to update, or the id of a new one (starting with vnd_)")
       .option("--status <STATUS>", "active or inactive")
       .option("--json", "print it as JSON"),
     async function () {
@@ -65,7 +65,7 @@ export function registerCatalogCommands(program: Command, act: Act): void {
       .option("--vendor <ID>", "its vendor (required)")
       .option("--category <C>", "its category (required)")
       .option("--name <N>", "name (required)")
-      .option("--id <ID>", "the product to update, or the id of a new one")
+      .option("--id <ID>", "the product to update, or the id of a new one (starting with prd_)")
       .option("--status <STATUS>", "available, sold_out or offline")
       .option("--stock <N|unlimited>", "units left to sell")
       .option("--cycle <NAME=YUAN|NAME:MONTHS=YUAN>", "a billing cycle and its price; repeat for several", (value: string, previous: string[] = []) => [

@@ -157,6 +157,27 @@ export async function listTransactions(db: Db, caller: Caller, filter: Transacti
   return keysetPage(query, bySerial(), page, toTransactionRecord);
 }
 
+/** The ledger entry id of a transaction id `txn_<n>`, or null when the id has another form. */
+function ledgerIdOf(transactionId: string): number | null {
+  const m = typeof transactionId === "string" ? /^txn_([1-9][0-9]{0,14})$/.exec(transactionId) : null;
+  return m ? Number(m[1]) : null;
+}
+
+/**
+ * Reads transactions of the caller's account's customers by id in one query: the rule of
+ * {@link listTransactions} (ledger entries of the caller's account that belong to a customer
+ * wallet), for DataLoader (`_entities`, `node`, `nodes`).
+ * @param ids transaction ids, `txn_<ledger entry id>` (any strings)
+ * @returns one entry per id, null where malformed, unknown, another account's or not a customer's
+ */
+export async function getTransactionsByIds(db: Db, caller: Caller, ids: readonly string[]): Promise<(TransactionRecord | null)[]> {
+  const wanted = [...new Set(ids.map(ledgerIdOf).filter((n): n is number => n !== null))];
+  if (wanted.length === 0) return ids.map(() => null);
+  const rows: TransactionRow[] = await db("ledger_entries").whereIn("id", wanted).andWhere("account_id", caller.accountId).whereNotNull("customer_id");
+  const byId = new Map(rows.map((row) => [`txn_${row.id}`, toTransactionRecord(row)]));
+  return ids.map((id) => byId.get(id) ?? null);
+}
+
 /** The UTC month of a statement id, or null when the id is malformed or the month has not begun. */
 function periodOf(statementId: string, nowMs: number): { period: string; from: string; until: string } | null {
   const m = typeof statementId === "string" ? /^stm_(\d{4})-(\d{2})$/.exec(statementId) : null;

@@ -10,7 +10,7 @@
  */
 import { AppError, notOneOfError } from "../errors.ts";
 import { nowIso, type Db } from "../db/index.ts";
-import { newId } from "../ids.ts";
+import { ID_PREFIXES, newId } from "../ids.ts";
 import { byCreation, keysetPage, keysetPagesByParent, type Page, type PageRequest } from "../pagination.ts";
 import type { MilliYuan } from "../money.ts";
 import { invalid } from "./validation.ts";
@@ -61,7 +61,7 @@ export interface ProductFilter {
 
 /** What {@link upsertVendor} takes. */
 export interface VendorInput {
-  /** Omitted: a new vendor with a generated id (`vnd_…`). */
+  /** Omitted: a new vendor with a generated id (`vnd_…`); a new vendor's chosen id starts with `vnd_`. */
   id?: string | null;
   name: string;
   /** Default `active`. */
@@ -70,7 +70,7 @@ export interface VendorInput {
 
 /** What {@link upsertProduct} takes: the whole product (an update replaces every field). */
 export interface ProductInput {
-  /** Omitted: a new product with a generated id (`prd_…`). */
+  /** Omitted: a new product with a generated id (`prd_…`); a new product's chosen id starts with `prd_`. */
   id?: string | null;
   vendorId: string;
   category: string;
@@ -253,6 +253,18 @@ function checkId(value: unknown, field: string): string | null {
   return value;
 }
 
+/**
+ * Refuses an operator-chosen id for a new row unless it carries its type's prefix (`vnd_`,
+ * `prd_`), so a global id names one kind of object (docs/adr/0019-global-object-ids.md). A row
+ * that already exists keeps its id, whatever it is.
+ * @throws AppError `validation_failed` (422, field `id`)
+ */
+async function checkNewId(db: Db, table: "vendors" | "products", id: string, prefix: string): Promise<void> {
+  if (id.startsWith(prefix) || (await db(table).where("id", id).first("id"))) return;
+  const what = table === "vendors" ? "vendor" : "product";
+  throw invalid("id", `the id of a new ${what} must start with ${prefix}`);
+}
+
 function checkName(value: unknown, field: string, max: number): string {
   // U+0000 cannot be stored in PostgreSQL text: invalid on every database.
   if (typeof value !== "string" || isBlank(value) || value.length > max || value.includes("\u0000"))
@@ -262,17 +274,20 @@ function checkName(value: unknown, field: string, max: number): string {
 
 /**
  * Creates or replaces a vendor (admin).
- * @param input id (optional), name (1-200 characters), status (`active` default, or `inactive`)
+ * @param input id (optional; an existing vendor's, or a new one starting with `vnd_`), name (1-200
+ *   characters), status (`active` default, or `inactive`)
  * @returns the stored vendor
  * @throws AppError `validation_failed` (422, `details.field` = the input field) for a bad field
  * @see issue 3 "Catalog": admins manage it with the CLI or admin GraphQL mutations
  */
 export async function upsertVendor(db: Db, input: VendorInput): Promise<VendorRecord> {
   if (!input || typeof input !== "object") throw new AppError("invalid_request", "vendor input must be an object");
-  const id = checkId(input.id, "id") ?? newId("vnd");
+  const chosen = checkId(input.id, "id");
   const name = checkName(input.name, "name", 200);
   const status = input.status ?? "active";
   if (!isOneOf(VENDOR_STATUSES, status)) throw notOneOfError("validation_failed", "status", VENDOR_STATUSES);
+  if (chosen) await checkNewId(db, "vendors", chosen, ID_PREFIXES.vendor);
+  const id = chosen ?? newId("vnd");
   const now = nowIso();
   await db("vendors").insert({ id, name, status, created_at: now }).onConflict("id").merge(["name", "status"]);
   return toVendorRecord(await db("vendors").where("id", id).first());
@@ -345,13 +360,15 @@ function validateProductInput(input: ProductInput) {
  * @param input the product (see {@link ProductInput})
  * @returns the stored product
  * @throws AppError `validation_failed` (422, `details.field` = the camelCase input field, for
- *   example `billingCycles[0].price`; `vendorId` when no vendor has that id)
+ *   example `billingCycles[0].price`; `vendorId` when no vendor has that id; `id` for a new
+ *   product whose chosen id does not start with `prd_`)
  * @see issue 3 "Catalog"
  */
 export async function upsertProduct(db: Db, input: ProductInput): Promise<ProductRecord> {
   const p = validateProductInput(input);
   const vendor = await db("vendors").where("id", p.vendorId).first("id");
   if (!vendor) throw invalid("vendorId", "vendorId does not name a vendor");
+  if (p.id) await checkNewId(db, "products", p.id, ID_PREFIXES.product);
   const id = p.id ?? newId("prd");
   const now = nowIso();
   const columns = {

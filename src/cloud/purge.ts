@@ -222,9 +222,30 @@ export async function purgeDomain(
  * @throws AppError `not_found` (404) "Purge task not found" when unknown or another account's
  */
 export async function getPurgeTask(db: Db | Knex.Transaction, caller: Pick<Caller, "accountId">, id: string, stepMs: number): Promise<PurgeTaskRecord> {
-  const row = await db("purge_tasks").where({ id, account_id: caller.accountId }).first();
-  if (!row) throw new AppError("not_found", "Purge task not found");
-  return toRecord(row, stepMs);
+  const [task] = await getPurgeTasksByIds(db, caller, [id], stepMs);
+  if (!task) throw new AppError("not_found", "Purge task not found");
+  return task;
+}
+
+/**
+ * Reads purge tasks of the caller's account by id in one query, with their current statuses
+ * (for DataLoader: `_entities`, `node`, `nodes`).
+ * @param ids purge ids (any strings)
+ * @param stepMs milliseconds per simulated status step
+ * @returns one entry per id, null where unknown or another account's
+ */
+export async function getPurgeTasksByIds(
+  db: Db | Knex.Transaction,
+  caller: Pick<Caller, "accountId">,
+  ids: readonly string[],
+  stepMs: number,
+): Promise<(PurgeTaskRecord | null)[]> {
+  const rows: PurgeTaskRow[] = await db("purge_tasks")
+    .whereIn("id", [...new Set(ids)])
+    .andWhere("account_id", caller.accountId);
+  const now = Date.now();
+  const byId = new Map(rows.map((row) => [row.id, toRecord(row, stepMs, now)]));
+  return ids.map((id) => byId.get(id) ?? null);
 }
 
 /**

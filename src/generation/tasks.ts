@@ -14,7 +14,7 @@ import { appendOutbox } from "../events/outbox.ts";
 import { nowIso, type Db } from "../db/index.ts";
 import { groupCommit } from "../db/group-commit.ts";
 import { newId } from "../ids.ts";
-import { byCreation, keysetPage, type Page } from "../pagination.ts";
+import { byCreation, keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import type { Caller } from "../auth/keys.ts";
 import type { MilliYuan } from "../money.ts";
 import { getModel, type ModelKind } from "./catalog.ts";
@@ -103,6 +103,22 @@ export function toTaskRecord(row: TaskRow): TaskRecord {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
+}
+
+/**
+ * Reads tasks by id in one query, each visible only to the key that created it (docs/api/generation.md
+ * §4): the one visibility rule of every task read ({@link createGenerationService} `getTasks`, and
+ * the cloud subgraph's `node(id:)` for task ids, docs/adr/0019-global-object-ids.md).
+ * @param caller the calling key (`keyId`)
+ * @param ids task ids (any strings)
+ * @returns one entry per id, null where not found or another key's
+ */
+export async function getTasksOfKey(db: Db, caller: Pick<Caller, "keyId">, ids: readonly string[]): Promise<(TaskRecord | null)[]> {
+  const rows = await db("tasks")
+    .whereIn("id", [...ids])
+    .andWhere("key_id", caller.keyId);
+  const byId = new Map(rows.map((r: TaskRow) => [r.id, toTaskRecord(r)]));
+  return ids.map((id) => byId.get(id) ?? null);
 }
 
 /** What the generation service needs from the outside. */
@@ -326,20 +342,17 @@ export function createGenerationService(deps: GenerationServiceDeps) {
    * @returns one entry per id, null where not found or not the caller's
    */
   async function getTasks(caller: Caller, ids: readonly string[]): Promise<(TaskRecord | null)[]> {
-    const rows = await db("tasks")
-      .whereIn("id", [...ids])
-      .andWhere("key_id", caller.keyId);
-    const byId = new Map(rows.map((r: TaskRow) => [r.id, toTaskRecord(r)]));
-    return ids.map((id) => byId.get(id) ?? null);
+    return getTasksOfKey(db, caller, ids);
   }
 
   /**
    * Lists the caller's tasks newest first; `totalCount` is exact without a status filter (the
    * key's stored count) and counted up to COUNT_BOUND with one.
-   * @param page `first` (1-100), `after` (opaque cursor), optional `status` code
+   * @param page `first` (1-100), `after` (opaque cursor) or `backward` and `before`
+   *   (src/pagination.ts {@link PageRequest}), optional `status` code
    * @throws AppError `invalid_request` for a bad cursor
    */
-  async function listTasks(caller: Caller, page: { first: number; after?: string | null; status?: number | null }): Promise<Page<TaskRecord>> {
+  async function listTasks(caller: Caller, page: PageRequest & { status?: number | null }): Promise<Page<TaskRecord>> {
     const query = db("tasks").where("key_id", caller.keyId);
     if (page.status != null) query.andWhere("status", page.status);
     // Unfiltered, the count is the key's stored task_count; by status, counted up to COUNT_BOUND.

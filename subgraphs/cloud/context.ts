@@ -11,7 +11,9 @@ import { getProductsByIds, getVendorsByIds, listProductsOfVendors, type ProductR
 import type { OrderRecord } from "../../src/cloud/order-records.ts";
 import type { ResourceRecord } from "../../src/cloud/resources.ts";
 import { getDomainsByNames, type DomainRecord } from "../../src/cloud/domains.ts";
-import { listPurgeTasksOfDomains, type PurgeTaskRecord } from "../../src/cloud/purge.ts";
+import { getPurgeTasksByIds, listPurgeTasksOfDomains, type PurgeTaskRecord } from "../../src/cloud/purge.ts";
+import { getStatement, getTransactionsByIds, type StatementRecord, type TransactionRecord } from "../../src/cloud/billing.ts";
+import { getTasksOfKey, type TaskRecord } from "../../src/generation/tasks.ts";
 import { listDeliveriesOfAggregates, type WebhookDeliveryRecord } from "../../src/events/deliveries.ts";
 import type { Page } from "../../src/pagination.ts";
 import type { AdminGuard } from "../../src/auth/admin.ts";
@@ -54,6 +56,17 @@ export interface CloudContext {
   resources: DataLoader<string, ResourceRecord | null>;
   /** Domains of the caller's account by name (null: unknown or another account's). */
   domains: DataLoader<string, DomainRecord | null>;
+  /** Purge tasks of the caller's account by id. */
+  purgeTasks: DataLoader<string, PurgeTaskRecord | null>;
+  /** Transactions of the caller's account's customers by id (`txn_<n>`). */
+  transactions: DataLoader<string, TransactionRecord | null>;
+  /**
+   * Monthly statements of the caller's account by id (`stm_YYYY-MM`), each read once per request
+   * as `statement(id:)` reads it (which requests its export); null for an id it refuses.
+   */
+  statements: DataLoader<string, StatementRecord | null>;
+  /** Tasks of the calling key by id (`node` for task ids; the generation subgraph serves their fields). */
+  tasks: DataLoader<string, TaskRecord | null>;
   /** A page of a vendor's products (`Vendor.products`). */
   vendorProducts: DataLoader<ChildListKey & { after: string | null }, Page<ProductRecord>, string>;
   /** An order's newest callback deliveries (`Order.deliveries`), of the order's account. */
@@ -139,13 +152,35 @@ export function createCloudContext(
   };
   return withLazy<
     typeof eager,
-    Pick<CloudContext, "products" | "vendors" | "orders" | "resources" | "domains" | "vendorProducts" | "orderDeliveries" | "domainPurgeTasks">
+    Pick<
+      CloudContext,
+      | "products"
+      | "vendors"
+      | "orders"
+      | "resources"
+      | "domains"
+      | "purgeTasks"
+      | "transactions"
+      | "statements"
+      | "tasks"
+      | "vendorProducts"
+      | "orderDeliveries"
+      | "domainPurgeTasks"
+    >
   >(eager, {
     products: () => new DataLoader((ids) => getProductsByIds(db, ids as string[])),
     vendors: () => new DataLoader((ids) => getVendorsByIds(db, ids as string[])),
     orders: () => new DataLoader(async (ids) => services.orders.getByIds(await anyCaller(), ids as string[])),
     resources: () => new DataLoader(async (ids) => services.orders.getResourcesByIds(await anyCaller(), ids as string[])),
     domains: () => new DataLoader(async (names) => getDomainsByNames(db, await anyCaller(), names, services.stepMs)),
+    purgeTasks: () => new DataLoader(async (ids) => getPurgeTasksByIds(db, await anyCaller(), ids, services.stepMs)),
+    transactions: () => new DataLoader(async (ids) => getTransactionsByIds(db, await anyCaller(), ids)),
+    statements: () =>
+      new DataLoader(async (ids) => {
+        const caller = await anyCaller();
+        return Promise.all(ids.map((id) => getStatement(db, caller, id).catch(() => null)));
+      }),
+    tasks: () => new DataLoader(async (ids) => getTasksOfKey(db, await anyCaller(), ids)),
     vendorProducts: () =>
       childListLoader(
         (key) => `${key.first}:${key.after ?? ""}`,

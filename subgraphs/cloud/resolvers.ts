@@ -10,6 +10,7 @@ import type { OrderRecord } from "../../src/cloud/order-records.ts";
 import type { ResourceRecord } from "../../src/cloud/resources.ts";
 import { getCustomerBalance, type CustomerBalance } from "../../src/cloud/customers.ts";
 import { getStatement, listTransactions, type StatementRecord, type TransactionRecord } from "../../src/cloud/billing.ts";
+import { domainId, ID_PREFIXES } from "../../src/ids.ts";
 import { createDomain, type CreateDomainInput, type DomainRecord } from "../../src/cloud/domains.ts";
 import { getPurgeTask, purgeDomain, type PurgeInput } from "../../src/cloud/purge.ts";
 import type { CreateOrderInput, RenewOrderInput } from "../../src/cloud/order-request.ts";
@@ -23,6 +24,7 @@ import { keyEventStream } from "../shared/key-events.ts";
 import { grantRead, type TypeScope } from "../shared/scopes.ts";
 import { adminMutations, adminQueries } from "./admin.ts";
 import { DateTime } from "../shared/scalars.ts";
+import { nodeQueries } from "./nodes.ts";
 
 /** An order as one event left it: the fresh row, with the state the event recorded. */
 function orderAtEvent(order: OrderRecord, event: OutboxMessage): OrderRecord {
@@ -95,13 +97,15 @@ export const TYPE_SCOPES: Record<string, TypeScope> = {
   OrderEvent: { scope: "orders:read" },
   WebhookDelivery: { scope: "orders:read" },
   Resource: { scope: "resources:read", open: ["id"] },
-  Domain: { scope: "domains:read", open: ["domain"] },
+  Domain: { scope: "domains:read", open: ["id", "domain"] },
   PurgeTask: { scope: "domains:read", open: ["id"] },
   BandwidthUsage: { scope: "usage:read" },
   TrafficUsage: { scope: "usage:read" },
   CustomerBalance: { scope: "billing:read" },
   Transaction: { scope: "billing:read", open: ["id"] },
   Statement: { scope: "billing:read", open: ["id"] },
+  // The generation subgraph's task, known here by its id only (`node`, nodes.ts).
+  Task: { scope: "generation", open: ["id"] },
 };
 
 export const resolvers = {
@@ -181,6 +185,7 @@ export const resolvers = {
         ),
       ),
     statement: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => getStatement(ctx.db, await ctx.caller("billing:read"), id),
+    ...nodeQueries,
     ...adminQueries,
   },
   Mutation: {
@@ -281,8 +286,11 @@ export const resolvers = {
   Vendor: {
     __resolveReference: (ref: { id: string }, ctx: CloudContext) => ctx.vendors.load(ref.id),
     status: (vendor: VendorRecord) => upper(vendor.status),
-    products: async (vendor: VendorRecord, args: PageArgs, ctx: CloudContext) =>
-      toConnection(await ctx.vendorProducts.load({ parent: vendor.id, ...pageOf(args) })),
+    // Forward only (no `last`/`before` in the SDL): one statement reads every vendor's page.
+    products: async (vendor: VendorRecord, args: Pick<PageArgs, "first" | "after">, ctx: CloudContext) => {
+      const { first, after } = pageOf(args);
+      return toConnection(await ctx.vendorProducts.load({ parent: vendor.id, first, after: after ?? null }));
+    },
   },
   Product: {
     __resolveReference: (ref: { id: string }, ctx: CloudContext) => ctx.products.load(ref.id),
@@ -308,7 +316,14 @@ export const resolvers = {
     product: (resource: ResourceRecord, _: unknown, ctx: CloudContext) => ctx.products.load(resource.productId),
   },
   Domain: {
-    __resolveReference: async (ref: { domain: string }, ctx: CloudContext) => ((await ctx.callerOrNull()) ? ctx.domains.load(ref.domain) : null),
+    // Keyed by `domain` or by `id` (`dom_<domain>`, exactly as `Domain.id` gives it).
+    __resolveReference: async (ref: { domain?: string; id?: string }, ctx: CloudContext) => {
+      const name = ref.domain ?? (ref.id?.startsWith(ID_PREFIXES.domain) ? ref.id.slice(ID_PREFIXES.domain.length) : null);
+      if (!name || !(await ctx.callerOrNull())) return null;
+      const domain = await ctx.domains.load(name);
+      return ref.domain != null || domain?.domain === name ? domain : null;
+    },
+    id: (domain: DomainRecord) => domainId(domain.domain),
     order: (domain: DomainRecord, _: unknown, ctx: CloudContext) => ctx.orders.load(domain.orderId),
     purgeTasks: async (domain: DomainRecord, args: { first?: number }, ctx: CloudContext) => {
       await ctx.caller("domains:read");
@@ -316,12 +331,15 @@ export const resolvers = {
     },
   },
   PurgeTask: {
-    __resolveReference: async (ref: { id: string }, ctx: CloudContext) => {
-      const caller = await ctx.callerOrNull();
-      return caller ? getPurgeTask(ctx.db, caller, ref.id, ctx.services.stepMs).catch(() => null) : null;
-    },
+    __resolveReference: async (ref: { id: string }, ctx: CloudContext) => ((await ctx.callerOrNull()) ? ctx.purgeTasks.load(ref.id) : null),
+  },
+  Task: {
+    // Only the calling key's task (the generation subgraph's rule); its fields are served there.
+    __resolveReference: async (ref: { id: string }, ctx: CloudContext) =>
+      (await ctx.callerOrNull()) && (await ctx.tasks.load(ref.id)) ? { id: ref.id } : null,
   },
   Transaction: {
+    __resolveReference: async (ref: { id: string }, ctx: CloudContext) => ((await ctx.callerOrNull()) ? ctx.transactions.load(ref.id) : null),
     type: (t: TransactionRecord) => upper(t.type),
     amount: (t: TransactionRecord) => toMoney(t.amount),
     balanceAfter: (t: TransactionRecord) => toMoney(t.balanceAfter),
@@ -334,6 +352,8 @@ export const resolvers = {
     currency: () => "CNY",
   },
   Statement: {
+    // As `statement(id:)` reads it, for the caller's account; another form of id names nothing.
+    __resolveReference: async (ref: { id: string }, ctx: CloudContext) => ((await ctx.callerOrNull()) ? ctx.statements.load(ref.id) : null),
     totalAmount: (s: StatementRecord) => toMoney(s.totalAmount),
     exportUrl: (s: StatementRecord) => (s.exportStatus === "ready" ? `/openapi/v1/billing/statements/${s.id}/export` : null),
     csv: (s: StatementRecord) => (s.exportStatus === "ready" ? (s.csv ?? null) : null),

@@ -1,14 +1,28 @@
 /** Relay connection helpers shared by the subgraphs (docs/architecture.md §7). */
-import { pageSize, type Page } from "../../src/pagination.ts";
-
-/** The arguments of a connection field. */
-export type PageArgs = { first?: number | null; after?: string | null };
+import { AppError } from "../../src/errors.ts";
+import { pageSize, type Page, type PageRequest } from "../../src/pagination.ts";
 
 /**
- * A connection field's arguments as a page request.
- * @throws AppError 400 for a bad `first` (src/pagination.ts `pageSize`, the one page-size rule)
+ * The arguments of a connection field: `first`/`after` forward, or `last`/`before` backward
+ * (the connections that page one way only declare `first` and `after`).
  */
-export const pageOf = (args: PageArgs) => ({ first: pageSize(args.first), after: args.after ?? null });
+export type PageArgs = { first?: number | null; after?: string | null; last?: number | null; before?: string | null };
+
+/**
+ * A connection field's arguments as a page request: forward (`first`, default 20, after `after`)
+ * or backward (`last`, default 20, before `before`), never both.
+ * @throws AppError 400 for a bad `first` or `last` (src/pagination.ts `pageSize`, the one
+ *   page-size rule); 400 `invalid_request` (field `last` or `before`) when `first` or `after` is
+ *   combined with `last` or `before`
+ */
+export function pageOf(args: PageArgs): PageRequest {
+  const backward = args.last != null || args.before != null;
+  if (!backward) return { first: pageSize(args.first), after: args.after ?? null };
+  if (args.first != null || args.after != null) {
+    throw new AppError("invalid_request", "first and after cannot be combined with last and before", { field: args.last != null ? "last" : "before" });
+  }
+  return { first: pageSize(args.last, "last"), before: args.before ?? null, backward: true };
+}
 
 /** A page of nodes (src/pagination.ts) as a Relay connection. */
 export function toConnection<T>(page: Page<T>) {
@@ -17,6 +31,11 @@ export function toConnection<T>(page: Page<T>) {
     edges,
     nodes: page.items,
     totalCount: page.totalCount,
-    pageInfo: { hasNextPage: page.hasNextPage, hasPreviousPage: false, startCursor: page.cursors[0] ?? null, endCursor: page.cursors.at(-1) ?? null },
+    pageInfo: {
+      hasNextPage: page.hasNextPage,
+      hasPreviousPage: page.hasPreviousPage ?? false,
+      startCursor: page.cursors[0] ?? null,
+      endCursor: page.cursors.at(-1) ?? null,
+    },
   };
 }

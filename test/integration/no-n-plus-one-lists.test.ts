@@ -17,6 +17,7 @@ import { createDomain } from "../../src/cloud/domains.ts";
 import { listPurgeTasks, purgeDomain } from "../../src/cloud/purge.ts";
 import { listDeliveries } from "../../src/events/deliveries.ts";
 import { parseYuan } from "../../src/money.ts";
+import type { Page } from "../../src/pagination.ts";
 
 let t: TestStack;
 let receiver: CallbackReceiver;
@@ -228,19 +229,21 @@ describe("lists under many parents", () => {
   it("pages each vendor's products in one statement exactly as listProducts pages one vendor, cursors included", async () => {
     const db = t.stack.db!;
     const sample = vendorIds.slice(0, 12);
+    // Per-parent pages go forward only and do not tell what precedes them (Vendor.products' hasPreviousPage is false).
+    const forwardOnly = ({ hasPreviousPage: _unknown, ...rest }: Page<unknown>) => rest;
     for (const first of [1, 2, 3]) {
       // The first page of every vendor, then the page after each vendor's first item.
       const pages = await listProductsOfVendors(db, sample, { first });
       for (const vendorId of sample) {
         const alone = await listProducts(db, { vendorId }, { first });
-        expect(pages.get(vendorId), `${vendorId} first ${first}`).toEqual(alone);
+        expect(pages.get(vendorId), `${vendorId} first ${first}`).toEqual(forwardOnly(alone));
         const cursor = alone.cursors[0];
         if (!cursor) continue;
         // One cursor for every vendor: each page is what listProducts gives with that cursor.
         const after = await listProductsOfVendors(db, sample, { first, after: cursor });
         for (const other of sample) {
           expect(after.get(other), `${other} first ${first} after ${vendorId}'s first`).toEqual(
-            await listProducts(db, { vendorId: other }, { first, after: cursor }),
+            forwardOnly(await listProducts(db, { vendorId: other }, { first, after: cursor })),
           );
         }
       }

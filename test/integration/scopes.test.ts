@@ -387,6 +387,8 @@ const PROBES: Record<string, Probe> = {
   "Query.customerBalance": gql(`{ customerBalance(customerId: "c1") { available { amount } } }`),
   "Query.transactions": gql(`{ transactions(first: 1) { nodes { id amount { amount } } } }`),
   "Query.statement": gql(`query($id: ID!) { statement(id: $id) { id totalAmount { amount } } }`, () => ({ id: fx.statementId })),
+  "Query.node": gql(`query($id: ID!) { node(id: $id) { id } }`, () => ({ id: fx.accountId })),
+  "Query.nodes": gql(`query($ids: [ID!]!) { nodes(ids: $ids) { id } }`, () => ({ ids: [fx.accountId] })),
 
   "Mutation.submitVideoGeneration": gql(`mutation { submitVideoGeneration(input: { prompt: "a fox", modelId: 52 }) { task { id status } } }`),
   "Mutation.submitImageGeneration": gql(`mutation { submitImageGeneration(input: { prompt: "a lighthouse", modelId: 45 }) { task { id status } } }`),
@@ -531,7 +533,15 @@ const PROBES: Record<string, Probe> = {
   "_entities: PurgeTask": entities("cloud", () => ({ __typename: "PurgeTask", id: fx.purgeTaskId }), `... on PurgeTask { id status }`),
   "_entities: Product": entities("cloud", () => ({ __typename: "Product", id: "prd_cdn_standard" }), `... on Product { id name }`),
   "_entities: Vendor": entities("cloud", () => ({ __typename: "Vendor", id: "vnd_nimbus" }), `... on Vendor { id name }`),
-  "_entities: Transaction": entities("cloud", () => ({ __typename: "Transaction", id: "txn_1" }), `... on Transaction { id }`),
+  "_entities: Transaction": entities(
+    "cloud",
+    async () => {
+      // One of the account's own (another account's answers null, as `transactions` never lists it).
+      const listed = await t.graphql(`{ transactions(first: 1) { nodes { id } } }`, {}, fx.setupKey);
+      return { __typename: "Transaction", id: listed.body.data.transactions.nodes[0].id };
+    },
+    `... on Transaction { id }`,
+  ),
   "_entities: Statement": entities("cloud", () => ({ __typename: "Statement", id: fx.statementId }), `... on Statement { id }`),
   "_entities: Task": entities("generation", async (a) => ({ __typename: "Task", id: await ownTask(a.key) }), `... on Task { id status }`),
   "_entities: Account": entities("cloud", () => ({ __typename: "Account", id: fx.accountId }), `... on Account { id }`),
