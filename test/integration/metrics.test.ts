@@ -228,7 +228,7 @@ describe("/metrics of a running stack", () => {
     expect((await t.rest("POST", "/api/v1/video/generations", { key, body: VIDEO_BODY })).status).toBe(502);
     fake.onSubmit({ kind: "accept" });
     expect((await t.rest("POST", "/api/v1/video/generations", { key, body: VIDEO_BODY })).status).toBe(200);
-    // Accepted attempts reach the channel row at most once a second (README "Channels").
+    // A scrape writes this process's summed successes before it reads the rows (README "Channels").
     const accepted = { ...channel, outcome: "accepted" };
     const failed = { ...channel, outcome: "failed" };
     const after = await waitUntil(scrape, (s) => growth(before, s, "switchyard_channel_submissions_total", accepted) === 1);

@@ -106,6 +106,7 @@ export async function startChannels(
     onDisabled: () => router?.invalidate(),
   });
   const health = metrics ? withSubmitMetrics(recorder, metrics) : recorder;
+  metrics?.flushBeforeScrape(() => recorder.flush());
   router = createChannelRouter({
     db,
     logger,

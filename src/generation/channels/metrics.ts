@@ -26,6 +26,12 @@ export interface ChannelMetrics {
    * @param seconds from the call to its answer or failure
    */
   observeSubmit(channelId: string, outcome: "accepted" | "failed", seconds: number): void;
+  /**
+   * Registers this process's write of its summed successes (src/generation/channels/health.ts),
+   * run before each scrape reads the rows: a scrape then counts every submission this process
+   * answered before it, not one a second later.
+   */
+  flushBeforeScrape(flush: () => Promise<void>): void;
 }
 
 /**
@@ -33,7 +39,15 @@ export interface ChannelMetrics {
  * @returns the recorder of submission durations ({@link withSubmitMetrics})
  */
 export function watchChannels(registry: Registry, db: Db, logger: Logger): ChannelMetrics {
-  const snapshot = onScrape(async () => ({ channels: await listChannels(db), open: await openTasksByChannel(db) }), logger, "channels");
+  let flush: () => Promise<void> = async () => {};
+  const snapshot = onScrape(
+    async () => {
+      await flush();
+      return { channels: await listChannels(db), open: await openTasksByChannel(db) };
+    },
+    logger,
+    "channels",
+  );
   storedCounter(
     registry,
     {
@@ -74,7 +88,12 @@ export function watchChannels(registry: Registry, db: Db, logger: Logger): Chann
     buckets: DURATION_BUCKETS,
     registers: [registry],
   });
-  return { observeSubmit: (channel, outcome, seconds) => duration.observe({ channel, outcome }, seconds) };
+  return {
+    observeSubmit: (channel, outcome, seconds) => duration.observe({ channel, outcome }, seconds),
+    flushBeforeScrape: (write) => {
+      flush = write;
+    },
+  };
 }
 
 /**
