@@ -11,10 +11,9 @@
  */
 import type { ServerResponse } from "node:http";
 import type { DocumentNode } from "graphql";
-import { operationOf } from "./graph/operation.ts";
+import { operationOf } from "./operation.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
-import type { RateLimitQuota } from "../src/auth/rate-limit.ts";
-import { CALLER_EXTENSION, type CallerReport } from "../subgraphs/shared/caller-report.ts";
+import { CALLER_EXTENSION, type CallerQuota, type CallerReport } from "../subgraphs/shared/contract.ts";
 
 /** The name of our single quota policy in the RateLimit headers. */
 const RATE_LIMIT_POLICY = "default";
@@ -29,7 +28,7 @@ export interface RequestReport {
   /** The key that authenticated the request. */
   keyId?: string;
   /** The key's quota after this request (lowest remaining when several subgraphs answered). */
-  rateLimit?: RateLimitQuota;
+  rateLimit?: CallerQuota;
   /** Set when the rate limit refused the request: its `Retry-After` in seconds. */
   retryAfterSeconds?: number;
 }
@@ -39,7 +38,7 @@ export interface RequestReport {
  * items with a String policy name): `RateLimit-Policy: "default";q=<limit>;w=<window s>` and
  * `RateLimit: "default";r=<remaining>;t=<seconds to reset>`.
  */
-function rateLimitHeaders(quota: RateLimitQuota): { "ratelimit-policy": string; ratelimit: string } {
+function rateLimitHeaders(quota: CallerQuota): { "ratelimit-policy": string; ratelimit: string } {
   return {
     "ratelimit-policy": `"${RATE_LIMIT_POLICY}";q=${quota.limit};w=${quota.windowSeconds}`,
     ratelimit: `"${RATE_LIMIT_POLICY}";r=${quota.remaining};t=${quota.resetSeconds}`,

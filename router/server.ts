@@ -11,7 +11,7 @@ import proxyaddr from "proxy-addr";
 import type { Logger } from "pino";
 import type { GraphQLSchema } from "graphql";
 import { createGateway, type Gateway } from "./graph/gateway.ts";
-import { answerThroughFetch } from "./http/graphql.ts";
+import { answerThroughFetch } from "./graph/http.ts";
 import { completeEventStream } from "./http/event-stream.ts";
 import { applyCors } from "./http/cors.ts";
 import { isJsonContentType } from "./http/body.ts";
@@ -20,8 +20,7 @@ import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 import { subscriptionKeyCheck } from "./graph/key-check.ts";
 import { limitGraphqlBody } from "./limits.ts";
 import { attachWebSockets } from "./websocket.ts";
-import { createRevocations, endEventStream, onRequestKey } from "./revocation.ts";
-import type { PubSub } from "../src/events/pubsub.ts";
+import { createRevocations, endEventStream, onRequestKey, type DisabledKeyFeed } from "./revocation.ts";
 import { createGenerationShim, sendGenerationError, type RestCall } from "./rest/generation.ts";
 import { createCloudShim, sendCloudError } from "./rest/cloud.ts";
 import { policyHeaders, sha256Hex } from "./graph/client.ts";
@@ -72,10 +71,11 @@ export interface RouterOptions {
   /** SUBGRAPH_SECRET: signs the internal context of every request to a subgraph (README "Security model"). */
   subgraphSecret: string;
   /**
-   * The process's pub/sub: the router listens on its `keys` topic and ends a disabled key's
-   * graphql-ws connections and SSE streams (router/revocation.ts). Unset: it never hears of one.
+   * The feed of disabled keys (the `keys` topic of the process's pub/sub: src/events/key-topics.ts
+   * `watchDisabledKeys`): the router ends a disabled key's graphql-ws connections and SSE streams
+   * (router/revocation.ts). Unset: it never hears of one.
    */
-  pubsub?: PubSub;
+  disabledKeys?: DisabledKeyFeed;
   /**
    * This process's own readiness checks (database, migrations, Redis, outbox dispatcher: bin/stack.ts),
    * run by `/readyz` besides the router's check of each subgraph. A router alone has only Redis, if any.
@@ -198,7 +198,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   // `complete` (as WebSockets get 1001) instead of waiting the whole drain deadline for them.
   const eventStreams = new Set<http.ServerResponse>();
   // A disabled key's connections end at once, on every router (router/revocation.ts).
-  const revocations = createRevocations(options.pubsub, options.logger);
+  const revocations = createRevocations(options.disabledKeys, options.logger);
   const server = http.createServer((req, res) => {
     const started = process.hrtime.bigint();
     // A client's X-Request-Id is echoed for correlation only; nothing counts or trusts it.

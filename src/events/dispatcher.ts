@@ -33,7 +33,7 @@ import pLimit from "p-limit";
 import type { Logger } from "pino";
 import { claimBatch, type Db } from "../db/index.ts";
 import { accountTopic, type OutboxMessage, type PubSub } from "./pubsub.ts";
-import { topicsOfRow } from "../auth/revocation.ts";
+import { topicsOfRow } from "./key-topics.ts";
 import { callbackBody, callbackEventsFor } from "./callbacks.ts";
 import { signWebhook } from "./webhook-signing.ts";
 

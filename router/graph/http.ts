@@ -1,11 +1,12 @@
 /**
  * `/graphql` over HTTP (docs/architecture.md §9): the router hands a request it has already read
- * and limited to the gateway's fetch handler and writes the answer back.
+ * and limited to the gateway's fetch handler and writes the answer back. Part of the graph, not of
+ * router/http/ (what every route shares), which imports nothing of graph/ (docs/architecture.md §1.2).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Gateway } from "../graph/gateway.ts";
-import { postParsed } from "../graph/client.ts";
-import { isJsonContentType } from "./body.ts";
+import type { Gateway } from "./gateway.ts";
+import { postParsed } from "./client.ts";
+import { isJsonContentType } from "../http/body.ts";
 
 /** Request headers that describe the client's connection or body framing, not the request itself. */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "expect", "upgrade", "te", "trailer"]);
