@@ -34,10 +34,13 @@ function orderBody(overrides: Record<string, unknown> = {}) {
 async function activeOrder(body = orderBody()) {
   const created = await api("POST", "/orders", { body });
   expect(created.status).toBe(201);
-  return waitUntil(
-    () => api("GET", `/orders/${created.body.data.order_id}`),
-    (r) => r.body.data.status === "active",
-  ).then((r) => r.body.data);
+  return t
+    .waitForAccount(
+      key,
+      () => api("GET", `/orders/${created.body.data.order_id}`),
+      (r) => r.body.data.status === "active",
+    )
+    .then((r) => r.body.data);
 }
 
 beforeAll(async () => {
@@ -105,7 +108,8 @@ describe("orders", () => {
     expect(created.status).toBe(201);
     expect(created.body.data).toMatchObject({ payment_status: "paid", provisioning_status: "provisioning", status: "provisioning" });
     const amount = created.body.data.amount;
-    const active = await waitUntil(
+    const active = await t.waitForAccount(
+      key,
       () => api("GET", `/orders/${created.body.data.order_id}`),
       (r) => r.body.data.status === "active",
     );
@@ -128,7 +132,8 @@ describe("orders", () => {
 
   it("fails provisioning with metadata.simulate fail and refunds in full", async () => {
     const created = await api("POST", "/orders", { body: orderBody({ metadata: { domain: "fail.example.com", simulate: "fail" } }) });
-    const failed = await waitUntil(
+    const failed = await t.waitForAccount(
+      key,
       () => api("GET", `/orders/${created.body.data.order_id}`),
       (r) => r.body.data.status === "failed",
     );
@@ -216,7 +221,8 @@ describe("orders", () => {
 
   it("answers 409 conflict when renewing an order that is not active", async () => {
     const created = await api("POST", "/orders", { body: orderBody({ metadata: { domain: "f2.example.com", simulate: "fail" } }) });
-    await waitUntil(
+    await t.waitForAccount(
+      key,
       () => api("GET", `/orders/${created.body.data.order_id}`),
       (r) => r.body.data.status === "failed",
     );

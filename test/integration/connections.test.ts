@@ -10,7 +10,7 @@ import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { upsertVendor } from "../../src/cloud/catalog.ts";
 import { parseYuan } from "../../src/money.ts";
 import { startCallbackReceiver, type CallbackReceiver } from "../support/callback-receiver.ts";
-import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { startTestStack, type TestStack } from "../support/stack.ts";
 
 const ADMIN_TOKEN = "admin-token-for-the-connection-tests";
 let t: TestStack;
@@ -49,7 +49,8 @@ beforeAll(async () => {
     orders.push(created.body.data.order_id);
   }
   for (const id of orders) {
-    await waitUntil(
+    await t.waitForAccount(
+      key,
       () => t.rest("GET", `/openapi/v1/orders/${id}`, { key }),
       (r) => r.body.data?.status === "active",
     );

@@ -6,7 +6,7 @@
  */
 import { signSubgraphRequest } from "../../subgraphs/shared/internal-context.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { startTestStack, type TestStack } from "../support/stack.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { DEMO_CATALOG } from "../../src/cloud/demo-seed.ts";
 import { verifyLedger } from "../../src/ledger/index.ts";
@@ -217,7 +217,8 @@ describe.each(["auto", "http"])("with SUBGRAPH_TRANSPORT=%s", (transport) => {
       await topUpCustomer(t.stack.db!, { accountId: account_id, customerId: "cust-renew", amount: parseYuan("60") });
       const created = await t.graphql(`mutation { createOrder(input: ${orderInput("cust-renew")}) { ${ORDER_FIELDS} } }`, {}, key);
       const orderId = created.body.data.createOrder.order.id;
-      await waitUntil(
+      await t.waitForAccount(
+        key,
         () => t.graphql(`query($id: ID!) { order(id: $id) { status } }`, { id: orderId }, key),
         (q) => q.body.data?.order?.status === "ACTIVE",
       );

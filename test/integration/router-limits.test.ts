@@ -511,7 +511,8 @@ describe("every REST shim operation within the limits", () => {
       },
       201,
     );
-    const active = await waitUntil(
+    const active = await t.waitForAccount(
+      key,
       () => t.rest("GET", `${api}/orders/${order.order_id}`, { key }),
       (r) => r.body.data?.status === "active",
     );

@@ -247,7 +247,8 @@ describe("Idempotency-Key: per account and operation (docs/api/cloud.md §5.3)",
     const created = await t.rest("POST", "/openapi/v1/orders", { key, body: orderBody(n), headers: { "idempotency-key": idempotencyKey } });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const id = created.body.data.order_id;
-    await waitUntil(
+    await t.waitForAccount(
+      key,
       () => t.rest("GET", `/openapi/v1/orders/${id}`, { key }),
       (r) => r.body.data?.status === "active",
     );

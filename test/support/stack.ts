@@ -51,6 +51,12 @@ export interface TestStack {
    * every status change on `account:<id>`) until `done(task)` holds (or throws after `timeoutMs`).
    */
   waitForTask<Task = any>(key: string, taskId: string, done?: (task: Task) => boolean, timeoutMs?: number): Promise<Task>;
+  /**
+   * Reads `probe` now and again after each outbox event of the key's account (task status,
+   * order paid/provisioned/failed, billing transaction, usage threshold: `account:<id>`) until
+   * `done` holds: for a state the background loops reach and announce.
+   */
+  waitForAccount<T>(key: string, probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs?: number): Promise<T>;
   /** Stops the stack as a deploy does (WebSockets closed with 1001) and starts it again on the same router port and database. */
   restart(): Promise<void>;
   close(): Promise<void>;
@@ -123,11 +129,15 @@ export async function startTestStack(env: Record<string, string> = {}, options: 
     done: (task: Task) => boolean = (t) => [1, 2].includes((t as { status?: number }).status!),
     timeoutMs = 10_000,
   ): Promise<Task> {
-    const owner = await stack.db!("api_keys").where("key_hash", hashKey(key)).first("account_id");
-    if (!owner) throw new Error(`waitForTask: no key ${key.slice(0, 8)}… in this stack`);
     const read = () => rest<{ data?: Task }>("GET", `/api/v1/tasks/${taskId}`, { key });
-    const answer = await waitForState(stack.pubsub!, accountTopic(owner.account_id), read, (a) => a.body?.data !== undefined && done(a.body.data), timeoutMs);
+    const answer = await waitForAccount(key, read, (a) => a.body?.data !== undefined && done(a.body.data), timeoutMs);
     return answer.body.data!;
+  }
+
+  async function waitForAccount<T>(key: string, probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
+    const owner = await stack.db!("api_keys").where("key_hash", hashKey(key)).first("account_id");
+    if (!owner) throw new Error(`no key ${key.slice(0, 8)}… in this stack`);
+    return waitForState(stack.pubsub!, accountTopic(owner.account_id), probe, done, timeoutMs);
   }
 
   return {
@@ -139,6 +149,7 @@ export async function startTestStack(env: Record<string, string> = {}, options: 
     rest,
     graphql,
     waitForTask,
+    waitForAccount,
     async restart() {
       await stack.close();
       const again = loadConfig({ ...settings, PORT: new URL(url).port });

@@ -59,8 +59,23 @@ describe("waitForState", () => {
 
   it("returns at once when the state is already reached, and fails with the last value when no event brings it", async () => {
     const emitter = new EventEmitter();
-    expect(await waitForState(emitter, "changed", async () => "done", (v) => v === "done")).toBe("done");
-    await expect(waitForState(emitter, "changed", async () => "pending", (v) => v === "done", 50)).rejects.toThrow(/last value: "pending"/);
+    expect(
+      await waitForState(
+        emitter,
+        "changed",
+        async () => "done",
+        (v) => v === "done",
+      ),
+    ).toBe("done");
+    await expect(
+      waitForState(
+        emitter,
+        "changed",
+        async () => "pending",
+        (v) => v === "done",
+        50,
+      ),
+    ).rejects.toThrow(/last value: "pending"/);
     expect(emitter.listenerCount("changed")).toBe(0);
   });
 });
