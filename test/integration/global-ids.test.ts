@@ -14,7 +14,7 @@ import { upsertVendor } from "../../src/cloud/catalog.ts";
 import { parseYuan } from "../../src/money.ts";
 import { LIMITS } from "../../router/limits.ts";
 import { measureOperation } from "../../bench/measure.ts";
-import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { startTestStack, type TestStack } from "../support/stack.ts";
 import { measureStatements } from "../support/sql-count.ts";
 
 let t: TestStack;
@@ -55,7 +55,8 @@ async function activeOrder(key: string, accountId: string, tag: string) {
     key,
   );
   expect(created.status).toBe(201);
-  const active = await waitUntil(
+  const active = await t.waitForAccount(
+    key,
     () => cloud("GET", `/orders/${created.body.data.order_id}`, undefined, key),
     (r) => r.body.data?.status === "active",
   );

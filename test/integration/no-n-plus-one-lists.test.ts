@@ -102,7 +102,8 @@ beforeAll(async () => {
       .count({ n: "*" })
       .first()
       .then((row: any) => Number(row.n));
-  await waitUntil(
+  await t.waitForAccount(
+    owner.key,
     () => count(db("orders").where({ account_id: owner.account_id, status: "active" })),
     (n) => n === 100,
     60_000,
