@@ -4,6 +4,7 @@
  * with SIGSTOP first) at the moment that matters, and restarted on the same SQLite file.
  * `switchyard verify` must pass afterwards. Every wait is for an event or a state, never a sleep.
  */
+import { EventEmitter } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -15,11 +16,17 @@ import { runCli, startCli, type RunningProcess } from "../support/process.ts";
 import { createTestDatabase } from "../support/db.ts";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";
 import { collect, wsClient } from "../support/graphql-ws.ts";
+import { waitForState } from "../support/events.ts";
 
 const isSubmit = (r: { method: string; path: string }) => r.method === "POST" && /\/generations$/.test(r.path);
 /** Model 52, 5 s at 720P: 5.000 yuan. */
 const PRICE = 5000;
 
+/**
+ * Polls the shared database: the processes under test are separate (no pub/sub reaches this
+ * one without Redis), so a row is the only thing that shows their progress. Callbacks, which do
+ * reach this process, are awaited on the receiver's events instead.
+ */
 async function waitUntil<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -212,6 +219,7 @@ describe("crash recovery with real processes", () => {
     // A receiver that fails (503) until told otherwise, and records every request.
     let failing = true;
     const received: { delivery: string; event: string; taskId: string; status: number }[] = [];
+    const arrivals = new EventEmitter();
     const receiver = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on("data", (c) => chunks.push(c));
@@ -220,6 +228,7 @@ describe("crash recovery with real processes", () => {
         const status = failing ? 503 : 200;
         received.push({ delivery: String(req.headers["x-service-delivery"]), event: body.event, taskId: body.data?.task_id, status });
         res.writeHead(status).end();
+        arrivals.emit("received");
       });
     });
     await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
@@ -235,9 +244,12 @@ describe("crash recovery with real processes", () => {
     const refusedResponse = await submitVideo(stack.url, key.key, "task A");
     expect(refusedResponse.status).toBe(502);
     const taskA = (await db("tasks").where("key_id", key.id).first()).id as string;
-    await waitUntil(
+    await waitForState(
+      arrivals,
+      "received",
       async () => received.map((r) => r.event),
       (events) => events.includes("task.failed") && events.includes("task.refunded"),
+      20_000,
     );
 
     // Task B is accepted; then the process is frozen (it can publish nothing more) and B's
@@ -282,12 +294,15 @@ describe("crash recovery with real processes", () => {
     failing = false;
     const restarted = await start(environment);
     const ok = () => received.filter((r) => r.status === 200);
-    await waitUntil(
+    await waitForState(
+      arrivals,
+      "received",
       async () =>
         ok()
           .map((r) => `${r.event} ${r.taskId}`)
           .sort(),
       (got) => got.length >= 3,
+      20_000,
     );
     // Every outbox row, including any the restarted process commits meanwhile, gets published.
     await waitUntil(
