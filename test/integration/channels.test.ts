@@ -134,7 +134,8 @@ describe("channels: failover, money moved once, health", () => {
     // Finish the accepted tasks at their providers, each with its own result: polling asks the accepting channel.
     for (const a of healthy.accepted) healthy.setTask(a.taskId, { status: 1, result: `https://healthy.example/${a.taskId}.mp4` });
     for (const a of primary.accepted) primary.setTask(a.taskId, { status: 1, result: `https://primary.example/${a.taskId}.mp4` });
-    const tasks = await waitUntil(
+    const tasks = await t.waitForAccount(
+      key.key,
       () => t.stack.db!("tasks").where({ key_id: key.id }),
       (rows: any[]) => rows.every((r) => r.status === 1 || r.status === 2),
     );

@@ -71,10 +71,12 @@ beforeAll(async () => {
     const submitted = await t.rest("POST", "/api/v1/images/generations", { key, body: { prompt: `strict ${n}`, model_id: 45 } });
     expect(submitted.status, JSON.stringify(submitted.body)).toBe(200);
   }
-  await waitUntil(
+  await t.waitForAccount(
+    key,
     () => t.rest("GET", "/openapi/v1/resources?limit=100", { key }),
     (r) => r.body?.data?.items?.length === 2,
   );
+  // A delivery row is written by the dispatcher after it published the event: nothing announces it.
   await waitUntil(
     () => asAdmin("{ adminWebhookDeliveries(first: 1) { totalCount } }"),
     (r) => r.body.data?.adminWebhookDeliveries?.totalCount >= 2,

@@ -163,8 +163,9 @@ export async function startTestStack(env: Record<string, string> = {}, options: 
 }
 
 /**
- * Calls `probe` until `done(result)` holds; the way tests wait for a state reached in the
- * background (provisioning, callbacks) without fixed sleeps.
+ * Calls `probe` every 20 ms until `done(result)` holds. Only for a state that no event announces
+ * (a statement export, a delivery row, a channel's health, a gauge, a Redis key's expiry): where an
+ * event exists, wait on it (test/support/events.ts, {@link TestStack.waitForAccount}).
  * @throws Error with the last result after `timeoutMs`
  */
 export async function waitUntil<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
