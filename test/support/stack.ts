@@ -25,10 +25,18 @@ export interface GraphqlAnswer<Body = any> {
   body: Body;
 }
 
+/** One GraphQL error as the router answers it: every error carries its registry code in `extensions` (docs/architecture.md §4). */
+export interface GraphqlError {
+  message: string;
+  path?: (string | number)[];
+  /** `code`, `http.status`, and the details of the code (`scope`, `field`, ...). */
+  extensions: Record<string, any>;
+}
+
 /** A GraphQL response body with typed `data` (for `graphql<GraphqlBody<{ viewer: ... }>>()`). */
 export interface GraphqlBody<Data> {
   data?: Data | null;
-  errors?: { message: string; path?: (string | number)[]; extensions?: Record<string, any> }[];
+  errors?: GraphqlError[];
   extensions?: Record<string, unknown>;
 }
 
