@@ -72,13 +72,13 @@ async function seedAccount(tasks: number, orders: number): Promise<{ key: string
   await t.waitForAccount(
     key,
     () => t.stack.db!("tasks").where("key_id", created.id).whereIn("status", [1, 2]).count({ n: "*" }).first(),
-    (row: any) => Number(row.n) === tasks,
+    (row) => Number(row?.n) === tasks,
     30_000,
   );
   await t.waitForAccount(
     key,
     () => t.stack.db!("orders").where({ account_id: accountId, status: "active" }).count({ n: "*" }).first(),
-    (row: any) => Number(row.n) === orders,
+    (row) => Number(row?.n) === orders,
     30_000,
   );
   return { key, accountId };
