@@ -63,7 +63,20 @@ interface Params {
 interface ParamsPayload {
   params: Params;
   context: object;
+  setParams(params: Params): void;
   setResult(result: { errors: GraphQLError[] }): void;
+}
+
+/**
+ * A query that satisfies GraphQL Yoga's later check of the parameters ("Must provide query
+ * string.", which runs even when a result is set). Never parsed or run: the result is set.
+ */
+const NEVER_RUN = "{ __typename }";
+
+/** Answers the request with `error`, without parsing or running anything. */
+function refuse(payload: ParamsPayload, error: GraphQLError): void {
+  payload.setResult({ errors: [error] });
+  if (typeof payload.params.query !== "string" || payload.params.query === "") payload.setParams({ ...payload.params, query: NEVER_RUN });
 }
 
 /**
@@ -116,7 +129,7 @@ export function usePersistedQueries(options: PersistedQueriesOptions): GatewayPl
       await (lookup.onParams as (payload: ParamsPayload) => unknown)(payload);
     } catch (error) {
       if (!(error instanceof GraphQLError)) throw error;
-      payload.setResult({ errors: [error] });
+      refuse(payload, error);
     }
   };
   const register = <Args extends ExecutionArgs, Result>(run: (args: Args) => Result) =>
@@ -134,9 +147,7 @@ export function usePersistedQueries(options: PersistedQueriesOptions): GatewayPl
       const { params } = payload;
       const hash = persistedQueryHash(params);
       if (hash === "malformed") {
-        return payload.setResult({
-          errors: [persistedQueryError("invalid_request", "extensions.persistedQuery must be { version: 1, sha256Hash: <64 lowercase hex digits> }")],
-        });
+        return refuse(payload, persistedQueryError("invalid_request", "extensions.persistedQuery must be { version: 1, sha256Hash: <64 lowercase hex digits> }"));
       }
       const query = params.query;
       if (typeof query !== "string" || query === "") {
@@ -146,9 +157,9 @@ export function usePersistedQueries(options: PersistedQueriesOptions): GatewayPl
       }
       if (!hash && !persistedOnly) return; // a plain request, as without this plugin
       const actual = sha256Hex(query);
-      if (hash && hash !== actual) return payload.setResult({ errors: [persistedQueryError("persisted_query_hash_mismatch")] });
+      if (hash && hash !== actual) return refuse(payload, persistedQueryError("persisted_query_hash_mismatch"));
       if (trusted.has(actual)) return;
-      if (persistedOnly) return payload.setResult({ errors: [persistedQueryError("persisted_query_required")] });
+      if (persistedOnly) return refuse(payload, persistedQueryError("persisted_query_required"));
       pending.set(payload.context, { hash: actual, query });
     },
     onExecute({ setExecuteFn, executeFn, args }: { setExecuteFn(fn: unknown): void; executeFn: (args: ExecutionArgs) => unknown; args: ExecutionArgs }) {
