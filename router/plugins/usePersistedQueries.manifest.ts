@@ -20,7 +20,7 @@ import { sha256Hex } from "../../src/digest.ts";
 /** The project's manifest (schema/trusted-documents.json), always loaded. */
 export const PROJECT_MANIFEST = fileURLToPath(new URL("../../schema/trusted-documents.json", import.meta.url));
 
-/** One trusted document: its text and its parsed form (handed to the gateway instead of parsing again). */
+/** One trusted document: its text and its parsed form (parsed at start: a manifest that does not parse fails the start). */
 export interface TrustedDocument {
   text: string;
   document: DocumentNode;

@@ -113,10 +113,12 @@ export function usePersistedQueries(options: PersistedQueriesOptions): GatewayPl
     allowArbitraryOperations: true,
     getPersistedOperation: async (hash) => {
       const known = trusted.get(hash);
-      if (known) return known.document; // parsed at start: no parse, and one validation cached by document
+      // Text, not the parsed document: the Rust query planner (router-runtime) reads the text. GraphQL
+      // Yoga parses and validates each text once (its cache by text); the manifests were parsed at start.
+      if (known) return known.text;
       if (persistedOnly) return null;
       try {
-        return (await store.get(hash)) ?? null; // text: parsed (and token-limited) as any document
+        return (await store.get(hash)) ?? null; // parsed (and token-limited) as any document
       } catch (error) {
         logger.warn({ err: error }, "persisted query store failed: answered as not found");
         return null;
