@@ -6,7 +6,8 @@
  * their source, so a new operation is in the manifest at the next `npm run compose` with nothing
  * to register by hand.
  *
- * Discovery: every string or template literal in a `.js` or `.ts` file under router/ whose text
+ * Discovery: every string or template literal in a `.js` or `.ts` file under router/ (but
+ * router/plugins/, which answers requests and sends none) whose text
  * starts with `query`, `mutation`, `subscription` and parses as a GraphQL document with operations
  * (fragments allowed), or starts with `{` and is moreover valid against the API schema (a
  * shorthand query; `{n}`, a translation's placeholder, is not). A template's `${NAME}` parts are resolved when NAME is a
@@ -28,6 +29,9 @@ import { sha256Hex } from "../../src/digest.ts";
 /** Where documents are looked for, under the repository. */
 export const DOCUMENT_SOURCES = ["router"] as const;
 
+/** Folders under them that send no operation: the gateway's plugins answer requests (their placeholders are no documents). */
+const NOT_CLIENTS = new Set(["router/plugins"]);
+
 /** A text that may be a GraphQL document: starts like one. */
 const LOOKS_LIKE_DOCUMENT = /^\s*(?:(?:query|mutation|subscription)\b|\{)/;
 
@@ -38,13 +42,15 @@ export interface FoundDocument {
   text: string;
 }
 
-/** The files scanned: `.js` and `.ts` under {@link DOCUMENT_SOURCES}, sorted. */
+/** The files scanned: `.js` and `.ts` under {@link DOCUMENT_SOURCES} (but {@link NOT_CLIENTS}), sorted. */
 function sourceFiles(root: string): string[] {
   const files: string[] = [];
   const walk = (dir: string) => {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
       const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
+      if (entry.isDirectory()) {
+        if (!NOT_CLIENTS.has(path.relative(root, full).split(path.sep).join("/"))) walk(full);
+      }
       else if (/\.(?:js|ts)$/.test(entry.name) && !entry.name.endsWith(".d.ts")) files.push(full);
     }
   };
