@@ -16,6 +16,7 @@ import fs from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parse, type DocumentNode } from "graphql";
 import { sha256Hex } from "../../src/digest.ts";
+import { ConfigError } from "../../src/config.ts";
 
 /** The project's manifest (schema/trusted-documents.json), always loaded. */
 export const PROJECT_MANIFEST = fileURLToPath(new URL("../../schema/trusted-documents.json", import.meta.url));
@@ -29,8 +30,8 @@ export interface TrustedDocument {
 /** Trusted documents by id; every document is also found by the SHA-256 of its text. */
 export type TrustedDocuments = ReadonlyMap<string, TrustedDocument>;
 
-/** A manifest that cannot be used: names the file and the entry. */
-export class ManifestError extends Error {
+/** A manifest that cannot be used: names the file and the entry; stops the start in one line (a ConfigError). */
+export class ManifestError extends ConfigError {
   constructor(message: string) {
     super(message);
     this.name = "ManifestError";
@@ -96,14 +97,14 @@ export function addManifest(into: Map<string, TrustedDocument>, text: string, so
  */
 export function loadTrustedDocuments(file?: string): TrustedDocuments {
   const documents = new Map<string, TrustedDocument>();
-  for (const path of [PROJECT_MANIFEST, ...(file ? [file] : [])]) {
+  for (const [path, source] of [[PROJECT_MANIFEST, PROJECT_MANIFEST], ...(file ? [[file, `PERSISTED_DOCUMENTS ${file}`]] : [])]) {
     let text: string;
     try {
-      text = fs.readFileSync(path, "utf8");
+      text = fs.readFileSync(path!, "utf8");
     } catch (error) {
-      throw new ManifestError(`${path}: cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+      throw new ManifestError(`${source}: cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
     }
-    addManifest(documents, text, path);
+    addManifest(documents, text, source!);
   }
   return documents;
 }
