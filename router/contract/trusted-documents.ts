@@ -50,8 +50,7 @@ function sourceFiles(root: string): string[] {
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) {
         if (!NOT_CLIENTS.has(path.relative(root, full).split(path.sep).join("/"))) walk(full);
-      }
-      else if (/\.(?:js|ts)$/.test(entry.name) && !entry.name.endsWith(".d.ts")) files.push(full);
+      } else if (/\.(?:js|ts)$/.test(entry.name) && !entry.name.endsWith(".d.ts")) files.push(full);
     }
   };
   for (const dir of DOCUMENT_SOURCES) walk(path.join(root, dir));
@@ -81,7 +80,13 @@ function isOperationDocument(text: string, schema: GraphQLSchema): boolean {
  * @throws Error naming the file and line of a document with a part that cannot be resolved
  */
 export function documentsInFile(file: string, relative: string, schema: GraphQLSchema): FoundDocument[] {
-  const source = ts.createSourceFile(file, fs.readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true, file.endsWith(".ts") ? ts.ScriptKind.TS : ts.ScriptKind.JS);
+  const source = ts.createSourceFile(
+    file,
+    fs.readFileSync(file, "utf8"),
+    ts.ScriptTarget.Latest,
+    true,
+    file.endsWith(".ts") ? ts.ScriptKind.TS : ts.ScriptKind.JS,
+  );
   // Module-level constants: their initializers, resolved on use.
   const constants = new Map<string, ts.Expression>();
   for (const statement of source.statements) {
@@ -117,7 +122,10 @@ export function documentsInFile(file: string, relative: string, schema: GraphQLS
         const text = resolve(node);
         if (text === undefined) {
           // Only a template that reads like a document with a dynamic part is a problem.
-          if (/[{(]/.test(start)) throw new Error(`${where}: a GraphQL document with a part only known at run time; write it out in full (README "Persisted queries and trusted documents")`);
+          if (/[{(]/.test(start))
+            throw new Error(
+              `${where}: a GraphQL document with a part only known at run time; write it out in full (README "Persisted queries and trusted documents")`,
+            );
         } else if (isOperationDocument(text, schema)) found.push({ source: where, text });
       }
       return; // a template's parts are not documents of their own
@@ -147,6 +155,10 @@ export function trustedDocumentsText(apiSdl: string, root: URL | string = new UR
   const folder = typeof root === "string" ? root : fileURLToPath(root);
   const manifest: Record<string, string> = {};
   for (const { text } of discoverDocuments(folder, apiSdl)) manifest[sha256Hex(text)] = text;
-  const sorted = Object.fromEntries(Object.keys(manifest).sort().map((id) => [id, manifest[id]]));
+  const sorted = Object.fromEntries(
+    Object.keys(manifest)
+      .sort()
+      .map((id) => [id, manifest[id]]),
+  );
   return `${JSON.stringify(sorted, null, 2)}\n`;
 }

@@ -149,7 +149,10 @@ export function usePersistedQueries(options: PersistedQueriesOptions): GatewayPl
       const { params } = payload;
       const hash = persistedQueryHash(params);
       if (hash === "malformed") {
-        return refuse(payload, persistedQueryError("invalid_request", "extensions.persistedQuery must be { version: 1, sha256Hash: <64 lowercase hex digits> }"));
+        return refuse(
+          payload,
+          persistedQueryError("invalid_request", "extensions.persistedQuery must be { version: 1, sha256Hash: <64 lowercase hex digits> }"),
+        );
       }
       const query = params.query;
       if (typeof query !== "string" || query === "") {
@@ -167,7 +170,15 @@ export function usePersistedQueries(options: PersistedQueriesOptions): GatewayPl
     onExecute({ setExecuteFn, executeFn, args }: { setExecuteFn(fn: unknown): void; executeFn: (args: ExecutionArgs) => unknown; args: ExecutionArgs }) {
       if (pending.has(args.contextValue as object)) setExecuteFn(register(executeFn));
     },
-    onSubscribe({ setSubscribeFn, subscribeFn, args }: { setSubscribeFn(fn: unknown): void; subscribeFn: (args: ExecutionArgs) => unknown; args: ExecutionArgs }) {
+    onSubscribe({
+      setSubscribeFn,
+      subscribeFn,
+      args,
+    }: {
+      setSubscribeFn(fn: unknown): void;
+      subscribeFn: (args: ExecutionArgs) => unknown;
+      args: ExecutionArgs;
+    }) {
       if (pending.has(args.contextValue as object)) setSubscribeFn(register(subscribeFn));
     },
     onParse: lookup.onParse,

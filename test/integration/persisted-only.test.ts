@@ -54,7 +54,11 @@ type Transport = "post" | "get" | "sse" | "graphql-ws";
 async function send(transport: Transport, params: { query?: string; extensions?: unknown }): Promise<{ data?: unknown; errors?: any[] }> {
   const headers = { authorization: `Bearer ${key}` };
   if (transport === "post") {
-    const response = await fetch(`${t.url}/graphql`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify(params) });
+    const response = await fetch(`${t.url}/graphql`, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json" },
+      body: JSON.stringify(params),
+    });
     return response.json();
   }
   if (transport === "get") {
@@ -73,19 +77,29 @@ async function send(transport: Transport, params: { query?: string; extensions?:
     throw new Error(`no event (status ${response.status})`);
   }
   return new Promise((resolve, reject) => {
-    const stop = ws.subscribe({ query: params.query ?? "", extensions: params.extensions as Record<string, unknown> }, {
-      next: (value) => {
-        resolve(value as { data?: unknown; errors?: any[] });
-        stop();
+    const stop = ws.subscribe(
+      { query: params.query ?? "", extensions: params.extensions as Record<string, unknown> },
+      {
+        next: (value) => {
+          resolve(value as { data?: unknown; errors?: any[] });
+          stop();
+        },
+        error: reject,
+        complete: () => reject(new Error("completed without a result")),
       },
-      error: reject,
-      complete: () => reject(new Error("completed without a result")),
-    });
+    );
   });
 }
 
 /** Queries that would run (and answer data) on any router: anything of the public schema. */
-const selection = fc.constantFrom("models { id }", "models { id name kind }", "apiKey { id }", "viewer { balance { amount } }", "vendors(first: 1) { nodes { id } }", "__typename");
+const selection = fc.constantFrom(
+  "models { id }",
+  "models { id name kind }",
+  "apiKey { id }",
+  "viewer { balance { amount } }",
+  "vendors(first: 1) { nodes { id } }",
+  "__typename",
+);
 const arbitraryDocument = fc
   .record({
     name: fc.option(fc.stringMatching(/^[A-Z][A-Za-z0-9]{0,11}$/), { nil: undefined }),
@@ -123,7 +137,10 @@ describe("PERSISTED_ONLY=true", () => {
   it("refuses a document outside the manifests before it is parsed: a document that does not even parse gets persisted_query_required", async () => {
     const result = await send("post", { query: "query { this is not GraphQL" });
     expect(result.errors).toEqual([
-      { message: "Only trusted documents are accepted: send the id of a document in the router's manifest", extensions: { code: "persisted_query_required", http: { status: 400 } } },
+      {
+        message: "Only trusted documents are accepted: send the id of a document in the router's manifest",
+        extensions: { code: "persisted_query_required", http: { status: 400 } },
+      },
     ]);
   });
 

@@ -132,7 +132,10 @@ describe("automatic persisted queries", () => {
     expect(refused.status).toBe(400);
     expect(refused.body).toEqual({
       errors: [
-        { message: "The persisted query hash is not the SHA-256 of the document sent with it", extensions: { code: "persisted_query_hash_mismatch", http: { status: 400 } } },
+        {
+          message: "The persisted query hash is not the SHA-256 of the document sent with it",
+          extensions: { code: "persisted_query_hash_mismatch", http: { status: 400 } },
+        },
       ],
     });
     expect((await post(t.url, { extensions: persisted(wrong) })).body.errors[0].message).toBe("PersistedQueryNotFound");

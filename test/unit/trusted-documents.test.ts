@@ -27,6 +27,7 @@ function scan(source: string) {
 
 describe("finding the operations in the source", () => {
   it("resolves a template's module-level constants into the exact text the page sends", () => {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a page script's source, meant literally
     const found = scan(['const FIELDS = "id name";', "const MODELS = `query M { models { ${FIELDS} } }`;", "gql(MODELS);"].join("\n"));
     expect(found).toEqual([{ source: "router/pages/page.js:2", text: "query M { models { id name } }" }]);
   });
@@ -37,6 +38,7 @@ describe("finding the operations in the source", () => {
   });
 
   it("fails, naming the file and line, on a document with a part known only at run time", () => {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a page script's source, meant literally
     expect(() => scan("const run = (field) => gql(`mutation($input: X!) {\n ${field}(input: $input) { id } }`);")).toThrow(
       /^router\/pages\/page\.js:1: a GraphQL document with a part only known at run time/,
     );
@@ -45,7 +47,17 @@ describe("finding the operations in the source", () => {
   it("finds every page's and REST shim's operation in the committed manifest", () => {
     const manifest = JSON.parse(fs.readFileSync(PROJECT_MANIFEST, "utf8")) as Record<string, string>;
     const names = Object.values(manifest).map((text) => /^\s*(?:query|mutation|subscription)\s+(\w+)/.exec(text)?.[1]);
-    for (const name of ["PageViewer", "PageTaskChanges", "PageModels", "PageQuote", "PageSubmitVideo", "PageWatchTask", "RestUsage", "RestCloudAuth", "KeyCheck"]) {
+    for (const name of [
+      "PageViewer",
+      "PageTaskChanges",
+      "PageModels",
+      "PageQuote",
+      "PageSubmitVideo",
+      "PageWatchTask",
+      "RestUsage",
+      "RestCloudAuth",
+      "KeyCheck",
+    ]) {
       expect(names, name).toContain(name);
     }
     for (const [id, text] of Object.entries(manifest)) expect(sha256(text)).toBe(id);
