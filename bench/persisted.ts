@@ -69,7 +69,11 @@ async function measureEndToEnd(rounds: number, perRound: number) {
       })(),
     } as const;
     // Register the hash (APQ), as a client's first request would.
-    await fetch(`${t.url}/graphql`, { method: "POST", headers, body: JSON.stringify({ query: DASHBOARD, extensions: { persistedQuery: { version: 1, sha256Hash: hash } } }) });
+    await fetch(`${t.url}/graphql`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ query: DASHBOARD, extensions: { persistedQuery: { version: 1, sha256Hash: hash } } }),
+    });
     const samples: Record<keyof typeof bodies, number[]> = { document: [], hash: [], "new text": [] };
     const sizes: Record<string, number> = {};
     for (let round = 0; round < rounds; round++) {
