@@ -21,8 +21,8 @@
  *   manifest documents too).
  *
  * Errors are results, never throws: over graphql-ws a throw from `onParams` would close the
- * socket (4500); a result gives the operation an `error`-free `next` with the error, as for a
- * validation error.
+ * socket (4500); a result reaches the client as the operation's `next` with the error, then
+ * `complete`, as a validation error does.
  */
 import { GraphQLError, type ExecutionArgs } from "graphql";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
@@ -181,7 +181,6 @@ export function usePersistedQueries(options: PersistedQueriesOptions): GatewayPl
     }) {
       if (pending.has(args.contextValue as object)) setSubscribeFn(register(subscribeFn));
     },
-    onParse: lookup.onParse,
   };
   return plugin as unknown as GatewayPlugin;
 }
