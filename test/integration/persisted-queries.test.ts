@@ -190,6 +190,21 @@ describe("automatic persisted queries", () => {
     }
   });
 
+  it("runs a registered mutation by hash over POST only: by GET it is 405, as a mutation sent in full by GET is", async () => {
+    const mutation = `mutation ByGet${randomUUID().slice(0, 8)} { submitImageGeneration(input: { modelId: 45, prompt: "" }) { task { id } } }`;
+    const hash = sha256(mutation);
+    // Registered once valid, whatever the run answers (here: no key).
+    const registered = await post(t.url, { query: mutation, extensions: persisted(hash) });
+    expect(registered.body.errors[0].extensions.code).toBe("unauthorized");
+    const byGet = await fetch(`${t.url}/graphql?extensions=${encodeURIComponent(JSON.stringify(persisted(hash)))}`, {
+      headers: { accept: "application/json" },
+    });
+    expect(byGet.status).toBe(405);
+    expect(byGet.headers.get("allow")).toBe("POST");
+    const byPost = await post(t.url, { extensions: persisted(hash) });
+    expect(byPost.body.errors[0].extensions.code).toBe("unauthorized");
+  });
+
   it("runs an Apollo Client subscription over GraphQLWsLink with the persisted-query link (document and hash in the payload) and registers it", async () => {
     const ws = wsClient(t.url, { authorization: `Bearer ${key}` });
     // The hash Apollo sent (of the document as its cache rewrote it: `__typename` added).
