@@ -6,7 +6,8 @@
  * their source, so a new operation is in the manifest at the next `npm run compose` with nothing
  * to register by hand.
  *
- * Discovery: every string or template literal in a `.js` or `.ts` file under router/ (but
+ * Discovery: every string or template literal in a `.js` or `.ts` file of the repository's code
+ * (router/, src/, subgraphs/, bin/ and any new top-level folder; not tests, tools, examples or
  * router/plugins/, which answers requests and sends none) whose text
  * starts with `query`, `mutation`, `subscription` and parses as a GraphQL document with operations
  * (fragments allowed), or starts with `{` and is moreover valid against the API schema (a
@@ -26,10 +27,14 @@ import ts from "typescript";
 import { buildSchema, Kind, parse, validate, type GraphQLSchema } from "graphql";
 import { sha256Hex } from "../../src/digest.ts";
 
-/** Where documents are looked for, under the repository. */
-export const DOCUMENT_SOURCES = ["router"] as const;
+/**
+ * Top-level folders that hold no client of the router: tests, tools, examples (the dashboard
+ * example is a third party's client, with documents of its own), data and dependencies. Every
+ * other folder is read, so a new one (a console of its own) needs no change here.
+ */
+const NOT_SOURCES = new Set(["node_modules", "test", "bench", "scripts", "examples", "docs", "schema", "deploy", "data", "coverage"]);
 
-/** Folders under them that send no operation: the gateway's plugins answer requests (their placeholders are no documents). */
+/** Folders that send no operation: the gateway's plugins answer requests (their placeholders are no documents). */
 const NOT_CLIENTS = new Set(["router/plugins"]);
 
 /** A text that may be a GraphQL document: starts like one. */
@@ -42,7 +47,7 @@ export interface FoundDocument {
   text: string;
 }
 
-/** The files scanned: `.js` and `.ts` under {@link DOCUMENT_SOURCES} (but {@link NOT_CLIENTS}), sorted. */
+/** The files scanned: `.js` and `.ts` of the repository's code (see {@link NOT_SOURCES}, {@link NOT_CLIENTS}), sorted. */
 function sourceFiles(root: string): string[] {
   const files: string[] = [];
   const walk = (dir: string) => {
@@ -53,7 +58,9 @@ function sourceFiles(root: string): string[] {
       } else if (/\.(?:js|ts)$/.test(entry.name) && !entry.name.endsWith(".d.ts")) files.push(full);
     }
   };
-  for (const dir of DOCUMENT_SOURCES) walk(path.join(root, dir));
+  for (const entry of fs.readdirSync(root, { withFileTypes: true })) {
+    if (entry.isDirectory() && !entry.name.startsWith(".") && !NOT_SOURCES.has(entry.name)) walk(path.join(root, entry.name));
+  }
   return files.sort();
 }
 
