@@ -165,7 +165,6 @@ const replayedHeader = { "Idempotent-Replayed": headerRef("Idempotent-Replayed")
 /** The cloud open API's OpenAPI document. */
 export const cloudOpenApi: OpenApiDocument = {
   openapi: "3.1.0",
-  jsonSchemaDialect: "https://spec.openapis.org/oas/3.1/dialect/base",
   info: {
     title: "Switchyard cloud open API",
     version: "1.0.0",

@@ -4,24 +4,18 @@
  * bodies: `{"code":200,"data":...}` and `{"code":<status>,"message":...}`.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { GraphQLInputObjectType, GraphQLSchema } from "graphql";
-import { AppError, ERROR_CODES, invalidFieldError, validationMessages, type ErrorCode, type ErrorDetails } from "../../src/errors.ts";
+import type { GraphQLSchema } from "graphql";
+import { AppError, ERROR_CODES, invalidFieldError, type ErrorCode, type ErrorDetails } from "../../src/errors.ts";
 import { pageSize } from "../../src/pagination.ts";
 import type { Gateway } from "../graph/gateway.ts";
 import { bodyReadError, isJsonContentType, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "../http/body.ts";
 import { policyHeaders, runOperation, sha256Hex, toShimError, type CallContext, type ShimError } from "../graph/client.ts";
 import type { OwnedOperation } from "../graph/direct.ts";
-import { missingRequiredField, restBodyToInput, type TypeErrorFactory } from "./input.ts";
+import { toCamel } from "../../src/names.ts";
+import { ImageGenerationRequest, VideoGenerationRequest, generationErrorMap } from "./shapes/generation.ts";
+import { checkBody, toGraphqlInput } from "./shapes/zod.ts";
 import { validateGenerationRequest, type GenerationInput } from "../../src/generation/validation.ts";
 import { OPERATIONS } from "./generation-operations.ts";
-
-/**
- * docs/api/generation.md §7 for JSON type errors: a whole field of the wrong type "{field} has an
- * unsupported value" (`prompt`, `model_id` keep their own messages), a bad item of a URL list
- * "{field} must be a public HTTPS URL".
- */
-const generationTypeError: TypeErrorFactory = (field, kind) =>
-  kind === "item" ? new AppError("invalid_request", validationMessages.publicUrl(field), { field }) : invalidFieldError(field);
 
 /**
  * What the service answers a submission that lacks a required field (`prompt`; `model_id` of an
@@ -37,7 +31,7 @@ async function missingFieldError(kind: "video" | "image", input: GenerationInput
     if (error instanceof AppError) return error;
     throw error;
   }
-  return generationTypeError(field, "field");
+  return invalidFieldError(field);
 }
 
 // The operations of this shim live in ./generation-operations.ts, which imports nothing (the
@@ -172,16 +166,11 @@ export function createGenerationShim(deps: GenerationShimDeps) {
     if (jsonTooDeep(text)) return rejectAfterAuth(call, route, tooDeepError(), digest);
     const body = parseJsonObject(text);
     if (!body) return rejectAfterAuth(call, route, new AppError("invalid_json"), digest);
-    const typeName = kind === "video" ? "SubmitVideoGenerationInput" : "SubmitImageGenerationInput";
-    const inputType = (await deps.schema()).getType(typeName) as GraphQLInputObjectType;
-    let input: Record<string, unknown>;
-    try {
-      input = restBodyToInput(body, inputType, generationTypeError);
-    } catch (error) {
-      return rejectAfterAuth(call, route, error as AppError, digest);
-    }
-    const missing = missingRequiredField(input, inputType);
-    if (missing) return rejectAfterAuth(call, route, await missingFieldError(kind, input, missing), digest);
+    const shape = kind === "video" ? VideoGenerationRequest : ImageGenerationRequest;
+    const input = toGraphqlInput(shape, body, toCamel);
+    const problem = checkBody(shape, body, generationErrorMap);
+    if (problem?.kind === "type") return rejectAfterAuth(call, route, new AppError("invalid_request", problem.message, { field: problem.field }), digest);
+    if (problem) return rejectAfterAuth(call, route, await missingFieldError(kind, input, problem.field), digest);
     const result = await run<Record<"submitVideoGeneration" | "submitImageGeneration", { task: TaskNode }>>(
       "generation",
       kind === "video" ? OPERATIONS.submitVideo : OPERATIONS.submitImage,
