@@ -414,6 +414,7 @@ export const cloudOpenApi: OpenApiDocument = {
       get: {
         operationId: "getCloudOpenApi",
         summary: "This OpenAPI document",
+        description: "Generated from the shapes the router checks requests with; no key needed.",
         tags: ["service"],
         security: [],
         responses: {

@@ -160,6 +160,7 @@ registry.registerPath({
   path: "/api/v1/usage",
   operationId: "getUsage",
   summary: "Balance, spending, billed units, tasks and recent requests of the calling key",
+  description: "The balance belongs to the key's account; tasks and recent requests are the key's own, newest first.",
   tags: ["generation"],
   parameters: KEYED_PARAMETERS,
   request: {
@@ -183,6 +184,7 @@ registry.registerPath({
   path: "/api/v1/openapi.json",
   operationId: "getGenerationOpenApi",
   summary: "This OpenAPI document",
+  description: "Generated from the shapes the router checks requests with; no key needed.",
   tags: ["service"],
   security: [],
   responses: { "200": json("The OpenAPI 3.1 document of the generation API.", OpenApiDocumentShape) },
