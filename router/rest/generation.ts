@@ -4,7 +4,6 @@
  * bodies: `{"code":200,"data":...}` and `{"code":<status>,"message":...}`.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { GraphQLSchema } from "graphql";
 import { AppError, ERROR_CODES, invalidFieldError, type ErrorCode, type ErrorDetails } from "../../src/errors.ts";
 import { pageSize } from "../../src/pagination.ts";
 import type { Gateway } from "../graph/gateway.ts";
@@ -109,7 +108,6 @@ export function sendGenerationError(res: ServerResponse, error: { code: ErrorCod
 /** Dependencies of the shim. */
 export interface GenerationShimDeps {
   gateway: Gateway;
-  schema: () => Promise<GraphQLSchema>;
   bodyLimit: number;
   /**
    * Runs an operation the generation subgraph owns whole without planning it through the

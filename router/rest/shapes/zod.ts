@@ -103,9 +103,12 @@ export function toGraphqlInput(shape: z.ZodTypeAny, body: Record<string, unknown
   for (const [name, field] of Object.entries(object.shape as Record<string, z.ZodTypeAny>)) {
     if (!(name in body)) continue;
     const value = body[name];
+    // An object without named fields (`metadata`) is the caller's own JSON, kept exactly as sent.
     const nested = objectOf(field);
     input[toCamel(name)] =
-      nested && value && typeof value === "object" && !Array.isArray(value) ? toGraphqlInput(nested, value as Record<string, unknown>, toCamel) : value;
+      nested && Object.keys(nested.shape).length > 0 && value && typeof value === "object" && !Array.isArray(value)
+        ? toGraphqlInput(nested, value as Record<string, unknown>, toCamel)
+        : value;
   }
   return input;
 }
