@@ -31,6 +31,7 @@ export const cloudErrorMap: z.ZodErrorMap = (issue) => ({ message: `${issue.path
 /** A zod enum of a list of states. */
 const oneOf = (values: readonly string[]) => z.enum([...values] as [string, ...string[]]);
 /** No whitespace or control characters (client_order_no, customer_id). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the pattern names the control characters it refuses.
 const TOKEN = /^[^\s\x00-\x1f\x7f]+$/;
 const money = (description?: string) => (description ? moneySchema.openapi({ description }) : moneySchema);
 /** A JSON object whose keys are the caller's (`metadata`) or free-form facts (`details`). */
