@@ -52,8 +52,10 @@ function tidy(node: unknown): unknown {
  */
 export function buildDocument(registry: OpenAPIRegistry, head: DocumentHead): OpenApiDocument {
   const generated = new OpenApiGeneratorV31(registry.definitions).generateDocument({ openapi: "3.1.0", ...head } as never);
-  const { webhooks: _, ...document } = tidy(JSON.parse(JSON.stringify(generated))) as OpenApiDocument & { webhooks?: unknown };
-  return document;
+  const { webhooks: _, paths, components, ...rest } = tidy(JSON.parse(JSON.stringify(generated))) as OpenApiDocument & { webhooks?: unknown };
+  // The head first, then paths, then components, each kind in reading order: a diff shows changes, not moves.
+  const { securitySchemes, parameters, headers, responses, schemas, ...other } = components;
+  return { ...rest, paths, components: { securitySchemes, parameters, headers, responses, schemas, ...other } };
 }
 
 /**
