@@ -11,7 +11,7 @@ import { bodyReadError, isJsonContentType, jsonTooDeep, parseJsonObject, readBod
 import { policyHeaders, runOperation, sha256Hex, toShimError, type CallContext, type ShimError } from "../graph/client.ts";
 import type { OwnedOperation } from "../graph/direct.ts";
 import { toCamel } from "../../src/names.ts";
-import { ImageGenerationRequest, VideoGenerationRequest, generationErrorMap } from "./shapes/generation.ts";
+import { ImageGenerationRequest, VideoGenerationRequest, generationErrorMap, type RestTask, type RestUsage } from "./shapes/generation.ts";
 import { checkBody, toGraphqlInput } from "./shapes/zod.ts";
 import { validateGenerationRequest, type GenerationInput } from "../../src/generation/validation.ts";
 import { OPERATIONS } from "./generation-operations.ts";
@@ -38,7 +38,7 @@ async function missingFieldError(kind: "video" | "image", input: GenerationInput
 export { OPERATIONS };
 
 /** A decimal string from GraphQL Money as a JSON number (exact: at most three decimals). */
-const yuan = (money: { amount: string } | null | undefined) => (money ? Number(money.amount) : null);
+const yuan = (money: { amount: string }): number => Number(money.amount);
 
 /** A task as the operations select it (TASK_FIELDS, ./generation-operations.ts). */
 interface TaskNode {
@@ -51,18 +51,18 @@ interface TaskNode {
   createdAt: string;
   updatedAt: string;
   price: { amount: string };
-  refunded: { amount: string } | null;
-  charged: { amount: string } | null;
-  model: { id: string; name: string; kind: string };
+  refunded: { amount: string };
+  charged: { amount: string };
+  model: { id: number; name: string; kind: "VIDEO" | "IMAGE" };
 }
 
-/** The REST task body of docs/architecture.md §8. */
-export function restTask(task: TaskNode) {
+/** The REST task body of docs/architecture.md §8, as its shape describes it. */
+export function restTask(task: TaskNode): RestTask {
   return {
     task_id: task.id,
     model_id: task.model.id,
     model_name: task.model.name,
-    kind: task.model.kind.toLowerCase(),
+    kind: task.model.kind === "VIDEO" ? "video" : "image",
     status: task.statusCode,
     status_name: task.statusName,
     result: task.result ?? null,
@@ -209,17 +209,15 @@ export function createGenerationShim(deps: GenerationShimDeps) {
     const result = await run<{ viewer: UsageViewer }>("generation", OPERATIONS.usage, { first }, callContext(call, route));
     if (result.errors?.length) return sendGenerationError(call.res, toShimError(result.errors[0]!));
     const viewer = result.data!.viewer;
-    sendJson(call.res, 200, {
-      code: 200,
-      data: {
-        balance: yuan(viewer.balance),
-        spent: yuan(viewer.spent),
-        billed_seconds: viewer.billedSeconds,
-        billed_images: viewer.billedImages,
-        tasks: viewer.tasks.nodes.map(restTask),
-        recent_requests: viewer.recentRequests,
-      },
-    });
+    const data: RestUsage = {
+      balance: yuan(viewer.balance),
+      spent: yuan(viewer.spent),
+      billed_seconds: viewer.billedSeconds,
+      billed_images: viewer.billedImages,
+      tasks: viewer.tasks.nodes.map(restTask),
+      recent_requests: viewer.recentRequests,
+    };
+    sendJson(call.res, 200, { code: 200, data });
   }
 
   return {
