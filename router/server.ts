@@ -12,6 +12,7 @@ import type { Logger } from "pino";
 import type { GraphQLSchema } from "graphql";
 import { createGateway, type Gateway } from "./graph/gateway.ts";
 import { answerThroughFetch } from "./http/graphql.ts";
+import { DEFAULT_BATCH_MAX } from "./http/batch.ts";
 import { completeEventStream } from "./http/event-stream.ts";
 import { applyCors } from "./http/cors.ts";
 import { isJsonContentType } from "./http/body.ts";
@@ -39,7 +40,7 @@ import type { Registry } from "prom-client";
 import { createRegistry, serveMetrics } from "../src/observability/metrics.ts";
 import type { Tracing } from "../src/observability/tracing.ts";
 import { createRouterMetrics } from "./metrics.ts";
-import { createRequestReports } from "./request-report.ts";
+import { createRequestReports, type RequestReport } from "./request-report.ts";
 import { ownedOperations } from "./graph/direct.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { registryCodes } from "./error-codes.ts";
@@ -56,6 +57,8 @@ export interface RouterOptions {
   bodyLimit: number;
   /** Time limit of one `/graphql` HTTP request (ms); unset or 0: none (router/limits.ts). */
   requestTimeoutMs?: number;
+  /** GRAPHQL_BATCH_MAX: most operations in one batched `POST /graphql` (router/http/batch.ts); default 10. */
+  batchMax?: number;
   /** Graceful shutdown: how long requests in flight may finish before their connections are cut (default 10 s). */
   drainTimeoutMs?: number;
   /** Proxies trusted to name the client in `X-Forwarded-For` (proxy-addr names or CIDRs); default none. */
@@ -247,7 +250,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       }
       return sendGenerationError(res, { code: "invalid_request", message: "Malformed request URL" });
     }
-    const run = () => handle(req, res, url, requestId, served);
+    const run = () => handle(req, res, url, requestId, served, report);
     (options.tracing ? options.tracing.traceHttp(req, res, () => served.route, run) : run()).catch((error) => {
       options.logger.error({ request_id: requestId, err: error }, "request failed");
       if (res.headersSent) return void res.end();
@@ -257,7 +260,14 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     });
   });
 
-  async function handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL, requestId: string, served: Served): Promise<void> {
+  async function handle(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    url: URL,
+    requestId: string,
+    served: Served,
+    report: RequestReport,
+  ): Promise<void> {
     const path = url.pathname;
     if (path === "/graphql") {
       served.route = "/graphql";
@@ -284,7 +294,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       // (The digest only matters to a signed request: unsigned ones skip hashing the body.)
       Object.assign(req.headers, policyHeaders(req, req.headers["x-service-signature"] ? sha256Hex(raw ?? "") : ""));
       if (served.eventStream) return void (await gateway(req, res));
-      await answerThroughFetch(gateway, req, res, url, raw);
+      await answerThroughFetch(gateway, req, res, url, raw, { reports, report, max: options.batchMax ?? DEFAULT_BATCH_MAX });
       return;
     }
     if (path.startsWith("/media/sim/") && req.method === "GET") {

@@ -163,6 +163,7 @@ const schema = z.object({
   TRUST_PROXY: z.string().default(""),
   CORS_ORIGINS: corsOrigins,
   BODY_LIMIT_BYTES: integer(1024).default(1_048_576),
+  GRAPHQL_BATCH_MAX: integer(1).default(10),
   DB_STATEMENTS_PER_REQUEST: integer(1).default(1_000),
   DB_CONNECTIONS_PER_REQUEST: integer(1).default(4),
   SEED_DEMO: z
@@ -301,6 +302,8 @@ export interface Config {
    */
   corsOrigins: string[];
   bodyLimitBytes: number;
+  /** Most operations in one batched `POST /graphql` (a JSON array; router/http/batch.ts). */
+  graphqlBatchMax: number;
   /**
    * Whether `start` seeds the demo data on this database (README "Demo data"): the demo catalog,
    * and a funded "demo" key when it has no key at all. SEED_DEMO=1 or 0 decides; unset, on
@@ -386,6 +389,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       .filter(Boolean),
     corsOrigins: e.CORS_ORIGINS,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    graphqlBatchMax: e.GRAPHQL_BATCH_MAX,
     seedDemo: e.SEED_DEMO ?? e.NODE_ENV !== "production",
     requestBudget: { statements: e.DB_STATEMENTS_PER_REQUEST, connections: e.DB_CONNECTIONS_PER_REQUEST, timeoutMs: e.REQUEST_TIMEOUT_MS },
     metricsToken: e.METRICS_TOKEN || undefined,
