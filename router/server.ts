@@ -13,6 +13,7 @@ import type { GraphQLSchema } from "graphql";
 import { createGateway, type Gateway } from "./graph/gateway.ts";
 import { answerThroughFetch } from "./http/graphql.ts";
 import { DEFAULT_BATCH_MAX } from "./http/batch.ts";
+import { createSingleConnectionStreams } from "./http/sse-single.ts";
 import { completeEventStream } from "./http/event-stream.ts";
 import { applyCors } from "./http/cors.ts";
 import { isJsonContentType } from "./http/body.ts";
@@ -202,6 +203,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   const eventStreams = new Set<http.ServerResponse>();
   // A disabled key's connections end at once, on every router (router/revocation.ts).
   const revocations = createRevocations(options.pubsub, options.logger);
+  const singleStreams = createSingleConnectionStreams(gateway, revocations);
   const server = http.createServer((req, res) => {
     const started = process.hrtime.bigint();
     // A client's X-Request-Id is echoed for correlation only; nothing counts or trusts it.
@@ -277,7 +279,9 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
         req.resume();
         return sendGraphqlError(res, "unsupported_media_type", undefined, { connection: "close" });
       }
-      if (String(req.headers.accept ?? "").includes("text/event-stream")) {
+      // graphql-sse's single connection mode (PUT, DELETE, or a request naming a stream token): router/http/sse-single.ts.
+      const single = singleStreams.claims(req, url);
+      if (!single && String(req.headers.accept ?? "").includes("text/event-stream")) {
         served.eventStream = true;
         eventStreams.add(res);
         res.on("close", () => eventStreams.delete(res));
@@ -293,6 +297,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       const raw = (req as http.IncomingMessage & { body?: Buffer }).body;
       // (The digest only matters to a signed request: unsigned ones skip hashing the body.)
       Object.assign(req.headers, policyHeaders(req, req.headers["x-service-signature"] ? sha256Hex(raw ?? "") : ""));
+      if (single) return singleStreams.handle(req, res, url);
       if (served.eventStream) return void (await gateway(req, res));
       await answerThroughFetch(gateway, req, res, url, raw, { reports, report, max: options.batchMax ?? DEFAULT_BATCH_MAX });
       return;
@@ -332,6 +337,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     async close() {
       revocations.close();
       for (const stream of eventStreams) completeEventStream(stream);
+      singleStreams.close();
       await Promise.all([drainHttpServer(server, options.drainTimeoutMs), websockets.close(options.drainTimeoutMs)]);
       await gateway[Symbol.asyncDispose]?.();
     },

@@ -1,0 +1,198 @@
+/**
+ * GraphQL over SSE with the graphql-sse client library, in both of its modes (issue 21 §4; README
+ * "Transports"; docs/adr/0021-transports.md): distinct connections (one POST per operation) and
+ * single connection (PUT reserves a stream, GET opens it, POST runs operations on it, DELETE
+ * stops one). Queries and the `taskStatusChanged` subscription, the key from the Authorization
+ * header, the same limits as every transport; a stream token is its key's alone; shutdown and a
+ * disabled key end the stream with `complete`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient, type Client } from "graphql-sse";
+import { setKeyStatus } from "../../src/auth/keys.ts";
+import { startTestStack, type TestStack } from "../support/stack.ts";
+
+const TASK_SUB = `subscription($id: ID!) { taskStatusChanged(taskId: $id) { id status } }`;
+const BALANCE = "query Balance { viewer { balance { amount } } }";
+
+let t: TestStack;
+beforeAll(async () => {
+  t = await startTestStack({ SIMULATOR_STEP_MS: "150", TASK_POLL_INTERVAL_MS: "20" });
+});
+afterAll(() => t.close());
+
+function sseClient(key: string, singleConnection: boolean, url = t.url): Client {
+  return createClient({ url: `${url}/graphql`, singleConnection, headers: { authorization: `Bearer ${key}` }, retryAttempts: 0 });
+}
+
+/** Every result of one operation until it completes; an error the client raised is thrown. */
+async function all(client: Client, query: string, variables: Record<string, unknown> = {}): Promise<any[]> {
+  const results: any[] = [];
+  for await (const result of client.iterate({ query, variables })) results.push(result);
+  return results;
+}
+
+async function submit(key: string, prompt = "a kingfisher"): Promise<string> {
+  const r = await t.rest("POST", "/api/v1/video/generations", { key, body: { prompt, model_id: 52 } });
+  expect(r.status).toBe(200);
+  return r.body.data.task_id as string;
+}
+
+/** Raw protocol requests of single connection mode. */
+async function reserve(key: string): Promise<Response> {
+  return fetch(`${t.url}/graphql`, { method: "PUT", headers: { authorization: `Bearer ${key}` } });
+}
+
+for (const singleConnection of [false, true]) {
+  const mode = singleConnection ? "single connection mode" : "distinct connections mode";
+  describe(`graphql-sse client, ${mode}`, () => {
+    it("runs a query with the key from the Authorization header", async () => {
+      const { key } = await t.createKey("6");
+      const client = sseClient(key, singleConnection);
+      try {
+        expect(await all(client, BALANCE)).toEqual([{ data: { viewer: { balance: { amount: "6.00" } } } }]);
+      } finally {
+        client.dispose();
+      }
+    });
+
+    it("streams taskStatusChanged to the terminal state, then completes", async () => {
+      const { key } = await t.createKey("100");
+      const id = await submit(key);
+      const client = sseClient(key, singleConnection);
+      try {
+        const results = await all(client, TASK_SUB, { id });
+        expect(results.at(-1).data.taskStatusChanged).toEqual({ id, status: "SUCCEEDED" });
+        expect(results.every((r) => !r.errors)).toBe(true);
+      } finally {
+        client.dispose();
+      }
+    });
+
+    it("applies the router's limits: a query over the cost limit answers query_too_costly", async () => {
+      const { key } = await t.createKey("1");
+      const client = sseClient(key, singleConnection);
+      try {
+        const results = await all(client, "{ products(first: 100) { nodes { vendor { products(first: 100) { nodes { id } } } } } }");
+        expect(results.at(-1).errors[0].extensions.code).toBe("query_too_costly");
+      } finally {
+        client.dispose();
+      }
+    });
+  });
+}
+
+describe("single connection mode", () => {
+  it("carries several operations on one stream at once, each to its own sink", async () => {
+    const { key } = await t.createKey("100");
+    const [first, second] = [await submit(key, "one"), await submit(key, "two")];
+    const client = sseClient(key, true);
+    try {
+      const [a, b, c] = await Promise.all([all(client, TASK_SUB, { id: first }), all(client, TASK_SUB, { id: second }), all(client, BALANCE)]);
+      expect(a.at(-1).data.taskStatusChanged).toEqual({ id: first, status: "SUCCEEDED" });
+      expect(b.at(-1).data.taskStatusChanged).toEqual({ id: second, status: "SUCCEEDED" });
+      expect(c).toHaveLength(1);
+      expect(c[0].data.viewer.balance.amount).toEqual(expect.any(String));
+    } finally {
+      client.dispose();
+    }
+  });
+
+  it("refuses a reservation without a valid key with 401 unauthorized", async () => {
+    for (const headers of [{}, { authorization: "Bearer sy_nope" }] as Record<string, string>[]) {
+      const response = await fetch(`${t.url}/graphql`, { method: "PUT", headers });
+      expect(response.status).toBe(401);
+      expect((await response.json()).errors[0].extensions.code).toBe("unauthorized");
+    }
+  });
+
+  it("keeps a stream token to the key that reserved it: another key can neither open it, run on it nor stop its operations", async () => {
+    const owner = await t.createKey("5");
+    const other = await t.createKey("5");
+    const reserved = await reserve(owner.key);
+    expect(reserved.status).toBe(201);
+    const token = await reserved.text();
+    const as = (key: string, init: RequestInit & { headers?: Record<string, string> }, query = "") =>
+      fetch(`${t.url}/graphql${query}`, { ...init, headers: { authorization: `Bearer ${key}`, "x-graphql-event-stream-token": token, ...init.headers } });
+    const open = await as(other.key, { method: "GET", headers: { accept: "text/event-stream" } });
+    expect(open.status).toBe(404);
+    const run = await as(other.key, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query: BALANCE, extensions: { operationId: "x" } }),
+    });
+    expect(run.status).toBe(404);
+    const stop = await as(other.key, { method: "DELETE" }, "?operationId=x");
+    expect(stop.status).toBe(404);
+    // ... and the same token by query parameter: the same answer.
+    const byQuery = await fetch(`${t.url}/graphql?token=${token}`, { headers: { authorization: `Bearer ${other.key}`, accept: "text/event-stream" } });
+    expect(byQuery.status).toBe(404);
+
+    // The owner's stream is untouched: it opens and carries the owner's operation.
+    const stream = await as(owner.key, { method: "GET", headers: { accept: "text/event-stream" } });
+    expect(stream.status).toBe(200);
+    const ran = await as(owner.key, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query: BALANCE, extensions: { operationId: "mine" } }),
+    });
+    expect(ran.status).toBe(202);
+    const text = await readUntil(stream.body!, 'event: complete\ndata: {"id":"mine"}');
+    expect(text).toContain('"payload":{"data":{"viewer":{"balance":{"amount":"5.00"}}}}');
+    await stream.body!.cancel();
+  });
+
+  it("ends an open stream's subscriptions with `complete` for each on graceful shutdown", async () => {
+    const own = await startTestStack();
+    let closed = false;
+    try {
+      const { key } = await own.createKey("1");
+      const token = await (await fetch(`${own.url}/graphql`, { method: "PUT", headers: { authorization: `Bearer ${key}` } })).text();
+      const headers = { authorization: `Bearer ${key}`, "x-graphql-event-stream-token": token };
+      const stream = await fetch(`${own.url}/graphql`, { headers: { ...headers, accept: "text/event-stream" } });
+      const ran = await fetch(`${own.url}/graphql`, {
+        method: "POST",
+        headers: { ...headers, "content-type": "application/json" },
+        body: JSON.stringify({ query: "subscription { tasks { id } }", extensions: { operationId: "live" } }),
+      });
+      expect(ran.status).toBe(202);
+      const stopped = own.close().then(() => (closed = true));
+      const text = await readUntil(stream.body!, null);
+      await stopped;
+      expect(text).toMatch(/event: complete\ndata: \{"id":"live"\}\n\n$/);
+    } finally {
+      if (!closed) await own.close();
+    }
+  });
+
+  it("ends a disabled key's stream with key_disabled and `complete` for each operation", async () => {
+    const doomed = await t.createKey("1");
+    const token = await (await reserve(doomed.key)).text();
+    const headers = { authorization: `Bearer ${doomed.key}`, "x-graphql-event-stream-token": token };
+    const stream = await fetch(`${t.url}/graphql`, { headers: { ...headers, accept: "text/event-stream" } });
+    const ran = await fetch(`${t.url}/graphql`, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json" },
+      body: JSON.stringify({ query: "subscription { tasks { id } }", extensions: { operationId: "doomed" } }),
+    });
+    expect(ran.status).toBe(202);
+    await setKeyStatus(t.stack.db!, doomed.id, "disabled");
+    const text = await readUntil(stream.body!, null);
+    expect(text).toContain('"code":"key_disabled"');
+    expect(text).toMatch(/event: complete\ndata: \{"id":"doomed"\}\n\n$/);
+  });
+});
+
+/** Reads a stream's text until it contains `marker` (null: until it ends). */
+async function readUntil(body: ReadableStream<Uint8Array>, marker: string | null): Promise<string> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  for (;;) {
+    const chunk = await reader.read().catch(() => ({ done: true as const, value: undefined }));
+    if (chunk.done) break;
+    text += decoder.decode(chunk.value, { stream: true });
+    if (marker !== null && text.includes(marker)) break;
+  }
+  reader.releaseLock();
+  return text;
+}
