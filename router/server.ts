@@ -14,6 +14,7 @@ import { createGateway, type Gateway } from "./graph/gateway.ts";
 import { answerThroughFetch } from "./http/graphql.ts";
 import { DEFAULT_BATCH_MAX } from "./http/batch.ts";
 import { createSingleConnectionStreams } from "./http/sse-single.ts";
+import { useEventStreamStatus } from "./plugins/useEventStreamStatus.ts";
 import { completeEventStream } from "./http/event-stream.ts";
 import { applyCors } from "./http/cors.ts";
 import { isJsonContentType } from "./http/body.ts";
@@ -121,7 +122,13 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     production: options.production,
     requestTimeoutMs: options.requestTimeoutMs,
     subgraphSecret: options.subgraphSecret,
-    plugins: [registryCodes(options.logger), metrics.gatewayPlugin, reports.gatewayPlugin, ...(options.tracing ? [options.tracing.gatewayPlugin] : [])],
+    plugins: [
+      registryCodes(options.logger),
+      useEventStreamStatus,
+      metrics.gatewayPlugin,
+      reports.gatewayPlugin,
+      ...(options.tracing ? [options.tracing.gatewayPlugin] : []),
+    ],
   });
   let schema: Promise<GraphQLSchema> | undefined;
   const shimDeps = { gateway, schema: () => (schema ??= Promise.resolve(gateway.getSchema())), bodyLimit: options.bodyLimit };

@@ -81,6 +81,21 @@ for (const singleConnection of [false, true]) {
   });
 }
 
+describe("distinct connections mode", () => {
+  it("hands a subscription refused for a bad key to the client as an unauthorized error, not a network failure", async () => {
+    const owner = await t.createKey("100");
+    const id = await submit(owner.key);
+    const client = sseClient("sy_nope", false);
+    try {
+      const results = await all(client, TASK_SUB, { id });
+      expect(results).toHaveLength(1);
+      expect(results[0].errors[0].extensions).toMatchObject({ code: "unauthorized", http: { status: 401 } });
+    } finally {
+      client.dispose();
+    }
+  });
+});
+
 describe("single connection mode", () => {
   it("carries several operations on one stream at once, each to its own sink", async () => {
     const { key } = await t.createKey("100");
