@@ -15,6 +15,7 @@ import { answerThroughFetch } from "./http/graphql.ts";
 import { DEFAULT_BATCH_MAX } from "./http/batch.ts";
 import { createSingleConnectionStreams } from "./http/sse-single.ts";
 import { useEventStreamStatus } from "./plugins/useEventStreamStatus.ts";
+import { useDeferAnswers } from "./plugins/useDeferAnswers.ts";
 import { completeEventStream } from "./http/event-stream.ts";
 import { applyCors } from "./http/cors.ts";
 import { isJsonContentType } from "./http/body.ts";
@@ -61,6 +62,8 @@ export interface RouterOptions {
   requestTimeoutMs?: number;
   /** GRAPHQL_BATCH_MAX: most operations in one batched `POST /graphql` (router/http/batch.ts); default 10. */
   batchMax?: number;
+  /** GRAPHQL_DEFER: `@defer` delivered incrementally, on the gateway's default planner (ADR 0021); default off. */
+  defer?: boolean;
   /** Graceful shutdown: how long requests in flight may finish before their connections are cut (default 10 s). */
   drainTimeoutMs?: number;
   /** Proxies trusted to name the client in `X-Forwarded-For` (proxy-addr names or CIDRs); default none. */
@@ -122,9 +125,11 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     production: options.production,
     requestTimeoutMs: options.requestTimeoutMs,
     subgraphSecret: options.subgraphSecret,
+    defer: options.defer,
     plugins: [
       registryCodes(options.logger),
       useEventStreamStatus,
+      ...(options.defer ? [useDeferAnswers] : []),
       metrics.gatewayPlugin,
       reports.gatewayPlugin,
       ...(options.tracing ? [options.tracing.gatewayPlugin] : []),
@@ -286,7 +291,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
         req.resume();
         return sendGraphqlError(res, "unsupported_media_type", undefined, { connection: "close" });
       }
-      // graphql-sse's single connection mode (PUT, DELETE, or a request naming a stream token): router/http/sse-single.ts.
+      // graphql-sse's single connection mode (a reservation PUT, or a request naming a stream token): router/http/sse-single.ts.
       const single = singleStreams.claims(req, url);
       if (!single && String(req.headers.accept ?? "").includes("text/event-stream")) {
         served.eventStream = true;

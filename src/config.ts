@@ -164,6 +164,10 @@ const schema = z.object({
   CORS_ORIGINS: corsOrigins,
   BODY_LIMIT_BYTES: integer(1024).default(1_048_576),
   GRAPHQL_BATCH_MAX: integer(1).default(10),
+  GRAPHQL_DEFER: z
+    .enum(["", "0", "1", "false", "true"], { errorMap: () => ({ message: "must be 1 or 0 (true or false), or unset" }) })
+    .optional()
+    .transform((v) => v === "1" || v === "true"),
   DB_STATEMENTS_PER_REQUEST: integer(1).default(1_000),
   DB_CONNECTIONS_PER_REQUEST: integer(1).default(4),
   SEED_DEMO: z
@@ -305,6 +309,11 @@ export interface Config {
   /** Most operations in one batched `POST /graphql` (a JSON array; router/http/batch.ts). */
   graphqlBatchMax: number;
   /**
+   * `@defer` delivered incrementally (multipart/mixed, SSE): the gateway leaves the Rust query
+   * planner for the runtime's default one, which defers (ADR 0021). Off: `@defer` is unknown (400).
+   */
+  graphqlDefer: boolean;
+  /**
    * Whether `start` seeds the demo data on this database (README "Demo data"): the demo catalog,
    * and a funded "demo" key when it has no key at all. SEED_DEMO=1 or 0 decides; unset, on
    * unless NODE_ENV is `production`. `switchyard start --demo` turns it on.
@@ -390,6 +399,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     corsOrigins: e.CORS_ORIGINS,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     graphqlBatchMax: e.GRAPHQL_BATCH_MAX,
+    graphqlDefer: e.GRAPHQL_DEFER,
     seedDemo: e.SEED_DEMO ?? e.NODE_ENV !== "production",
     requestBudget: { statements: e.DB_STATEMENTS_PER_REQUEST, connections: e.DB_CONNECTIONS_PER_REQUEST, timeoutMs: e.REQUEST_TIMEOUT_MS },
     metricsToken: e.METRICS_TOKEN || undefined,

@@ -57,7 +57,7 @@ interface Reservation {
 
 /** The single-connection streams of one router. */
 export interface SingleConnectionStreams {
-  /** Whether a `/graphql` request belongs to single connection mode: `PUT`, `DELETE`, or one naming a token. */
+  /** Whether a `/graphql` request belongs to single connection mode: a `PUT` accepting text (a reservation), or one naming a token. */
   claims(req: http.IncomingMessage, url: URL): boolean;
   /** Answers such a request (its body, if any, already read and limited into `req.body`). */
   handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void>;
@@ -305,7 +305,10 @@ export function createSingleConnectionStreams(gateway: Gateway, revocations: Rev
 
   return {
     claims(req, url) {
-      return req.method === "PUT" || req.method === "DELETE" || tokenOf(req, url) !== null;
+      if (tokenOf(req, url) !== null) return true;
+      // A reservation asks for the token as text (graphql-sse's rule); any other PUT is not this protocol's (405 from the gateway).
+      const accept = String(req.headers.accept ?? "*/*").trim();
+      return req.method === "PUT" && (accept === "*/*" || accept === "" || /^text\/plain\s*(;|$)/i.test(accept));
     },
     async handle(req, res, url) {
       const token = tokenOf(req, url);
