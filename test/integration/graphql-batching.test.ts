@@ -8,11 +8,13 @@ import { ApolloClient, ApolloLink, InMemoryCache, gql } from "@apollo/client";
 import { BatchHttpLink } from "@apollo/client/link/batch-http";
 import { startTestStack, type TestStack } from "../support/stack.ts";
 import { signRequest } from "../../src/auth/signatures.ts";
+import { json, lineSink } from "../support/log-sink.ts";
 
 const BATCH_MAX = 5;
 let t: TestStack;
+const logs = lineSink();
 beforeAll(async () => {
-  t = await startTestStack({ GRAPHQL_BATCH_MAX: String(BATCH_MAX) });
+  t = await startTestStack({ GRAPHQL_BATCH_MAX: String(BATCH_MAX), LOG_LEVEL: "info", LOG_FORMAT: "json" }, { logs: logs.stream });
 });
 afterAll(() => t.close());
 
@@ -136,6 +138,29 @@ describe("a batch of operations in one POST", () => {
     });
     expect(response.status).toBe(400);
     expect((await response.json()).errors[0].extensions.code).toBe("invalid_request");
+  });
+});
+
+describe("what a batch leaves behind", () => {
+  it("records each operation in the key's recent requests, as if each had been sent alone", async () => {
+    const { key } = await t.createKey("5");
+    const r = await post([{ query: BALANCE }, { query: MODELS }, { query: BALANCE }], key);
+    expect(r.status).toBe(200);
+    const usage = await t.rest("GET", "/api/v1/usage?limit=100", { key });
+    const graphql = (usage.body.data.recent_requests as { path: string; method: string }[]).filter((row) => row.path === "/graphql");
+    expect(graphql).toHaveLength(3);
+  });
+
+  it("logs one request line for the batch, naming its operations and the key", async () => {
+    const { key, id } = await t.createKey("5");
+    const response = await fetch(`${t.url}/graphql`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${key}`, "x-request-id": "batch-log-1" },
+      body: JSON.stringify([{ query: BALANCE }, { query: MODELS }]),
+    });
+    expect(response.status).toBe(200);
+    const line = await logs.waitFor(json, (l: any) => l.msg === "request" && l.request_id === "batch-log-1");
+    expect(line).toMatchObject({ route: "/graphql", operation_name: "Balance,Models", key_id: id, status: 200 });
   });
 });
 
