@@ -127,6 +127,18 @@ describe("a batch of operations in one POST", () => {
     expect(r.body[1].data.viewer.balance.amount).toBe("5.00");
   });
 
+  it("refuses a batch that asks for an event stream with one invalid_request event: a batch is answered as JSON", async () => {
+    const { key } = await t.createKey("5");
+    const response = await fetch(`${t.url}/graphql`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream", authorization: `Bearer ${key}` },
+      body: JSON.stringify([{ query: SUBMIT, variables: { prompt: "streamed" } }]),
+    });
+    const text = await response.text();
+    expect(text).toMatch(/event: next\ndata: \{"errors":\[\{"message":"Batching is not supported\.","extensions":\{"code":"invalid_request"/);
+    expect((await post({ query: TASK_COUNT }, key)).body.data.viewer.tasks.totalCount).toBe(0);
+  });
+
   it("refuses a signed batch (a signature is accepted once per request) with 400 invalid_request", async () => {
     const { key, webhook_secret } = await t.createKey("5");
     const body = JSON.stringify([{ query: BALANCE }, { query: BALANCE }]);

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type Client } from "graphql-sse";
 import { setKeyStatus } from "../../src/auth/keys.ts";
 import { startTestStack, type TestStack } from "../support/stack.ts";
+import { MAX_STREAMS_PER_KEY } from "../../router/http/sse-single.ts";
 
 const TASK_SUB = `subscription($id: ID!) { taskStatusChanged(taskId: $id) { id status } }`;
 const BALANCE = "query Balance { viewer { balance { amount } } }";
@@ -118,6 +119,16 @@ describe("single connection mode", () => {
       expect(response.status).toBe(401);
       expect((await response.json()).errors[0].extensions.code).toBe("unauthorized");
     }
+  });
+
+  it(`holds at most ${MAX_STREAMS_PER_KEY} streams of one key: the next reservation is 429 too_many_subscriptions`, async () => {
+    const { key } = await t.createKey("1");
+    for (let i = 0; i < MAX_STREAMS_PER_KEY; i++) expect((await reserve(key)).status).toBe(201);
+    const refused = await reserve(key);
+    expect(refused.status).toBe(429);
+    expect((await refused.json()).errors[0].extensions.code).toBe("too_many_subscriptions");
+    // Another key is not held back by this one's streams.
+    expect((await reserve((await t.createKey("1")).key)).status).toBe(201);
   });
 
   it("keeps a stream token to the key that reserved it: another key can neither open it, run on it nor stop its operations", async () => {
