@@ -250,7 +250,13 @@ export function createSingleConnectionStreams(gateway: Gateway, revocations: Rev
         cancel?.();
       },
     });
-    const response = await postParsed(gateway, `http://router.internal${url.pathname}`, headers, body);
+    let response: Response;
+    try {
+      response = await postParsed(gateway, `http://router.internal${url.pathname}`, headers, body);
+    } catch (error) {
+      reservation.ops.delete(id);
+      throw error;
+    }
     res.writeHead(202, { "content-type": "text/plain; charset=utf-8" });
     res.end();
     void pump(
