@@ -310,7 +310,7 @@ export interface Config {
   graphqlBatchMax: number;
   /**
    * `@defer` delivered incrementally (multipart/mixed, SSE): the gateway leaves the Rust query
-   * planner for the runtime's default one, which defers (ADR 0021). Off: `@defer` is unknown (400).
+   * planner for the runtime's default one, which defers (ADR 0021). Off: `@defer` is an unknown directive (a validation error).
    */
   graphqlDefer: boolean;
   /**
