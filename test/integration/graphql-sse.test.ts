@@ -131,6 +131,32 @@ describe("single connection mode", () => {
     expect((await reserve((await t.createKey("1")).key)).status).toBe(201);
   });
 
+  it("counts each request once against the key's rate limit: an operation's ownership check and its run are one request", async () => {
+    // A fixed 1-second window: a run that straddles two windows (a slow machine) is retried with a fresh key.
+    for (let attempt = 0; ; attempt++) {
+      const { key } = await t.createKey("5", { rateLimit: 3 });
+      const reserved = await reserve(key); // 1
+      const headers = { authorization: `Bearer ${key}`, "x-graphql-event-stream-token": await reserved.text() };
+      const stream = await fetch(`${t.url}/graphql`, { headers: { ...headers, accept: "text/event-stream" } }); // 2
+      const run = (operationId: string) =>
+        fetch(`${t.url}/graphql`, {
+          method: "POST",
+          headers: { ...headers, "content-type": "application/json" },
+          body: JSON.stringify({ query: BALANCE, extensions: { operationId } }),
+        });
+      const first = await run("first"); // 3
+      const second = await run("second"); // 4: over the limit
+      const events = await readUntil(stream.body!, 'event: complete\ndata: {"id":"first"}');
+      await stream.body?.cancel();
+      if (second.status !== 429 && attempt < 4) continue;
+      expect([reserved.status, stream.status, first.status, second.status]).toEqual([201, 200, 202, 429]);
+      // The first operation ran (its run was not counted a second time).
+      expect(events).toContain('"payload":{"data":{"viewer":{"balance":{"amount":"5.00"}}}}');
+      expect((await second.json()).errors[0].extensions.code).toBe("rate_limited");
+      return;
+    }
+  });
+
   it("keeps a stream token to the key that reserved it: another key can neither open it, run on it nor stop its operations", async () => {
     const owner = await t.createKey("5");
     const other = await t.createKey("5");
