@@ -64,6 +64,8 @@ export interface RouterOptions {
   batchMax?: number;
   /** GRAPHQL_DEFER: `@defer` delivered incrementally, on the gateway's default planner (ADR 0021); default off. */
   defer?: boolean;
+  /** graphql-sse single connection mode: how long a reserved stream waits to be opened, in ms (default 30 s; router/http/sse-single.ts). */
+  streamReservationTtlMs?: number;
   /** Graceful shutdown: how long requests in flight may finish before their connections are cut (default 10 s). */
   drainTimeoutMs?: number;
   /** Proxies trusted to name the client in `X-Forwarded-For` (proxy-addr names or CIDRs); default none. */
@@ -215,7 +217,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   const eventStreams = new Set<http.ServerResponse>();
   // A disabled key's connections end at once, on every router (router/revocation.ts).
   const revocations = createRevocations(options.pubsub, options.logger);
-  const singleStreams = createSingleConnectionStreams(gateway, revocations);
+  const singleStreams = createSingleConnectionStreams(gateway, revocations, { reservationTtlMs: options.streamReservationTtlMs });
   const server = http.createServer((req, res) => {
     const started = process.hrtime.bigint();
     // A client's X-Request-Id is echoed for correlation only; nothing counts or trusts it.

@@ -116,8 +116,14 @@ async function* gatewayEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<
  * Creates the single-connection streams of a router.
  * @param gateway the router's gateway: every operation runs through it
  * @param revocations a disabled key's streams end with `key_disabled` (router/revocation.ts)
+ * @param options `reservationTtlMs`: how long a reserved stream waits to be opened (default {@link RESERVATION_TTL_MS})
  */
-export function createSingleConnectionStreams(gateway: Gateway, revocations: Revocations): SingleConnectionStreams {
+export function createSingleConnectionStreams(
+  gateway: Gateway,
+  revocations: Revocations,
+  options: { reservationTtlMs?: number } = {},
+): SingleConnectionStreams {
+  const reservationTtlMs = options.reservationTtlMs ?? RESERVATION_TTL_MS;
   const streams = new Map<string, Reservation>();
   const perKey = new Map<string, number>();
 
@@ -191,7 +197,7 @@ export function createSingleConnectionStreams(gateway: Gateway, revocations: Rev
       // Reserved but never opened: dropped, so reservations cannot pile up.
       timer: setTimeout(() => {
         if (!reservation.res) drop(reservation);
-      }, RESERVATION_TTL_MS),
+      }, reservationTtlMs),
       untrack: () => {},
     };
     reservation.timer.unref();

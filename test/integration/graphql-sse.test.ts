@@ -9,7 +9,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type Client } from "graphql-sse";
 import { setKeyStatus } from "../../src/auth/keys.ts";
-import { startTestStack, type TestStack } from "../support/stack.ts";
+import pino from "pino";
+import { startRouter } from "../../router/server.ts";
+import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 import { MAX_STREAMS_PER_KEY } from "../../router/http/sse-single.ts";
 
 const TASK_SUB = `subscription($id: ID!) { taskStatusChanged(taskId: $id) { id status } }`;
@@ -154,6 +156,51 @@ describe("single connection mode", () => {
       expect(events).toContain('"payload":{"data":{"viewer":{"balance":{"amount":"5.00"}}}}');
       expect((await second.json()).errors[0].extensions.code).toBe("rate_limited");
       return;
+    }
+  });
+
+  it("drops a reservation that is never opened once its time is up: its token is then unknown", async () => {
+    // A second router over HTTP to the same subgraphs, with a short reservation time.
+    const router = await startRouter({
+      host: "127.0.0.1",
+      port: 0,
+      subgraphUrls: { generation: t.stack.generationUrl!, cloud: t.stack.cloudUrl! },
+      production: false,
+      bodyLimit: 1_048_576,
+      logger: pino({ level: "silent" }),
+      subgraphSecret: t.stack.subgraphSecret!,
+      streamReservationTtlMs: 1_000,
+    });
+    try {
+      const { key } = await t.createKey("1");
+      const put = () => fetch(`${router.url}/graphql`, { method: "PUT", headers: { authorization: `Bearer ${key}` } });
+      const open = async (token: string) => {
+        const response = await fetch(`${router.url}/graphql`, {
+          headers: { authorization: `Bearer ${key}`, accept: "text/event-stream", "x-graphql-event-stream-token": token },
+        });
+        await response.body?.cancel();
+        return response.status;
+      };
+      // DELETE of no operation asks whether the stream exists without opening it: 200, then 404.
+      const exists = async (token: string) =>
+        (
+          await fetch(`${router.url}/graphql?operationId=none`, {
+            method: "DELETE",
+            headers: { authorization: `Bearer ${key}`, "x-graphql-event-stream-token": token },
+          })
+        ).status;
+      const idle = await (await put()).text();
+      expect(await exists(idle)).toBe(200);
+      // Opened in time, a reservation streams (this also shows the router works).
+      expect(await open(await (await put()).text())).toBe(200);
+      expect(
+        await waitUntil(
+          () => exists(idle),
+          (status) => status === 404,
+        ),
+      ).toBe(404);
+    } finally {
+      await router.close();
     }
   });
 
