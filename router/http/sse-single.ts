@@ -145,6 +145,21 @@ export function createSingleConnectionStreams(
     } else reservation.pending.push(text);
   };
 
+  /** Resolves when the open stream's buffer has room again (at once when it has, or is closed or not open). */
+  const drained = (reservation: Reservation): Promise<void> => {
+    const res = reservation.res;
+    if (!res?.writableNeedDrain || res.destroyed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        res.off("drain", done);
+        res.off("close", done);
+        resolve();
+      };
+      res.on("drain", done);
+      res.on("close", done);
+    });
+  };
+
   /** Ends a stream: `next` with `last` (if any) and `complete` for each operation, then the response. */
   const end = (reservation: Reservation, last?: unknown) => {
     const ids = [...reservation.ops.keys()];
@@ -289,6 +304,7 @@ export function createSingleConnectionStreams(
         for await (const { event: name, data } of gatewayEvents(body)) {
           if (stopped()) return;
           if (name === "next") write(reservation, event("next", { id, payload: data }));
+          await drained(reservation); // a slow client slows its operations, not the router's memory
           if (name === "complete") break;
         }
       }
