@@ -19,7 +19,7 @@ import { postParsed } from "../graph/client.ts";
 import { checkKey } from "../graph/key-check.ts";
 import { KEY_DISABLED_RESULT, type Revocations } from "../revocation.ts";
 import { sendGraphqlError } from "./graphql-error.ts";
-import { ERROR_CODES, registryCodeOf } from "../../src/errors.ts";
+import { ERROR_CODES, graphqlExtensions, registryCodeOf, type ErrorDetails } from "../../src/errors.ts";
 
 /** graphql-sse's header (and query parameter `token`) naming a reserved stream. */
 export const STREAM_TOKEN_HEADER = "x-graphql-event-stream-token";
@@ -177,9 +177,16 @@ export function createSingleConnectionStreams(
       requestId: String(req.headers["x-request-id"] ?? randomUUID()),
     });
     if (!check.error) return check.keyId;
-    const extensions = check.error.extensions as { code?: unknown; http?: { status?: unknown } };
-    const status = typeof extensions.http?.status === "number" ? extensions.http.status : undefined;
-    sendGraphqlError(res, registryCodeOf(extensions.code, status), check.error.message);
+    const extensions = check.error.extensions as { code?: unknown; http?: { status?: unknown }; retry_after_seconds?: unknown };
+    const code = registryCodeOf(extensions.code, typeof extensions.http?.status === "number" ? extensions.http.status : undefined);
+    // A rate-limited request keeps `Retry-After`, as on every other path (router/request-report.ts).
+    const retryAfter = extensions.retry_after_seconds;
+    const body = JSON.stringify({ errors: [{ message: check.error.message, extensions: graphqlExtensions(code, extensions as ErrorDetails) }] });
+    res.writeHead(ERROR_CODES[code].status, {
+      "content-type": "application/json; charset=utf-8",
+      ...(typeof retryAfter === "number" ? { "retry-after": String(retryAfter) } : {}),
+    });
+    res.end(body);
     return null;
   };
 

@@ -154,7 +154,9 @@ describe("single connection mode", () => {
       expect([reserved.status, stream.status, first.status, second.status]).toEqual([201, 200, 202, 429]);
       // The first operation ran (its run was not counted a second time).
       expect(events).toContain('"payload":{"data":{"viewer":{"balance":{"amount":"5.00"}}}}');
-      expect((await second.json()).errors[0].extensions.code).toBe("rate_limited");
+      expect((await second.json()).errors[0].extensions).toMatchObject({ code: "rate_limited", retry_after_seconds: expect.any(Number) });
+      expect(Number(second.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+      expect(second.headers.get("ratelimit")).toMatch(/;r=0;/);
       return;
     }
   });
