@@ -15,7 +15,8 @@ const deferring = new WeakSet<object>();
 /** The gateway plugin: a 406 of a request using `@defer` becomes 400 `invalid_request` with a JSON GraphQL error. */
 export const useDeferAnswers: GatewayPlugin = {
   onParams({ params, request }) {
-    if (typeof params.query === "string" && params.query.includes("@defer")) deferring.add(request);
+    // (graphql-ws operations have no request.)
+    if (request && typeof params.query === "string" && params.query.includes("@defer")) deferring.add(request);
   },
   onResponse({ request, response, setResponse, fetchAPI }) {
     if (response.status !== 406 || !deferring.has(request)) return;

@@ -1,7 +1,7 @@
 /**
  * `@defer` (issue 21 §4; README "Transports"; docs/adr/0021-transports.md): off by default (an
  * unknown directive, 400); with GRAPHQL_DEFER=1 the deferred fields arrive in later payloads,
- * across both subgraphs, over multipart/mixed (Apollo Client) and SSE (graphql-sse, both modes),
+ * across both subgraphs, over multipart/mixed (Apollo Client), SSE (graphql-sse, both modes) and graphql-ws,
  * with the same limits as any operation.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -9,6 +9,7 @@ import { ApolloClient, HttpLink, InMemoryCache, gql } from "@apollo/client";
 import { Defer20220824Handler } from "@apollo/client/incremental";
 import { createClient } from "graphql-sse";
 import { startTestStack, type TestStack } from "../support/stack.ts";
+import { collect, wsClient } from "../support/graphql-ws.ts";
 
 /** The dashboard's shape: the account at once, its balance (generation) and orders (cloud) later. */
 const DASHBOARD = "query Dash { viewer { id ... @defer { balance { amount } orders(first: 5) { totalCount } } } }";
@@ -91,6 +92,20 @@ describe("with GRAPHQL_DEFER=1", () => {
       }
     });
   }
+
+  it("sends the deferred payloads over graphql-ws as further `next` messages", async () => {
+    const { key } = await t.createKey("3");
+    const client = wsClient(t.url, { Authorization: `Bearer ${key}` });
+    try {
+      const { events, error } = await collect(client, DASHBOARD).done;
+      expect(error).toBeUndefined();
+      expect(events[0]).toEqual({ data: { viewer: { id: expect.any(String) } }, hasNext: true });
+      expect(events.at(-1).hasNext).toBe(false);
+      expect(events.flatMap((e) => e.incremental ?? [])[0].data.balance.amount).toBe("3.00");
+    } finally {
+      await client.dispose();
+    }
+  });
 
   it("answers a client that accepts only JSON with 400 invalid_request naming what to accept", async () => {
     const { key } = await t.createKey("1");
