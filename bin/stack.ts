@@ -300,6 +300,8 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         localSubgraphs,
         production: config.nodeEnv === "production",
         bodyLimit: config.bodyLimitBytes,
+        batchMax: config.graphqlBatchMax,
+        defer: config.graphqlDefer,
         requestTimeoutMs: config.requestTimeoutMs,
         drainTimeoutMs: config.shutdownTimeoutMs,
         trustProxy: config.trustProxy,

@@ -12,6 +12,10 @@ import type { Logger } from "pino";
 import type { GraphQLSchema } from "graphql";
 import { createGateway, type Gateway } from "./graph/gateway.ts";
 import { answerThroughFetch } from "./http/graphql.ts";
+import { DEFAULT_BATCH_MAX } from "./http/batch.ts";
+import { createSingleConnectionStreams } from "./http/sse-single.ts";
+import { useEventStreamStatus } from "./plugins/useEventStreamStatus.ts";
+import { useDeferAnswers } from "./plugins/useDeferAnswers.ts";
 import { completeEventStream } from "./http/event-stream.ts";
 import { applyCors } from "./http/cors.ts";
 import { isJsonContentType } from "./http/body.ts";
@@ -39,7 +43,7 @@ import type { Registry } from "prom-client";
 import { createRegistry, serveMetrics } from "../src/observability/metrics.ts";
 import type { Tracing } from "../src/observability/tracing.ts";
 import { createRouterMetrics } from "./metrics.ts";
-import { createRequestReports } from "./request-report.ts";
+import { createRequestReports, type RequestReport } from "./request-report.ts";
 import { ownedOperations } from "./graph/direct.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { registryCodes } from "./error-codes.ts";
@@ -59,6 +63,12 @@ export interface RouterOptions {
   bodyLimit: number;
   /** Time limit of one `/graphql` HTTP request (ms); unset or 0: none (router/limits.ts). */
   requestTimeoutMs?: number;
+  /** GRAPHQL_BATCH_MAX: most operations in one batched `POST /graphql` (router/http/batch.ts); default 10. */
+  batchMax?: number;
+  /** GRAPHQL_DEFER: `@defer` delivered incrementally, on the gateway's default planner (ADR 0021); default off. */
+  defer?: boolean;
+  /** graphql-sse single connection mode: how long a reserved stream waits to be opened, in ms (default 30 s; router/http/sse-single.ts). */
+  streamReservationTtlMs?: number;
   /** Graceful shutdown: how long requests in flight may finish before their connections are cut (default 10 s). */
   drainTimeoutMs?: number;
   /** Proxies trusted to name the client in `X-Forwarded-For` (proxy-addr names or CIDRs); default none. */
@@ -133,7 +143,15 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     production: options.production,
     requestTimeoutMs: options.requestTimeoutMs,
     subgraphSecret: options.subgraphSecret,
-    plugins: [registryCodes(options.logger), metrics.gatewayPlugin, reports.gatewayPlugin, ...(options.tracing ? [options.tracing.gatewayPlugin] : [])],
+    defer: options.defer,
+    plugins: [
+      registryCodes(options.logger),
+      useEventStreamStatus,
+      ...(options.defer ? [useDeferAnswers] : []),
+      metrics.gatewayPlugin,
+      reports.gatewayPlugin,
+      ...(options.tracing ? [options.tracing.gatewayPlugin] : []),
+    ],
   });
   let schema: Promise<GraphQLSchema> | undefined;
   const shimDeps = { gateway, schema: () => (schema ??= Promise.resolve(gateway.getSchema())), bodyLimit: options.bodyLimit };
@@ -215,6 +233,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   const eventStreams = new Set<http.ServerResponse>();
   // A disabled key's connections end at once, on every router (router/revocation.ts).
   const revocations = createRevocations(options.pubsub, options.logger);
+  const singleStreams = createSingleConnectionStreams(gateway, revocations, { reservationTtlMs: options.streamReservationTtlMs });
   const server = http.createServer((req, res) => {
     const started = process.hrtime.bigint();
     // A client's X-Request-Id is echoed for correlation only; nothing counts or trusts it.
@@ -263,7 +282,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       }
       return sendGenerationError(res, { code: "invalid_request", message: "Malformed request URL" });
     }
-    const run = () => handle(req, res, url, requestId, served);
+    const run = () => handle(req, res, url, requestId, served, report);
     (options.tracing ? options.tracing.traceHttp(req, res, () => served.route, run) : run()).catch((error) => {
       options.logger.error({ request_id: requestId, err: error }, "request failed");
       if (res.headersSent) return void res.end();
@@ -273,7 +292,14 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     });
   });
 
-  async function handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL, requestId: string, served: Served): Promise<void> {
+  async function handle(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    url: URL,
+    requestId: string,
+    served: Served,
+    report: RequestReport,
+  ): Promise<void> {
     const path = url.pathname;
     if (path === "/graphql") {
       served.route = "/graphql";
@@ -283,7 +309,9 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
         req.resume();
         return sendGraphqlError(res, "unsupported_media_type", undefined, { connection: "close" });
       }
-      if (String(req.headers.accept ?? "").includes("text/event-stream")) {
+      // graphql-sse's single connection mode (a reservation PUT, or a request naming a stream token): router/http/sse-single.ts.
+      const single = singleStreams.claims(req, url);
+      if (!single && String(req.headers.accept ?? "").includes("text/event-stream")) {
         served.eventStream = true;
         eventStreams.add(res);
         res.on("close", () => eventStreams.delete(res));
@@ -299,8 +327,9 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       const raw = (req as http.IncomingMessage & { body?: Buffer }).body;
       // (The digest only matters to a signed request: unsigned ones skip hashing the body.)
       Object.assign(req.headers, policyHeaders(req, req.headers["x-service-signature"] ? sha256Hex(raw ?? "") : ""));
+      if (single) return singleStreams.handle(req, res, url);
       if (served.eventStream) return void (await gateway(req, res));
-      await answerThroughFetch(gateway, req, res, url, raw);
+      await answerThroughFetch(gateway, req, res, url, raw, { reports, report, max: options.batchMax ?? DEFAULT_BATCH_MAX });
       return;
     }
     if (path.startsWith("/media/sim/") && req.method === "GET") {
@@ -338,6 +367,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     async close() {
       revocations.close();
       for (const stream of eventStreams) completeEventStream(stream);
+      singleStreams.close();
       await Promise.all([drainHttpServer(server, options.drainTimeoutMs), websockets.close(options.drainTimeoutMs)]);
       await gateway[Symbol.asyncDispose]?.();
     },

@@ -168,6 +168,11 @@ const schema = z.object({
     .enum(["", "0", "1", "false", "true"], { errorMap: () => ({ message: "must be true or false (1 or 0), or unset" }) })
     .optional()
     .transform((v) => v === "1" || v === "true"),
+  GRAPHQL_BATCH_MAX: integer(1).default(10),
+  GRAPHQL_DEFER: z
+    .enum(["", "0", "1", "false", "true"], { errorMap: () => ({ message: "must be 1 or 0 (true or false), or unset" }) })
+    .optional()
+    .transform((v) => v === "1" || v === "true"),
   DB_STATEMENTS_PER_REQUEST: integer(1).default(1_000),
   DB_CONNECTIONS_PER_REQUEST: integer(1).default(4),
   SEED_DEMO: z
@@ -306,6 +311,13 @@ export interface Config {
    */
   corsOrigins: string[];
   bodyLimitBytes: number;
+  /** Most operations in one batched `POST /graphql` (a JSON array; router/http/batch.ts). */
+  graphqlBatchMax: number;
+  /**
+   * `@defer` delivered incrementally (multipart/mixed, SSE): the gateway leaves the Rust query
+   * planner for the runtime's default one, which defers (ADR 0021). Off: `@defer` is an unknown directive (a validation error).
+   */
+  graphqlDefer: boolean;
   /**
    * PERSISTED_DOCUMENTS: absolute path of a trusted-documents manifest loaded besides the
    * project's schema/trusted-documents.json (router/plugins/usePersistedQueries.manifest.ts); unset: the project's alone.
@@ -403,6 +415,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     persistedDocuments: e.PERSISTED_DOCUMENTS ? path.resolve(e.PERSISTED_DOCUMENTS) : undefined,
     persistedOnly: e.PERSISTED_ONLY,
+    graphqlBatchMax: e.GRAPHQL_BATCH_MAX,
+    graphqlDefer: e.GRAPHQL_DEFER,
     seedDemo: e.SEED_DEMO ?? e.NODE_ENV !== "production",
     requestBudget: { statements: e.DB_STATEMENTS_PER_REQUEST, connections: e.DB_CONNECTIONS_PER_REQUEST, timeoutMs: e.REQUEST_TIMEOUT_MS },
     metricsToken: e.METRICS_TOKEN || undefined,

@@ -186,6 +186,8 @@ export function createGateway(options: {
   subgraphSecret: string;
   /** Refuses SSE subscriptions whose key is bad (router/graph/key-check.ts `subscriptionKeyCheck`). */
   keyCheck?: GatewayPlugin;
+  /** GRAPHQL_DEFER: `@defer` delivered incrementally (multipart/mixed, SSE), on the runtime's default planner (ADR 0021). */
+  defer?: boolean;
   /** Further plugins: metrics and tracing (router/metrics.ts, src/observability/tracing.ts). */
   plugins?: GatewayPlugin[];
   /** Trusted documents, the APQ store and PERSISTED_ONLY (router/plugins/usePersistedQueries.ts); unset: neither. */
@@ -199,8 +201,9 @@ export function createGateway(options: {
     supergraph: () => supergraph,
     graphqlEndpoint: "/graphql",
     // Hive Router's Rust query planner and its executor: measured 25-35% less CPU per request
-    // than the default (stitching) runtime on task reads and the dashboard join.
-    unifiedGraphHandler,
+    // than the default (stitching) runtime on task reads and the dashboard join. It does not
+    // defer, so GRAPHQL_DEFER=1 takes the default one with incremental delivery (ADR 0021).
+    ...(options.defer ? { deferStream: true } : { unifiedGraphHandler }),
     landingPage: false,
     // CORS is the router's (router/http/cors.ts, CORS_ORIGINS); Yoga's default echoed any origin with credentials.
     cors: false,
