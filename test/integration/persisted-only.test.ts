@@ -11,6 +11,7 @@ import { createHash, randomUUID } from "node:crypto";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Client } from "graphql-ws";
+import { createClient as createSseClient, type Client as SseClient } from "graphql-sse";
 import { startTestStack, type TestStack } from "../support/stack.ts";
 import { collect, sseEvents, wsClient } from "../support/graphql-ws.ts";
 import { PROJECT_MANIFEST } from "../../router/plugins/usePersistedQueries.manifest.ts";
@@ -41,6 +42,7 @@ const DEPLOYMENT_DOCUMENT = "query DeploymentModels { models { id name } }";
 let t: TestStack;
 let key: string;
 let ws: Client;
+let sseSingle: SseClient;
 let extraManifest: string;
 
 beforeAll(async () => {
@@ -56,14 +58,16 @@ beforeAll(async () => {
   t = await startTestStack({ PERSISTED_ONLY: "true", PERSISTED_DOCUMENTS: extraManifest, ADMIN_TOKEN: "persisted-only-admin" });
   key = (await t.createKey("20")).key;
   ws = wsClient(t.url, { authorization: `Bearer ${key}` });
+  sseSingle = createSseClient({ url: `${t.url}/graphql`, singleConnection: true, headers: { authorization: `Bearer ${key}` }, retryAttempts: 0 });
 }, 60_000);
 
 afterAll(async () => {
   await ws?.dispose();
+  sseSingle?.dispose();
   await t?.close();
 });
 
-type Transport = "post" | "get" | "sse" | "graphql-ws";
+type Transport = "post" | "get" | "sse" | "graphql-ws" | "batch" | "sse-single";
 
 /** The first result one transport answers for GraphQL parameters. */
 async function send(transport: Transport, params: { query?: string; extensions?: unknown }): Promise<{ data?: unknown; errors?: any[] }> {
@@ -81,6 +85,30 @@ async function send(transport: Transport, params: { query?: string; extensions?:
     if (params.query !== undefined) search.set("query", params.query);
     if (params.extensions !== undefined) search.set("extensions", JSON.stringify(params.extensions));
     return (await fetch(`${t.url}/graphql?${search}`, { headers: { ...headers, accept: "application/json" } })).json();
+  }
+  if (transport === "batch") {
+    const response = await fetch(`${t.url}/graphql`, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json" },
+      body: JSON.stringify([params]),
+    });
+    const answers = await response.json();
+    return answers[0];
+  }
+  if (transport === "sse-single") {
+    return new Promise((resolve, reject) => {
+      const stop = sseSingle.subscribe(
+        { query: params.query ?? "", extensions: params.extensions as Record<string, unknown> },
+        {
+          next: (value) => {
+            resolve(value as { data?: unknown; errors?: any[] });
+            stop();
+          },
+          error: reject,
+          complete: () => reject(new Error("completed without a result")),
+        },
+      );
+    });
   }
   if (transport === "sse") {
     const response = await fetch(`${t.url}/graphql`, {
@@ -129,11 +157,11 @@ const arbitraryDocument = fc
   .filter((text) => !manifest[sha256(text)] && text !== DEPLOYMENT_DOCUMENT);
 
 describe("PERSISTED_ONLY=true", () => {
-  it("runs no document outside the manifests, over POST, GET, SSE and graphql-ws, and registers none (property)", async () => {
+  it("runs no document outside the manifests, over POST, GET, a batch, SSE in both modes and graphql-ws, and registers none (property)", async () => {
     await fc.assert(
       fc.asyncProperty(
         arbitraryDocument,
-        fc.constantFrom<Transport>("post", "get", "sse", "graphql-ws"),
+        fc.constantFrom<Transport>("post", "get", "batch", "sse", "sse-single", "graphql-ws"),
         fc.constantFrom("document", "document and hash", "hash"),
         async (query, transport, form) => {
           const hash = sha256(query);
@@ -145,7 +173,7 @@ describe("PERSISTED_ONLY=true", () => {
           expect((await send("post", { extensions: persisted(hash) })).errors?.[0]?.message).toBe("PersistedQueryNotFound");
         },
       ),
-      { numRuns: 60, seed: 2104 },
+      { numRuns: 90, seed: 2104 },
     );
   }, 120_000);
 
@@ -161,7 +189,7 @@ describe("PERSISTED_ONLY=true", () => {
 
   it("runs a manifest document sent in full, by hash alone, and one of PERSISTED_DOCUMENTS' (Apollo's manifest format)", async () => {
     const models = manifestId("query PageModels");
-    for (const transport of ["post", "get", "sse", "graphql-ws"] as const) {
+    for (const transport of ["post", "get", "batch", "sse", "sse-single", "graphql-ws"] as const) {
       expect(((await send(transport, { query: manifest[models] })).data as any).models.length, transport).toBeGreaterThan(0);
       expect(((await send(transport, { extensions: persisted(models) })).data as any).models.length, transport).toBeGreaterThan(0);
     }
