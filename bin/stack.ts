@@ -302,6 +302,8 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         localSubgraphs,
         production: config.nodeEnv === "production",
         bodyLimit: config.bodyLimitBytes,
+        batchMax: config.graphqlBatchMax,
+        defer: config.graphqlDefer,
         requestTimeoutMs: config.requestTimeoutMs,
         drainTimeoutMs: config.shutdownTimeoutMs,
         trustProxy: config.trustProxy,
@@ -313,6 +315,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         subgraphSecret,
         disabledKeys: (listener) => watchDisabledKeys(pubsub, listener),
         readinessChecks,
+        persisted: { documents: config.persistedDocuments, only: config.persistedOnly, redis: pubsub.redis, keyPrefix: config.redisKeyPrefix },
       });
       closers.push(() => router.close());
       routerUrl = router.url;

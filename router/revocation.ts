@@ -109,7 +109,7 @@ export function requestKeyIdentified(req: object | undefined, keyId: string): vo
 }
 
 /** The last `next` of an SSE stream whose key was disabled: the `key_disabled` error. */
-const KEY_DISABLED_RESULT = { errors: [{ message: ERROR_CODES.key_disabled.message, extensions: graphqlExtensions("key_disabled") }] };
+export const KEY_DISABLED_RESULT = { errors: [{ message: ERROR_CODES.key_disabled.message, extensions: graphqlExtensions("key_disabled") }] };
 
 /**
  * Ends the SSE response of a disabled key: the `key_disabled` error and `complete` when the stream

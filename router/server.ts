@@ -12,6 +12,10 @@ import type { Logger } from "pino";
 import type { GraphQLSchema } from "graphql";
 import { createGateway, type Gateway } from "./graph/gateway.ts";
 import { answerThroughFetch } from "./graph/http.ts";
+import { DEFAULT_BATCH_MAX } from "./graph/batch.ts";
+import { createSingleConnectionStreams } from "./graph/sse-single.ts";
+import { useEventStreamStatus } from "./plugins/useEventStreamStatus.ts";
+import { useDeferAnswers } from "./plugins/useDeferAnswers.ts";
 import { completeEventStream } from "./http/event-stream.ts";
 import { applyCors } from "./http/cors.ts";
 import { isJsonContentType } from "./http/body.ts";
@@ -38,10 +42,13 @@ import type { Registry } from "prom-client";
 import { createRegistry, serveMetrics } from "../src/observability/metrics.ts";
 import type { Tracing } from "../src/observability/tracing.ts";
 import { createRouterMetrics } from "./metrics.ts";
-import { createRequestReports } from "./request-report.ts";
+import { createRequestReports, type RequestReport } from "./request-report.ts";
 import { ownedOperations } from "./graph/direct.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { registryCodes } from "./error-codes.ts";
+import type { Redis } from "ioredis";
+import { loadTrustedDocuments } from "./plugins/usePersistedQueries.manifest.ts";
+import { createPersistedQueryStore } from "./plugins/usePersistedQueries.store.ts";
 
 /** Settings of the router. */
 export interface RouterOptions {
@@ -55,6 +62,12 @@ export interface RouterOptions {
   bodyLimit: number;
   /** Time limit of one `/graphql` HTTP request (ms); unset or 0: none (router/limits.ts). */
   requestTimeoutMs?: number;
+  /** GRAPHQL_BATCH_MAX: most operations in one batched `POST /graphql` (router/graph/batch.ts); default 10. */
+  batchMax?: number;
+  /** GRAPHQL_DEFER: `@defer` delivered incrementally, on the gateway's default planner (ADR 0021); default off. */
+  defer?: boolean;
+  /** graphql-sse single connection mode: how long a reserved stream waits to be opened, in ms (default 30 s; router/graph/sse-single.ts). */
+  streamReservationTtlMs?: number;
   /** Graceful shutdown: how long requests in flight may finish before their connections are cut (default 10 s). */
   drainTimeoutMs?: number;
   /** Proxies trusted to name the client in `X-Forwarded-For` (proxy-addr names or CIDRs); default none. */
@@ -81,6 +94,12 @@ export interface RouterOptions {
    * run by `/readyz` besides the router's check of each subgraph. A router alone has only Redis, if any.
    */
   readinessChecks?: ReadinessCheck[];
+  /**
+   * Persisted queries and trusted documents (router/plugins/usePersistedQueries.ts): `documents`,
+   * PERSISTED_DOCUMENTS (a manifest loaded besides the project's); `only`, PERSISTED_ONLY; `redis`
+   * and `keyPrefix`, where registered documents are shared (unset: this process's memory).
+   */
+  persisted?: { documents?: string; only?: boolean; redis?: Redis; keyPrefix?: string };
 }
 
 /** A running router. */
@@ -110,14 +129,29 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   const metrics = createRouterMetrics(options.metrics ?? createRegistry());
   // Operation, key id and RateLimit headers of each request, as the gateway learns them (request-report.ts).
   const reports = createRequestReports();
+  const persisted = options.persisted ?? {};
   const gateway: Gateway = createGateway({
+    persisted: {
+      trusted: loadTrustedDocuments(persisted.documents),
+      store: createPersistedQueryStore({ redis: persisted.redis, keyPrefix: persisted.keyPrefix }),
+      persistedOnly: persisted.only ?? false,
+      logger: options.logger,
+    },
     keyCheck: subscriptionKeyCheck(() => gateway) as GatewayPlugin,
     subgraphUrls: options.subgraphUrls,
     localSubgraphs: options.localSubgraphs,
     production: options.production,
     requestTimeoutMs: options.requestTimeoutMs,
     subgraphSecret: options.subgraphSecret,
-    plugins: [registryCodes(options.logger), metrics.gatewayPlugin, reports.gatewayPlugin, ...(options.tracing ? [options.tracing.gatewayPlugin] : [])],
+    defer: options.defer,
+    plugins: [
+      registryCodes(options.logger),
+      useEventStreamStatus,
+      ...(options.defer ? [useDeferAnswers] : []),
+      metrics.gatewayPlugin,
+      reports.gatewayPlugin,
+      ...(options.tracing ? [options.tracing.gatewayPlugin] : []),
+    ],
   });
   let schema: Promise<GraphQLSchema> | undefined;
   const shimDeps = { gateway, schema: () => (schema ??= Promise.resolve(gateway.getSchema())), bodyLimit: options.bodyLimit };
@@ -199,6 +233,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   const eventStreams = new Set<http.ServerResponse>();
   // A disabled key's connections end at once, on every router (router/revocation.ts).
   const revocations = createRevocations(options.disabledKeys, options.logger);
+  const singleStreams = createSingleConnectionStreams(gateway, revocations, { reservationTtlMs: options.streamReservationTtlMs });
   const server = http.createServer((req, res) => {
     const started = process.hrtime.bigint();
     // A client's X-Request-Id is echoed for correlation only; nothing counts or trusts it.
@@ -247,7 +282,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       }
       return sendGenerationError(res, { code: "invalid_request", message: "Malformed request URL" });
     }
-    const run = () => handle(req, res, url, requestId, served);
+    const run = () => handle(req, res, url, requestId, served, report);
     (options.tracing ? options.tracing.traceHttp(req, res, () => served.route, run) : run()).catch((error) => {
       options.logger.error({ request_id: requestId, err: error }, "request failed");
       if (res.headersSent) return void res.end();
@@ -257,7 +292,14 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     });
   });
 
-  async function handle(req: http.IncomingMessage, res: http.ServerResponse, url: URL, requestId: string, served: Served): Promise<void> {
+  async function handle(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    url: URL,
+    requestId: string,
+    served: Served,
+    report: RequestReport,
+  ): Promise<void> {
     const path = url.pathname;
     if (path === "/graphql") {
       served.route = "/graphql";
@@ -267,7 +309,9 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
         req.resume();
         return sendGraphqlError(res, "unsupported_media_type", undefined, { connection: "close" });
       }
-      if (String(req.headers.accept ?? "").includes("text/event-stream")) {
+      // graphql-sse's single connection mode (a reservation PUT, or a request naming a stream token): router/graph/sse-single.ts.
+      const single = singleStreams.claims(req, url);
+      if (!single && String(req.headers.accept ?? "").includes("text/event-stream")) {
         served.eventStream = true;
         eventStreams.add(res);
         res.on("close", () => eventStreams.delete(res));
@@ -283,8 +327,9 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       const raw = (req as http.IncomingMessage & { body?: Buffer }).body;
       // (The digest only matters to a signed request: unsigned ones skip hashing the body.)
       Object.assign(req.headers, policyHeaders(req, req.headers["x-service-signature"] ? sha256Hex(raw ?? "") : ""));
+      if (single) return singleStreams.handle(req, res, url);
       if (served.eventStream) return void (await gateway(req, res));
-      await answerThroughFetch(gateway, req, res, url, raw);
+      await answerThroughFetch(gateway, req, res, url, raw, { reports, report, max: options.batchMax ?? DEFAULT_BATCH_MAX });
       return;
     }
     if (path.startsWith("/media/sim/") && req.method === "GET") {
@@ -322,6 +367,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     async close() {
       revocations.close();
       for (const stream of eventStreams) completeEventStream(stream);
+      singleStreams.close();
       await Promise.all([drainHttpServer(server, options.drainTimeoutMs), websockets.close(options.drainTimeoutMs)]);
       await gateway[Symbol.asyncDispose]?.();
     },

@@ -16,6 +16,7 @@ import httpTransport from "@graphql-mesh/transport-http";
 import wsTransport from "@graphql-mesh/transport-ws";
 import { IN_PROCESS_KIND, inProcessTransport, type SubgraphRequest } from "../transport/in-process.ts";
 import type { LocalSubgraph } from "../../subgraphs/shared/contract.ts";
+import { usePersistedQueries, type PersistedQueriesOptions } from "../plugins/usePersistedQueries.ts";
 import {
   INTERNAL_EXTENSION,
   internalSigningPlugin,
@@ -185,8 +186,12 @@ export function createGateway(options: {
   subgraphSecret: string;
   /** Refuses SSE subscriptions whose key is bad (router/graph/key-check.ts `subscriptionKeyCheck`). */
   keyCheck?: GatewayPlugin;
+  /** GRAPHQL_DEFER: `@defer` delivered incrementally (multipart/mixed, SSE), on the runtime's default planner (ADR 0021). */
+  defer?: boolean;
   /** Further plugins: metrics and tracing (router/metrics.ts, src/observability/tracing.ts). */
   plugins?: GatewayPlugin[];
+  /** Trusted documents, the APQ store and PERSISTED_ONLY (router/plugins/usePersistedQueries.ts); unset: neither. */
+  persisted?: PersistedQueriesOptions;
 }) {
   const local = options.localSubgraphs ?? {};
   dropLogLevelHiveRejects();
@@ -196,8 +201,9 @@ export function createGateway(options: {
     supergraph: () => supergraph,
     graphqlEndpoint: "/graphql",
     // Hive Router's Rust query planner and its executor: measured 25-35% less CPU per request
-    // than the default (stitching) runtime on task reads and the dashboard join.
-    unifiedGraphHandler,
+    // than the default (stitching) runtime on task reads and the dashboard join. It does not
+    // defer, so GRAPHQL_DEFER=1 takes the default one with incremental delivery (ADR 0021).
+    ...(options.defer ? { deferStream: true } : { unifiedGraphHandler }),
     landingPage: false,
     // CORS is the router's (router/http/cors.ts, CORS_ORIGINS); Yoga's default echoed any origin with credentials.
     cors: false,
@@ -208,6 +214,8 @@ export function createGateway(options: {
     maskedErrors: false,
     disableIntrospection: limits.disableIntrospection,
     plugins: () => [
+      // First: a document that may not run is refused before any other hook pays for it.
+      ...(options.persisted ? [usePersistedQueries(options.persisted)] : []),
       preparsedParams,
       keepHttpStatusInErrors,
       statusFollowsData,

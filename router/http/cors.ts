@@ -12,10 +12,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 
 /** The methods of the API (a preflight's `Access-Control-Allow-Methods`). */
-const ALLOWED_METHODS = "GET, POST";
+const ALLOWED_METHODS = "GET, POST, PUT, DELETE";
 
 /** The request headers a page may send (a preflight's `Access-Control-Allow-Headers`). */
-const ALLOWED_HEADERS = "authorization, content-type, accept, accept-language, idempotency-key, x-service-signature, x-request-id";
+const ALLOWED_HEADERS =
+  "authorization, content-type, accept, accept-language, idempotency-key, x-service-signature, x-request-id, x-graphql-event-stream-token";
 
 /** The response headers a page may read beyond the CORS-safelisted ones. */
 const EXPOSED_HEADERS = "x-request-id, retry-after, ratelimit, ratelimit-policy, idempotent-replayed, content-disposition";

@@ -59,14 +59,18 @@ function table(el, headers, rows) {
 const cell = (...children) => h("td", {}, ...children);
 const button = (label, onclick) => h("button", { type: "button", className: "secondary small", textContent: t(label), onclick });
 
-/** A row's top-up button: asks for an amount in yuan, confirms, runs `mutation` and shows its ledger entry. */
-const topUpButton = (id, mutation, inputType, input) =>
+// Written out in full: the trusted-documents manifest (`npm run compose`) reads every document from the source.
+const TOP_UP_ACCOUNT = `mutation($input: AdminTopUpAccountInput!) { adminTopUpAccount(input: $input) { ledgerEntry { ${ENTRY} } } }`;
+const TOP_UP_CUSTOMER = `mutation($input: AdminTopUpCustomerInput!) { adminTopUpCustomer(input: $input) { ledgerEntry { ${ENTRY} } } }`;
+
+/** A row's top-up button: asks for an amount in yuan, confirms, runs `document` (root field `mutation`) and shows its ledger entry. */
+const topUpButton = (id, document, mutation, input) =>
   button("admin.topup", () => {
     // The dialog's stray spaces are the operator's typing, not the amount; the server reads the rest strictly.
     const amount = window.prompt(t("admin.topupAmount"))?.trim();
     if (!amount) return;
     write(t("admin.confirmTopup", { amount, id }), async () => {
-      const data = await run(`mutation($input: ${inputType}!) { ${mutation}(input: $input) { ledgerEntry { ${ENTRY} } } }`, { input: { ...input, amount } });
+      const data = await run(document, { input: { ...input, amount } });
       showEntry(data[mutation].ledgerEntry);
     });
   });
@@ -96,7 +100,7 @@ async function loadKeys(append = false) {
       cell(k.allowedIps ? k.allowedIps.join(", ") : t("admin.any")),
       cell(k.rateLimit == null ? t("admin.unlimited") : String(k.rateLimit)),
       cell(
-        topUpButton(k.id, "adminTopUpAccount", "AdminTopUpAccountInput", { keyId: k.id }),
+        topUpButton(k.id, TOP_UP_ACCOUNT, "adminTopUpAccount", { keyId: k.id }),
         button(k.status === "ACTIVE" ? "admin.disable" : "admin.enable", () => {
           const status = k.status === "ACTIVE" ? "DISABLED" : "ACTIVE";
           write(t(status === "DISABLED" ? "admin.confirmDisable" : "admin.confirmEnable", { id: k.id }), async () => {
@@ -169,7 +173,7 @@ async function loadWallets() {
         cell(yuan(w.frozen)),
         cell(yuan(w.creditLine)),
         cell(
-          topUpButton(w.customerId, "adminTopUpCustomer", "AdminTopUpCustomerInput", { accountId: w.accountId, customerId: w.customerId }),
+          topUpButton(w.customerId, TOP_UP_CUSTOMER, "adminTopUpCustomer", { accountId: w.accountId, customerId: w.customerId }),
           button("admin.credit", () => {
             const limit = window.prompt(t("admin.creditPrompt"), w.creditLine.amount)?.trim();
             if (limit)

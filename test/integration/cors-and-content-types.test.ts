@@ -70,7 +70,7 @@ describe("CORS with CORS_ORIGINS set", () => {
       expect([path, answer.status]).toEqual([path, 204]);
       expect(corsHeaders(answer)).toEqual({
         "access-control-allow-origin": ALLOWED,
-        "access-control-allow-methods": "GET, POST",
+        "access-control-allow-methods": "GET, POST, PUT, DELETE",
         "access-control-allow-headers": expect.stringContaining("authorization"),
         "access-control-max-age": "600",
       });
