@@ -25,7 +25,7 @@ import type { PubSub } from "../src/events/pubsub.ts";
 import { createPubSub } from "../src/events/redis-pubsub.ts";
 import { startDispatcher } from "../src/events/dispatcher.ts";
 import { outboxSignal } from "../src/events/outbox.ts";
-import { createOrderService } from "../src/cloud/orders.ts";
+import { createOrderService } from "../src/cloud/orders/index.ts";
 import { seedDemoCatalog } from "../src/cloud/demo-seed.ts";
 import { processStatementExports } from "../src/cloud/billing.ts";
 import { checkUsageThresholds } from "../src/cloud/usage.ts";

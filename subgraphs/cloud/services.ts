@@ -1,5 +1,5 @@
 /** The cloud domain services a cloud subgraph runs with. */
-import type { createOrderService } from "../../src/cloud/orders.ts";
+import type { createOrderService } from "../../src/cloud/orders/index.ts";
 import type { OriginHostCheck } from "../../src/cloud/domains.ts";
 import type { PubSub } from "../../src/events/pubsub.ts";
 
