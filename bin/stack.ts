@@ -23,7 +23,7 @@ import { createAdminGuard } from "../src/auth/admin.ts";
 import { createNonceStore } from "../subgraphs/shared/hop-nonces.ts";
 import type { PubSub } from "../src/events/pubsub.ts";
 import { createPubSub } from "../src/events/redis-pubsub.ts";
-import { startDispatcher } from "../src/events/dispatcher.ts";
+import { startDispatcher } from "../src/events/dispatcher/index.ts";
 import { outboxSignal } from "../src/events/outbox.ts";
 import { createOrderService } from "../src/cloud/orders/index.ts";
 import { seedDemoCatalog } from "../src/cloud/demo-seed.ts";
