@@ -30,6 +30,7 @@
 import pLimit, { type LimitFunction } from "p-limit";
 import type { Logger } from "pino";
 import { nowIso, type Db } from "../db/index.ts";
+import { startPacedLoop } from "../loop.ts";
 import { toTaskRecord, type GenerationService, type TaskRow } from "./tasks.ts";
 import type { GenerationRequest } from "./validation.ts";
 import type { GenerationUpstream, UpstreamTaskState } from "./upstream/types.ts";
@@ -352,37 +353,23 @@ export function startRecovery(options: RecoveryOptions): Recovery {
     pollIntervalMs: options.pollIntervalMs,
   };
 
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let current: Promise<unknown> = Promise.resolve();
-  function schedule(delay: number): void {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      current = (async () => {
-        let next = intervalMs;
-        try {
-          const { full } = await sweep(deps);
-          // A little slack past the due time, so the item is due when the sweep looks.
-          next = full ? 0 : (await untilNextDue(deps)) + 10;
-        } catch (error) {
-          deps.logger.error({ err: error }, "recovery sweep failed");
-        }
-        schedule(Math.min(next, intervalMs));
-      })();
-    }, delay);
-    timer.unref?.();
-  }
-  if (options.background !== false) schedule(0);
+  const loop =
+    options.background === false
+      ? undefined
+      : startPacedLoop(
+          async () => {
+            const { full } = await sweep(deps);
+            // A little slack past the due time, so the item is due when the sweep looks.
+            return full ? 0 : (await untilNextDue(deps)) + 10;
+          },
+          { firstDelayMs: 0, maxDelayMs: intervalMs, onError: (err) => deps.logger.error({ err }, "recovery sweep failed") },
+        );
 
   return {
     async sweepOnce() {
       const { full: _full, ...result } = await sweep(deps);
       return result;
     },
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await current.catch(() => undefined);
-    },
+    stop: async () => loop?.stop(),
   };
 }
