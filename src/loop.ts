@@ -21,36 +21,60 @@ export interface PacedLoopOptions {
   onError: (error: unknown) => void;
 }
 
+/** A running loop that can be asked for a step now. */
+export interface PacedLoop extends Loop {
+  /** Asks for a step as soon as possible: at once when idle, else right after the running one. */
+  wake(): void;
+}
+
 /**
  * Runs `step` after `firstDelayMs`, then again after the delay each step returns (at most
- * `maxDelayMs`; after a failure, `maxDelayMs`).
+ * `maxDelayMs`; after a failure, `maxDelayMs`; at once when woken meanwhile). Steps never overlap.
  * @param step does the work; returns milliseconds until the next step
  * @param options first delay, longest delay, error report
- * @returns the loop, to stop
+ * @returns the loop, to wake and to stop
  */
-export function startPacedLoop(step: () => Promise<number>, options: PacedLoopOptions): Loop {
+export function startPacedLoop(step: () => Promise<number>, options: PacedLoopOptions): PacedLoop {
   let stopped = false;
+  let running = false;
+  let wakeRequested = false;
   let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
+  let current: Promise<void> = Promise.resolve();
   const schedule = (delay: number) => {
+    if (stopped || running) return;
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(tick, delay);
+    timer.unref?.();
+  };
+  const tick = () => {
+    timer = undefined;
     if (stopped) return;
-    timer = setTimeout(() => {
-      running = step().then(
-        (next) => schedule(Math.min(next, options.maxDelayMs)),
+    running = true;
+    wakeRequested = false;
+    current = step()
+      .then(
+        (next) => Math.min(next, options.maxDelayMs),
         (error) => {
           options.onError(error);
-          schedule(options.maxDelayMs);
+          return options.maxDelayMs;
         },
-      );
-    }, delay);
-    timer.unref?.();
+      )
+      .then((next) => {
+        running = false;
+        schedule(wakeRequested ? 0 : next);
+      });
   };
   schedule(options.firstDelayMs);
   return {
+    wake() {
+      if (running) wakeRequested = true;
+      else schedule(0);
+    },
     async stop() {
       stopped = true;
       if (timer) clearTimeout(timer);
-      await running.catch(() => undefined);
+      timer = undefined;
+      await current.catch(() => undefined);
     },
   };
 }

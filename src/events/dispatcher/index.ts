@@ -21,10 +21,10 @@
  *    until `maxAttempts` attempts, then the delivery is `failed`. Every attempt is recorded in
  *    `webhook_attempts` (time, HTTP status, error, duration).
  *
- * Each step is a function of its own file that takes its dependencies (deps.ts): publish.ts, deliver.ts;
- * the background loop is loop.ts, and {@link startDispatcher} binds them. Callbacks (which outbox rows
- * become which events): ../callbacks.ts `callbackEventsFor`; reading and re-sending deliveries:
- * ../deliveries.ts.
+ * Each step is a function of its own file that takes its dependencies (deps.ts): publish.ts,
+ * deliver.ts; the background loop is src/loop.ts `startPacedLoop`, and {@link startDispatcher}
+ * binds them. Callbacks (which outbox rows become which events): ../callbacks.ts
+ * `callbackEventsFor`; reading and re-sending deliveries: ../deliveries.ts.
  * Body: exactly `{"event","request_id","created_at","data"}` (docs/api/cloud.md §6), stored once so
  * every attempt signs and sends the same bytes.
  * Signature (docs/architecture.md §8): `X-Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(webhook_secret, "<t>.<raw body>")>`,
@@ -35,9 +35,9 @@ import pLimit from "p-limit";
 import type { Logger } from "pino";
 import type { Db } from "../../db/index.ts";
 import type { PubSub } from "../pubsub.ts";
+import { startPacedLoop } from "../../loop.ts";
 import type { DispatcherDeps } from "./deps.ts";
 import { deliverBatch } from "./deliver.ts";
-import { startRoundLoop } from "./loop.ts";
 import { OUTBOX_BATCH, publishBatch } from "./publish.ts";
 
 export { OUTBOX_LEASE_MS } from "./publish.ts";
@@ -106,24 +106,26 @@ export async function dispatchRound(deps: DispatcherDeps): Promise<{ result: Rou
 
 /**
  * Starts the outbox dispatcher (docs/architecture.md §6; see the module docstring for each step).
- * Rounds of the background loop never overlap; a round that found a full batch is followed at
- * once by the next. Errors are logged and retried next round, never thrown by the loop.
+ * Rounds of the background loop never overlap; a round that found a full batch, or was asked for
+ * during a round (`wake`), is followed at once by the next. Errors are logged and retried next
+ * round, never thrown by the loop.
  * @param options database, logger, pub/sub, retry policy, interval, request timeout, clock
  * @returns `runOnce`, `wake`, `stop` and `alive`
  */
 export function startDispatcher(options: DispatcherOptions): Dispatcher {
+  const { intervalMs, logger } = options;
   const now = options.now ?? Date.now;
   const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
   // A round may take as long as its slowest attempt (requestTimeoutMs), so silence longer than
   // this is a stuck loop; a delivery's lease outlives its request for the same reason.
-  const staleAfterMs = Math.max(10 * options.intervalMs, 2 * requestTimeoutMs + 5_000);
+  const staleAfterMs = Math.max(10 * intervalMs, 2 * requestTimeoutMs + 5_000);
   let lastBeat = now();
   const beat = () => {
     lastBeat = now();
   };
   const deps: DispatcherDeps = {
     db: options.db,
-    logger: options.logger,
+    logger,
     pubsub: options.pubsub,
     now,
     retryBaseMs: options.retryBaseMs,
@@ -134,11 +136,40 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
     limit: pLimit(DELIVERY_CONCURRENCY),
     beat,
   };
-  const loop = startRoundLoop({ intervalMs: options.intervalMs, logger: options.logger, round: () => dispatchRound(deps), beat });
+  // Rounds in progress, background or `runOnce`: `stop` waits for all of them.
+  const rounds = new Set<Promise<unknown>>();
+  const round = () => {
+    const promise = dispatchRound(deps);
+    rounds.add(promise);
+    promise.then(
+      () => rounds.delete(promise),
+      () => rounds.delete(promise),
+    );
+    return promise;
+  };
+  const loop =
+    intervalMs > 0
+      ? startPacedLoop(
+          async () => {
+            beat();
+            try {
+              return (await round()).full ? 0 : intervalMs;
+            } finally {
+              beat();
+            }
+          },
+          { firstDelayMs: Math.min(intervalMs, 50), maxDelayMs: intervalMs, onError: (err) => logger.error({ err }, "dispatcher round failed") },
+        )
+      : undefined;
+  let stopped = false;
   return {
-    runOnce: loop.run,
-    wake: loop.wake,
-    stop: loop.stop,
-    alive: () => !loop.stopped() && options.intervalMs > 0 && now() - lastBeat <= staleAfterMs,
+    runOnce: async () => (await round()).result,
+    wake: () => loop?.wake(),
+    async stop() {
+      stopped = true;
+      await loop?.stop();
+      while (rounds.size > 0) await Promise.allSettled([...rounds]);
+    },
+    alive: () => !stopped && intervalMs > 0 && now() - lastBeat <= staleAfterMs,
   };
 }
