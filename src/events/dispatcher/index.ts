@@ -105,6 +105,32 @@ export async function dispatchRound(deps: DispatcherDeps): Promise<{ result: Rou
 }
 
 /**
+ * Resolves the settings into the steps' dependencies.
+ * @param options the dispatcher's settings (defaults: request timeout 10 000 ms, retry cap
+ *   {@link MAX_RETRY_DELAY_MS}, clock `Date.now`)
+ * @param beat the readiness heartbeat
+ * @returns the {@link DispatcherDeps}
+ */
+export function dispatcherDeps(options: DispatcherOptions, beat: () => void): DispatcherDeps {
+  const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
+  return {
+    db: options.db,
+    logger: options.logger,
+    pubsub: options.pubsub,
+    now: options.now ?? Date.now,
+    retryBaseMs: options.retryBaseMs,
+    maxAttempts: options.maxAttempts,
+    requestTimeoutMs,
+    maxRetryDelayMs: options.maxRetryDelayMs ?? MAX_RETRY_DELAY_MS,
+    // A lease outlives the request it covers (and the recording after it); a dispatcher that died
+    // mid-request frees it after this.
+    deliveryLeaseMs: 2 * requestTimeoutMs + 5_000,
+    limit: pLimit(DELIVERY_CONCURRENCY),
+    beat,
+  };
+}
+
+/**
  * Starts the outbox dispatcher (docs/architecture.md §6; see the module docstring for each step).
  * Rounds of the background loop never overlap; a round that found a full batch, or was asked for
  * during a round (`wake`), is followed at once by the next. Errors are logged and retried next
@@ -113,54 +139,33 @@ export async function dispatchRound(deps: DispatcherDeps): Promise<{ result: Rou
  * @returns `runOnce`, `wake`, `stop` and `alive`
  */
 export function startDispatcher(options: DispatcherOptions): Dispatcher {
-  const { intervalMs, logger } = options;
+  const { intervalMs } = options;
   const now = options.now ?? Date.now;
-  const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
-  // A round may take as long as its slowest attempt (requestTimeoutMs), so silence longer than
-  // this is a stuck loop; a delivery's lease outlives its request for the same reason.
-  const staleAfterMs = Math.max(10 * intervalMs, 2 * requestTimeoutMs + 5_000);
   let lastBeat = now();
   const beat = () => {
     lastBeat = now();
   };
-  const deps: DispatcherDeps = {
-    db: options.db,
-    logger,
-    pubsub: options.pubsub,
-    now,
-    retryBaseMs: options.retryBaseMs,
-    maxAttempts: options.maxAttempts,
-    requestTimeoutMs,
-    maxRetryDelayMs: options.maxRetryDelayMs ?? MAX_RETRY_DELAY_MS,
-    deliveryLeaseMs: 2 * requestTimeoutMs + 5_000,
-    limit: pLimit(DELIVERY_CONCURRENCY),
-    beat,
-  };
-  // Rounds in progress, background or `runOnce`: `stop` waits for all of them.
-  const rounds = new Set<Promise<unknown>>();
+  const deps = dispatcherDeps(options, beat);
+  // A round may take as long as its slowest attempt (the request timeout): silence longer than this is a stuck loop.
+  const staleAfterMs = Math.max(10 * intervalMs, deps.deliveryLeaseMs);
+  const rounds = new Set<Promise<unknown>>(); // background and `runOnce`: `stop` waits for all
   const round = () => {
     const promise = dispatchRound(deps);
     rounds.add(promise);
-    promise.then(
-      () => rounds.delete(promise),
-      () => rounds.delete(promise),
-    );
+    const forget = () => rounds.delete(promise);
+    promise.then(forget, forget);
     return promise;
   };
-  const loop =
-    intervalMs > 0
-      ? startPacedLoop(
-          async () => {
-            beat();
-            try {
-              return (await round()).full ? 0 : intervalMs;
-            } finally {
-              beat();
-            }
-          },
-          { firstDelayMs: Math.min(intervalMs, 50), maxDelayMs: intervalMs, onError: (err) => logger.error({ err }, "dispatcher round failed") },
-        )
-      : undefined;
+  const background = async () => {
+    beat();
+    try {
+      return (await round()).full ? 0 : intervalMs;
+    } finally {
+      beat();
+    }
+  };
+  const onError = (err: unknown) => deps.logger.error({ err }, "dispatcher round failed");
+  const loop = intervalMs > 0 ? startPacedLoop(background, { firstDelayMs: Math.min(intervalMs, 50), maxDelayMs: intervalMs, onError }) : undefined;
   let stopped = false;
   return {
     runOnce: async () => (await round()).result,
