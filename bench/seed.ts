@@ -19,7 +19,7 @@ import { toTaskRecord } from "../src/generation/tasks.ts";
 import { authenticate, createKey, type Caller } from "../src/auth/keys.ts";
 import { parseYuan } from "../src/money.ts";
 import { createGenerationService } from "../src/generation/tasks.ts";
-import { createOrderService } from "../src/cloud/orders.ts";
+import { createOrderService } from "../src/cloud/orders/index.ts";
 import { seedDemoCatalog } from "../src/cloud/demo-seed.ts";
 import { topUpCustomer } from "../src/cloud/customers.ts";
 import type { GenerationUpstream } from "../src/generation/upstream/types.ts";

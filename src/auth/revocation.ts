@@ -6,7 +6,7 @@
  * admin mutation):
  * 1. `setKeyStatus(db, id, "disabled")` (src/auth/keys.ts) writes the outbox row
  *    `key.disabled` (src/events/key-topics.ts) in the same transaction as the status change.
- * 2. The dispatcher (src/events/dispatcher.ts) publishes it like every row on the key's account topic
+ * 2. The dispatcher (src/events/dispatcher/publish.ts) publishes it like every row on the key's account topic
  *    and also on the `keys` topic: at once when the write happened in its own process, else on its
  *    next round (it polls the outbox at least every 500 ms). With `REDIS_URL` the publish reaches
  *    every process.

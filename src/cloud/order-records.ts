@@ -1,7 +1,7 @@
 /**
  * An order as the domain sees it and as its callbacks carry it (docs/api/cloud.md §2 "Order", §6
  * order callbacks; docs/architecture.md §8 names): the record, its row conversion and the outbox
- * event every order move writes. The moves themselves are in orders.ts (payment, renewal) and
+ * event every order move writes. The moves themselves are in orders/ (payment, renewal) and
  * provisioning.ts (the vendor's answer).
  */
 import type { Knex } from "knex";

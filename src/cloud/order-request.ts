@@ -3,7 +3,7 @@
  * `POST /orders/{id}/renew`): the input's shape first, then the product's own rules (its billing
  * cycles, the metadata keys it requires, the CDN domain). Inputs are camelCase; errors name
  * fields as the spec does (validation.ts `SPEC_FIELDS`). Nothing here reads or writes the
- * database; orders.ts runs these checks before anything is stored.
+ * database; orders/create.ts and orders/renew.ts run these checks before anything is stored.
  */
 import { checkCustomerId } from "./customers.ts";
 import type { BillingCycle, ProductRecord } from "./catalog.ts";

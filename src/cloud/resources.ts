@@ -1,7 +1,7 @@
 /**
  * Resources: what an active order gives its customer (docs/api/cloud.md §2 "Resource", §4
  * `GET /resources`). A resource is created when its order is provisioned (provisioning.ts) and its
- * expiry moved by renewals (orders.ts); this file reads them and holds the expiry arithmetic.
+ * expiry moved by renewals (orders/renew.ts); this file reads them and holds the expiry arithmetic.
  */
 import { AppError } from "../errors.ts";
 import type { Db } from "../db/index.ts";

@@ -1,6 +1,6 @@
 /**
  * Which outbox rows become webhook callbacks, and the exact body of each (docs/api/cloud.md §6;
- * docs/architecture.md §6.5). The dispatcher (dispatcher.ts) stores the body once per delivery.
+ * docs/architecture.md §6.5). The dispatcher (dispatcher/publish.ts) stores the body once per delivery.
  */
 import { toYuanNumber } from "../money.ts";
 

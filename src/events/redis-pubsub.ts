@@ -83,100 +83,151 @@ export async function closeRedis(client: Redis): Promise<void> {
   }
 }
 
+/** The connections and subscriptions of one Redis pub/sub (built by {@link createRedisPubSub}). */
+export interface RedisPubSubState {
+  /** The command connection: PUBLISH (and the rate limiter's counters). */
+  publisher: Redis;
+  /** The connection in subscriber mode. */
+  subscriber: Redis;
+  keyPrefix: string;
+  log?: Pick<Logger, "warn" | "error">;
+  /** Local handlers of each subscribed channel; `ready` settles when Redis acknowledged the SUBSCRIBE. */
+  channels: Map<string, { handlers: Set<{ handler: (event: unknown) => void }>; ready: Promise<void> }>;
+  /** Set once by {@link closeRedisPubSub}. */
+  closed: boolean;
+}
+
 /**
- * Creates the Redis pub/sub.
+ * The Redis channel of a topic.
+ * @returns `<keyPrefix>events:<topic>`
+ */
+export function channelOf(state: Pick<RedisPubSubState, "keyPrefix">, topic: string): string {
+  return `${state.keyPrefix}events:${topic}`;
+}
+
+/**
+ * Hands one Redis message to every local handler of its channel, in order. A message that is not
+ * JSON is logged and dropped; a handler that throws is logged and the others still run.
+ * @param state the pub/sub
+ * @param channel the Redis channel
+ * @param text the message as sent (JSON)
+ */
+export function dispatchMessage(state: RedisPubSubState, channel: string, text: string): void {
+  const entry = state.channels.get(channel);
+  if (!entry) return; // unsubscribed meanwhile
+  let event: unknown;
+  try {
+    event = JSON.parse(text);
+  } catch (err) {
+    if (state.log) state.log.error({ err, channel }, "pubsub message is not JSON; dropped");
+    else console.error(`pubsub message on ${channel} is not JSON; dropped`, err);
+    return;
+  }
+  for (const subscription of [...entry.handlers]) {
+    try {
+      subscription.handler(event);
+    } catch (error) {
+      console.error(`pubsub handler for ${channel} threw`, error);
+    }
+  }
+}
+
+/**
+ * Checks that Redis answers (a PING on the command connection).
+ * @throws Error `Redis (REDIS_URL) does not answer: ...` (the URL is not repeated: it may hold a password)
+ */
+export async function connectRedisPubSub(state: RedisPubSubState): Promise<void> {
+  try {
+    await state.publisher.ping();
+  } catch (error) {
+    throw new Error(`Redis (REDIS_URL) does not answer: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/**
+ * Publishes an event, as JSON, on the topic's channel.
+ * @throws Error `pubsub is closed` after {@link closeRedisPubSub}; the command connection's error when Redis is down
+ */
+export async function publishRedis(state: RedisPubSubState, topic: string, event: unknown): Promise<void> {
+  if (state.closed) throw new Error("pubsub is closed");
+  await state.publisher.publish(channelOf(state, topic), JSON.stringify(event));
+}
+
+/**
+ * Adds a local handler of a topic; the first one of a channel SUBSCRIBEs it (a failure is logged).
+ * @returns the unsubscribe function (idempotent); the last handler's leaving UNSUBSCRIBEs the channel
+ */
+export function subscribeRedis(state: RedisPubSubState, topic: string, handler: (event: unknown) => void): () => void {
+  const { channels, subscriber, log } = state;
+  const channel = channelOf(state, topic);
+  let entry = channels.get(channel);
+  if (!entry) {
+    const ready = state.closed ? Promise.reject(new Error("pubsub is closed")) : subscriber.subscribe(channel).then(() => undefined);
+    ready.catch((err) => {
+      if (!state.closed) log ? log.error({ err, channel }, "redis SUBSCRIBE failed") : console.error(`redis SUBSCRIBE ${channel} failed`, err);
+    });
+    entry = { handlers: new Set(), ready };
+    channels.set(channel, entry);
+  }
+  const own = entry;
+  const subscription = { handler };
+  own.handlers.add(subscription);
+  let active = true;
+  return () => {
+    if (!active) return;
+    active = false;
+    own.handlers.delete(subscription);
+    if (own.handlers.size === 0 && channels.get(channel) === own) {
+      channels.delete(channel);
+      // A later SUBSCRIBE of the same channel is sent after this on the same connection, so it wins.
+      if (!state.closed) subscriber.unsubscribe(channel).catch(() => undefined);
+    }
+  };
+}
+
+/**
+ * Closes both connections after their pending replies (idempotent).
+ */
+export async function closeRedisPubSub(state: RedisPubSubState): Promise<void> {
+  if (state.closed) return;
+  state.closed = true;
+  state.channels.clear();
+  await Promise.all([closeRedis(state.subscriber), closeRedis(state.publisher)]);
+}
+
+/**
+ * Creates the Redis pub/sub: two lazy connections, their error logging, and the operations above
+ * bound to them.
  * @param url `REDIS_URL`, e.g. `redis://127.0.0.1:6379`
  * @param options `keyPrefix` (default `switchyard:`), `logger`
  * @returns a {@link RedisPubSub}; `close()` closes both connections
  */
 export function createRedisPubSub(url: string, options: RedisPubSubOptions = {}): RedisPubSub {
-  const keyPrefix = options.keyPrefix ?? DEFAULT_REDIS_KEY_PREFIX;
   const log = options.logger;
-  const publisher = new Redis(url, COMMAND_OPTIONS);
-  const subscriber = new Redis(url, SUBSCRIBER_OPTIONS);
+  const state: RedisPubSubState = {
+    publisher: new Redis(url, COMMAND_OPTIONS),
+    subscriber: new Redis(url, SUBSCRIBER_OPTIONS),
+    keyPrefix: options.keyPrefix ?? DEFAULT_REDIS_KEY_PREFIX,
+    log,
+    channels: new Map(),
+    closed: false,
+  };
   for (const [name, client] of [
-    ["command", publisher],
-    ["subscriber", subscriber],
+    ["command", state.publisher],
+    ["subscriber", state.subscriber],
   ] as const) {
     // Without a listener ioredis prints every failed reconnect as an unhandled error event.
     client.on("error", (err) => (log ? log.warn({ err, connection: name }, "redis connection error") : console.error(`redis ${name} connection error`, err)));
   }
-
-  /** Local handlers of each subscribed channel; `ready` settles when Redis acknowledged the SUBSCRIBE. */
-  const channels = new Map<string, { handlers: Set<{ handler: (event: unknown) => void }>; ready: Promise<void> }>();
-  const channelOf = (topic: string) => `${keyPrefix}events:${topic}`;
-  let closed = false;
-
-  subscriber.on("message", (channel: string, text: string) => {
-    const entry = channels.get(channel);
-    if (!entry) return; // unsubscribed meanwhile
-    let event: unknown;
-    try {
-      event = JSON.parse(text);
-    } catch (err) {
-      if (log) log.error({ err, channel }, "pubsub message is not JSON; dropped");
-      else console.error(`pubsub message on ${channel} is not JSON; dropped`, err);
-      return;
-    }
-    for (const subscription of [...entry.handlers]) {
-      try {
-        subscription.handler(event);
-      } catch (error) {
-        console.error(`pubsub handler for ${channel} threw`, error);
-      }
-    }
-  });
-
+  state.subscriber.on("message", (channel: string, text: string) => dispatchMessage(state, channel, text));
   return {
-    redis: publisher,
-    keyPrefix,
-    async connect() {
-      try {
-        await publisher.ping();
-      } catch (error) {
-        // The URL is not repeated: it may hold a password.
-        throw new Error(`Redis (REDIS_URL) does not answer: ${(error as Error).message}`, { cause: error });
-      }
-    },
-    async publish(topic, event) {
-      if (closed) throw new Error("pubsub is closed");
-      await publisher.publish(channelOf(topic), JSON.stringify(event));
-    },
-    subscribe(topic, handler) {
-      const channel = channelOf(topic);
-      let entry = channels.get(channel);
-      if (!entry) {
-        const ready = closed ? Promise.reject(new Error("pubsub is closed")) : subscriber.subscribe(channel).then(() => undefined);
-        ready.catch((err) => {
-          if (!closed) log ? log.error({ err, channel }, "redis SUBSCRIBE failed") : console.error(`redis SUBSCRIBE ${channel} failed`, err);
-        });
-        entry = { handlers: new Set(), ready };
-        channels.set(channel, entry);
-      }
-      const own = entry;
-      const subscription = { handler };
-      own.handlers.add(subscription);
-      let active = true;
-      return () => {
-        if (!active) return;
-        active = false;
-        own.handlers.delete(subscription);
-        if (own.handlers.size === 0 && channels.get(channel) === own) {
-          channels.delete(channel);
-          // A later SUBSCRIBE of the same channel is sent after this on the same connection, so it wins.
-          if (!closed) subscriber.unsubscribe(channel).catch(() => undefined);
-        }
-      };
-    },
-    whenSubscribed(topic) {
-      return channels.get(channelOf(topic))?.ready.catch(() => undefined) ?? Promise.resolve();
-    },
-    async close() {
-      if (closed) return;
-      closed = true;
-      channels.clear();
-      await Promise.all([closeRedis(subscriber), closeRedis(publisher)]);
-    },
+    redis: state.publisher,
+    keyPrefix: state.keyPrefix,
+    connect: () => connectRedisPubSub(state),
+    publish: (topic, event) => publishRedis(state, topic, event),
+    subscribe: (topic, handler) => subscribeRedis(state, topic, handler),
+    whenSubscribed: (topic) => state.channels.get(channelOf(state, topic))?.ready.catch(() => undefined) ?? Promise.resolve(),
+    close: () => closeRedisPubSub(state),
   };
 }
 

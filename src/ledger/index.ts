@@ -239,7 +239,7 @@ async function verifyRefundCauses(db: Db): Promise<LedgerDiscrepancy[]> {
 }
 
 /**
- * The order invariants (cloud orders, src/cloud/orders.ts): a paid or refunded order has exactly
+ * The order invariants (cloud orders, src/cloud/orders/): a paid or refunded order has exactly
  * one `order:<id>:pay` deduction equal to its amount; a refunded order exactly one
  * `order:<id>:refund` equal to it and any other order none; every `order:<id>:renew:<n>`
  * deduction belongs to that order, which was paid; an unpaid order has no entries at all.

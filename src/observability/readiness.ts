@@ -164,7 +164,7 @@ export function redisCheck(redis: { ping(): Promise<unknown> }): ReadinessCheck 
 }
 
 /**
- * `outbox_dispatcher`: the dispatcher's loop made progress recently (src/events/dispatcher.ts
+ * `outbox_dispatcher`: the dispatcher's loop made progress recently (src/events/dispatcher/
  * `alive`): a stopped or stuck loop publishes no event and sends no callback.
  */
 export function dispatcherCheck(dispatcher: { alive(): boolean }): ReadinessCheck {

@@ -1,10 +1,10 @@
 /** The cloud domain services a cloud subgraph runs with. */
-import type { createOrderService } from "../../src/cloud/orders.ts";
+import type { OrderService } from "../../src/cloud/orders/index.ts";
 import type { OriginHostCheck } from "../../src/cloud/domains.ts";
 import type { PubSub } from "../../src/events/pubsub.ts";
 
 export interface CloudServices {
-  orders: ReturnType<typeof createOrderService>;
+  orders: OrderService;
   /** Milliseconds per simulated step of domains and purges. */
   stepMs: number;
   /** Where the dispatcher publishes committed outbox events (subscriptions listen here). */

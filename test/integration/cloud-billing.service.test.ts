@@ -13,7 +13,7 @@ import { verifyLedger } from "../../src/ledger/index.ts";
 import { parseYuan } from "../../src/money.ts";
 import { DEMO_CATALOG, seedDemoCatalog } from "../../src/cloud/demo-seed.ts";
 import { adjustCustomer, getCustomerBalance, setCreditLine, topUpCustomer } from "../../src/cloud/customers.ts";
-import { createOrderService, type OrderService } from "../../src/cloud/orders.ts";
+import { createOrderService, type OrderService } from "../../src/cloud/orders/index.ts";
 import {
   getStatement,
   getStatementCsv,

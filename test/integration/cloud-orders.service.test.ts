@@ -14,7 +14,7 @@ import { getProduct, getProductsByIds, getVendorsByIds, listProducts, listVendor
 import { DEMO_CATALOG, seedDemoCatalog } from "../../src/cloud/demo-seed.ts";
 import { adjustCustomer, getCustomerBalance, setCreditLine, topUpCustomer } from "../../src/cloud/customers.ts";
 import { listTransactions } from "../../src/cloud/billing.ts";
-import { createOrderService, type OrderService } from "../../src/cloud/orders.ts";
+import { createOrderService, type OrderService } from "../../src/cloud/orders/index.ts";
 import type { CreateOrderInput, RenewOrderInput } from "../../src/cloud/order-request.ts";
 import { SIMULATED_FAILURE_REASON } from "../../src/cloud/provisioning.ts";
 import { addMonthsUtc } from "../../src/cloud/resources.ts";

@@ -15,10 +15,10 @@ import { startPoller } from "../../src/generation/poller.ts";
 import type { GenerationUpstream, UpstreamTaskState } from "../../src/generation/upstream/types.ts";
 import { DEMO_CATALOG, seedDemoCatalog } from "../../src/cloud/demo-seed.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
-import { createOrderService } from "../../src/cloud/orders.ts";
+import { createOrderService } from "../../src/cloud/orders/index.ts";
 import { appendOutbox } from "../../src/events/outbox.ts";
 import { accountTopic, createInProcessPubSub, type OutboxMessage } from "../../src/events/pubsub.ts";
-import { startDispatcher } from "../../src/events/dispatcher.ts";
+import { startDispatcher } from "../../src/events/dispatcher/index.ts";
 import { openTestDb, type TestDb } from "../support/db.ts";
 
 const logger = pino({ level: "silent" });

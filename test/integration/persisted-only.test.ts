@@ -42,7 +42,7 @@ const DEPLOYMENT_DOCUMENT = "query DeploymentModels { models { id name } }";
 let t: TestStack;
 let key: string;
 let ws: Client;
-let sseSingle: SseClient;
+let sseSingle: SseClient<true>;
 let extraManifest: string;
 
 beforeAll(async () => {

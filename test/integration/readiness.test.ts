@@ -1,7 +1,7 @@
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrate } from "../../src/db/index.ts";
-import { startDispatcher } from "../../src/events/dispatcher.ts";
+import { startDispatcher } from "../../src/events/dispatcher/index.ts";
 import { createInProcessPubSub } from "../../src/events/pubsub.ts";
 import { CheckFailure, createReadiness, type ReadinessCheck } from "../../src/observability/readiness.ts";
 import { migrationsCheck } from "../../src/db/readiness.ts";

@@ -19,7 +19,7 @@ import { createHttpUpstream } from "../../src/generation/upstream/http.ts";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";
 import { DEMO_CATALOG, seedDemoCatalog } from "../../src/cloud/demo-seed.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
-import { createOrderService } from "../../src/cloud/orders.ts";
+import { createOrderService } from "../../src/cloud/orders/index.ts";
 
 const logger = pino({ level: "silent" });
 /** Model 52, 5 s at 720P: 5.000 yuan. */

@@ -13,7 +13,7 @@ import { parseYuan } from "../../src/money.ts";
 import { createGenerationService } from "../../src/generation/tasks.ts";
 import { usageTotals } from "../../src/generation/usage.ts";
 import { UpstreamError, type GenerationUpstream } from "../../src/generation/upstream/types.ts";
-import { createOrderService } from "../../src/cloud/orders.ts";
+import { createOrderService } from "../../src/cloud/orders/index.ts";
 import { getCustomerBalance, topUpCustomer } from "../../src/cloud/customers.ts";
 import { seedDemoCatalog } from "../../src/cloud/demo-seed.ts";
 import { openTestDb, type TestDb } from "../support/db.ts";

@@ -14,7 +14,7 @@ import { createKey } from "../../src/auth/keys.ts";
 import { appendOutbox, type OutboxEvent } from "../../src/events/outbox.ts";
 import { accountTopic, createInProcessPubSub, type OutboxMessage } from "../../src/events/pubsub.ts";
 import { listDeliveries, resendDelivery } from "../../src/events/deliveries.ts";
-import { startDispatcher, type Dispatcher, type DispatcherOptions } from "../../src/events/dispatcher.ts";
+import { startDispatcher, type Dispatcher, type DispatcherOptions } from "../../src/events/dispatcher/index.ts";
 import { signWebhook, verifyWebhookSignature } from "../../src/events/webhook-signing.ts";
 
 const logger = pino({ level: "silent" });

@@ -1,0 +1,52 @@
+/**
+ * Reading the caller's orders (docs/api/cloud.md §4 `GET /orders/{order_id}`, `GET /orders`).
+ */
+import type { Db } from "../../db/index.ts";
+import type { Caller } from "../../auth/keys.ts";
+import { byCreation, keysetPage, type Page, type PageRequest } from "../../pagination.ts";
+import { storedTotal } from "../../ledger/totals.ts";
+import { toOrderRecord, type OrderRecord, type OrderRow } from "../order-records.ts";
+import { orderRowOf } from "./deps.ts";
+
+/**
+ * Reads an order of the caller's account (docs/api/cloud.md §4 `GET /orders/{order_id}`).
+ * @param db the database
+ * @param caller the authenticated key
+ * @param id the order id
+ * @returns the order
+ * @throws AppError `not_found` (404) `Order not found` for an unknown id or another account's order
+ */
+export async function getOrder(db: Db, caller: Caller, id: string): Promise<OrderRecord> {
+  return toOrderRecord(await orderRowOf(db, caller, id));
+}
+
+/**
+ * Reads many orders of the caller's account in one query (for DataLoader).
+ * @param db the database
+ * @param caller the authenticated key
+ * @param ids order ids, in the order the answer keeps
+ * @returns one entry per id, null where unknown or another account's
+ */
+export async function getOrdersByIds(db: Db, caller: Caller, ids: readonly string[]): Promise<(OrderRecord | null)[]> {
+  if (ids.length === 0) return [];
+  const rows = await db("orders")
+    .whereIn("id", [...new Set(ids)])
+    .andWhere("account_id", caller.accountId);
+  const byId = new Map(rows.map((r: OrderRow) => [r.id, toOrderRecord(r)]));
+  return ids.map((id) => byId.get(id) ?? null);
+}
+
+/**
+ * Lists the caller's account's orders, newest first (keyset on creation time, then id;
+ * docs/api/cloud.md §4 `GET /orders`).
+ * @param db the database
+ * @param caller the authenticated key
+ * @param page `first` (1-100) and the opaque cursor `after`
+ * @returns one page of orders with the stored total
+ * @throws AppError `invalid_request` (400, field `cursor`) for a bad cursor
+ */
+export async function listOrders(db: Db, caller: Caller, page: PageRequest): Promise<Page<OrderRecord>> {
+  return keysetPage(db("orders").where("account_id", caller.accountId), byCreation(), page, toOrderRecord, {
+    stored: storedTotal(db, "accounts", caller.accountId, "order_count"),
+  });
+}
