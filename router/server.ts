@@ -14,15 +14,12 @@ import { createGateway, type Gateway } from "./graph/gateway.ts";
 import { answerThroughFetch } from "./http/graphql.ts";
 import { DEFAULT_BATCH_MAX } from "./http/batch.ts";
 import { createSingleConnectionStreams } from "./http/sse-single.ts";
-import { useEventStreamStatus } from "./plugins/useEventStreamStatus.ts";
-import { useDeferAnswers } from "./plugins/useDeferAnswers.ts";
 import { completeEventStream } from "./http/event-stream.ts";
 import { applyCors } from "./http/cors.ts";
-import { isJsonContentType } from "./http/body.ts";
+import { isJsonContentType, limitGraphqlBody } from "./http/body.ts";
 import { sendGraphqlError } from "./http/graphql-error.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 import { subscriptionKeyCheck } from "./graph/key-check.ts";
-import { limitGraphqlBody } from "./limits.ts";
 import { attachWebSockets } from "./websocket.ts";
 import { createRevocations, endEventStream, onRequestKey } from "./revocation.ts";
 import type { PubSub } from "../src/events/pubsub.ts";
@@ -46,7 +43,6 @@ import { createRouterMetrics } from "./metrics.ts";
 import { createRequestReports, type RequestReport } from "./request-report.ts";
 import { ownedOperations } from "./graph/direct.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
-import { registryCodes } from "./error-codes.ts";
 import type { Redis } from "ioredis";
 import { loadTrustedDocuments } from "./plugins/usePersistedQueries.manifest.ts";
 import { createPersistedQueryStore } from "./plugins/usePersistedQueries.store.ts";
@@ -144,14 +140,11 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     requestTimeoutMs: options.requestTimeoutMs,
     subgraphSecret: options.subgraphSecret,
     defer: options.defer,
-    plugins: [
-      registryCodes(options.logger),
-      useEventStreamStatus,
-      ...(options.defer ? [useDeferAnswers] : []),
-      metrics.gatewayPlugin,
-      reports.gatewayPlugin,
-      ...(options.tracing ? [options.tracing.gatewayPlugin] : []),
-    ],
+    // The order of every plugin is router/graph/gateway.ts `pipeline`.
+    logger: options.logger,
+    reports,
+    metrics: metrics.gatewayPlugin,
+    tracing: options.tracing?.gatewayPlugin,
   });
   let schema: Promise<GraphQLSchema> | undefined;
   const shimDeps = { gateway, schema: () => (schema ??= Promise.resolve(gateway.getSchema())), bodyLimit: options.bodyLimit };
