@@ -211,4 +211,3 @@ export function createGateway(options: GatewayOptions) {
   });
   return gateway;
 }
-

@@ -21,4 +21,3 @@ export const useInternalContext: GatewayPlugin = {
     executionRequest.extensions = { ...executionRequest.extensions, [INTERNAL_EXTENSION]: newInternalContext(subgraphName, headers) };
   },
 };
-

@@ -41,4 +41,3 @@ export const useKeepHttpStatus: GatewayPlugin = {
     setResult(Array.isArray(result) ? result.map(withHttpStatuses) : withHttpStatuses(result));
   },
 };
-

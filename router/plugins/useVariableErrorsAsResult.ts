@@ -45,4 +45,3 @@ function returningRequestErrors<Args, Result>(run: (args: Args) => Result | Prom
     }
   };
 }
-
