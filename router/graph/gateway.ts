@@ -109,9 +109,11 @@ export interface GatewayOptions {
 }
 
 /**
- * The gateway's plugins, in the order they run (docs/architecture.md §1: this array is the one
- * place the order is written). Hooks run in this order, each kind of hook (parse, validate,
- * execute, result, response) on its own, so only plugins sharing a hook depend on their places.
+ * The gateway's plugins, in the order they run (docs/architecture.md §1.1: this array is the one
+ * place the order is written). Each kind of hook (request parse, parse, validate, execute, result,
+ * response) runs in this order on its own, and a plugin that wraps a function (the parser, the
+ * executor) wraps the one the plugins before it set; the line above each entry names its hook and,
+ * where its place matters, why it sits there.
  * @returns the plugins for createGatewayRuntime's `plugins`
  */
 export function pipeline(options: GatewayOptions): GatewayPlugin[] {
@@ -123,11 +125,11 @@ export function pipeline(options: GatewayOptions): GatewayPlugin[] {
     usePreparsedParams,
     // Result process: gives Yoga a serializer that writes `extensions.http.status` back into the body.
     useKeepHttpStatus,
-    // Response: an answer with data is 200 (ADR 0006); rewrites only statuses the later response hooks leave alone.
+    // Response: an answer with data is 200 (ADR 0006); never a stream or @defer's 406, so the other status rewrites below are independent of it.
     useStatusFollowsData,
-    // Wraps execute and subscribe: a thrown coercion error becomes a result, so the result hooks below see it.
+    // Wraps execute and subscribe: a thrown coercion error becomes a result, which the result hooks then see.
     useVariableErrorsAsResult,
-    // Subscribe: the key check of SSE subscriptions, given by the router (it runs an operation through this gateway: a cycle if imported).
+    // Subscribe: the key check of SSE subscriptions, given by router/server.ts (it runs an operation through this gateway: a cycle if imported).
     ...(options.keyCheck ? [options.keyCheck] : []),
     // Response, development only: GraphiQL's own headers.
     ...(options.production ? [] : [graphiqlHeaders]),
@@ -145,7 +147,7 @@ export function pipeline(options: GatewayOptions): GatewayPlugin[] {
     ...(options.requestTimeoutMs ? [useRequestDeadline(options.requestTimeoutMs)] : []),
     // Production: Armor masks field suggestions in validation errors, then useHiddenSuggestions masks what it misses.
     ...(options.production ? [blockFieldSuggestionsPlugin({ mask: SUGGESTION_MASK }) as GatewayPlugin, useHiddenSuggestions] : []),
-    // Results: after every plugin that makes errors, so each that leaves has its registry code.
+    // Parse, validate, execute, subscribe and HTTP results: every error leaves with its registry code and details only.
     useRegistryCodes(options.logger),
     // Response: an event stream is always 200 (its errors travel in the stream).
     useEventStreamStatus,
