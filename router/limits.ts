@@ -15,7 +15,7 @@
  * | request time | REQUEST_TIMEOUT_MS (30000) | router/plugins/useRequestDeadline.ts (a timer per request) | `request_timeout` (504) |
  * | body size | BODY_LIMIT_BYTES (1 MiB) | router/http/body.ts `limitGraphqlBody` | `payload_too_large` (413) |
  * | nesting the parser cannot recurse through | the stack (~2000 nested lists) | router/plugins/useDeepDocumentIs400.ts | `query_too_deep` (400) |
- * | introspection | off in production | the gateway's `disableIntrospection` | graphql-js message (400) |
+ * | introspection | off in production | the gateway's `disableIntrospection` (router/graph/gateway.ts) | graphql-js message (400) |
  * | field suggestions | off in production | GraphQL Armor block-field-suggestions, router/plugins/useHiddenSuggestions.ts | — |
  *
  * The body always carries `extensions.http.status`; the response status follows GraphQL over

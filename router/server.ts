@@ -18,7 +18,7 @@ import { isJsonContentType, limitGraphqlBody } from "./http/body.ts";
 import { createEdge } from "./http/edge.ts";
 import { sendGraphqlError } from "./http/graphql-error.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
-import { subscriptionKeyCheck } from "./graph/key-check.ts";
+import { useSubscriptionKeyCheck } from "./plugins/useSubscriptionKeyCheck.ts";
 import { attachWebSockets } from "./websocket.ts";
 import { createRevocations, endEventStream, onRequestKey } from "./revocation.ts";
 import type { PubSub } from "../src/events/pubsub.ts";
@@ -129,7 +129,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       persistedOnly: persisted.only ?? false,
       logger: options.logger,
     },
-    keyCheck: subscriptionKeyCheck(() => gateway) as GatewayPlugin,
+    keyCheck: useSubscriptionKeyCheck(() => gateway) as GatewayPlugin,
     subgraphUrls: options.subgraphUrls,
     localSubgraphs: options.localSubgraphs,
     production: options.production,
