@@ -1,18 +1,17 @@
 /**
  * What the router learns about one client request while the gateway runs it: the GraphQL
  * operation, and from the subgraphs' `switchyardCaller` response extension
- * (subgraphs/shared/caller-report.ts) the key id and the key's rate-limit quota. The quota becomes
+ * (subgraphs/shared/caller-report.ts; its shape is the contract's, subgraphs/shared/contract.ts) the key id and the key's rate-limit quota. The quota becomes
  * the `RateLimit-Policy` and `RateLimit` headers of draft-ietf-httpapi-ratelimit-headers on the
  * client's answer (REST shims and `/graphql` alike: both run through the gateway), the rest goes
  * into the request log line (router/server.ts).
  *
  * A request is found by its count id (`x-switchyard-count-id`), which the router's edge mints
- * for every client request and the gateway sees on every operation the request runs.
+ * for every client request and the gateway sees on every operation the request runs. This file
+ * keeps the open reports; the gateway plugin that fills them is router/plugins/useRequestReport.ts,
+ * and router/graph/direct.ts fills them for the operations it runs without the gateway.
  */
 import type { ServerResponse } from "node:http";
-import type { DocumentNode } from "graphql";
-import { operationOf } from "./operation.ts";
-import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 import { CALLER_EXTENSION, type CallerQuota, type CallerReport } from "../subgraphs/shared/contract.ts";
 
 /** The name of our single quota policy in the RateLimit headers. */
@@ -67,7 +66,8 @@ function parseReport(value: unknown): CallerReport | null {
 
 /**
  * Splits a subgraph result into the result without its caller report (never passed on: it is the
- * subgraphs' note to the router) and the report. @returns null when it carries none
+ * subgraphs' note to the router) and the report (only its well-formed fields).
+ * @returns null when it carries none
  */
 function withoutCallerReport(result: { extensions?: Record<string, unknown> } | null): { result: object; caller: CallerReport | null } | null {
   const extensions = result?.extensions;
@@ -76,7 +76,7 @@ function withoutCallerReport(result: { extensions?: Record<string, unknown> } | 
   return { result: { ...result, extensions: Object.keys(rest).length ? rest : undefined }, caller: parseReport(raw) };
 }
 
-/** The open reports of a router, and the gateway plugin that fills them. */
+/** The open reports of a router, filled by router/plugins/useRequestReport.ts and router/graph/direct.ts. */
 export interface RequestReports {
   /**
    * Opens the report of one client request.
@@ -87,10 +87,15 @@ export interface RequestReports {
   open(countId: string, res: ServerResponse): RequestReport;
   /** Forgets a request (its response closed). */
   close(countId: string): void;
-  /** Reads operation names and the subgraphs' caller reports (and strips those from the results). */
-  gatewayPlugin: GatewayPlugin;
-  /** Notes the operation of a request run without the gateway (router/graph/direct.ts). */
+  /**
+   * Notes the (first) operation a request ran; a later one does not replace it.
+   * @param operationName cut to 200 characters (a client chooses it)
+   */
   noteOperation(countId: string | undefined, operationName: string): void;
+  /** Notes a subgraph's caller report: key id, `Retry-After`, and the tighter quota, set at once as RateLimit headers. */
+  noteCaller(countId: string | undefined, caller: CallerReport): void;
+  /** The `Retry-After` (seconds) a rate-limit refusal reported for a request, if any. */
+  retryAfterSeconds(countId: string | undefined): number | undefined;
   /** Takes the caller report out of a subgraph result run without the gateway, as the plugin does. @returns the result without it */
   takeCallerReport<T extends { extensions?: Record<string, unknown> }>(countId: string | undefined, result: T): T;
 }
@@ -99,23 +104,11 @@ export interface RequestReports {
 export function createRequestReports(): RequestReports {
   const open = new Map<string, { report: RequestReport; res: ServerResponse }>();
 
-  /** The open request a gateway request belongs to. */
-  const entryOfRequest = (request: Request | undefined) => {
-    const countId = request?.headers?.get("x-switchyard-count-id");
-    return countId ? open.get(countId) : undefined;
-  };
-  /** The open request an operation belongs to, from its gateway context. */
-  const entryOf = (context: unknown) => entryOfRequest((context as { request?: Request } | undefined)?.request);
+  /** The open request of a count id. */
+  const entryOf = (countId: string | undefined) => (countId ? open.get(countId) : undefined);
 
-  const noteOperation = (context: unknown, document: DocumentNode, operationName: string | null | undefined) => {
-    const entry = entryOf(context);
-    if (!entry || entry.report.operationName !== undefined) return;
-    const name = operationOf(document, operationName)?.name?.value;
-    if (name) entry.report.operationName = name.slice(0, MAX_OPERATION_NAME);
-  };
-
-  const noteCaller = (context: unknown, caller: CallerReport) => noteCallerOf(entryOf(context), caller);
-  const noteCallerOf = (entry: ReturnType<typeof entryOf>, caller: CallerReport) => {
+  const noteCaller = (countId: string | undefined, caller: CallerReport) => {
+    const entry = entryOf(countId);
     if (!entry) return;
     if (caller.keyId) entry.report.keyId ??= caller.keyId;
     if (caller.retryAfterSeconds) entry.report.retryAfterSeconds = caller.retryAfterSeconds;
@@ -128,29 +121,6 @@ export function createRequestReports(): RequestReports {
     if (!entry.res.headersSent) for (const [name, value] of Object.entries(rateLimitHeaders(quota))) entry.res.setHeader(name, value);
   };
 
-  const gatewayPlugin: GatewayPlugin = {
-    // A `/graphql` answer refused by the rate limit keeps `Retry-After`, as the REST shims' do.
-    onResponse({ request, response }) {
-      if (response.status !== 429) return;
-      const retryAfter = entryOfRequest(request)?.report.retryAfterSeconds;
-      if (retryAfter && !response.headers.has("retry-after")) response.headers.set("retry-after", String(retryAfter));
-    },
-    onExecute({ args }) {
-      noteOperation(args.contextValue, args.document, args.operationName);
-    },
-    onSubscribe({ args }) {
-      noteOperation(args.contextValue, args.document, args.operationName);
-    },
-    onSubgraphExecute({ executionRequest }) {
-      return ({ result, setResult }) => {
-        const taken = withoutCallerReport(result as { extensions?: Record<string, unknown> } | null);
-        if (!taken) return;
-        setResult(taken.result as typeof result);
-        if (taken.caller) noteCaller(executionRequest.context, taken.caller);
-      };
-    },
-  };
-
   return {
     open(countId, res) {
       const report: RequestReport = {};
@@ -158,15 +128,16 @@ export function createRequestReports(): RequestReports {
       return report;
     },
     close: (countId) => void open.delete(countId),
-    gatewayPlugin,
     noteOperation(countId, operationName) {
-      const entry = countId ? open.get(countId) : undefined;
+      const entry = entryOf(countId);
       if (entry && entry.report.operationName === undefined) entry.report.operationName = operationName.slice(0, MAX_OPERATION_NAME);
     },
+    noteCaller,
+    retryAfterSeconds: (countId) => entryOf(countId)?.report.retryAfterSeconds,
     takeCallerReport(countId, result) {
       const taken = withoutCallerReport(result);
       if (!taken) return result;
-      if (taken.caller) noteCallerOf(countId ? open.get(countId) : undefined, taken.caller);
+      if (taken.caller) noteCaller(countId, taken.caller);
       return taken.result as typeof result;
     },
   };

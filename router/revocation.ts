@@ -87,7 +87,7 @@ const keyListeners = new WeakMap<object, (keyId: string) => void>();
 
 /**
  * Asks to be told which key a request's subscription runs under, once the router's key check
- * (router/graph/key-check.ts `subscriptionKeyCheck`) identified it. For SSE streams, whose key is known
+ * (router/graph/useSubscriptionKeyCheck.ts) identified it. For SSE streams, whose key is known
  * only inside the gateway.
  * @param req the node request
  * @param listener called at most once with the key id

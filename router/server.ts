@@ -5,24 +5,20 @@
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { randomUUID } from "node:crypto";
 import FindMyWay from "find-my-way";
-import proxyaddr from "proxy-addr";
 import type { Logger } from "pino";
 import type { GraphQLSchema } from "graphql";
 import { createGateway, type Gateway } from "./graph/gateway.ts";
 import { answerThroughFetch } from "./graph/http.ts";
 import { DEFAULT_BATCH_MAX } from "./graph/batch.ts";
 import { createSingleConnectionStreams } from "./graph/sse-single.ts";
-import { useEventStreamStatus } from "./plugins/useEventStreamStatus.ts";
-import { useDeferAnswers } from "./plugins/useDeferAnswers.ts";
 import { completeEventStream } from "./http/event-stream.ts";
 import { applyCors } from "./http/cors.ts";
-import { isJsonContentType } from "./http/body.ts";
+import { isJsonContentType, limitGraphqlBody } from "./http/body.ts";
+import { createEdge } from "./http/edge.ts";
 import { sendGraphqlError } from "./http/graphql-error.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
-import { subscriptionKeyCheck } from "./graph/key-check.ts";
-import { limitGraphqlBody } from "./limits.ts";
+import { useSubscriptionKeyCheck } from "./graph/useSubscriptionKeyCheck.ts";
 import { attachWebSockets } from "./websocket.ts";
 import { createRevocations, endEventStream, onRequestKey, type DisabledKeyFeed } from "./revocation.ts";
 import { createGenerationShim, sendGenerationError, type RestCall } from "./rest/generation.ts";
@@ -45,7 +41,6 @@ import { createRouterMetrics } from "./metrics.ts";
 import { createRequestReports, type RequestReport } from "./request-report.ts";
 import { ownedOperations } from "./graph/direct.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
-import { registryCodes } from "./error-codes.ts";
 import type { Redis } from "ioredis";
 import { loadTrustedDocuments } from "./plugins/usePersistedQueries.manifest.ts";
 import { createPersistedQueryStore } from "./plugins/usePersistedQueries.store.ts";
@@ -115,17 +110,14 @@ interface Served {
   eventStream?: boolean;
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,80}$/;
-
 /**
  * Starts the router.
  * @returns its base URL (`http://host:port`) and a close function
  */
 export async function startRouter(options: RouterOptions): Promise<RouterHandle> {
-  // Behind nginx the socket's peer is the proxy; the client is the nearest untrusted hop of X-Forwarded-For.
-  const trust = proxyaddr.compile(options.trustProxy ?? []);
+  // Request id, client address, count id; client x-switchyard-* dropped (router/http/edge.ts).
+  const edge = createEdge(options.trustProxy);
   const corsOrigins: ReadonlySet<string> = new Set(options.corsOrigins ?? []);
-  const clientIp = (req: http.IncomingMessage) => (req.socket.remoteAddress ? proxyaddr(req, trust) : "");
   const metrics = createRouterMetrics(options.metrics ?? createRegistry());
   // Operation, key id and RateLimit headers of each request, as the gateway learns them (request-report.ts).
   const reports = createRequestReports();
@@ -137,21 +129,18 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       persistedOnly: persisted.only ?? false,
       logger: options.logger,
     },
-    keyCheck: subscriptionKeyCheck(() => gateway) as GatewayPlugin,
+    keyCheck: useSubscriptionKeyCheck(() => gateway) as GatewayPlugin,
     subgraphUrls: options.subgraphUrls,
     localSubgraphs: options.localSubgraphs,
     production: options.production,
     requestTimeoutMs: options.requestTimeoutMs,
     subgraphSecret: options.subgraphSecret,
     defer: options.defer,
-    plugins: [
-      registryCodes(options.logger),
-      useEventStreamStatus,
-      ...(options.defer ? [useDeferAnswers] : []),
-      metrics.gatewayPlugin,
-      reports.gatewayPlugin,
-      ...(options.tracing ? [options.tracing.gatewayPlugin] : []),
-    ],
+    // The order of every plugin is router/graph/gateway.ts `pipeline`.
+    logger: options.logger,
+    reports,
+    metrics: metrics.gatewayPlugin,
+    tracing: options.tracing?.gatewayPlugin,
   });
   let schema: Promise<GraphQLSchema> | undefined;
   const shimDeps = { gateway, schema: () => (schema ??= Promise.resolve(gateway.getSchema())), bodyLimit: options.bodyLimit };
@@ -236,19 +225,9 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   const singleStreams = createSingleConnectionStreams(gateway, revocations, { reservationTtlMs: options.streamReservationTtlMs });
   const server = http.createServer((req, res) => {
     const started = process.hrtime.bigint();
-    // A client's X-Request-Id is echoed for correlation only; nothing counts or trusts it.
-    const incoming = req.headers["x-request-id"];
-    const requestId = typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    req.headers["x-request-id"] = requestId;
-    // Only the router speaks for itself to the subgraphs: every x-switchyard-* is its own.
-    for (const name of Object.keys(req.headers)) if (name.startsWith("x-switchyard-")) delete req.headers[name];
-    req.headers["x-switchyard-client-ip"] = clientIp(req);
-    // The id the rate limiter counts this request under (once, however many subgraphs it reaches).
-    const countId = randomUUID();
-    req.headers["x-switchyard-count-id"] = countId;
+    const { requestId, countId } = edge.stamp(req, res);
     const report = reports.open(countId, res);
     res.once("close", () => reports.close(countId));
-    res.setHeader("x-request-id", requestId);
     // The route pattern served (a bounded label: never the raw path), set by handle().
     const served: Served = { route: "other" };
     res.once("close", () =>
@@ -354,7 +333,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   }
 
   server.keepAliveTimeout = 65_000;
-  const websockets = attachWebSockets(server, gateway, options.logger, revocations, clientIp, metrics.observeShared);
+  const websockets = attachWebSockets(server, gateway, options.logger, revocations, edge.clientIp, metrics.observeShared);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, resolve);

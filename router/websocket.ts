@@ -132,7 +132,7 @@ export function attachWebSockets(
     return {
       socket: ctx.extra?.socket,
       connectionParams,
-      // Read by router/graph/gateway.ts internalContextPlugin: the only facts the subgraphs get.
+      // Read by router/plugins/useInternalContext.ts: the only facts the subgraphs get.
       internalHeaders: operationHeaders(connectionParams, clientIp),
     };
   });
@@ -152,7 +152,7 @@ export function attachWebSockets(
         const keyId = check.keyId;
         if (!keyId) {
           // A key check the graph could not answer says nothing about the key: not 4403 (which
-          // clients take as final) but "try again later" (router/error-codes.ts logged the cause).
+          // clients take as final) but "try again later" (router/plugins/useRegistryCodes.ts logged the cause).
           if (check.error?.extensions.code === "service_unavailable") ctx.extra.socket.close(TRY_AGAIN_LATER, ERROR_CODES.service_unavailable.message);
           return false;
         }

@@ -6,7 +6,8 @@
 import type { IncomingMessage } from "node:http";
 import type { GraphQLFormattedError } from "graphql";
 import { ERROR_CODES, publicDetails, registryCodeOf, type ErrorCode } from "../../src/errors.ts";
-import { PARSED_BODY, type Gateway } from "./gateway.ts";
+import type { Gateway } from "./gateway.ts";
+import { PARSED_BODY } from "../plugins/usePreparsedParams.ts";
 import { hidesOwnMessage } from "../error-codes.ts";
 
 /** The result of one operation. */
@@ -38,7 +39,7 @@ export interface CallContext {
 
 /**
  * POSTs GraphQL parameters the caller already holds to the gateway, in-process and without a
- * body (router/graph/gateway.ts `preparsedParams`): the router's `/graphql` after reading a JSON body, and every
+ * body (router/plugins/usePreparsedParams.ts): the router's `/graphql` after reading a JSON body, and every
  * operation of the REST shims.
  * @param target an absolute URL whose path is the gateway's `/graphql`
  * @returns the gateway's response

@@ -3,133 +3,44 @@
  * with each subgraph's routing URL taken from config at start-up.
  */
 import fs from "node:fs";
-import { GraphQLError, type ExecutionResult } from "graphql";
 import { unifiedGraphHandler } from "@graphql-hive/router-runtime";
 import { Logger } from "@graphql-hive/logger";
 import { createGatewayRuntime, type GatewayPlugin, type GatewayRuntime } from "@graphql-hive/gateway-runtime";
+import { blockFieldSuggestionsPlugin } from "@escape.tech/graphql-armor-block-field-suggestions";
+import type { Logger as PinoLogger } from "pino";
 
 import { SUPERGRAPH_FILE } from "../compose.ts";
-import { gatewayLimitOptions } from "../limits.ts";
-import { statusFollowsData } from "../graphql-status.ts";
 import { graphiqlHeaders, graphiqlOptions, renderGraphiQL } from "../devtools/graphiql.ts";
 import httpTransport from "@graphql-mesh/transport-http";
 import wsTransport from "@graphql-mesh/transport-ws";
 import { IN_PROCESS_KIND, inProcessTransport, type SubgraphRequest } from "../transport/in-process.ts";
 import type { LocalSubgraph } from "../../subgraphs/shared/contract.ts";
+import { INTERNAL_EXTENSION, internalSigningPlugin, type InternalContext } from "../../subgraphs/shared/internal-context.ts";
+import type { RequestReports } from "../request-report.ts";
 import { usePersistedQueries, type PersistedQueriesOptions } from "../plugins/usePersistedQueries.ts";
-import {
-  INTERNAL_EXTENSION,
-  internalSigningPlugin,
-  newInternalContext,
-  pickInternalHeaders,
-  type InternalContext,
-  type InternalHeaders,
-} from "../../subgraphs/shared/internal-context.ts";
+import { usePreparsedParams } from "../plugins/usePreparsedParams.ts";
+import { useKeepHttpStatus } from "../plugins/useKeepHttpStatus.ts";
+import { useStatusFollowsData } from "../plugins/useStatusFollowsData.ts";
+import { useVariableErrorsAsResult } from "../plugins/useVariableErrorsAsResult.ts";
+import { useParamsJsonErrors } from "../plugins/useParamsJsonErrors.ts";
+import { useTokenLimit } from "../plugins/useTokenLimit.ts";
+import { useDeepDocumentIs400 } from "../plugins/useDeepDocumentIs400.ts";
+import { useValidationLimits } from "../plugins/useValidationLimits.ts";
+import { useOperationLimits } from "../plugins/useOperationLimits.ts";
+import { useRequestDeadline } from "../plugins/useRequestDeadline.ts";
+import { SUGGESTION_MASK, useHiddenSuggestions } from "../plugins/useHiddenSuggestions.ts";
+import { useRegistryCodes } from "../plugins/useRegistryCodes.ts";
+import { useEventStreamStatus } from "../plugins/useEventStreamStatus.ts";
+import { useDeferAnswers } from "../plugins/useDeferAnswers.ts";
+import { useRequestReport } from "../plugins/useRequestReport.ts";
+import { useInternalContext } from "../plugins/useInternalContext.ts";
 
 /** The gateway runtime: a fetch handler and a node:http request listener. */
 export type Gateway = GatewayRuntime<Record<string, unknown>>;
 
-/**
- * Puts the internal context of a subgraph request (subgraphs/shared/internal-context.ts) in its
- * `switchyard` extension, from facts the router alone has set: for HTTP requests the request's
- * headers, rewritten at the router's edge (router/server.ts strips every `x-switchyard-*` a client
- * sends and sets its own); for graphql-ws operations the `internalHeaders` the router built when
- * the operation started (router/websocket.ts). Nothing else a client sends reaches a subgraph.
- * Each subgraph fetch (one client request may make several, to one subgraph or both) gets a
- * context of its own: a new nonce, and the name of the subgraph it is for.
- */
-const internalContextPlugin: GatewayPlugin = {
-  onSubgraphExecute({ subgraphName, executionRequest }) {
-    const context = (executionRequest.context ?? {}) as { internalHeaders?: InternalHeaders; request?: Request };
-    const headers = context.internalHeaders ?? (context.request ? pickInternalHeaders((name) => context.request!.headers.get(name)) : {});
-    executionRequest.extensions = { ...executionRequest.extensions, [INTERNAL_EXTENSION]: newInternalContext(subgraphName, headers) };
-  },
-};
-
 /** The internal headers of one in-process subgraph request (no signature needed: same process). */
 function inProcessHeaders(request: SubgraphRequest): Record<string, string> {
   return (request.extensions?.[INTERNAL_EXTENSION] as InternalContext | undefined)?.headers ?? {};
-}
-
-/** The HTTP status a GraphQL error carries in `extensions.http.status`, if any. */
-function httpStatusOf(error: unknown): number | undefined {
-  const status = (error as { extensions?: { http?: { status?: unknown } } } | null)?.extensions?.http?.status;
-  return typeof status === "number" ? status : undefined;
-}
-
-/** A result as GraphQL Yoga serializes it (its `ExecutionResultWithSerializer`, not exported). */
-type SerializableResult = ExecutionResult & { stringify?: (result: ExecutionResult) => string };
-
-/** Puts `extensions.http.status` back on the serialized errors of one result, matched by position. */
-function withHttpStatuses<T extends SerializableResult | AsyncIterable<SerializableResult>>(result: T): T {
-  if (!result || typeof result !== "object" || Symbol.asyncIterator in result) return result;
-  const statuses: (number | undefined)[] = (result.errors ?? []).map(httpStatusOf);
-  if (!statuses.some((status) => status !== undefined)) return result;
-  const stringify = result.stringify ?? JSON.stringify;
-  return {
-    ...result,
-    stringify: (sanitized: ExecutionResult) =>
-      stringify({
-        ...sanitized,
-        errors: sanitized.errors?.map((error, i) => {
-          const json = typeof error?.toJSON === "function" ? error.toJSON() : error;
-          const status = statuses[i];
-          return status === undefined ? json : { ...json, extensions: { ...json.extensions, http: { status } } };
-        }),
-      }),
-  };
-}
-
-/**
- * docs/architecture.md §4: GraphQL errors carry `extensions.http.status`. GraphQL Yoga (under the gateway)
- * turns that extension into the response status and strips it from the body when it
- * serializes; this plugin hands Yoga a serializer that writes it back.
- */
-export const keepHttpStatusInErrors: GatewayPlugin = {
-  onResultProcess({ result, setResult }) {
-    setResult(Array.isArray(result) ? result.map(withHttpStatuses) : withHttpStatuses(result));
-  },
-};
-
-/**
- * The errors of a thrown variable-coercion failure (one GraphQLError, or an AggregateError of
- * them), marked 400 as graphql-tools' `execute` marks them; else null.
- */
-function requestErrorsOf(error: unknown): GraphQLError[] | null {
-  const errors = error instanceof AggregateError ? error.errors : [error];
-  if (!errors.length || !errors.every((e) => e instanceof GraphQLError)) return null;
-  return (errors as GraphQLError[]).map((e) => {
-    const http = (e.extensions?.http ?? {}) as Record<string, unknown>;
-    return Object.defineProperty(e, "extensions", { value: { ...e.extensions, http: { ...http, status: 400 } } });
-  });
-}
-
-/**
- * The Rust planner's executor (@graphql-hive/router-runtime) throws variable coercion errors
- * where graphql-js returns them as a result. This plugin turns them back into an error result,
- * so they stay request errors (400 with `extensions.http.status`) and pass the later hooks
- * (suggestion masking in production, router/limits.ts) as before.
- */
-export const variableErrorsAsResult: GatewayPlugin = {
-  onExecute({ executeFn, setExecuteFn }) {
-    setExecuteFn(returningRequestErrors(executeFn));
-  },
-  onSubscribe({ subscribeFn, setSubscribeFn }) {
-    setSubscribeFn(returningRequestErrors(subscribeFn));
-  },
-};
-
-/** Wraps an execute or subscribe function: thrown request errors become an error result. */
-function returningRequestErrors<Args, Result>(run: (args: Args) => Result | Promise<Result>) {
-  return async (args: Args): Promise<Result | { errors: GraphQLError[] }> => {
-    try {
-      return await run(args);
-    } catch (error) {
-      const errors = requestErrorsOf(error);
-      if (!errors) throw error;
-      return { errors };
-    }
-  };
 }
 
 /**
@@ -169,33 +80,103 @@ class QuietGatewayLogger extends Logger {
   }
 }
 
+/** Options of {@link createGateway} and {@link pipeline}. */
+export interface GatewayOptions {
+  /** Subgraph name → `/graphql` URL. */
+  subgraphUrls: Record<string, string>;
+  /** Subgraphs running in this process, reached in-process instead (router/transport/in-process.ts). */
+  localSubgraphs?: Record<string, LocalSubgraph>;
+  /** Production: no introspection, no field suggestions, no GraphiQL. */
+  production: boolean;
+  /** Time limit of one `/graphql` HTTP request, in milliseconds; 0 or unset: none. */
+  requestTimeoutMs?: number;
+  /** SUBGRAPH_SECRET: the key of the HMAC signature on every request to a subgraph reached over the network. */
+  subgraphSecret: string;
+  /** Refuses SSE subscriptions whose key is bad (router/graph/useSubscriptionKeyCheck.ts). */
+  keyCheck?: GatewayPlugin;
+  /** GRAPHQL_DEFER: `@defer` delivered incrementally (multipart/mixed, SSE), on the runtime's default planner (ADR 0021). */
+  defer?: boolean;
+  /** Trusted documents, the APQ store and PERSISTED_ONLY (router/plugins/usePersistedQueries.ts); unset: neither. */
+  persisted?: PersistedQueriesOptions;
+  /** Where a gateway failure answered as `service_unavailable` is logged (router/plugins/useRegistryCodes.ts). */
+  logger: Pick<PinoLogger, "warn">;
+  /** The router's open request reports (router/request-report.ts), filled by router/plugins/useRequestReport.ts. */
+  reports: RequestReports;
+  /** The router's Prometheus plugin (router/metrics.ts `gatewayPlugin`). */
+  metrics?: GatewayPlugin;
+  /** The OpenTelemetry plugin (src/observability/tracing.ts), when tracing is configured. */
+  tracing?: GatewayPlugin;
+}
+
+/**
+ * The gateway's plugins, in the order they run (docs/architecture.md §1.1: this array is the one
+ * place the order is written). Each kind of hook (request parse, parse, validate, execute, result,
+ * response) runs in this order on its own, and a plugin that wraps a function (the parser, the
+ * executor) wraps the one the plugins before it set; the line above each entry names its hook and,
+ * where its place matters, why it sits there.
+ * @returns the plugins for createGatewayRuntime's `plugins`
+ */
+export function pipeline(options: GatewayOptions): GatewayPlugin[] {
+  const local = options.localSubgraphs ?? {};
+  return [
+    // First: a document that may not run is refused before any other hook pays for it.
+    ...(options.persisted ? [usePersistedQueries(options.persisted)] : []),
+    // Request parse: hands Yoga the body the router already read; before useParamsJsonErrors, which wraps the parser chosen.
+    usePreparsedParams,
+    // Result process: gives Yoga a serializer that writes `extensions.http.status` back into the body.
+    useKeepHttpStatus,
+    // Response: an answer with data is 200 (ADR 0006); never a stream or @defer's 406, so the other status rewrites below are independent of it.
+    useStatusFollowsData,
+    // Wraps execute and subscribe: a thrown coercion error becomes a result, which the result hooks then see.
+    useVariableErrorsAsResult,
+    // Subscribe: the key check of SSE subscriptions, given by router/server.ts (it runs an operation through this gateway: a cycle if imported).
+    ...(options.keyCheck ? [options.keyCheck] : []),
+    // Response, development only: GraphiQL's own headers.
+    ...(options.production ? [] : [graphiqlHeaders]),
+    // Request parse: after Yoga's parsers and usePreparsedParams, so it wraps the one chosen (non-JSON parameters: 400).
+    useParamsJsonErrors,
+    // Parse: counts tokens before graphql-js parses anything (too_many_tokens).
+    useTokenLimit(),
+    // Parse: after useTokenLimit, wrapping its parser, so only the stack overflow left is query_too_deep.
+    useDeepDocumentIs400,
+    // Validate: depth, aliases, directives (cached per document).
+    useValidationLimits(),
+    // Execute and subscribe, before the operation is planned: page size and cost with the variables.
+    useOperationLimits,
+    // Request: a timer around the whole request handler (504).
+    ...(options.requestTimeoutMs ? [useRequestDeadline(options.requestTimeoutMs)] : []),
+    // Production: Armor masks field suggestions in validation errors, then useHiddenSuggestions masks what it misses.
+    ...(options.production ? [blockFieldSuggestionsPlugin({ mask: SUGGESTION_MASK }) as GatewayPlugin, useHiddenSuggestions] : []),
+    // Parse, validate, execute, subscribe and HTTP results: every error leaves with its registry code and details only.
+    useRegistryCodes(options.logger),
+    // Response: an event stream is always 200 (its errors travel in the stream).
+    useEventStreamStatus,
+    // Response: @defer for a JSON-only client is 400 invalid_request, not Yoga's 406.
+    ...(options.defer ? [useDeferAnswers] : []),
+    // Observes parse, validate, execute and subscribe: request metrics.
+    ...(options.metrics ? [options.metrics] : []),
+    // Execute, subgraph results, response: the request's operation, key, quota and Retry-After.
+    useRequestReport(options.reports),
+    // Spans around the operations, when tracing is configured.
+    ...(options.tracing ? [options.tracing] : []),
+    // Subgraph execute, last but one: the facts a subgraph gets, complete before they are signed.
+    useInternalContext,
+    // Last: signs the internal context; in-process subgraphs need no signature.
+    internalSigningPlugin(options.subgraphSecret, (name) => !(name in local)),
+  ];
+}
+
 /**
  * Creates the gateway runtime.
  * @param options subgraph URLs by name; `localSubgraphs`, those running in this process, reached
  *   in-process instead (router/transport/in-process.ts); `production` hides introspection-dependent
- *   extras (and introspection and field suggestions, router/limits.ts); `requestTimeoutMs` limits
- *   one HTTP request
+ *   extras (and introspection and field suggestions); `requestTimeoutMs` limits one HTTP request;
+ *   the rest feeds {@link pipeline}
  * @returns a fetch-compatible handler (also a node:http request listener)
  */
-export function createGateway(options: {
-  subgraphUrls: Record<string, string>;
-  localSubgraphs?: Record<string, LocalSubgraph>;
-  production: boolean;
-  requestTimeoutMs?: number;
-  /** SUBGRAPH_SECRET: the key of the HMAC signature on every request to a subgraph reached over the network. */
-  subgraphSecret: string;
-  /** Refuses SSE subscriptions whose key is bad (router/graph/key-check.ts `subscriptionKeyCheck`). */
-  keyCheck?: GatewayPlugin;
-  /** GRAPHQL_DEFER: `@defer` delivered incrementally (multipart/mixed, SSE), on the runtime's default planner (ADR 0021). */
-  defer?: boolean;
-  /** Further plugins: metrics and tracing (router/metrics.ts, src/observability/tracing.ts). */
-  plugins?: GatewayPlugin[];
-  /** Trusted documents, the APQ store and PERSISTED_ONLY (router/plugins/usePersistedQueries.ts); unset: neither. */
-  persisted?: PersistedQueriesOptions;
-}) {
+export function createGateway(options: GatewayOptions) {
   const local = options.localSubgraphs ?? {};
   dropLogLevelHiveRejects();
-  const limits = gatewayLimitOptions(options);
   const supergraph = supergraphWithUrls(fs.readFileSync(SUPERGRAPH_FILE, "utf8"), options.subgraphUrls);
   const gateway: Gateway = createGatewayRuntime({
     supergraph: () => supergraph,
@@ -212,25 +193,9 @@ export function createGateway(options: {
     renderGraphiQL,
     logging: new QuietGatewayLogger(),
     maskedErrors: false,
-    disableIntrospection: limits.disableIntrospection,
-    plugins: () => [
-      // First: a document that may not run is refused before any other hook pays for it.
-      ...(options.persisted ? [usePersistedQueries(options.persisted)] : []),
-      preparsedParams,
-      keepHttpStatusInErrors,
-      statusFollowsData,
-      variableErrorsAsResult,
-      // The key check of SSE subscriptions (router/graph/key-check.ts), given by the router: it runs an
-      // operation through this gateway, so it cannot be imported here without a cycle.
-      ...(options.keyCheck ? [options.keyCheck] : []),
-      // (No `extensions.serviceName` leaves, in any mode: router/error-codes.ts keeps only the registry's keys.)
-      ...(options.production ? [] : [graphiqlHeaders]),
-      ...limits.plugins,
-      ...(options.plugins ?? []),
-      // Last, so the facts are complete when they are signed; in-process subgraphs need no signature.
-      internalContextPlugin,
-      internalSigningPlugin(options.subgraphSecret, (name) => !(name in local)),
-    ],
+    // Introspection off in production (router/limits.ts, the table's `introspection` row).
+    disableIntrospection: options.production ? {} : undefined,
+    plugins: () => pipeline(options),
     // Subscriptions reach remote subgraphs over graphql-ws; each operation carries its signed
     // internal context (the caller's key included) like a query does.
     transports: { http: httpTransport, ws: wsTransport, [IN_PROCESS_KIND]: inProcessTransport(local, inProcessHeaders) },
@@ -248,22 +213,3 @@ export function createGateway(options: {
   });
   return gateway;
 }
-
-/**
- * Where router/graph/client.ts `postParsed` leaves the parsed body of a request for
- * {@link preparsedParams} (the server context of the gateway's fetch handler).
- */
-export const PARSED_BODY = Symbol("switchyard.parsedBody");
-
-/**
- * Lets the gateway take a JSON body the router has already read, limited and parsed: the request
- * reaches it without a body, so GraphQL Yoga neither re-streams it through its own size guard
- * (a TransformStream per request; ours ran first, router/limits.ts) nor parses it again. Yoga's
- * checks of the parameters themselves (onParams) still run.
- */
-export const preparsedParams = {
-  onRequestParse({ serverContext, setRequestParser }: { serverContext?: Record<PropertyKey, unknown>; setRequestParser(parser: () => unknown): void }) {
-    const params = serverContext?.[PARSED_BODY];
-    if (params) setRequestParser(() => params);
-  },
-};

@@ -29,7 +29,7 @@ function jsonParams(contentType: string | undefined, body: Buffer | undefined): 
 
 /**
  * Answers one `/graphql` request through the gateway's fetch handler. The body was already read
- * and limited (router/limits.ts): a JSON object goes in parsed (router/graph/gateway.ts `preparsedParams`), any other
+ * and limited (router/http/body.ts `limitGraphqlBody`): a JSON object goes in parsed (router/plugins/usePreparsedParams.ts), any other
  * body as it came; the answer is written back whole. The gateway's node:http adapter would stream
  * the body a second time and tie an AbortSignal to the socket (measured in bench/README.md).
  * Event streams (SSE) keep the adapter. A JSON array is a batch, answered by router/graph/batch.ts.

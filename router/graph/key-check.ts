@@ -1,14 +1,15 @@
 /**
  * The router's key check for long-lived operations (subscriptions): asks the graph who the key
  * is (`apiKey`, no scope needed), so the refusal happens before anything is forwarded. The key id
- * it learns tells router/revocation.ts which connections to end when the key is disabled.
+ * it learns tells router/revocation.ts which connections to end when the key is disabled. Used by
+ * graphql-ws (router/websocket.ts), graphql-sse's single connection mode (router/graph/sse-single.ts)
+ * and, for SSE subscriptions, the gateway plugin router/graph/useSubscriptionKeyCheck.ts.
  */
 import { randomUUID } from "node:crypto";
 import { GraphQLError } from "graphql";
 import { ERROR_CODES, graphqlExtensions, type ErrorCode } from "../../src/errors.ts";
 import type { Gateway } from "./gateway.ts";
 import { runOperation } from "./client.ts";
-import { requestKeyIdentified } from "../revocation.ts";
 
 /** The outcome of {@link checkKey}: the key's id, or the error refusing it. */
 type KeyCheck = { keyId: string; error: null } | { keyId: null; error: GraphQLError };
@@ -48,45 +49,4 @@ export async function checkKey(
 /** A GraphQL error of a registry code with its message and status (src/errors.ts). */
 function registryError(code: ErrorCode): GraphQLError {
   return new GraphQLError(ERROR_CODES[code].message, { extensions: graphqlExtensions(code) });
-}
-
-/** What the check reads of a subscription's context: graphql-ws's connection params, or the SSE request's headers and node request. */
-interface SubscribeContext {
-  connectionParams?: unknown;
-  headers?: Headers | Record<string, string | undefined>;
-  req?: object;
-}
-
-/**
- * An envelop plugin refusing subscriptions over HTTP (SSE) whose key is bad: the answer is one
- * error result instead of a stream that never starts. A good key's id is handed to the router's
- * revocation registry (the stream ends when the key is disabled).
- */
-export function subscriptionKeyCheck(gateway: () => Gateway) {
-  return {
-    async onSubscribe({
-      args,
-      setResultAndStopExecution,
-    }: {
-      args: { contextValue: SubscribeContext | null };
-      setResultAndStopExecution(result: unknown): void;
-    }) {
-      const context = args.contextValue ?? {};
-      // graphql-ws connections were checked when they connected.
-      if (context.connectionParams) return;
-      const headers = context.headers ?? {};
-      // A fetch Headers (the gateway's may be a ponyfill, not the global class) or a plain record.
-      const header = (name: string): string | undefined =>
-        (typeof headers.get === "function" ? (headers as Headers).get(name) : (headers as Record<string, string | undefined>)[name]) ?? undefined;
-      // The client IP was set by the router's edge (router/server.ts), never by the client.
-      // The SSE request and its key check count as one request.
-      const check = await checkKey(gateway(), header("authorization"), {
-        clientIp: header("x-switchyard-client-ip") ?? "",
-        countId: header("x-switchyard-count-id"),
-        requestId: header("x-request-id"),
-      });
-      if (check.error) setResultAndStopExecution({ errors: [check.error] });
-      else requestKeyIdentified(context.req, check.keyId);
-    },
-  };
 }

@@ -1,9 +1,11 @@
 /**
  * Request bodies for the REST shims and `/graphql`: read with a size limit (413 before the body is
- * read whole), declared as JSON (415 otherwise) and parsed as JSON.
+ * read whole; router/limits.ts, the table's `body size` row), declared as JSON (415 otherwise) and
+ * parsed as JSON.
  */
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../../src/errors.ts";
+import { sendGraphqlError } from "./graphql-error.ts";
 
 /**
  * Reads a request body as text (UTF-8).
@@ -127,4 +129,35 @@ export function parseJsonObject(text: string): Record<string, unknown> | null {
  */
 export function isJsonContentType(header: string | undefined): boolean {
   return /^\s*application\/json\s*(;|$)/i.test(header ?? "");
+}
+
+/**
+ * The body size limit of `POST /graphql`: 413 `payload_too_large` with a JSON GraphQL error as soon
+ * as the declared `content-length` or the bytes received pass `limit`, before the body is read
+ * whole. Within the limit the body is handed to the gateway already read (as `req.body`, which its
+ * Node adapter takes as the request body).
+ * Authentication comes first ({@link bodyReadError}): without an `Authorization` header an
+ * oversized body is refused 401 `unauthorized`.
+ * @param limit BODY_LIMIT_BYTES, in bytes
+ * @returns true when the request may go on to the gateway; false when the 413 (or 401) was sent
+ */
+export function limitGraphqlBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<boolean> {
+  if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") return Promise.resolve(true);
+  const tooLarge = (refusal: AppError) => {
+    const message = refusal.code === "payload_too_large" ? `Request body is too large: the limit is ${limit} bytes` : refusal.message;
+    sendGraphqlError(res, refusal.code, message, { connection: "close" });
+    // Discard (not keep) what the client still sends, so it reads the answer; the socket closes after it.
+    req.resume();
+  };
+  return readBodyBytes(req, limit).then(
+    (body) => {
+      (req as IncomingMessage & { body?: Buffer }).body = body;
+      return true;
+    },
+    (error: unknown) => {
+      if (!(error instanceof AppError && error.code === "payload_too_large")) throw error;
+      tooLarge(bodyReadError(req, error));
+      return false;
+    },
+  );
 }

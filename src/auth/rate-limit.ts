@@ -15,7 +15,7 @@ export const RATE_LIMIT_WINDOW_SECONDS = 1;
 /**
  * A key's rate limit as one request left it: the policy (`limit` per `windowSeconds`) and the
  * service limit (`remaining`, `resetSeconds`) of draft-ietf-httpapi-ratelimit-headers, which the
- * router sends as `RateLimit-Policy` and `RateLimit` (router/request-report.ts).
+ * router sends as `RateLimit-Policy` and `RateLimit` (router/request-report.ts, filled by router/plugins/useRequestReport.ts).
  */
 export interface RateLimitQuota {
   /** Requests allowed per window (the key's `--rate-limit`). */

@@ -6,6 +6,7 @@
  * trusts `response.ok` then never throws away what an operation did, for example the tasks one
  * alias of a mutation charged while another failed.
  */
+import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 
 /** Requests whose single result carries non-null `data` (set before their response is built). */
 const answeredWithData = new WeakSet<object>();
@@ -18,25 +19,15 @@ function hasData(result: unknown): boolean {
 }
 
 /**
- * A gateway (GraphQL Yoga) plugin applying the rule. Yoga sets the status from the highest
+ * The gateway (GraphQL Yoga) plugin applying the rule. Yoga sets the status from the highest
  * `extensions.http.status` of the errors, data or not; this notes which results carry data and
  * answers those with 200, body and headers unchanged.
  */
-export const statusFollowsData = {
-  onResultProcess({ request, result }: { request: object; result: unknown }) {
+export const useStatusFollowsData: GatewayPlugin = {
+  onResultProcess({ request, result }) {
     if (hasData(result)) answeredWithData.add(request);
   },
-  onResponse({
-    request,
-    response,
-    setResponse,
-    fetchAPI,
-  }: {
-    request: object;
-    response: Response;
-    setResponse(response: Response): void;
-    fetchAPI: { Response: typeof Response };
-  }) {
+  onResponse({ request, response, setResponse, fetchAPI }) {
     if (response.status === 200 || !answeredWithData.has(request)) return;
     setResponse(new fetchAPI.Response(response.body, { status: 200, headers: response.headers }));
   },
