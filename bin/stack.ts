@@ -3,6 +3,7 @@
  * running processes (docs/architecture.md §2). `npm start` runs every role in one process; `switchyard start
  * <role>` runs one.
  */
+import path from "node:path";
 import { createRequire } from "node:module";
 import pino, { type DestinationStream, type Logger } from "pino";
 import type { Config } from "../src/config.ts";
@@ -31,6 +32,7 @@ import { processStatementExports } from "../src/cloud/billing.ts";
 import { checkUsageThresholds } from "../src/cloud/usage.ts";
 import { startCloudSubgraph } from "../subgraphs/cloud/server.ts";
 import { startLoop } from "../src/loop.ts";
+import { createLocalMedia, mediaSigningKey, sweepMedia } from "../src/generation/media/local.ts";
 import type { Registry } from "prom-client";
 import { startObservability } from "../src/observability/index.ts";
 import { countUpstreamErrors } from "../src/generation/upstream/metrics.ts";
@@ -193,7 +195,19 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       // Channels (README "Channels"): the router stands where the single adapter was; the
       // implicit channel chn_default is GENERATION_UPSTREAM_URL or the simulator.
       const channelMetrics = watchChannels(observability.registry, db, logger);
-      const channels = await startChannels(db, logger, config, createUpstream(config, mediaBaseUrl), channelMetrics);
+      // Provider results customers could not fetch themselves, kept under DATA_DIR/media and
+      // served by the router's signed /media/p/ URLs (ADR 0023).
+      const mediaDir = path.join(config.dataDir, "media");
+      const media = createLocalMedia({ dir: mediaDir, baseUrl: mediaBaseUrl, key: mediaSigningKey(subgraphSecret), ttlSeconds: config.mediaUrlTtlSeconds });
+      const mediaSweep = startLoop("media retention", 3_600_000, () => sweepMedia(mediaDir, config.mediaRetentionSeconds), logger);
+      closers.push(() => mediaSweep.stop());
+      const channels = await startChannels(
+        db,
+        logger,
+        { ...config, results: (id) => media.forChannel(id) },
+        createUpstream(config, mediaBaseUrl),
+        channelMetrics,
+      );
       closers.push(() => channels.stop());
       stack.channels = channels;
       const upstream = countUpstreamErrors(channels.upstream, observability.registry);
@@ -309,6 +323,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         metricsToken: config.metricsToken,
         tracing: observability.tracing,
         subgraphSecret,
+        mediaDir: path.join(config.dataDir, "media"),
         pubsub,
         readinessChecks,
       });

@@ -142,6 +142,8 @@ const schema = z.object({
   CHANNEL_MAX_ATTEMPTS: integer(1, 20).default(5),
   CHANNEL_PROBE_BASE_MS: integer(100).default(30_000),
   CHANNEL_PROBE_MAX_MS: integer(100).default(1_800_000),
+  MEDIA_URL_TTL_SECONDS: integer(60).default(7 * 86_400),
+  MEDIA_RETENTION_SECONDS: integer(60).default(30 * 86_400),
   REQUEST_TIMEOUT_MS: millis(30_000),
   TASK_POLL_INTERVAL_MS: millis(3_000),
   TASK_POLL_BATCH: integer(1).default(100),
@@ -254,6 +256,10 @@ export interface Config {
   /** First delay before an auto-disabled channel is probed; doubled per failed probe up to `channelProbeMaxMs`. */
   channelProbeBaseMs: number;
   channelProbeMaxMs: number;
+  /** How long a signed `/media/p/...` URL of a provider result is valid (s; README "Channels"). */
+  mediaUrlTtlSeconds: number;
+  /** How long a provider result is kept under `DATA_DIR/media` (s). */
+  mediaRetentionSeconds: number;
   /** Time limit of one `/graphql` HTTP request at the router; 0: none. */
   requestTimeoutMs: number;
   taskPollIntervalMs: number;
@@ -359,6 +365,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     channelMaxAttempts: e.CHANNEL_MAX_ATTEMPTS,
     channelProbeBaseMs: e.CHANNEL_PROBE_BASE_MS,
     channelProbeMaxMs: Math.max(e.CHANNEL_PROBE_MAX_MS, e.CHANNEL_PROBE_BASE_MS),
+    mediaUrlTtlSeconds: e.MEDIA_URL_TTL_SECONDS,
+    mediaRetentionSeconds: e.MEDIA_RETENTION_SECONDS,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     taskPollIntervalMs: e.TASK_POLL_INTERVAL_MS,
     taskPollBatch: e.TASK_POLL_BATCH,

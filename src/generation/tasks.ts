@@ -163,6 +163,8 @@ export function createGenerationService(deps: GenerationServiceDeps) {
    */
   async function submit(caller: Caller, kind: ModelKind, input: GenerationInput): Promise<TaskRecord> {
     const request = await validateGenerationRequest(kind, input, deps.checkUrl);
+    // A combination no channel of the model can do is refused here, before any debit (ADR 0023).
+    await upstream.admits?.(request);
     const model = getModel(request.modelId)!;
     const price = priceOf(model, request);
     const id = newId("task");
@@ -390,6 +392,13 @@ export function createGenerationService(deps: GenerationServiceDeps) {
         next = { status: 2, error: "Upstream returned no result" };
       } else {
         next = { status: 1, result: state.result };
+        // Priced by upstream points (model 69): the charge follows the points the provider
+        // reported, never above what was debited (ADR 0023); the rest is refunded.
+        const points = state.usage?.points;
+        if (model.pricing.kind === "points" && typeof points === "number" && Number.isFinite(points) && points >= 0) {
+          const charge = Math.ceil(points * model.pricing.milliPerPoint);
+          if (charge < task.price) refund = task.price - charge;
+        }
       }
     }
     if (next.status === 2) {
@@ -406,6 +415,7 @@ export function createGenerationService(deps: GenerationServiceDeps) {
           error: next.error ?? null,
           generated_images: next.images ? next.images.length : null,
           refunded: refund,
+          ...(state.usage ? { provider_usage: JSON.stringify(state.usage) } : {}),
           next_poll_at: isTerminal(next.status) ? null : nextPoll,
           updated_at: now,
         });

@@ -6,6 +6,7 @@
 import type { Logger } from "pino";
 import { ConfigError } from "../../config.ts";
 import type { Db } from "../../db/index.ts";
+import type { ResultStore } from "../media/results.ts";
 import type { GenerationUpstream } from "../upstream/types.ts";
 import { createKeyBox, type KeyBox } from "./crypto.ts";
 import { createChannelHealth } from "./health.ts";
@@ -36,6 +37,8 @@ export interface ChannelSettings {
   upstreamUrl?: string;
   /** GENERATION_UPSTREAM_KEY: redacted from providers' texts like every stored key. */
   upstreamKey?: string;
+  /** Where each channel's provider results are kept (src/generation/media/local.ts); unset: none. */
+  results?: (channelId: string) => ResultStore;
 }
 
 /** A channel with its figures, as admin GraphQL shows it. */
@@ -116,6 +119,7 @@ export async function startChannels(
     health,
     timeoutMs: settings.upstreamTimeoutMs,
     maxAttempts: settings.channelMaxAttempts,
+    results: settings.results,
   });
   const upstream = router;
   const probes = startProbeLoop({

@@ -7,6 +7,7 @@ import { nowIso, type Db } from "../../db/index.ts";
 import { newId } from "../../ids.ts";
 import { carriesCredentials } from "../../net/url-guard.ts";
 import { getModel } from "../catalog.ts";
+import { channelType, CHANNEL_TYPE_IDS, packCredentials, unpackCredentials, type CredentialField } from "../upstream/channel-types.ts";
 import { redactUrlCredentials } from "../upstream/redact.ts";
 import type { KeyBox } from "./crypto.ts";
 import { isBlank } from "../../text.ts";
@@ -27,6 +28,8 @@ export interface ChannelModelMapping {
 export interface ChannelRecord {
   id: string;
   name: string;
+  /** The protocol it speaks (src/generation/upstream/channel-types.ts): `switchyard`, `openai-compatible`, `kling`. */
+  type: string;
   /** Never with credentials: refused on input; one stored before that is shown `scheme://[redacted]@host`. */
   baseUrl: string;
   /** Our model ids served; null: every model (the implicit channel). */
@@ -40,7 +43,7 @@ export interface ChannelRecord {
   probeFailures: number;
   nextProbeAt: string | null;
   implicit: boolean;
-  /** The sealed key (crypto.ts); null for the implicit channel. */
+  /** The sealed credentials (crypto.ts; the plain key, or a JSON object of the type's fields); null for the implicit channel. */
   sealedKey: string | null;
   submissions: number;
   successes: number;
@@ -54,6 +57,7 @@ export interface ChannelRecord {
 export interface ChannelRow {
   id: string;
   name: string;
+  type?: string | null;
   base_url: string;
   /** JSON: model ids, or `["*"]` for every model. */
   models: string;
@@ -81,6 +85,7 @@ export function toChannelRecord(row: ChannelRow): ChannelRecord {
   return {
     id: row.id,
     name: row.name,
+    type: row.type ?? "switchyard",
     // fetch refuses a URL with credentials, so masking one loses nothing that worked.
     baseUrl: redactUrlCredentials(row.base_url),
     models: models.includes("*") ? null : (models as number[]),
@@ -143,8 +148,15 @@ export async function upsertDefaultChannel(db: Db, baseUrl: string): Promise<voi
 /** Fields of a channel an admin may set. */
 export interface ChannelInput {
   name?: string;
+  /** The channel type (only when adding; default `switchyard`). */
+  type?: string | null;
   baseUrl?: string;
+  /** The provider's key (one-key types). */
   apiKey?: string;
+  /** Kling's access key (with `secretKey`). */
+  accessKey?: string;
+  /** Kling's secret key (with `accessKey`). */
+  secretKey?: string;
   models?: number[];
   modelMapping?: ChannelModelMapping[] | null;
   priority?: number | null;
@@ -153,8 +165,29 @@ export interface ChannelInput {
 
 const invalid = (message: string) => new AppError("invalid_request", message);
 
+/** Every credential field. */
+const CREDENTIAL_FIELDS: readonly CredentialField[] = ["apiKey", "accessKey", "secretKey"];
+
+/**
+ * The sealed credentials of the input, or undefined when it gives none.
+ * @throws AppError 400 a field the type does not take, or only some of its fields; 403 no CHANNEL_KEY_SECRET
+ */
+function sealedCredentials(input: ChannelInput, type: string, box: KeyBox | null): string | undefined {
+  const spec = channelType(type)!;
+  const given = CREDENTIAL_FIELDS.filter((f) => input[f] !== undefined);
+  if (given.length === 0) return undefined;
+  for (const field of given) if (!spec.credentials.includes(field)) throw invalid(`${field} is not a credential of type ${type}: give ${spec.credentials.join(" and ")}`);
+  for (const field of spec.credentials) if (input[field] === undefined) throw invalid(`${field} is required with ${given.join(", ")} (type ${type} takes ${spec.credentials.join(" and ")})`);
+  if (!box) throw new AppError("forbidden", "CHANNEL_KEY_SECRET is not set: channel keys cannot be stored");
+  for (const field of spec.credentials) {
+    const value = input[field];
+    if (!value || value.length > 1000) throw invalid(`${field} must be 1 to 1000 characters`);
+  }
+  return box.seal(packCredentials(spec, input));
+}
+
 /** Validates admin input and returns the columns it sets. @throws AppError 400 naming the field */
-function columnsOf(input: ChannelInput, box: KeyBox | null): Record<string, unknown> {
+function columnsOf(input: ChannelInput, box: KeyBox | null, type: string): Record<string, unknown> {
   const columns: Record<string, unknown> = {};
   if (input.name !== undefined) {
     const name = String(input.name).trim();
@@ -173,11 +206,8 @@ function columnsOf(input: ChannelInput, box: KeyBox | null): Record<string, unkn
     if (carriesCredentials(url)) throw invalid("baseUrl must not contain credentials (user:password@): give the provider's key as apiKey");
     columns.base_url = input.baseUrl.replace(/\/+$/, "");
   }
-  if (input.apiKey !== undefined) {
-    if (!box) throw new AppError("forbidden", "CHANNEL_KEY_SECRET is not set: channel keys cannot be stored");
-    if (!input.apiKey || input.apiKey.length > 1000) throw invalid("apiKey must be 1 to 1000 characters");
-    columns.api_key = box.seal(input.apiKey);
-  }
+  const sealed = sealedCredentials(input, type, box);
+  if (sealed !== undefined) columns.api_key = sealed;
   if (input.models !== undefined) {
     if (!Array.isArray(input.models) || input.models.length === 0) throw invalid("models must list at least one model id");
     for (const id of input.models) if (!getModel(id)) throw invalid(`models: unknown model id ${id}`);
@@ -209,10 +239,13 @@ function columnsOf(input: ChannelInput, box: KeyBox | null): Record<string, unkn
 export async function addChannel(
   db: Db,
   box: KeyBox | null,
-  input: Required<Pick<ChannelInput, "name" | "baseUrl" | "apiKey" | "models">> & ChannelInput,
+  input: Required<Pick<ChannelInput, "name" | "baseUrl" | "models">> & ChannelInput,
 ): Promise<ChannelRecord> {
-  for (const field of ["name", "baseUrl", "apiKey", "models"] as const) if (input[field] == null) throw invalid(`${field} is required`);
-  const columns = columnsOf(input, box);
+  const type = input.type ?? "switchyard";
+  const spec = channelType(type);
+  if (!spec) throw invalid(`type must be one of: ${CHANNEL_TYPE_IDS.join(", ")}`);
+  for (const field of ["name", "baseUrl", ...spec.credentials, "models"] as const) if (input[field] == null) throw invalid(`${field} is required`);
+  const columns = columnsOf(input, box, type);
   const now = nowIso();
   const id = newId("chn");
   await db("channels").insert({
@@ -221,6 +254,7 @@ export async function addChannel(
     weight: 1,
     model_mapping: "[]",
     ...columns,
+    type,
     status: "ENABLED",
     implicit: false,
     created_at: now,
@@ -236,7 +270,8 @@ export async function addChannel(
 export async function updateChannel(db: Db, box: KeyBox | null, id: string, input: ChannelInput): Promise<ChannelRecord> {
   const channel = await getChannel(db, id);
   if (channel.implicit) throw invalid("chn_default is set by GENERATION_UPSTREAM_URL and GENERATION_UPSTREAM_KEY; only its status can change");
-  const columns = columnsOf(input, box);
+  if (input.type != null && input.type !== channel.type) throw invalid("type cannot change: add a channel of the new type and disable this one");
+  const columns = columnsOf(input, box, channel.type);
   if (Object.keys(columns).length > 0)
     await db("channels")
       .where({ id })
@@ -273,7 +308,10 @@ export function configuredKeys(channels: readonly ChannelRecord[], box: KeyBox |
   for (const channel of channels) {
     if (!box || !channel.sealedKey) continue;
     try {
-      keys.push(box.open(channel.sealedKey));
+      const plain = box.open(channel.sealedKey);
+      const spec = channelType(channel.type);
+      if (!spec) keys.push(plain);
+      else keys.push(...Object.values(unpackCredentials(spec, plain)).filter(Boolean));
     } catch {
       /* not sealed with this secret: never sent from here */
     }
