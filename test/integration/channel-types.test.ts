@@ -6,25 +6,15 @@
  * speaking the documented shapes, through the real channel router, health recorder, database,
  * result store on disk and the router's media handler. Adding a type: one entry in TYPES.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
-import os from "node:os";
-import path from "node:path";
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { serveProviderMedia } from "../../router/media.ts";
 import { AppError } from "../../src/errors.ts";
-import { migrate } from "../../src/db/index.ts";
-import { createKeyBox } from "../../src/generation/channels/crypto.ts";
-import { createChannelHealth, type ChannelHealth } from "../../src/generation/channels/health.ts";
-import { createChannelRouter, type ChannelRouter } from "../../src/generation/channels/router.ts";
-import { addChannel, setChannelStatus, upsertDefaultChannel, type ChannelRecord } from "../../src/generation/channels/store.ts";
-import { createLocalMedia, mediaSigningKey } from "../../src/generation/media/local.ts";
+import type { ChannelRouter } from "../../src/generation/channels/router.ts";
+import { addChannel, setChannelStatus, type ChannelRecord } from "../../src/generation/channels/store.ts";
+import { createLocalMedia } from "../../src/generation/media/local.ts";
 import { UpstreamError } from "../../src/generation/upstream/types.ts";
 import type { GenerationRequest } from "../../src/generation/validation.ts";
-import { openTestDb, type TestDb } from "../support/db.ts";
 import type { FakeProvider } from "../support/providers/base.ts";
+import { startChannelHarness, type ChannelHarness } from "../support/providers/harness.ts";
 import { startFakeKling } from "../support/providers/kling.ts";
 import { startFakeOpenAi } from "../support/providers/openai-compatible.ts";
 
@@ -73,56 +63,23 @@ const TYPES: TypeUnderContract[] = [
   },
 ];
 
-const SECRET = "0123456789abcdef0123456789abcdef";
-const SUBGRAPH_SECRET = "fedcba9876543210fedcba9876543210";
-
 describe.each(TYPES)("channel type $type: the contract", (spec) => {
-  let testDb: TestDb;
+  let h: ChannelHarness;
   let fake: FakeProvider;
-  let health: ChannelHealth;
   let router: ChannelRouter;
   let channel: ChannelRecord;
-  let mediaDir: string;
-  let mediaServer: http.Server;
+  let testDb: ChannelHarness["testDb"];
   let mediaUrl: string;
-  const box = createKeyBox(SECRET);
-  const key = mediaSigningKey(SUBGRAPH_SECRET);
 
   beforeAll(async () => {
-    testDb = await openTestDb(`switchyard-channel-type-${spec.type}-`);
-    await migrate(testDb.db);
+    h = await startChannelHarness(`channel-type-${spec.type}`);
+    ({ router, testDb, mediaUrl } = h);
     fake = await spec.start();
-    mediaDir = await mkdtemp(path.join(os.tmpdir(), "switchyard-media-"));
-    // The router's own media handler, on a port of its own.
-    mediaServer = http.createServer((req, res) => {
-      const url = new URL(req.url ?? "/", "http://media");
-      void serveProviderMedia(req, res, url.pathname.slice("/media/p/".length), url.searchParams, mediaDir, key);
-    });
-    await new Promise<void>((resolve) => mediaServer.listen(0, "127.0.0.1", resolve));
-    mediaUrl = `http://127.0.0.1:${(mediaServer.address() as AddressInfo).port}`;
-    const media = createLocalMedia({ dir: mediaDir, baseUrl: () => mediaUrl, key, ttlSeconds: 600 });
-    await upsertDefaultChannel(testDb.db, "simulator:");
-    await setChannelStatus(testDb.db, "chn_default", false);
-    channel = await addChannel(testDb.db, box, { name: spec.type, type: spec.type, baseUrl: fake.url, models: [52], ...fake.credentials });
-    const logger = pino({ level: "silent" });
-    health = createChannelHealth({ db: testDb.db, logger, threshold: 100, probeBaseMs: 600_000 });
-    router = createChannelRouter({
-      db: testDb.db,
-      logger,
-      box,
-      implicit: { name: "unused" } as never,
-      health,
-      timeoutMs: 1500,
-      maxAttempts: 3,
-      results: (id) => media.forChannel(id),
-    });
+    channel = await addChannel(testDb.db, h.box, { name: spec.type, type: spec.type, baseUrl: fake.url, models: [52], ...fake.credentials });
   });
   afterAll(async () => {
-    await health?.stop();
     await fake?.close();
-    await new Promise((resolve) => mediaServer?.close(resolve));
-    await testDb?.close();
-    if (mediaDir) await rm(mediaDir, { recursive: true, force: true });
+    await h?.close();
   });
 
   it("submits, polls to success, and serves the result through a signed URL that names nothing of the provider", async () => {
@@ -160,7 +117,7 @@ describe.each(TYPES)("channel type $type: the contract", (spec) => {
     const tampered = new URL(url);
     tampered.searchParams.set("exp", String(Number(url.searchParams.get("exp")) + 1000));
     expect((await fetch(tampered)).status).toBe(403);
-    const expired = createLocalMedia({ dir: mediaDir, baseUrl: () => mediaUrl, key, ttlSeconds: -10 }).forChannel(channel.id);
+    const expired = createLocalMedia({ dir: h.mediaDir, baseUrl: () => mediaUrl, key: h.key, ttlSeconds: -10 }).forChannel(channel.id);
     const old = await expired.keep("never-downloaded", async () => new Response("x", { headers: { "content-type": "video/mp4" } }), "mp4");
     const answer = await fetch(old);
     expect(answer.status).toBe(403);
@@ -198,7 +155,7 @@ describe.each(TYPES)("channel type $type: the contract", (spec) => {
   });
 
   it("fails a submission with a bad key as the provider's 401, no credential in the text", async () => {
-    const bad = await addChannel(testDb.db, box, { name: `${spec.type}-bad`, type: spec.type, baseUrl: fake.url, models: [51], ...fake.wrongCredentials });
+    const bad = await addChannel(testDb.db, h.box, { name: `${spec.type}-bad`, type: spec.type, baseUrl: fake.url, models: [51], ...fake.wrongCredentials });
     router.invalidate();
     const error = await router.submit({ ...request(spec.seconds), modelId: 51, modelName: "video-51" }, "task_contract_badkey").catch((e) => e);
     expect(error).toMatchObject({ kind: "failed", reason: "http" });
