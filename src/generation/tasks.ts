@@ -20,7 +20,7 @@ import type { MilliYuan } from "../money.ts";
 import { getModel, type ModelKind } from "./catalog.ts";
 import { priceOf } from "./pricing.ts";
 import { validateGenerationRequest, type GenerationInput, type GenerationRequest, type UrlCheck } from "./validation.ts";
-import { UpstreamError, type GenerationUpstream, type SubmitAccepted, type TaskStatusCode, type UpstreamTaskState } from "./upstream/types.ts";
+import { UpstreamError, type GenerationUpstream, type ProviderUsage, type SubmitAccepted, type TaskStatusCode, type UpstreamTaskState } from "./upstream/types.ts";
 import type { TaskCounters } from "./metrics.ts";
 
 /** A task as the domain sees it; money in milli-yuan, times ISO 8601. */
@@ -43,6 +43,8 @@ export interface TaskRecord {
   result: string | null;
   images: string[] | null;
   error: string | null;
+  /** What the provider reported the task used (migration 016); null: nothing reported. */
+  providerUsage: ProviderUsage | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -70,6 +72,8 @@ export interface TaskRow {
   result?: string | null;
   images?: string | null;
   error?: string | null;
+  /** JSON of {@link ProviderUsage} (migration 016). */
+  provider_usage?: string | null;
   created_at: string;
   updated_at: string;
   request: string;
@@ -100,6 +104,7 @@ export function toTaskRecord(row: TaskRow): TaskRecord {
     result: row.result ?? null,
     images: row.images ? JSON.parse(row.images) : null,
     error: row.error ?? null,
+    providerUsage: row.provider_usage ? JSON.parse(row.provider_usage) : null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

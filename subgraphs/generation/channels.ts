@@ -15,11 +15,24 @@ async function admin(ctx: GenerationContext): Promise<Channels> {
   return ctx.channels;
 }
 
+/** A type id (`openai-compatible`) as the `ChannelType` enum value (`OPENAI_COMPATIBLE`). */
+export const channelTypeEnum = (type: string) => type.toUpperCase().replaceAll("-", "_");
+
+/** A `ChannelType` enum value as the type id. */
+const channelTypeId = (value: string) => value.toLowerCase().replaceAll("_", "-");
+
+/** The input with its `type` enum value read as the type id. */
+function withTypeId<T extends { type?: string | null }>(input: T): T {
+  return input.type == null ? input : { ...input, type: channelTypeId(input.type) };
+}
+
 /** A channel in the shape of the `Channel` type. */
 function channelOf(c: ChannelView) {
+  const usage = c.providerUsage;
   return {
     id: c.id,
     name: c.name,
+    type: channelTypeEnum(c.type),
     baseUrl: c.baseUrl,
     models: c.models ?? [],
     modelMapping: c.modelMapping,
@@ -37,6 +50,8 @@ function channelOf(c: ChannelView) {
       successRate: c.submissions > 0 ? c.successes / c.submissions : null,
       latencyMsAvg: c.submissions > 0 ? c.latencyMsTotal / c.submissions : null,
       openTasks: c.openTasks,
+      providerUsage: { seconds: usage.seconds, images: usage.images, points: usage.points, tokens: usage.tokens },
+      providerUsageTasks: usage.tasks,
     },
     createdAt: c.createdAt,
     updatedAt: c.updatedAt,
@@ -49,11 +64,11 @@ export const channelQueries = {
 
 export const channelMutations = {
   adminAddChannel: async (_: unknown, { input }: { input: Parameters<Channels["add"]>[0] }, ctx: GenerationContext) => ({
-    channel: channelOf(await (await admin(ctx)).add(input)),
+    channel: channelOf(await (await admin(ctx)).add(withTypeId(input))),
   }),
   adminUpdateChannel: async (_: unknown, { input }: { input: ChannelInput & { id: string } }, ctx: GenerationContext) => {
     const { id, ...fields } = input;
-    return { channel: channelOf(await (await admin(ctx)).update(id, fields)) };
+    return { channel: channelOf(await (await admin(ctx)).update(id, withTypeId(fields))) };
   },
   adminSetChannelStatus: async (_: unknown, { input }: { input: { id: string; enabled: boolean } }, ctx: GenerationContext) => ({
     channel: channelOf(await (await admin(ctx)).setStatus(input.id, input.enabled)),

@@ -19,6 +19,8 @@ import {
   getChannel,
   listChannels,
   openTasksByChannel,
+  providerUsageByChannel,
+  type ChannelProviderUsage,
   setChannelStatus,
   updateChannel,
   upsertDefaultChannel,
@@ -44,7 +46,12 @@ export interface ChannelSettings {
 /** A channel with its figures, as admin GraphQL shows it. */
 export interface ChannelView extends ChannelRecord {
   openTasks: number;
+  /** What its providers reported its tasks used, summed. */
+  providerUsage: ChannelProviderUsage;
 }
+
+/** No usage reported. */
+const NO_USAGE: ChannelProviderUsage = { tasks: 0, seconds: 0, images: 0, points: 0, tokens: 0 };
 
 /** The running channels of one generation process. */
 export interface Channels {
@@ -132,8 +139,8 @@ export async function startChannels(
   });
 
   async function view(channel: ChannelRecord): Promise<ChannelView> {
-    const open = await openTasksByChannel(db);
-    return { ...channel, openTasks: open.get(channel.id) ?? 0 };
+    const [open, usage] = await Promise.all([openTasksByChannel(db), providerUsageByChannel(db)]);
+    return { ...channel, openTasks: open.get(channel.id) ?? 0, providerUsage: usage.get(channel.id) ?? NO_USAGE };
   }
   /** After a write: this process sees it at once. */
   async function changed(channel: ChannelRecord): Promise<ChannelView> {
@@ -145,8 +152,8 @@ export async function startChannels(
     upstream,
     async list() {
       await health.flush();
-      const [channels, open] = await Promise.all([listChannels(db), openTasksByChannel(db)]);
-      return channels.map((c) => ({ ...c, openTasks: open.get(c.id) ?? 0 }));
+      const [channels, open, usage] = await Promise.all([listChannels(db), openTasksByChannel(db), providerUsageByChannel(db)]);
+      return channels.map((c) => ({ ...c, openTasks: open.get(c.id) ?? 0, providerUsage: usage.get(c.id) ?? NO_USAGE }));
     },
     add: async (input) => changed(await addChannel(db, box, input)),
     update: async (id, input) => changed(await updateChannel(db, box, id, input)),

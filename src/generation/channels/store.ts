@@ -3,7 +3,7 @@
  * back, the admin writes with their validation, and the implicit channel `chn_default`.
  */
 import { AppError } from "../../errors.ts";
-import { nowIso, type Db } from "../../db/index.ts";
+import { isSqlite, nowIso, type Db } from "../../db/index.ts";
 import { newId } from "../../ids.ts";
 import { carriesCredentials } from "../../net/url-guard.ts";
 import { getModel } from "../catalog.ts";
@@ -323,4 +323,38 @@ export function configuredKeys(channels: readonly ChannelRecord[], box: KeyBox |
 export async function openTasksByChannel(db: Db): Promise<Map<string, number>> {
   const rows = await db("tasks").whereIn("status", [0, 3, 4]).andWhere("submit_state", "sent").groupBy("channel_id").select("channel_id").count({ n: "*" });
   return new Map((rows as { channel_id: string | null; n: number | string }[]).map((r) => [r.channel_id ?? DEFAULT_CHANNEL_ID, Number(r.n)]));
+}
+
+/** The provider-reported usage of one channel's finished tasks, summed (ADR 0023). */
+export interface ChannelProviderUsage {
+  /** Tasks whose provider reported usage. */
+  tasks: number;
+  seconds: number;
+  images: number;
+  points: number;
+  tokens: number;
+}
+
+/** Fields of `tasks.provider_usage` summed per channel. */
+const USAGE_FIELDS = ["seconds", "images", "points", "tokens"] as const;
+
+/**
+ * What each channel's providers reported its tasks used, summed over the tasks that reported
+ * (tasks without a channel count for `chn_default`): what an operator compares with our revenue.
+ */
+export async function providerUsageByChannel(db: Db): Promise<Map<string, ChannelProviderUsage>> {
+  const field = (name: string) =>
+    isSqlite(db)
+      ? db.raw(`coalesce(sum(json_extract(provider_usage, '$.${name}')), 0) as ${name}`)
+      : db.raw(`coalesce(sum((provider_usage::json ->> '${name}')::numeric), 0) as ${name}`);
+  const rows = await db("tasks")
+    .whereNotNull("provider_usage")
+    .groupBy("channel_id")
+    .select("channel_id", db.raw("count(*) as n"), ...USAGE_FIELDS.map(field));
+  return new Map(
+    (rows as Record<string, string | number | null>[]).map((r) => [
+      (r.channel_id as string | null) ?? DEFAULT_CHANNEL_ID,
+      { tasks: Number(r.n), seconds: Number(r.seconds), images: Number(r.images), points: Number(r.points), tokens: Number(r.tokens) },
+    ]),
+  );
 }
