@@ -4,7 +4,8 @@
  * never an API key), then calls src/generation/channels/. The key is never part of an answer.
  */
 import { AppError } from "../../src/errors.ts";
-import type { Channels, ChannelView } from "../../src/generation/channels/index.ts";
+import type { Channels } from "../../src/generation/channels/index.ts";
+import { channelAnswer, channelTypeId } from "../../src/generation/channels/view.ts";
 import type { ChannelInput } from "../../src/generation/channels/store.ts";
 import type { GenerationContext } from "./context.ts";
 
@@ -15,48 +16,12 @@ async function admin(ctx: GenerationContext): Promise<Channels> {
   return ctx.channels;
 }
 
-/** A type id (`openai-compatible`) as the `ChannelType` enum value (`OPENAI_COMPATIBLE`). */
-export const channelTypeEnum = (type: string) => type.toUpperCase().replaceAll("-", "_");
-
-/** A `ChannelType` enum value as the type id. */
-const channelTypeId = (value: string) => value.toLowerCase().replaceAll("_", "-");
-
 /** The input with its `type` enum value read as the type id. */
 function withTypeId<T extends { type?: string | null }>(input: T): T {
   return input.type == null ? input : { ...input, type: channelTypeId(input.type) };
 }
 
-/** A channel in the shape of the `Channel` type. */
-function channelOf(c: ChannelView) {
-  const usage = c.providerUsage;
-  return {
-    id: c.id,
-    name: c.name,
-    type: channelTypeEnum(c.type),
-    baseUrl: c.baseUrl,
-    models: c.models ?? [],
-    modelMapping: c.modelMapping,
-    priority: c.priority,
-    weight: c.weight,
-    status: c.status,
-    disabledReason: c.disabledReason,
-    consecutiveFailures: c.consecutiveFailures,
-    nextProbeAt: c.nextProbeAt,
-    implicit: c.implicit,
-    stats: {
-      submissions: c.submissions,
-      successes: c.successes,
-      failures: c.failures,
-      successRate: c.submissions > 0 ? c.successes / c.submissions : null,
-      latencyMsAvg: c.submissions > 0 ? c.latencyMsTotal / c.submissions : null,
-      openTasks: c.openTasks,
-      providerUsage: { seconds: usage.seconds, images: usage.images, points: usage.points, tokens: usage.tokens },
-      providerUsageTasks: usage.tasks,
-    },
-    createdAt: c.createdAt,
-    updatedAt: c.updatedAt,
-  };
-}
+const channelOf = channelAnswer;
 
 export const channelQueries = {
   adminChannels: async (_: unknown, __: unknown, ctx: GenerationContext) => (await (await admin(ctx)).list()).map(channelOf),

@@ -14,13 +14,11 @@ import { withSubmitMetrics, type ChannelMetrics } from "./metrics.ts";
 import { probeAdapter, startProbeLoop, type ProbeResult } from "./probe.ts";
 import { createChannelRouter, type ChannelRouter } from "./router.ts";
 import { modelsServedOnlyBy } from "./select.ts";
+import { channelView, channelViews, type ChannelView } from "./view.ts";
 import {
   addChannel,
   getChannel,
   listChannels,
-  openTasksByChannel,
-  providerUsageByChannel,
-  type ChannelProviderUsage,
   setChannelStatus,
   updateChannel,
   upsertDefaultChannel,
@@ -43,15 +41,7 @@ export interface ChannelSettings {
   results?: (channelId: string) => ResultStore;
 }
 
-/** A channel with its figures, as admin GraphQL shows it. */
-export interface ChannelView extends ChannelRecord {
-  openTasks: number;
-  /** What its providers reported its tasks used, summed. */
-  providerUsage: ChannelProviderUsage;
-}
-
-/** No usage reported. */
-const NO_USAGE: ChannelProviderUsage = { tasks: 0, seconds: 0, images: 0, points: 0, tokens: 0 };
+export type { ChannelView } from "./view.ts";
 
 /** The running channels of one generation process. */
 export interface Channels {
@@ -139,8 +129,7 @@ export async function startChannels(
   });
 
   async function view(channel: ChannelRecord): Promise<ChannelView> {
-    const [open, usage] = await Promise.all([openTasksByChannel(db), providerUsageByChannel(db)]);
-    return { ...channel, openTasks: open.get(channel.id) ?? 0, providerUsage: usage.get(channel.id) ?? NO_USAGE };
+    return channelView(db, channel);
   }
   /** After a write: this process sees it at once. */
   async function changed(channel: ChannelRecord): Promise<ChannelView> {
@@ -152,8 +141,7 @@ export async function startChannels(
     upstream,
     async list() {
       await health.flush();
-      const [channels, open, usage] = await Promise.all([listChannels(db), openTasksByChannel(db), providerUsageByChannel(db)]);
-      return channels.map((c) => ({ ...c, openTasks: open.get(c.id) ?? 0, providerUsage: usage.get(c.id) ?? NO_USAGE }));
+      return channelViews(db);
     },
     add: async (input) => changed(await addChannel(db, box, input)),
     update: async (id, input) => changed(await updateChannel(db, box, id, input)),
