@@ -57,7 +57,14 @@ export function serveSimulatorMedia(name: string, res: ServerResponse): boolean 
  * @param dir `DATA_DIR/media`
  * @param key the signing key ({@link mediaSigningKey} of SUBGRAPH_SECRET)
  */
-export async function serveProviderMedia(req: IncomingMessage, res: ServerResponse, name: string, search: URLSearchParams, dir: string, key: Buffer): Promise<void> {
+export async function serveProviderMedia(
+  req: IncomingMessage,
+  res: ServerResponse,
+  name: string,
+  search: URLSearchParams,
+  dir: string,
+  key: Buffer,
+): Promise<void> {
   const plain = (status: number, message: string) => {
     res.writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
     res.end(JSON.stringify({ code: status, message }));

@@ -28,7 +28,8 @@ type Sources = Record<string, string | boolean | undefined>;
 async function readCredential(values: Sources, field: Credential, stem: string): Promise<string | undefined> {
   const names = { file: `${field}File`, stdin: `${field}Stdin`, env: `${field}Env`, plain: field };
   const given = Object.values(names).filter((k) => values[k] !== undefined);
-  if (given.length > 1) throw new UsageError(`give the ${stem === "api-key" ? "key" : stem.replace("-", " ")} once: --${stem}-file, --${stem}-stdin, --${stem}-env or --${stem}`);
+  if (given.length > 1)
+    throw new UsageError(`give the ${stem === "api-key" ? "key" : stem.replace("-", " ")} once: --${stem}-file, --${stem}-stdin, --${stem}-env or --${stem}`);
   let value: string;
   let source: string;
   if (values[names.file] !== undefined) {

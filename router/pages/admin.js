@@ -244,7 +244,12 @@ async function loadDeliveries() {
 /** What the channel's provider reported its tasks used (its cost to us), in its own units. */
 function providerCost(stats) {
   const u = stats.providerUsage;
-  const parts = [u.seconds ? `${u.seconds} s` : null, u.images ? `${u.images} img` : null, u.points ? `${u.points} pts` : null, u.tokens ? `${u.tokens} tok` : null].filter(Boolean);
+  const parts = [
+    u.seconds ? `${u.seconds} s` : null,
+    u.images ? `${u.images} img` : null,
+    u.points ? `${u.points} pts` : null,
+    u.tokens ? `${u.tokens} tok` : null,
+  ].filter(Boolean);
   return `${t("admin.providerCost")} ${parts.length ? parts.join(" · ") : "—"} (${stats.providerUsageTasks})`;
 }
 
@@ -306,7 +311,12 @@ async function loadChannels() {
       h(
         "tr",
         {},
-        cell(h("code", { textContent: c.id }), h("br"), c.name, h("div", { className: "hint", textContent: `${c.type.toLowerCase().replace("_", "-")} · ${c.baseUrl}` })),
+        cell(
+          h("code", { textContent: c.id }),
+          h("br"),
+          c.name,
+          h("div", { className: "hint", textContent: `${c.type.toLowerCase().replace("_", "-")} · ${c.baseUrl}` }),
+        ),
         cell(c.status, c.disabledReason ? h("div", { className: "hint", textContent: c.disabledReason }) : null),
         cell(
           `${c.stats.successRate == null ? "—" : `${Math.round(c.stats.successRate * 100)}%`} · ${c.stats.latencyMsAvg == null ? "—" : `${Math.round(c.stats.latencyMsAvg)} ms`} · ${t("admin.openTasks")} ${c.stats.openTasks}`,

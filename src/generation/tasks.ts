@@ -20,7 +20,14 @@ import type { MilliYuan } from "../money.ts";
 import { getModel, type ModelKind } from "./catalog.ts";
 import { priceOf } from "./pricing.ts";
 import { validateGenerationRequest, type GenerationInput, type GenerationRequest, type UrlCheck } from "./validation.ts";
-import { UpstreamError, type GenerationUpstream, type ProviderUsage, type SubmitAccepted, type TaskStatusCode, type UpstreamTaskState } from "./upstream/types.ts";
+import {
+  UpstreamError,
+  type GenerationUpstream,
+  type ProviderUsage,
+  type SubmitAccepted,
+  type TaskStatusCode,
+  type UpstreamTaskState,
+} from "./upstream/types.ts";
 import type { TaskCounters } from "./metrics.ts";
 
 /** A task as the domain sees it; money in milli-yuan, times ISO 8601. */

@@ -37,7 +37,23 @@ describe("channels of a type from the CLI", () => {
       fs.writeFileSync(accessFile, `${kling.credentials.accessKey}\n`);
       fs.writeFileSync(secretFile, `${kling.credentials.secretKey}\n`);
       const added = await runCli(
-        ["channels", "add", "--type", "kling", "--name", "kling", "--base-url", kling.url, "--models", "52,39", "--access-key-file", accessFile, "--secret-key-file", secretFile, "--json"],
+        [
+          "channels",
+          "add",
+          "--type",
+          "kling",
+          "--name",
+          "kling",
+          "--base-url",
+          kling.url,
+          "--models",
+          "52,39",
+          "--access-key-file",
+          accessFile,
+          "--secret-key-file",
+          secretFile,
+          "--json",
+        ],
         env,
       );
       expect(added.code, added.stderr).toBe(0);
@@ -51,7 +67,10 @@ describe("channels of a type from the CLI", () => {
       expect(sent.authorization).toMatch(/^Bearer eyJ/);
       for (const secret of Object.values(kling.credentials)) expect(added.stdout + added.stderr + tested.stdout + tested.stderr).not.toContain(secret);
       // A Kling channel without its secret key is a usage error naming the options.
-      const missing = await runCli(["channels", "add", "--type", "kling", "--name", "half", "--base-url", kling.url, "--models", "52", "--access-key-file", accessFile], env);
+      const missing = await runCli(
+        ["channels", "add", "--type", "kling", "--name", "half", "--base-url", kling.url, "--models", "52", "--access-key-file", accessFile],
+        env,
+      );
       expect(missing.code).toBe(2);
       expect(missing.stderr).toMatch(/channels add --type kling needs --secret-key-file, --secret-key-stdin, --secret-key-env or --secret-key/);
     },
@@ -71,10 +90,31 @@ describe("channels of a type from the CLI", () => {
       }
       const parsed = JSON.parse(listed.stdout);
       expect(parsed).toEqual([
-        expect.objectContaining({ type: "KLING", models: [52, 39], stats: expect.objectContaining({ openTasks: 0, successRate: null, providerUsageTasks: 0 }) }),
+        expect.objectContaining({
+          type: "KLING",
+          models: [52, 39],
+          stats: expect.objectContaining({ openTasks: 0, successRate: null, providerUsageTasks: 0 }),
+        }),
       ]);
       expect(Object.keys(parsed[0]).sort()).toEqual(
-        ["id", "name", "type", "baseUrl", "models", "modelMapping", "priority", "weight", "status", "disabledReason", "consecutiveFailures", "nextProbeAt", "implicit", "stats", "createdAt", "updatedAt"].sort(),
+        [
+          "id",
+          "name",
+          "type",
+          "baseUrl",
+          "models",
+          "modelMapping",
+          "priority",
+          "weight",
+          "status",
+          "disabledReason",
+          "consecutiveFailures",
+          "nextProbeAt",
+          "implicit",
+          "stats",
+          "createdAt",
+          "updatedAt",
+        ].sort(),
       );
       const text = await runCli(["channels", "list"], env);
       expect(text.stdout.split("\n")[0]).toMatch(/^ID\s+NAME\s+TYPE\s+STATUS\s+PRIORITY\s+WEIGHT\s+MODELS\s+TRIED\s+OK RATE\s+OPEN\s+NEXT PROBE\s+BASE URL$/);

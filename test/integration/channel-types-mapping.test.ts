@@ -63,7 +63,10 @@ describe("channel type kling: what is sent and read", () => {
   it("signs each call with an HS256 token of the access key valid for 30 minutes, and a token past its exp is refused as Kling's 1004", async () => {
     await h.router.submit(video({}), "task_jwt_ok");
     const token = lastPost(fake).authorization!.slice("Bearer ".length);
-    const [header, payload] = token.split(".").slice(0, 2).map((part) => JSON.parse(Buffer.from(part, "base64url").toString()));
+    const [header, payload] = token
+      .split(".")
+      .slice(0, 2)
+      .map((part) => JSON.parse(Buffer.from(part, "base64url").toString()));
     expect(header).toEqual({ alg: "HS256", typ: "JWT" });
     expect(payload.iss).toBe(fake.credentials.accessKey);
     expect(payload.exp - payload.nbf).toBe(1805);
@@ -77,7 +80,14 @@ describe("channel type kling: what is sent and read", () => {
     await h.router.submit(video({ modelId: 69, modelName: "video-69", resolution: "1080P", seconds: 10, size: "9:16" }), "task_t2v");
     const sent = lastPost(fake);
     expect(sent.path).toBe("/v1/videos/text2video");
-    expect(sent.body).toEqual({ model_name: "kling-v2-master", prompt: "a lighthouse at dusk", mode: "pro", duration: "10", aspect_ratio: "9:16", external_task_id: "task_t2v" });
+    expect(sent.body).toEqual({
+      model_name: "kling-v2-master",
+      prompt: "a lighthouse at dusk",
+      mode: "pro",
+      duration: "10",
+      aspect_ratio: "9:16",
+      external_task_id: "task_t2v",
+    });
   });
 
   it("sends first and last frames to image-to-video as image and image_tail, with the default model", async () => {
@@ -140,7 +150,9 @@ describe("channel type openai-compatible: what is sent and read", () => {
   beforeAll(async () => {
     h = await startChannelHarness("openai-mapping");
     fake = await startFakeOpenAi();
-    channelId = (await addChannel(h.testDb.db, h.box, { name: "openai", type: "openai-compatible", baseUrl: fake.url, models: [52, 69, 45], ...fake.credentials })).id;
+    channelId = (
+      await addChannel(h.testDb.db, h.box, { name: "openai", type: "openai-compatible", baseUrl: fake.url, models: [52, 69, 45], ...fake.credentials })
+    ).id;
   });
   afterAll(async () => {
     await fake?.close();

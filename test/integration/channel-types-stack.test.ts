@@ -46,7 +46,9 @@ describe("channel types through the stack", () => {
     const taskId = submitted.body.data.task_id;
     const row = await t.stack.db!("tasks").where({ id: taskId }).first();
     expect(row.channel_id).toBe(ids.other);
-    expect(JSON.parse(row.channel_attempts).map((a: { channelId: string; outcome: string; error?: string }) => [a.channelId, a.outcome, a.error ?? null])).toEqual([
+    expect(
+      JSON.parse(row.channel_attempts).map((a: { channelId: string; outcome: string; error?: string }) => [a.channelId, a.outcome, a.error ?? null]),
+    ).toEqual([
       [ids.kling, "http", "HTTP 500: code 5000: Server internal error"],
       [ids.other, "accepted", null],
     ]);
@@ -85,7 +87,10 @@ describe("channel types through the stack", () => {
     const before = await balance();
     const posts = kling.requests.filter((r) => r.method === "POST").length;
     // Model 39 is served by the Kling channel only, and Kling's video ratios are 16:9, 9:16 and 1:1.
-    const refused = await t.rest("POST", "/api/v1/video/generations", { key: key.key, body: { prompt: "a lighthouse", model_id: 39, seconds: 5, size: "4:3" } });
+    const refused = await t.rest("POST", "/api/v1/video/generations", {
+      key: key.key,
+      body: { prompt: "a lighthouse", model_id: 39, seconds: 5, size: "4:3" },
+    });
     expect(refused.status).toBe(400);
     expect(refused.body).toMatchObject({ code: 400, message: "size has an unsupported value" });
     expect(await balance()).toBe(before);

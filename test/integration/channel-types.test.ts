@@ -51,7 +51,10 @@ const TYPES: TypeUnderContract[] = [
     seconds: 8,
     upstreamId: (id) => id,
     findsLost: false,
-    cannot: { request: { ...request(8), references: { images: [], audios: ["https://example.com/a.mp3"], videos: [], frameStart: null, frameEnd: null } }, field: "reference_audios" },
+    cannot: {
+      request: { ...request(8), references: { images: [], audios: ["https://example.com/a.mp3"], videos: [], frameStart: null, frameEnd: null } },
+      field: "reference_audios",
+    },
   },
   {
     type: "kling",

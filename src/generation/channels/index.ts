@@ -15,16 +15,7 @@ import { probeAdapter, startProbeLoop, type ProbeResult } from "./probe.ts";
 import { createChannelRouter, type ChannelRouter } from "./router.ts";
 import { modelsServedOnlyBy } from "./select.ts";
 import { channelView, channelViews, type ChannelView } from "./view.ts";
-import {
-  addChannel,
-  getChannel,
-  listChannels,
-  setChannelStatus,
-  updateChannel,
-  upsertDefaultChannel,
-  type ChannelInput,
-  type ChannelRecord,
-} from "./store.ts";
+import { addChannel, getChannel, listChannels, setChannelStatus, updateChannel, upsertDefaultChannel, type ChannelInput, type ChannelRecord } from "./store.ts";
 
 /** Settings of the channels (src/config.ts). */
 export interface ChannelSettings {

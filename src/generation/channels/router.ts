@@ -134,7 +134,8 @@ export function createChannelRouter(options: ChannelRouterOptions): ChannelRoute
       baseUrl: channel.baseUrl,
       credentials: unpackCredentials(spec, options.box.open(channel.sealedKey)),
       timeoutMs: options.timeoutMs,
-      modelFor: (request) => channel.modelMapping.find((m) => m.modelId === request.modelId)?.upstreamModel ?? spec.defaultModel(request) ?? String(request.modelId),
+      modelFor: (request) =>
+        channel.modelMapping.find((m) => m.modelId === request.modelId)?.upstreamModel ?? spec.defaultModel(request) ?? String(request.modelId),
       results: options.results?.(channel.id) ?? NO_RESULTS,
     });
     const adapter = redactingUpstream(made, secrets);

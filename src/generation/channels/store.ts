@@ -176,8 +176,10 @@ function sealedCredentials(input: ChannelInput, type: string, box: KeyBox | null
   const spec = channelType(type)!;
   const given = CREDENTIAL_FIELDS.filter((f) => input[f] !== undefined);
   if (given.length === 0) return undefined;
-  for (const field of given) if (!spec.credentials.includes(field)) throw invalid(`${field} is not a credential of type ${type}: give ${spec.credentials.join(" and ")}`);
-  for (const field of spec.credentials) if (input[field] === undefined) throw invalid(`${field} is required with ${given.join(", ")} (type ${type} takes ${spec.credentials.join(" and ")})`);
+  for (const field of given)
+    if (!spec.credentials.includes(field)) throw invalid(`${field} is not a credential of type ${type}: give ${spec.credentials.join(" and ")}`);
+  for (const field of spec.credentials)
+    if (input[field] === undefined) throw invalid(`${field} is required with ${given.join(", ")} (type ${type} takes ${spec.credentials.join(" and ")})`);
   if (!box) throw new AppError("forbidden", "CHANNEL_KEY_SECRET is not set: channel keys cannot be stored");
   for (const field of spec.credentials) {
     const value = input[field];

@@ -87,7 +87,10 @@ export function createLocalMedia(options: LocalMediaOptions): LocalMedia {
   /** The kept file of a hash, whatever its extension, or null. */
   async function existing(hash: string): Promise<string | null> {
     for (const ext of Object.keys(MEDIA_TYPES)) {
-      const size = await stat(path.join(options.dir, `${hash}.${ext}`)).then((s) => s.size, () => -1);
+      const size = await stat(path.join(options.dir, `${hash}.${ext}`)).then(
+        (s) => s.size,
+        () => -1,
+      );
       if (size >= 0) return `${hash}.${ext}`;
     }
     return null;

@@ -55,7 +55,8 @@ export const CHANNEL_TYPES: Readonly<Record<string, ChannelTypeSpec>> = Object.f
     credentials: ["apiKey"],
     unsupported: openAiUnsupported,
     defaultModel: openAiDefaultModel,
-    create: (s) => createOpenAiCompatibleUpstream({ baseUrl: s.baseUrl, apiKey: s.credentials.apiKey, timeoutMs: s.timeoutMs, modelFor: s.modelFor, results: s.results }),
+    create: (s) =>
+      createOpenAiCompatibleUpstream({ baseUrl: s.baseUrl, apiKey: s.credentials.apiKey, timeoutMs: s.timeoutMs, modelFor: s.modelFor, results: s.results }),
   },
   kling: {
     id: "kling",

@@ -138,7 +138,10 @@ export function createKlingUpstream(options: KlingOptions): GenerationUpstream {
   const bearer = () => {
     const now = Math.floor(Date.now() / 1000);
     if (!token || now >= token.renewAt) {
-      token = { value: signHs256({ iss: options.accessKey, exp: now + TOKEN_SECONDS, nbf: now - 5 }, options.secretKey), renewAt: now + TOKEN_SECONDS - TOKEN_RENEW_SECONDS };
+      token = {
+        value: signHs256({ iss: options.accessKey, exp: now + TOKEN_SECONDS, nbf: now - 5 }, options.secretKey),
+        renewAt: now + TOKEN_SECONDS - TOKEN_RENEW_SECONDS,
+      };
     }
     return token.value;
   };
@@ -179,7 +182,8 @@ export function createKlingUpstream(options: KlingOptions): GenerationUpstream {
       const data = dataOf(client, (await client.json("GET", `${ACTIONS[action]}/${encodeURIComponent(id)}`)).body);
       const status = KLING_STATES[String(data.task_status)];
       if (status === undefined) throw client.failed(`unknown task_status ${String(data.task_status).slice(0, 40)}`, "body");
-      if (status === 2) return { status, error: client.clean(typeof data.task_status_msg === "string" && data.task_status_msg ? data.task_status_msg : "generation failed") };
+      if (status === 2)
+        return { status, error: client.clean(typeof data.task_status_msg === "string" && data.task_status_msg ? data.task_status_msg : "generation failed") };
       if (status !== 1) return { status };
       const result = fieldsOf(data.task_result);
       const videos = Array.isArray(result.videos) ? result.videos.map(fieldsOf) : [];

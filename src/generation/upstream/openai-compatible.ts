@@ -31,7 +31,7 @@
 import type { GenerationRequest } from "../validation.ts";
 import type { ResultStore } from "../media/results.ts";
 import { createProviderClient, fieldsOf, providerId } from "./provider-call.ts";
-import { type GenerationUpstream, type TaskStatusCode, type UpstreamTaskState } from "./types.ts";
+import type { GenerationUpstream, TaskStatusCode, UpstreamTaskState } from "./types.ts";
 
 /** Provider video states → ours (docs/api/generation.md §3). */
 export const OPENAI_VIDEO_STATES: Readonly<Record<string, TaskStatusCode>> = {
@@ -169,11 +169,7 @@ export function createOpenAiCompatibleUpstream(options: OpenAiCompatibleOptions)
       if (status === 2) return { status, error: client.clean(openAiMessage(video) ?? "generation failed") };
       if (status !== 1) return { status };
       const seconds = Number(video.seconds);
-      const url = await options.results.keep(
-        upstreamTaskId,
-        () => client.download(`/v1/videos/${encodeURIComponent(upstreamTaskId)}/content`, true),
-        "mp4",
-      );
+      const url = await options.results.keep(upstreamTaskId, () => client.download(`/v1/videos/${encodeURIComponent(upstreamTaskId)}/content`, true), "mp4");
       return { status: 1, result: url, usage: Number.isFinite(seconds) && seconds > 0 ? { seconds } : null };
     },
     async probe() {
@@ -181,4 +177,3 @@ export function createOpenAiCompatibleUpstream(options: OpenAiCompatibleOptions)
     },
   };
 }
-

@@ -19,7 +19,12 @@ export interface FakeKling extends FakeProvider {
   reportPoints(points: number | null): void;
 }
 
-const envelope = (code: number, message: string, data: unknown = null) => ({ code, message, request_id: `req-${Math.random().toString(36).slice(2, 10)}`, data });
+const envelope = (code: number, message: string, data: unknown = null) => ({
+  code,
+  message,
+  request_id: `req-${Math.random().toString(36).slice(2, 10)}`,
+  data,
+});
 
 /** Starts the fake. */
 export async function startFakeKling(): Promise<FakeKling> {
@@ -89,7 +94,9 @@ export async function startFakeKling(): Promise<FakeKling> {
       if (req.method === "POST" && !id) {
         const next = ctx.takeNext();
         if (next.kind === "rate_limit") {
-          sendJson(res, 429, envelope(1302, "The API request is too fast, please slow down the request rate"), { "retry-after": String(next.retryAfterSeconds) });
+          sendJson(res, 429, envelope(1302, "The API request is too fast, please slow down the request rate"), {
+            "retry-after": String(next.retryAfterSeconds),
+          });
           return true;
         }
         if (next.kind === "server_error") {
@@ -102,9 +109,18 @@ export async function startFakeKling(): Promise<FakeKling> {
         }
         const taskId = ctx.newId();
         if (next.kind !== "hang") {
-          ctx.tasks.set(taskId, { id: taskId, reference: body.external_task_id ?? null, state: "submitted", kind: action === "images/generations" ? "image" : "video", body });
+          ctx.tasks.set(taskId, {
+            id: taskId,
+            reference: body.external_task_id ?? null,
+            state: "submitted",
+            kind: action === "images/generations" ? "image" : "video",
+            body,
+          });
         }
-        if (next.kind === "hang" || next.kind === "accept_silently") return (ctx.hold(res), true);
+        if (next.kind === "hang" || next.kind === "accept_silently") {
+          ctx.hold(res);
+          return true;
+        }
         sendJson(res, 200, envelope(0, "SUCCEED", view(ctx.tasks.get(taskId)!)));
         return true;
       }
@@ -119,7 +135,9 @@ export async function startFakeKling(): Promise<FakeKling> {
           return true;
         }
         const wanted = decodeURIComponent(id);
-        const task = [...ctx.tasks.values()].find((t) => (t.id === wanted || t.reference === wanted) && (action === "images/generations") === (t.kind === "image"));
+        const task = [...ctx.tasks.values()].find(
+          (t) => (t.id === wanted || t.reference === wanted) && (action === "images/generations") === (t.kind === "image"),
+        );
         const sameAction = task && (task.kind === "image" || (action === "videos/image2video") === Boolean(task.body.image));
         if (!task || !sameAction) {
           sendJson(res, 404, envelope(1203, "The requested resource does not exist"));

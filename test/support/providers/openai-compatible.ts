@@ -17,7 +17,15 @@ export async function startFakeOpenAi(): Promise<FakeProvider> {
       const path = (req.url ?? "/").split("?")[0]!;
       const given = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
       if (given !== apiKey) {
-        sendJson(res, 401, error(`Incorrect API key provided: ${given ?? ""}. You can find your API key at https://platform.openai.com/account/api-keys.`, "invalid_request_error", "invalid_api_key"));
+        sendJson(
+          res,
+          401,
+          error(
+            `Incorrect API key provided: ${given ?? ""}. You can find your API key at https://platform.openai.com/account/api-keys.`,
+            "invalid_request_error",
+            "invalid_api_key",
+          ),
+        );
         return true;
       }
       const video = (id: string) => {
@@ -49,7 +57,10 @@ export async function startFakeOpenAi(): Promise<FakeProvider> {
           return true;
         }
         if (path === "/v1/images/generations") {
-          if (next.kind === "hang" || next.kind === "accept_silently") return (ctx.hold(res), true);
+          if (next.kind === "hang" || next.kind === "accept_silently") {
+            ctx.hold(res);
+            return true;
+          }
           const n = Number(body?.n ?? 1);
           const data = Array.from({ length: n }, () => ({ b64_json: ctx.content.toString("base64") }));
           sendJson(res, 200, { created: 1764000000, data, usage: { total_tokens: 4160, input_tokens: 50, output_tokens: 4110 } });
@@ -57,7 +68,10 @@ export async function startFakeOpenAi(): Promise<FakeProvider> {
         }
         const id = `video_${ctx.newId()}`;
         if (next.kind !== "hang") ctx.tasks.set(id, { id, reference: null, state: "queued", kind: "video", body });
-        if (next.kind === "hang" || next.kind === "accept_silently") return (ctx.hold(res), true);
+        if (next.kind === "hang" || next.kind === "accept_silently") {
+          ctx.hold(res);
+          return true;
+        }
         sendJson(res, 200, video(id));
         return true;
       }
