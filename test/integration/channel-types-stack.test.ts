@@ -31,7 +31,7 @@ describe("channel types through the stack", () => {
     await channels.setStatus("chn_default", false);
     ids.kling = (await channels.add({ name: "kling", type: "kling", baseUrl: kling.url, models: [52, 39], priority: 10, ...kling.credentials })).id;
     ids.other = (await channels.add({ name: "relay", baseUrl: other.url, apiKey: "relay-key", models: [52], priority: 5 })).id;
-    key = await t.createKey("20");
+    key = await t.createKey("50");
   });
   afterAll(async () => {
     await t?.close();
@@ -55,7 +55,7 @@ describe("channel types through the stack", () => {
     other.setTask(row.upstream_task_id, { status: 1, result: "https://relay.example/v.mp4" });
     const done = await t.waitForTask(key.key, taskId, (task) => task.status === 1);
     expect(done.result).toBe("https://relay.example/v.mp4");
-    expect(await balance()).toBe(15);
+    expect(await balance()).toBe(45);
     expect(await t.stack.db!("ledger_entries").where({ task_id: taskId })).toHaveLength(1);
     expect(await verifyLedger(t.stack.db!)).toEqual([]);
   });
@@ -79,7 +79,7 @@ describe("channel types through the stack", () => {
       type: "KLING",
       stats: { providerUsage: { seconds: 5.042, images: 0 }, providerUsageTasks: 1 },
     });
-    expect(await balance()).toBe(10);
+    expect(await balance()).toBe(40);
     expect(await verifyLedger(t.stack.db!)).toEqual([]);
   });
 
@@ -96,6 +96,54 @@ describe("channel types through the stack", () => {
     expect(await balance()).toBe(before);
     expect(kling.requests.filter((r) => r.method === "POST").length).toBe(posts);
     expect(await t.stack.db!("tasks").where({ model_id: 39 })).toHaveLength(0);
+  });
+
+  it("charges model 69 by the points Kling reports, never above the price debited, the rest refunded", async () => {
+    const channel = await t.stack.channels!.add({ name: "kling-69", type: "kling", baseUrl: kling.url, models: [69], ...kling.credentials });
+    const before = await balance();
+    // 5 s at 720P: ceil(5 × 3.0) = 15 points × 0.125 yuan = 1.875 yuan debited.
+    const submitted = await t.rest("POST", "/api/v1/video/generations", {
+      key: key.key,
+      body: { prompt: "a lighthouse", model_id: 69, seconds: 5, resolution: "720P", size: "16:9" },
+    });
+    expect(submitted.status).toBe(200);
+    const taskId = submitted.body.data.task_id;
+    expect((await t.stack.db!("tasks").where({ id: taskId }).first()).channel_id).toBe(channel.id);
+    kling.reportPoints(10);
+    kling.settle(kling.lastTaskId(), "succeeded");
+    kling.reportPoints(null);
+    await t.waitForTask(key.key, taskId, (task) => task.status === 1);
+    const refunds = await t.stack.db!("ledger_entries").where({ task_id: taskId, kind: "refund" });
+    expect(refunds.map((r: { amount: number | string }) => Number(r.amount))).toEqual([625]);
+    expect(await balance()).toBeCloseTo(before - 1.25, 3);
+    expect(await verifyLedger(t.stack.db!)).toEqual([]);
+    await t.stack.channels!.setStatus(channel.id, false);
+  });
+
+  it("waits as long as a provider's Retry-After before polling a task again", async () => {
+    const submitted = await t.rest("POST", "/api/v1/video/generations", { key: key.key, body: VIDEO });
+    const taskId = submitted.body.data.task_id;
+    expect((await t.stack.db!("tasks").where({ id: taskId }).first()).channel_id).toBe(ids.kling);
+    kling.rateLimitPolls(120);
+    const row = await waitUntil(
+      () => t.stack.db!("tasks").where({ id: taskId }).first(),
+      (r) => Date.parse(r.next_poll_at) - Date.now() > 100_000,
+    );
+    kling.rateLimitPolls(null);
+    expect(row.status).toBe(0);
+  });
+
+  it("auto-disables a Kling channel with a bad secret key, keeping Kling's words without the key", async () => {
+    const bad = await t.stack.channels!.add({ name: "kling-bad", type: "kling", baseUrl: kling.url, models: [52], priority: 20, ...kling.wrongCredentials });
+    for (let n = 0; n < 3; n++) expect((await t.rest("POST", "/api/v1/video/generations", { key: key.key, body: VIDEO })).status).toBe(200);
+    const listed = await t.graphql(`{ adminChannels { id status disabledReason } }`, undefined, undefined, admin);
+    const row = listed.body.data.adminChannels.find((c: { id: string }) => c.id === bad.id);
+    expect(row).toEqual({
+      id: bad.id,
+      status: "AUTO_DISABLED",
+      disabledReason: "3 failed submissions in a row; last: http: HTTP 401: code 1002: Authorization is invalid",
+    });
+    for (const secret of Object.values(kling.wrongCredentials)) expect(JSON.stringify(listed.body)).not.toContain(secret);
   });
 
   it("adds a Kling channel through admin GraphQL with its two keys and never shows them", async () => {
@@ -124,7 +172,7 @@ describe("channel types through the stack", () => {
     expect(wrongField.body.errors[0].message).toBe("apiKey is not a credential of type kling: give accessKey and secretKey");
     await waitUntil(
       async () => (await t.stack.channels!.list()).length,
-      (n) => n === 4,
+      (n) => n === 6,
     );
   });
 });
