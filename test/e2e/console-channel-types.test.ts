@@ -75,6 +75,16 @@ describe("console: a Kling channel added in the form serves a task", () => {
     const media = await fetch(done.result);
     expect(Buffer.from(await media.arrayBuffer()).equals(kling.content)).toBe(true);
 
+    // The customer's task page shows our price and the provider's report side by side.
+    const client = await context.newPage();
+    await client.goto(`${t.url}/client`);
+    await client.getByLabel("API key").fill(key.key);
+    await client.getByRole("button", { name: "Show balance" }).click();
+    const taskRow = client.locator(`tr[data-task-id="${submitted.body.data.task_id}"]`);
+    await expect.poll(() => taskRow.locator(".provider-usage").textContent(), { timeout: 15_000 }).toBe("Provider reported: 5.042 s");
+    expect(await taskRow.textContent()).toContain("¥5.00");
+    await client.close();
+
     await page.locator('[data-view="channels"]').click();
     await expect.poll(() => row.locator(".channel-cost").textContent()).toBe("provider reported: 5.042 s (1)");
     await page.screenshot({ path: path.join(ARTIFACTS, "console-channel-kling.png"), fullPage: true });
