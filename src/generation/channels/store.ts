@@ -174,12 +174,12 @@ const CREDENTIAL_FIELDS: readonly CredentialField[] = ["apiKey", "accessKey", "s
  */
 function sealedCredentials(input: ChannelInput, type: string, box: KeyBox | null): string | undefined {
   const spec = channelType(type)!;
-  const given = CREDENTIAL_FIELDS.filter((f) => input[f] !== undefined);
+  const given = CREDENTIAL_FIELDS.filter((f) => input[f] != null);
   if (given.length === 0) return undefined;
   for (const field of given)
     if (!spec.credentials.includes(field)) throw invalid(`${field} is not a credential of type ${type}: give ${spec.credentials.join(" and ")}`);
   for (const field of spec.credentials)
-    if (input[field] === undefined) throw invalid(`${field} is required with ${given.join(", ")} (type ${type} takes ${spec.credentials.join(" and ")})`);
+    if (input[field] == null) throw invalid(`${field} is required with ${given.join(", ")} (type ${type} takes ${spec.credentials.join(" and ")})`);
   if (!box) throw new AppError("forbidden", "CHANNEL_KEY_SECRET is not set: channel keys cannot be stored");
   for (const field of spec.credentials) {
     const value = input[field];
