@@ -3,7 +3,6 @@
  * running processes (docs/architecture.md §2). `npm start` runs every role in one process; `switchyard start
  * <role>` runs one.
  */
-import path from "node:path";
 import { createRequire } from "node:module";
 import pino, { type DestinationStream, type Logger } from "pino";
 import type { Config } from "../src/config.ts";
@@ -32,7 +31,7 @@ import { processStatementExports } from "../src/cloud/billing.ts";
 import { checkUsageThresholds } from "../src/cloud/usage.ts";
 import { startCloudSubgraph } from "../subgraphs/cloud/server.ts";
 import { startLoop } from "../src/loop.ts";
-import { createLocalMedia, mediaSigningKey, sweepMedia } from "../src/generation/media/local.ts";
+import { openMediaStore } from "../src/generation/media/index.ts";
 import type { Registry } from "prom-client";
 import { startObservability } from "../src/observability/index.ts";
 import { countUpstreamErrors } from "../src/generation/upstream/metrics.ts";
@@ -197,9 +196,8 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       const channelMetrics = watchChannels(observability.registry, db, logger);
       // Provider results customers could not fetch themselves, kept under DATA_DIR/media and
       // served by the router's signed /media/p/ URLs (ADR 0023).
-      const mediaDir = path.join(config.dataDir, "media");
-      const media = createLocalMedia({ dir: mediaDir, baseUrl: mediaBaseUrl, key: mediaSigningKey(subgraphSecret), ttlSeconds: config.mediaUrlTtlSeconds });
-      const mediaSweep = startLoop("media retention", 3_600_000, () => sweepMedia(mediaDir, config.mediaRetentionSeconds), logger);
+      const media = await openMediaStore(config, mediaBaseUrl, subgraphSecret);
+      const mediaSweep = startLoop("media retention", 3_600_000, () => media.sweep(config.mediaRetentionSeconds), logger);
       closers.push(() => mediaSweep.stop());
       const channels = await startChannels(
         db,
@@ -323,7 +321,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         metricsToken: config.metricsToken,
         tracing: observability.tracing,
         subgraphSecret,
-        mediaDir: path.join(config.dataDir, "media"),
+        mediaSource: (await openMediaStore(config, mediaBaseUrl, subgraphSecret)).source,
         pubsub,
         readinessChecks,
       });

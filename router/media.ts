@@ -4,12 +4,10 @@
  * `/media/sim/<task>.mp4` (a two-second clip); and provider results kept on disk, behind signed
  * expiring URLs (`/media/p/...`, {@link serveProviderMedia}).
  */
-import fs, { createReadStream } from "node:fs";
-import { stat } from "node:fs/promises";
+import fs from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import path from "node:path";
 import { pipeline } from "node:stream/promises";
-import { MEDIA_NAME, MEDIA_TYPES, verifyMediaSignature } from "../src/generation/media/local.ts";
+import { MEDIA_NAME, MEDIA_TYPES, verifyMediaSignature, type MediaSource } from "../src/generation/media/local.ts";
 
 const video = fs.readFileSync(new URL("./pages/assets/placeholder.mp4", import.meta.url));
 
@@ -48,21 +46,21 @@ export function serveSimulatorMedia(name: string, res: ServerResponse): boolean 
 }
 
 /**
- * Serves a provider result kept under `DATA_DIR/media` (src/generation/media/local.ts) at
+ * Serves a provider result kept under `DATA_DIR/media` or in the bucket (src/generation/media/) at
  * `/media/p/<name>?exp=&sig=` (README "Channels", "Results"): 403 `Media link expired` or
  * `Media link invalid` unless signed and unexpired, 404 when no longer kept; one byte range
  * (`Range: bytes=a-b`) is honoured so players can seek. Nothing of the provider is in the answer.
  * @param name the file name after `/media/p/`
  * @param search the query string (`exp`, `sig`)
- * @param dir `DATA_DIR/media`
- * @param key the signing key ({@link mediaSigningKey} of SUBGRAPH_SECRET)
+ * @param source where kept results are read from (disk or bucket)
+ * @param key the signing key (`mediaSigningKey` of SUBGRAPH_SECRET)
  */
 export async function serveProviderMedia(
   req: IncomingMessage,
   res: ServerResponse,
   name: string,
   search: URLSearchParams,
-  dir: string,
+  source: MediaSource,
   key: Buffer,
 ): Promise<void> {
   const plain = (status: number, message: string) => {
@@ -72,9 +70,8 @@ export async function serveProviderMedia(
   if (!MEDIA_NAME.test(name)) return plain(404, "Not found");
   const verdict = verifyMediaSignature(key, name, search.get("exp"), search.get("sig"));
   if (verdict !== "ok") return plain(403, verdict === "expired" ? "Media link expired" : "Media link invalid");
-  const file = path.join(dir, name);
-  const info = await stat(file).catch(() => null);
-  if (!info?.isFile()) return plain(404, "Not found");
+  const info = await source.stat(name).catch(() => null);
+  if (!info) return plain(404, "Not found");
   const type = MEDIA_TYPES[name.slice(name.lastIndexOf(".") + 1)]!;
   const headers: Record<string, string | number> = { "content-type": type, "accept-ranges": "bytes", "cache-control": "private, max-age=3600" };
   const range = /^bytes=(\d*)-(\d*)$/.exec(String(req.headers.range ?? ""));
@@ -90,5 +87,6 @@ export async function serveProviderMedia(
     res.writeHead(206, { ...headers, "content-range": `bytes ${start}-${end}/${info.size}`, "content-length": end - start + 1 });
   } else res.writeHead(200, { ...headers, "content-length": info.size });
   if (req.method === "HEAD") return void res.end();
-  await pipeline(createReadStream(file, { start, end }), res).catch(() => res.destroy());
+  if (info.size === 0) return void res.end();
+  await pipeline(await source.open(name, start, end), res).catch(() => res.destroy());
 }

@@ -25,7 +25,7 @@ import type { PubSub } from "../src/events/pubsub.ts";
 import { createGenerationShim, sendGenerationError, type RestCall } from "./rest/generation.ts";
 import { createCloudShim, sendCloudError } from "./rest/cloud.ts";
 import { policyHeaders, sha256Hex } from "./graph/client.ts";
-import { mediaSigningKey } from "../src/generation/media/local.ts";
+import { mediaSigningKey, type MediaSource } from "../src/generation/media/local.ts";
 import { serveProviderMedia, serveSimulatorMedia } from "./media.ts";
 import { createHealth, subgraphChecks } from "./health.ts";
 import { createReadiness, serveLiveness, serveReadiness, type ReadinessCheck } from "../src/observability/readiness.ts";
@@ -72,8 +72,8 @@ export interface RouterOptions {
   tracing?: Tracing;
   /** SUBGRAPH_SECRET: signs the internal context of every request to a subgraph (README "Security model"). */
   subgraphSecret: string;
-  /** `DATA_DIR/media`: provider results served at `/media/p/` (router/media.ts); unset: not served. */
-  mediaDir?: string;
+  /** Where provider results are read from, served at `/media/p/` (router/media.ts); unset: not served. */
+  mediaSource?: MediaSource;
   /**
    * The process's pub/sub: the router listens on its `keys` topic and ends a disabled key's
    * graphql-ws connections and SSE streams (router/revocation.ts). Unset: it never hears of one.
@@ -291,9 +291,9 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       await answerThroughFetch(gateway, req, res, url, raw);
       return;
     }
-    if (path.startsWith("/media/p/") && (req.method === "GET" || req.method === "HEAD") && options.mediaDir) {
+    if (path.startsWith("/media/p/") && (req.method === "GET" || req.method === "HEAD") && options.mediaSource) {
       served.route = "/media/p/:file";
-      return serveProviderMedia(req, res, path.slice("/media/p/".length), url.searchParams, options.mediaDir, mediaKey);
+      return serveProviderMedia(req, res, path.slice("/media/p/".length), url.searchParams, options.mediaSource, mediaKey);
     }
     if (path.startsWith("/media/sim/") && req.method === "GET") {
       served.route = "/media/sim/:file";

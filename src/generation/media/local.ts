@@ -11,13 +11,10 @@
  *   kept ({@link sweepMedia}, run by the generation process). A task's stored URL stops working
  *   at the earlier of the two.
  *
- * Disk, not an S3-compatible store: no S3-compatible server installs here from the registries
- * this project reaches (MinIO and its kin ship as downloaded binaries), so an S3 option could not
- * be tested; a scale-out deployment shares `DATA_DIR/media` between the generation and router
- * processes (a network volume), as ADR 0023 says.
+ * The S3-compatible alternative (MEDIA_STORE=s3) is ./s3.ts; ./index.ts picks one.
  */
 import { createHash, createHmac, hkdfSync, timingSafeEqual } from "node:crypto";
-import { createWriteStream } from "node:fs";
+import { createReadStream, createWriteStream } from "node:fs";
 import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
@@ -60,6 +57,38 @@ export function verifyMediaSignature(key: Buffer, name: string, exp: string | nu
   return Number(exp) * 1000 < nowMs ? "expired" : "ok";
 }
 
+/** A signed URL of a kept result, valid for `ttlSeconds`. */
+export function signedMediaUrl(baseUrl: string, name: string, key: Buffer, ttlSeconds: number): string {
+  const exp = Math.floor(Date.now() / 1000) + ttlSeconds;
+  return `${baseUrl.replace(/\/+$/, "")}/media/p/${name}?exp=${exp}&sig=${signature(key, name, exp)}`;
+}
+
+/** The stored name of a channel's result (40 hex digits): tells nothing of the provider. */
+export function mediaHash(channelId: string, key: string): string {
+  return createHash("sha256").update(`${channelId}\n${key}`).digest("hex").slice(0, 40);
+}
+
+/** Where the router reads kept results from (disk: {@link diskMediaSource}; S3: ./s3.ts). */
+export interface MediaSource {
+  /** The size of a kept result by its URL name, or null when it is not kept. */
+  stat(name: string): Promise<{ size: number } | null>;
+  /** Its bytes from `start` to `end` inclusive. */
+  open(name: string, start: number, end: number): Promise<NodeJS.ReadableStream>;
+}
+
+/** Kept results under `dir` (`DATA_DIR/media`). */
+export function diskMediaSource(dir: string): MediaSource {
+  return {
+    async stat(name) {
+      const info = await stat(path.join(dir, name)).catch(() => null);
+      return info?.isFile() ? { size: info.size } : null;
+    },
+    async open(name, start, end) {
+      return createReadStream(path.join(dir, name), { start, end });
+    },
+  };
+}
+
 /** Settings of the local store. */
 export interface LocalMediaOptions {
   /** `DATA_DIR/media`. */
@@ -79,11 +108,8 @@ export interface LocalMedia {
 
 /** Creates the store (the directory is made on first use). */
 export function createLocalMedia(options: LocalMediaOptions): LocalMedia {
-  const signedUrl = (name: string) => {
-    const exp = Math.floor(Date.now() / 1000) + options.ttlSeconds;
-    return `${options.baseUrl().replace(/\/+$/, "")}/media/p/${name}?exp=${exp}&sig=${signature(options.key, name, exp)}`;
-  };
-  const hashOf = (channelId: string, key: string) => createHash("sha256").update(`${channelId}\n${key}`).digest("hex").slice(0, 40);
+  const signedUrl = (name: string) => signedMediaUrl(options.baseUrl(), name, options.key, options.ttlSeconds);
+  const hashOf = mediaHash;
   /** The kept file of a hash, whatever its extension, or null. */
   async function existing(hash: string): Promise<string | null> {
     for (const ext of Object.keys(MEDIA_TYPES)) {

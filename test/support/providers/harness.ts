@@ -15,7 +15,7 @@ import { createKeyBox, type KeyBox } from "../../../src/generation/channels/cryp
 import { createChannelHealth } from "../../../src/generation/channels/health.ts";
 import { createChannelRouter, type ChannelRouter } from "../../../src/generation/channels/router.ts";
 import { setChannelStatus, upsertDefaultChannel } from "../../../src/generation/channels/store.ts";
-import { createLocalMedia, mediaSigningKey, type LocalMedia } from "../../../src/generation/media/local.ts";
+import { createLocalMedia, diskMediaSource, mediaSigningKey, type LocalMedia } from "../../../src/generation/media/local.ts";
 import { openTestDb, type TestDb } from "../db.ts";
 
 /** A running harness. */
@@ -39,7 +39,7 @@ export async function startChannelHarness(name: string, timeoutMs = 1500): Promi
   const mediaDir = await mkdtemp(path.join(os.tmpdir(), "switchyard-media-"));
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://media");
-    void serveProviderMedia(req, res, url.pathname.slice("/media/p/".length), url.searchParams, mediaDir, key);
+    void serveProviderMedia(req, res, url.pathname.slice("/media/p/".length), url.searchParams, diskMediaSource(mediaDir), key);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const mediaUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
