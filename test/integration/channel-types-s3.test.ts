@@ -6,7 +6,6 @@
  */
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { HeadObjectCommand } from "@aws-sdk/client-s3";
