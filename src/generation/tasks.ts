@@ -29,6 +29,7 @@ import {
   type UpstreamTaskState,
 } from "./upstream/types.ts";
 import type { TaskCounters } from "./metrics.ts";
+import { addProviderUsage } from "./channels/store.ts";
 
 /** A task as the domain sees it; money in milli-yuan, times ISO 8601. */
 export interface TaskRecord {
@@ -432,6 +433,8 @@ export function createGenerationService(deps: GenerationServiceDeps) {
           updated_at: now,
         });
       if (updated !== 1) return false;
+      // The channel's running usage totals move with the task's report, once (ADR 0023).
+      if (state.usage) await addProviderUsage(trx, task.id, state.usage);
       await settle(trx, task, { ...task, status: next.status, refunded: refund }, refund, next.error ?? "images not generated");
       await appendOutbox(trx, statusEvent({ ...task, ...next, refunded: refund, updatedAt: now } as TaskRecord));
       return true;

@@ -3,7 +3,8 @@
  * back, the admin writes with their validation, and the implicit channel `chn_default`.
  */
 import { AppError } from "../../errors.ts";
-import { isSqlite, nowIso, type Db } from "../../db/index.ts";
+import type { Knex } from "knex";
+import { nowIso, type Db } from "../../db/index.ts";
 import { newId } from "../../ids.ts";
 import { carriesCredentials } from "../../net/url-guard.ts";
 import { getModel } from "../catalog.ts";
@@ -49,6 +50,8 @@ export interface ChannelRecord {
   successes: number;
   failures: number;
   latencyMsTotal: number;
+  /** What its providers reported its tasks used, summed (running totals, migration 016). */
+  usage: ChannelProviderUsage;
   createdAt: string;
   updatedAt: string;
 }
@@ -75,6 +78,11 @@ export interface ChannelRow {
   successes: number | string;
   failures: number | string;
   latency_ms_total: number | string;
+  usage_tasks?: number | string;
+  usage_seconds_milli?: number | string;
+  usage_images?: number | string;
+  usage_points_milli?: number | string;
+  usage_tokens?: number | string;
   created_at: string;
   updated_at: string;
 }
@@ -103,6 +111,13 @@ export function toChannelRecord(row: ChannelRow): ChannelRecord {
     successes: Number(row.successes),
     failures: Number(row.failures),
     latencyMsTotal: Number(row.latency_ms_total),
+    usage: {
+      tasks: Number(row.usage_tasks ?? 0),
+      seconds: Number(row.usage_seconds_milli ?? 0) / 1000,
+      images: Number(row.usage_images ?? 0),
+      points: Number(row.usage_points_milli ?? 0) / 1000,
+      tokens: Number(row.usage_tokens ?? 0),
+    },
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -337,26 +352,28 @@ export interface ChannelProviderUsage {
   tokens: number;
 }
 
-/** Fields of `tasks.provider_usage` summed per channel. */
-const USAGE_FIELDS = ["seconds", "images", "points", "tokens"] as const;
+/** Thousandths of a reported amount, as stored (a non-finite or negative amount counts 0). */
+const thousandths = (value: number | undefined) => (typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.round(value * 1000) : 0);
+const whole = (value: number | undefined) => (typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.round(value) : 0);
 
 /**
- * What each channel's providers reported its tasks used, summed over the tasks that reported
- * (tasks without a channel count for `chn_default`): what an operator compares with our revenue.
+ * Adds a task's reported usage to its channel's running totals, inside the transaction that
+ * writes the report (src/generation/tasks.ts), so the totals move exactly once with it.
+ * @param taskId the task (its `channel_id`; null: `chn_default`)
  */
-export async function providerUsageByChannel(db: Db): Promise<Map<string, ChannelProviderUsage>> {
-  const field = (name: string) =>
-    isSqlite(db)
-      ? db.raw(`coalesce(sum(json_extract(provider_usage, '$.${name}')), 0) as ${name}`)
-      : db.raw(`coalesce(sum((provider_usage::json ->> '${name}')::numeric), 0) as ${name}`);
-  const rows = await db("tasks")
-    .whereNotNull("provider_usage")
-    .groupBy("channel_id")
-    .select("channel_id", db.raw("count(*) as n"), ...USAGE_FIELDS.map(field));
-  return new Map(
-    (rows as Record<string, string | number | null>[]).map((r) => [
-      (r.channel_id as string | null) ?? DEFAULT_CHANNEL_ID,
-      { tasks: Number(r.n), seconds: Number(r.seconds), images: Number(r.images), points: Number(r.points), tokens: Number(r.tokens) },
-    ]),
-  );
+export async function addProviderUsage(
+  trx: Db | Knex.Transaction,
+  taskId: string,
+  usage: { seconds?: number; images?: number; points?: number; tokens?: number },
+): Promise<void> {
+  const add = (column: string, amount: number) => trx.raw("?? + ?", [column, amount]);
+  await trx("channels")
+    .where("id", trx.raw("coalesce((select channel_id from tasks where id = ?), ?)", [taskId, DEFAULT_CHANNEL_ID]))
+    .update({
+      usage_tasks: add("usage_tasks", 1),
+      usage_seconds_milli: add("usage_seconds_milli", thousandths(usage.seconds)),
+      usage_images: add("usage_images", whole(usage.images)),
+      usage_points_milli: add("usage_points_milli", thousandths(usage.points)),
+      usage_tokens: add("usage_tokens", whole(usage.tokens)),
+    });
 }

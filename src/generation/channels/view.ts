@@ -5,17 +5,12 @@
  * camelCase throughout, the figures under `stats`. Never the key.
  */
 import type { Db } from "../../db/index.ts";
-import { listChannels, openTasksByChannel, providerUsageByChannel, type ChannelProviderUsage, type ChannelRecord } from "./store.ts";
+import { listChannels, openTasksByChannel, type ChannelRecord } from "./store.ts";
 
 /** A channel with its figures. */
 export interface ChannelView extends ChannelRecord {
   openTasks: number;
-  /** What its providers reported its tasks used, summed. */
-  providerUsage: ChannelProviderUsage;
 }
-
-/** No usage reported. */
-const NO_USAGE: ChannelProviderUsage = { tasks: 0, seconds: 0, images: 0, points: 0, tokens: 0 };
 
 /** A type id (`openai-compatible`) as the `ChannelType` enum value (`OPENAI_COMPATIBLE`). */
 export const channelTypeEnum = (type: string): string => type.toUpperCase().replaceAll("-", "_");
@@ -25,14 +20,14 @@ export const channelTypeId = (value: string): string => value.toLowerCase().repl
 
 /** Every channel with its open tasks and provider usage, highest priority first. */
 export async function channelViews(db: Db): Promise<ChannelView[]> {
-  const [channels, open, usage] = await Promise.all([listChannels(db), openTasksByChannel(db), providerUsageByChannel(db)]);
-  return channels.map((c) => ({ ...c, openTasks: open.get(c.id) ?? 0, providerUsage: usage.get(c.id) ?? NO_USAGE }));
+  const [channels, open] = await Promise.all([listChannels(db), openTasksByChannel(db)]);
+  return channels.map((c) => ({ ...c, openTasks: open.get(c.id) ?? 0 }));
 }
 
 /** One channel with its figures. */
 export async function channelView(db: Db, channel: ChannelRecord): Promise<ChannelView> {
-  const [open, usage] = await Promise.all([openTasksByChannel(db), providerUsageByChannel(db)]);
-  return { ...channel, openTasks: open.get(channel.id) ?? 0, providerUsage: usage.get(channel.id) ?? NO_USAGE };
+  const open = await openTasksByChannel(db);
+  return { ...channel, openTasks: open.get(channel.id) ?? 0 };
 }
 
 /**
@@ -40,7 +35,7 @@ export async function channelView(db: Db, channel: ChannelRecord): Promise<Chann
  * @returns a plain object; `stats.successRate` is from 0 to 1, null before any submission
  */
 export function channelAnswer(c: ChannelView) {
-  const usage = c.providerUsage;
+  const usage = c.usage;
   return {
     id: c.id,
     name: c.name,
