@@ -31,6 +31,7 @@ import { processStatementExports } from "../src/cloud/billing.ts";
 import { checkUsageThresholds } from "../src/cloud/usage.ts";
 import { startCloudSubgraph } from "../subgraphs/cloud/server.ts";
 import { startLoop } from "../src/loop.ts";
+import { openMediaStore } from "../src/generation/media/index.ts";
 import type { Registry } from "prom-client";
 import { startObservability } from "../src/observability/index.ts";
 import { countUpstreamErrors } from "../src/generation/upstream/metrics.ts";
@@ -193,7 +194,18 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       // Channels (README "Channels"): the router stands where the single adapter was; the
       // implicit channel chn_default is GENERATION_UPSTREAM_URL or the simulator.
       const channelMetrics = watchChannels(observability.registry, db, logger);
-      const channels = await startChannels(db, logger, config, createUpstream(config, mediaBaseUrl), channelMetrics);
+      // Provider results customers could not fetch themselves, kept under DATA_DIR/media and
+      // served by the router's signed /media/p/ URLs (ADR 0023).
+      const media = await openMediaStore(config, mediaBaseUrl, subgraphSecret);
+      const mediaSweep = startLoop("media retention", 3_600_000, () => media.sweep(config.mediaRetentionSeconds), logger);
+      closers.push(() => mediaSweep.stop());
+      const channels = await startChannels(
+        db,
+        logger,
+        { ...config, results: (id) => media.forChannel(id) },
+        createUpstream(config, mediaBaseUrl),
+        channelMetrics,
+      );
       closers.push(() => channels.stop());
       stack.channels = channels;
       const upstream = countUpstreamErrors(channels.upstream, observability.registry);
@@ -311,6 +323,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         metricsToken: config.metricsToken,
         tracing: observability.tracing,
         subgraphSecret,
+        mediaSource: (await openMediaStore(config, mediaBaseUrl, subgraphSecret)).source,
         pubsub,
         readinessChecks,
         persisted: { documents: config.persistedDocuments, only: config.persistedOnly, redis: pubsub.redis, keyPrefix: config.redisKeyPrefix },

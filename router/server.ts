@@ -25,7 +25,8 @@ import type { PubSub } from "../src/events/pubsub.ts";
 import { createGenerationShim, sendGenerationError, type RestCall } from "./rest/generation.ts";
 import { createCloudShim, sendCloudError } from "./rest/cloud.ts";
 import { policyHeaders, sha256Hex } from "./graph/client.ts";
-import { serveSimulatorMedia } from "./media.ts";
+import { mediaSigningKey, type MediaSource } from "../src/generation/media/local.ts";
+import { serveProviderMedia, serveSimulatorMedia } from "./media.ts";
 import { createHealth, subgraphChecks } from "./health.ts";
 import { createReadiness, serveLiveness, serveReadiness, type ReadinessCheck } from "../src/observability/readiness.ts";
 import { serveCloudOpenApi, serveGenerationOpenApi } from "./openapi/index.ts";
@@ -79,6 +80,8 @@ export interface RouterOptions {
   tracing?: Tracing;
   /** SUBGRAPH_SECRET: signs the internal context of every request to a subgraph (README "Security model"). */
   subgraphSecret: string;
+  /** Where provider results are read from, served at `/media/p/` (router/media.ts); unset: not served. */
+  mediaSource?: MediaSource;
   /**
    * The process's pub/sub: the router listens on its `keys` topic and ends a disabled key's
    * graphql-ws connections and SSE streams (router/revocation.ts). Unset: it never hears of one.
@@ -122,6 +125,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   // Operation, key id and RateLimit headers of each request, as the gateway learns them (request-report.ts).
   const reports = createRequestReports();
   const persisted = options.persisted ?? {};
+  const mediaKey = mediaSigningKey(options.subgraphSecret);
   const gateway: Gateway = createGateway({
     persisted: {
       trusted: loadTrustedDocuments(persisted.documents),
@@ -310,6 +314,10 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       if (served.eventStream) return void (await gateway(req, res));
       await answerThroughFetch(gateway, req, res, url, raw, { reports, report, max: options.batchMax ?? DEFAULT_BATCH_MAX });
       return;
+    }
+    if (path.startsWith("/media/p/") && (req.method === "GET" || req.method === "HEAD") && options.mediaSource) {
+      served.route = "/media/p/:file";
+      return serveProviderMedia(req, res, path.slice("/media/p/".length), url.searchParams, options.mediaSource, mediaKey);
     }
     if (path.startsWith("/media/sim/") && req.method === "GET") {
       served.route = "/media/sim/:file";

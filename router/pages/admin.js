@@ -245,10 +245,61 @@ async function loadDeliveries() {
 
 // -- Channels (the admin channel contract of the generation subgraph) ------------------------------
 
+/** What the channel's provider reported its tasks used (its cost to us), in its own units. */
+function providerCost(stats) {
+  const u = stats.providerUsage;
+  const parts = [
+    u.seconds ? `${u.seconds} s` : null,
+    u.images ? `${u.images} img` : null,
+    u.points ? `${u.points} pts` : null,
+    u.tokens ? `${u.tokens} tok` : null,
+  ].filter(Boolean);
+  return `${t("admin.providerCost")} ${parts.length ? parts.join(" · ") : "—"} (${stats.providerUsageTasks})`;
+}
+
+/** The credential fields of each channel type (src/generation/upstream/channel-types.ts). */
+const CHANNEL_CREDENTIALS = { SWITCHYARD: ["apiKey"], OPENAI_COMPATIBLE: ["apiKey"], KLING: ["accessKey", "secretKey"] };
+const CREDENTIAL_INPUTS = { apiKey: "ch-api-key", accessKey: "ch-access-key", secretKey: "ch-secret-key" };
+
+/** Shows the credential fields of the chosen type only (and requires them). */
+function showCredentialFields() {
+  const wanted = CHANNEL_CREDENTIALS[$("ch-type").value];
+  for (const [field, id] of Object.entries(CREDENTIAL_INPUTS)) {
+    const on = wanted.includes(field);
+    $(id).closest("label").hidden = !on;
+    $(id).required = on;
+  }
+}
+$("ch-type").addEventListener("change", showCredentialFields);
+showCredentialFields();
+
+$("channel-create").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const type = $("ch-type").value;
+  const input = {
+    type,
+    name: $("ch-name").value.trim(),
+    baseUrl: $("ch-base-url").value.trim(),
+    models: $("ch-models")
+      .value.split(",")
+      .map((m) => Number(m.trim()))
+      .filter((m) => Number.isInteger(m) && m > 0),
+  };
+  for (const field of CHANNEL_CREDENTIALS[type]) input[field] = $(CREDENTIAL_INPUTS[field]).value;
+  const added = await write(t("admin.confirmAddChannel", { name: input.name }), () =>
+    run(`mutation($input: AdminAddChannelInput!) { adminAddChannel(input: $input) { channel { id } } }`, { input }),
+  );
+  // The keys leave the page once added (or refused): never kept in the form.
+  for (const id of Object.values(CREDENTIAL_INPUTS)) $(id).value = "";
+  if (added) for (const id of ["ch-name", "ch-base-url", "ch-models"]) $(id).value = "";
+});
+
 async function loadChannels() {
   let data;
   try {
-    data = await run(`{ adminChannels { id name baseUrl status disabledReason consecutiveFailures implicit stats { successRate latencyMsAvg openTasks } } }`);
+    data = await run(
+      `{ adminChannels { id name type baseUrl status disabledReason consecutiveFailures implicit stats { successRate latencyMsAvg openTasks providerUsageTasks providerUsage { seconds images points tokens } } } }`,
+    );
   } catch (error) {
     table(
       $("channels-table"),
@@ -264,10 +315,16 @@ async function loadChannels() {
       h(
         "tr",
         {},
-        cell(h("code", { textContent: c.id }), h("br"), c.name, h("div", { className: "hint", textContent: c.baseUrl })),
+        cell(
+          h("code", { textContent: c.id }),
+          h("br"),
+          c.name,
+          h("div", { className: "hint", textContent: `${c.type.toLowerCase().replace("_", "-")} · ${c.baseUrl}` }),
+        ),
         cell(c.status, c.disabledReason ? h("div", { className: "hint", textContent: c.disabledReason }) : null),
         cell(
           `${c.stats.successRate == null ? "—" : `${Math.round(c.stats.successRate * 100)}%`} · ${c.stats.latencyMsAvg == null ? "—" : `${Math.round(c.stats.latencyMsAvg)} ms`} · ${t("admin.openTasks")} ${c.stats.openTasks}`,
+          h("div", { className: "hint channel-cost", textContent: providerCost(c.stats) }),
         ),
         cell(
           c.implicit

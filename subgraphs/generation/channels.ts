@@ -4,7 +4,8 @@
  * never an API key), then calls src/generation/channels/. The key is never part of an answer.
  */
 import { AppError } from "../../src/errors.ts";
-import type { Channels, ChannelView } from "../../src/generation/channels/index.ts";
+import type { Channels } from "../../src/generation/channels/index.ts";
+import { channelAnswer, channelTypeId } from "../../src/generation/channels/view.ts";
 import type { ChannelInput } from "../../src/generation/channels/store.ts";
 import type { GenerationContext } from "./context.ts";
 
@@ -15,33 +16,12 @@ async function admin(ctx: GenerationContext): Promise<Channels> {
   return ctx.channels;
 }
 
-/** A channel in the shape of the `Channel` type. */
-function channelOf(c: ChannelView) {
-  return {
-    id: c.id,
-    name: c.name,
-    baseUrl: c.baseUrl,
-    models: c.models ?? [],
-    modelMapping: c.modelMapping,
-    priority: c.priority,
-    weight: c.weight,
-    status: c.status,
-    disabledReason: c.disabledReason,
-    consecutiveFailures: c.consecutiveFailures,
-    nextProbeAt: c.nextProbeAt,
-    implicit: c.implicit,
-    stats: {
-      submissions: c.submissions,
-      successes: c.successes,
-      failures: c.failures,
-      successRate: c.submissions > 0 ? c.successes / c.submissions : null,
-      latencyMsAvg: c.submissions > 0 ? c.latencyMsTotal / c.submissions : null,
-      openTasks: c.openTasks,
-    },
-    createdAt: c.createdAt,
-    updatedAt: c.updatedAt,
-  };
+/** The input with its `type` enum value read as the type id. */
+function withTypeId<T extends { type?: string | null }>(input: T): T {
+  return input.type == null ? input : { ...input, type: channelTypeId(input.type) };
 }
+
+const channelOf = channelAnswer;
 
 export const channelQueries = {
   adminChannels: async (_: unknown, __: unknown, ctx: GenerationContext) => (await (await admin(ctx)).list()).map(channelOf),
@@ -49,11 +29,11 @@ export const channelQueries = {
 
 export const channelMutations = {
   adminAddChannel: async (_: unknown, { input }: { input: Parameters<Channels["add"]>[0] }, ctx: GenerationContext) => ({
-    channel: channelOf(await (await admin(ctx)).add(input)),
+    channel: channelOf(await (await admin(ctx)).add(withTypeId(input))),
   }),
   adminUpdateChannel: async (_: unknown, { input }: { input: ChannelInput & { id: string } }, ctx: GenerationContext) => {
     const { id, ...fields } = input;
-    return { channel: channelOf(await (await admin(ctx)).update(id, fields)) };
+    return { channel: channelOf(await (await admin(ctx)).update(id, withTypeId(fields))) };
   },
   adminSetChannelStatus: async (_: unknown, { input }: { input: { id: string; enabled: boolean } }, ctx: GenerationContext) => ({
     channel: channelOf(await (await admin(ctx)).setStatus(input.id, input.enabled)),

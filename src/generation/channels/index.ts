@@ -6,6 +6,7 @@
 import type { Logger } from "pino";
 import { ConfigError } from "../../config.ts";
 import type { Db } from "../../db/index.ts";
+import type { ResultStore } from "../media/results.ts";
 import type { GenerationUpstream } from "../upstream/types.ts";
 import { createKeyBox, type KeyBox } from "./crypto.ts";
 import { createChannelHealth } from "./health.ts";
@@ -13,17 +14,8 @@ import { withSubmitMetrics, type ChannelMetrics } from "./metrics.ts";
 import { probeAdapter, startProbeLoop, type ProbeResult } from "./probe.ts";
 import { createChannelRouter, type ChannelRouter } from "./router.ts";
 import { modelsServedOnlyBy } from "./select.ts";
-import {
-  addChannel,
-  getChannel,
-  listChannels,
-  openTasksByChannel,
-  setChannelStatus,
-  updateChannel,
-  upsertDefaultChannel,
-  type ChannelInput,
-  type ChannelRecord,
-} from "./store.ts";
+import { channelView, channelViews, type ChannelView } from "./view.ts";
+import { addChannel, getChannel, listChannels, setChannelStatus, updateChannel, upsertDefaultChannel, type ChannelInput, type ChannelRecord } from "./store.ts";
 
 /** Settings of the channels (src/config.ts). */
 export interface ChannelSettings {
@@ -36,12 +28,11 @@ export interface ChannelSettings {
   upstreamUrl?: string;
   /** GENERATION_UPSTREAM_KEY: redacted from providers' texts like every stored key. */
   upstreamKey?: string;
+  /** Where each channel's provider results are kept (src/generation/media/local.ts); unset: none. */
+  results?: (channelId: string) => ResultStore;
 }
 
-/** A channel with its figures, as admin GraphQL shows it. */
-export interface ChannelView extends ChannelRecord {
-  openTasks: number;
-}
+export type { ChannelView } from "./view.ts";
 
 /** The running channels of one generation process. */
 export interface Channels {
@@ -116,6 +107,7 @@ export async function startChannels(
     health,
     timeoutMs: settings.upstreamTimeoutMs,
     maxAttempts: settings.channelMaxAttempts,
+    results: settings.results,
   });
   const upstream = router;
   const probes = startProbeLoop({
@@ -128,8 +120,7 @@ export async function startChannels(
   });
 
   async function view(channel: ChannelRecord): Promise<ChannelView> {
-    const open = await openTasksByChannel(db);
-    return { ...channel, openTasks: open.get(channel.id) ?? 0 };
+    return channelView(db, channel);
   }
   /** After a write: this process sees it at once. */
   async function changed(channel: ChannelRecord): Promise<ChannelView> {
@@ -141,8 +132,7 @@ export async function startChannels(
     upstream,
     async list() {
       await health.flush();
-      const [channels, open] = await Promise.all([listChannels(db), openTasksByChannel(db)]);
-      return channels.map((c) => ({ ...c, openTasks: open.get(c.id) ?? 0 }));
+      return channelViews(db);
     },
     add: async (input) => changed(await addChannel(db, box, input)),
     update: async (id, input) => changed(await updateChannel(db, box, id, input)),
