@@ -20,6 +20,7 @@ import { startRouter } from "../router/server.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { createRateLimiter } from "../src/auth/rate-limit.ts";
 import { createAdminGuard } from "../src/auth/admin.ts";
+import { createOperatorAuth } from "../src/auth/operators/access.ts";
 import { createNonceStore } from "../subgraphs/shared/hop-nonces.ts";
 import type { PubSub } from "../src/events/pubsub.ts";
 import { createPubSub } from "../src/events/redis-pubsub.ts";
@@ -149,6 +150,16 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       keyPrefix: config.redisKeyPrefix,
       logger,
     });
+    // Operators (console sessions, operator tokens) around the break-glass ADMIN_TOKEN; wrong
+    // passwords and tokens throttled per account and address (docs/adr/0022-operators-and-audit.md).
+    const operatorAuth = createOperatorAuth({
+      guard: adminGuard,
+      sessions: { idleSeconds: config.adminSessionIdleMinutes * 60, absoluteSeconds: config.adminSessionHours * 3600 },
+      failuresPerWindow: config.adminFailuresPerMinute,
+      redis: pubsub.redis,
+      keyPrefix: config.redisKeyPrefix,
+      logger,
+    });
     let db: Db | undefined;
     if (roles.includes("generation") || roles.includes("cloud")) {
       const opened = openDb(config);
@@ -223,7 +234,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         nonces,
         observability: subgraphObservability,
         budget: config.requestBudget,
-        admin: { guard: adminGuard, channels },
+        admin: { auth: operatorAuth, channels },
       });
       closers.push(() => subgraph.close());
       const poller = startPoller({
@@ -270,7 +281,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         host: config.host,
         port: config.cloudPort,
         bodyLimit: config.bodyLimitBytes,
-        admin: adminGuard,
+        admin: operatorAuth,
         drainTimeoutMs: config.shutdownTimeoutMs,
         secret: subgraphSecret,
         nonces,
