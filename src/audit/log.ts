@@ -95,7 +95,7 @@ export interface AuditSpec<T> {
  * @returns what `work` returned
  * @throws whatever `work` or `before` throws; the transaction then rolls back, audit row included
  */
-export async function audited<T>(db: Db, actor: AuditActor, spec: AuditSpec<T>, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+export async function audited<T>(db: Db, actor: AuditActor, spec: AuditSpec<NoInfer<T>>, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
   return db.transaction(async (trx) => {
     const [inserted] = (await trx("audit_log")
       .insert({

@@ -26,10 +26,15 @@ import {
 } from "../../src/auth/keys.ts";
 import { listAllDeliveries, listAllOrders, listCustomerWallets, type CustomerWallet } from "../../src/cloud/admin-reads.ts";
 import { entriesOfOrders, newestEntryOf, type LedgerEntryView } from "../../src/ledger/entries.ts";
-import { resendDelivery } from "../../src/events/deliveries.ts";
+import { getDelivery, resendDelivery } from "../../src/events/deliveries.ts";
+import type { Knex } from "knex";
+import { audited } from "../../src/audit/log.ts";
 import type { OrderRecord } from "../../src/cloud/order-records.ts";
 import { pageOf, toConnection } from "../shared/connection.ts";
 import type { CloudContext } from "./context.ts";
+
+/** The transaction an audited write runs in. */
+type Trx = Knex.Transaction;
 
 /** The settings of an API key that the create and update inputs share (GraphQL, camelCase). */
 type KeySettingsInput = {
@@ -189,11 +194,32 @@ interface BillingCycleInput {
   price: string;
 }
 
-/** `Mutation` resolvers of the admin API. */
+/** `before` of an audit row: the object, or null when reading it fails (it does not exist yet). */
+const orNull = <T>(read: Promise<T>) => read.catch(() => null);
+
+/** A ledger entry's id as the audit log stores it. */
+const entryId = (entry: { id: number | string }) => Number(entry.id);
+
+/**
+ * `Mutation` resolvers of the admin API. Every write runs with its audit row in one transaction
+ * (src/audit/log.ts `audited`): the domain function gets the transaction (its own transaction
+ * nests as a savepoint), so a write that fails leaves no row, and none commits without one.
+ */
 export const adminMutations = {
   adminUpsertVendor: async (_: unknown, { input }: { input: { id?: string | null; name: string; status?: string | null } }, ctx: CloudContext) => {
     await ctx.requireAdmin();
-    const vendor = await upsertVendor(ctx.db, { id: input.id ?? null, name: input.name, status: lower<VendorStatus>(input.status) });
+    const vendor = await audited(
+      ctx.db,
+      ctx.auditActor(),
+      {
+        action: "adminUpsertVendor",
+        objectType: "vendor",
+        objectId: input.id ?? null,
+        before: async (trx: Trx) => (input.id ? ((await trx("vendors").where("id", input.id).first()) ?? null) : null),
+        objectIdOf: (v) => v.id,
+      },
+      (trx: Trx) => upsertVendor(trx, { id: input.id ?? null, name: input.name, status: lower<VendorStatus>(input.status) }),
+    );
     ctx.vendors.clear(vendor.id);
     return { vendor };
   },
@@ -223,17 +249,29 @@ export const adminMutations = {
       months: c.months ?? null,
       price: yuanField(c.price, `billingCycles[${i}].price`),
     }));
-    const product = await upsertProduct(ctx.db, {
-      id: input.id ?? null,
-      vendorId: input.vendorId,
-      category: input.category,
-      name: input.name,
-      description: input.description ?? null,
-      status: lower<ProductStatus>(input.status),
-      billingCycles,
-      stock: input.stock ?? null,
-      requiredFields: input.requiredFields ?? [],
-    });
+    const product = await audited(
+      ctx.db,
+      ctx.auditActor(),
+      {
+        action: "adminUpsertProduct",
+        objectType: "product",
+        objectId: input.id ?? null,
+        before: async (trx: Trx) => (input.id ? ((await trx("products").where("id", input.id).first()) ?? null) : null),
+        objectIdOf: (p) => p.id,
+      },
+      (trx: Trx) =>
+        upsertProduct(trx, {
+          id: input.id ?? null,
+          vendorId: input.vendorId,
+          category: input.category,
+          name: input.name,
+          description: input.description ?? null,
+          status: lower<ProductStatus>(input.status),
+          billingCycles,
+          stock: input.stock ?? null,
+          requiredFields: input.requiredFields ?? [],
+        }),
+    );
     ctx.products.clear(product.id);
     return { product };
   },
@@ -253,34 +291,60 @@ export const adminMutations = {
   ) => {
     await ctx.requireAdmin();
     const balance = input.balance == null ? undefined : yuanField(input.balance, "balance");
-    const created = await renamingField(
-      () =>
-        createKey(ctx.db, {
-          name: input.name,
-          accountId: input.accountId ?? undefined,
-          balance,
-          scopes: input.scopes ?? undefined,
-          allowIps: input.allowedIps ?? undefined,
-          rateLimit: input.rateLimit ?? undefined,
-          callbackUrl: input.callbackUrl ?? undefined,
-          requireSignature: input.requireSignature ?? undefined,
-        }),
-      graphqlKeyField,
+    const { created, opening } = await audited(
+      ctx.db,
+      ctx.auditActor(),
+      {
+        action: "adminCreateApiKey",
+        objectType: "api_key",
+        objectIdOf: (r) => r.created.id,
+        after: async (r, trx) => ({ ...(await getKeyListing(trx, r.created.id)), openingEntry: r.opening }),
+        ledgerEntryOf: (r) => (r.opening ? entryId(r.opening) : null),
+      },
+      async (trx: Trx) => {
+        const made = await renamingField(
+          () =>
+            createKey(trx, {
+              name: input.name,
+              accountId: input.accountId ?? undefined,
+              balance,
+              scopes: input.scopes ?? undefined,
+              allowIps: input.allowedIps ?? undefined,
+              rateLimit: input.rateLimit ?? undefined,
+              callbackUrl: input.callbackUrl ?? undefined,
+              requireSignature: input.requireSignature ?? undefined,
+            }),
+          graphqlKeyField,
+        );
+        const entry = balance ? await newestEntryOf(trx, made.account_id) : null;
+        return { created: made, opening: entry && entry.keyId === made.id ? entry : null };
+      },
     );
-    const opening = balance ? await newestEntryOf(ctx.db, created.account_id) : null;
     return {
       key: created.key,
       id: created.id,
       accountId: created.account_id,
       webhookSecret: created.webhook_secret,
       apiKey: () => keyListing(ctx, created.id),
-      ledgerEntry: opening && opening.keyId === created.id ? ledgerEntryOf(opening) : null,
+      ledgerEntry: opening ? ledgerEntryOf(opening) : null,
     };
   },
 
   adminSetApiKeyStatus: async (_: unknown, { input }: { input: { keyId: string; status: string } }, ctx: CloudContext) => {
     await ctx.requireAdmin();
-    await setKeyStatus(ctx.db, input.keyId, input.status.toLowerCase() as KeyStatus);
+    const status = input.status.toLowerCase() as KeyStatus;
+    await audited(
+      ctx.db,
+      ctx.auditActor(),
+      {
+        action: "adminSetApiKeyStatus",
+        objectType: "api_key",
+        objectId: input.keyId,
+        before: (trx: Trx) => getKeyInfo(trx, input.keyId),
+        after: (_r: unknown, trx: Trx) => getKeyInfo(trx, input.keyId),
+      },
+      (trx: Trx) => setKeyStatus(trx, input.keyId, status),
+    );
     const info = await getKeyInfo(ctx.db, input.keyId);
     if (!info) throw new AppError("not_found", "API key not found");
     return { apiKey: apiKeyOf(info), adminApiKey: () => keyListing(ctx, info.id) };
@@ -289,7 +353,19 @@ export const adminMutations = {
   adminTopUpAccount: async (_: unknown, { input }: { input: { keyId: string; amount: string } }, ctx: CloudContext) => {
     await ctx.requireAdmin();
     const amount = yuanField(input.amount, "amount");
-    const entry = await topUpKey(ctx.db, input.keyId, amount);
+    const entry = await audited(
+      ctx.db,
+      ctx.auditActor(),
+      {
+        action: "adminTopUpAccount",
+        objectType: "api_key",
+        objectId: input.keyId,
+        before: (trx: Trx) => getKeyListing(trx, input.keyId),
+        after: async (e, trx) => ({ ledgerEntry: e, key: await getKeyListing(trx, input.keyId) }),
+        ledgerEntryOf: entryId,
+      },
+      (trx: Trx) => topUpKey(trx, input.keyId, amount),
+    );
     return { keyId: input.keyId, accountId: entry.accountId, balance: toMoney(entry.balanceAfter), ledgerEntry: ledgerEntryOf(entry) };
   },
 
@@ -297,7 +373,19 @@ export const adminMutations = {
     await ctx.requireAdmin();
     const customerId = checkCustomerId(input.customerId, "customerId");
     const amount = yuanField(input.amount, "amount");
-    const entry = await topUpCustomer(ctx.db, { accountId: input.accountId, customerId, amount, requestId: ctx.requestId, reason: "top-up (admin)" });
+    const entry = await audited(
+      ctx.db,
+      ctx.auditActor(),
+      {
+        action: "adminTopUpCustomer",
+        objectType: "customer",
+        objectId: `${input.accountId}/${customerId}`,
+        before: (trx: Trx) => orNull(getCustomerBalance(trx, input.accountId, customerId)),
+        after: async (e, trx) => ({ ledgerEntry: e, wallet: await getCustomerBalance(trx, input.accountId, customerId) }),
+        ledgerEntryOf: entryId,
+      },
+      (trx: Trx) => topUpCustomer(trx, { accountId: input.accountId, customerId, amount, requestId: ctx.requestId, reason: "top-up (admin)" }),
+    );
     return { customerBalance: await getCustomerBalance(ctx.db, input.accountId, customerId), ledgerEntry: ledgerEntryOf(entry) };
   },
 
@@ -305,7 +393,18 @@ export const adminMutations = {
     await ctx.requireAdmin();
     const customerId = checkCustomerId(input.customerId, "customerId");
     const limit = yuanField(input.limit, "limit");
-    return { customerBalance: await setCreditLine(ctx.db, input.accountId, customerId, limit) };
+    const customerBalance = await audited(
+      ctx.db,
+      ctx.auditActor(),
+      {
+        action: "adminSetCustomerCreditLine",
+        objectType: "customer",
+        objectId: `${input.accountId}/${customerId}`,
+        before: (trx: Trx) => orNull(getCustomerBalance(trx, input.accountId, customerId)),
+      },
+      (trx: Trx) => setCreditLine(trx, input.accountId, customerId, limit),
+    );
+    return { customerBalance };
   },
 
   adminUpdateApiKey: async (
@@ -327,12 +426,23 @@ export const adminMutations = {
     if (input.rateLimit !== undefined) change.rateLimit = input.rateLimit;
     if (input.callbackUrl !== undefined) change.callbackUrl = input.callbackUrl;
     if (input.requireSignature != null) change.requireSignature = input.requireSignature;
-    const key = await renamingField(() => updateKeySettings(ctx.db, input.keyId, change), graphqlKeyField);
+    const key = await audited(
+      ctx.db,
+      ctx.auditActor(),
+      { action: "adminUpdateApiKey", objectType: "api_key", objectId: input.keyId, before: (trx: Trx) => getKeyListing(trx, input.keyId) },
+      (trx: Trx) => renamingField(() => updateKeySettings(trx, input.keyId, change), graphqlKeyField),
+    );
     return { apiKey: adminApiKeyOf(key) };
   },
 
   adminResendDelivery: async (_: unknown, { input }: { input: { deliveryId: string } }, ctx: CloudContext) => {
     await ctx.requireAdmin();
-    return { delivery: await resendDelivery(ctx.db, input.deliveryId) };
+    const delivery = await audited(
+      ctx.db,
+      ctx.auditActor(),
+      { action: "adminResendDelivery", objectType: "delivery", objectId: String(input.deliveryId), before: (trx: Trx) => orNull(getDelivery(trx, input.deliveryId)) },
+      (trx: Trx) => resendDelivery(trx, input.deliveryId),
+    );
+    return { delivery };
   },
 };
