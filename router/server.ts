@@ -43,6 +43,7 @@ import { createRequestReports } from "./request-report.ts";
 import { ownedOperations } from "./graph/direct.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { registryCodes } from "./error-codes.ts";
+import { createSessionRoutes, sessionCookieOf } from "./admin-session.ts";
 
 /** Settings of the router. */
 export interface RouterOptions {
@@ -134,7 +135,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     ignoreTrailingSlash: true,
     defaultRoute: (_req, res) => sendGenerationError(res, { code: "not_found" }),
   });
-  const on = (method: "GET" | "POST", path: string, handler: Handler) =>
+  const on = (method: "GET" | "POST" | "DELETE", path: string, handler: Handler) =>
     routes.on(method, path, (req, res, params, store: RouteContext) => handler({ req, res, params, requestId: store.requestId, query: store.query }), {
       route: path,
     });
@@ -177,6 +178,18 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   on("GET", "/client", pages.client);
   on("GET", "/test", pages.test);
   on("GET", "/admin", pages.admin);
+  // Console sign-in, the current session and sign-out (router/admin-session.ts).
+  const sessions = createSessionRoutes({
+    gateway,
+    clientIp,
+    trustedProto: (req) => {
+      const proto = req.headers["x-forwarded-proto"];
+      return typeof proto === "string" && req.socket.remoteAddress && trust(req.socket.remoteAddress, 0) ? proto.split(",")[0]!.trim() : null;
+    },
+  });
+  on("POST", "/admin/session", sessions.signIn);
+  on("GET", "/admin/session", sessions.current);
+  on("DELETE", "/admin/session", sessions.signOut);
   // The landing page and the API reference (router/devtools/); GraphiQL is the gateway's.
   const devtools = createDevtoolsPages({ production: options.production, assetBase: pages.assets.base });
   const assets = [pages.assets, devtoolsAssets({ production: options.production })];
@@ -208,6 +221,12 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     // Only the router speaks for itself to the subgraphs: every x-switchyard-* is its own.
     for (const name of Object.keys(req.headers)) if (name.startsWith("x-switchyard-")) delete req.headers[name];
     req.headers["x-switchyard-client-ip"] = clientIp(req);
+    // The console's session cookie and CSRF header, as credentials the subgraphs check
+    // (docs/adr/0022-operators-and-audit.md); the cookie is never forwarded as such.
+    const session = sessionCookieOf(req.headers.cookie);
+    if (session) req.headers["x-switchyard-session"] = session;
+    const csrf = req.headers["x-csrf-token"];
+    if (typeof csrf === "string" && csrf.length <= 64) req.headers["x-switchyard-csrf"] = csrf;
     // The id the rate limiter counts this request under (once, however many subgraphs it reaches).
     const countId = randomUUID();
     req.headers["x-switchyard-count-id"] = countId;

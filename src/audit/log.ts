@@ -47,8 +47,12 @@ export interface AuditEntry {
   ledgerEntryId: number | null;
 }
 
-/** Property names whose values are secrets: never stored in the log. */
-const SECRET_NAME = /^(key|apikey|api_key|secret|password|token|credentials?|authorization)$|(secret|hash|password|token|apikey|api_key)$/i;
+/**
+ * Property names whose values are secrets, never stored in the log: any name ending in `key`,
+ * `secret`, `hash`, `password` or `token` (an API key, a webhook secret, a channel's key or other
+ * credential, a password or token hash), and credentials, authorization, ciphertext.
+ */
+const SECRET_NAME = /^(credentials?|authorization|ciphertext)$|(key|secret|hash|password|token)$/i;
 
 /**
  * A copy of a value with every secret replaced by `[redacted]` (a key, a webhook secret, a
