@@ -76,14 +76,19 @@ function buildProgram(result: { code: number }): Command {
   registerConfigCommands(program, act);
   registerOperatorCommands(program, act);
 
-  act(program.command("verify").description("check balances, running totals, task and order invariants, and the audit rows of operator money writes (exit 1 on a discrepancy)"), async () => {
-    const { verifyLedger } = await import("../src/ledger/index.ts");
-    const { verifyAudit } = await import("../src/audit/log.ts");
-    const problems = await withDb(async (db) => [...(await verifyLedger(db)), ...(await verifyAudit(db))]);
-    for (const p of problems) console.log(`${p.kind}\t${p.subject}\t${p.detail}`);
-    console.log(problems.length ? `${problems.length} discrepancies` : "ledger, running totals, tasks, orders and audit rows verified: no discrepancies");
-    return problems.length ? 1 : 0;
-  });
+  act(
+    program
+      .command("verify")
+      .description("check balances, running totals, task and order invariants, and the audit rows of operator money writes (exit 1 on a discrepancy)"),
+    async () => {
+      const { verifyLedger } = await import("../src/ledger/index.ts");
+      const { verifyAudit } = await import("../src/audit/log.ts");
+      const problems = await withDb(async (db) => [...(await verifyLedger(db)), ...(await verifyAudit(db))]);
+      for (const p of problems) console.log(`${p.kind}\t${p.subject}\t${p.detail}`);
+      console.log(problems.length ? `${problems.length} discrepancies` : "ledger, running totals, tasks, orders and audit rows verified: no discrepancies");
+      return problems.length ? 1 : 0;
+    },
+  );
 
   return program;
 }

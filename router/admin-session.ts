@@ -98,7 +98,7 @@ export function createSessionRoutes(deps: SessionRouteDeps) {
         return sendGenerationError(res, isAppError(error) ? { code: error.code } : { code: "invalid_request" });
       }
       if (!input || typeof input.email !== "string" || typeof input.password !== "string") {
-        return sendGenerationError(res, { code: "invalid_request", message: "Send {\"email\": …, \"password\": …} as JSON" });
+        return sendGenerationError(res, { code: "invalid_request", message: 'Send {"email": …, "password": …} as JSON' });
       }
       const sessionId = randomBytes(32).toString("base64url");
       const result = await runOperation<{ adminSignIn: { operator: { id: string; email: string; role: string }; expiresAt: string } }>(
@@ -116,7 +116,12 @@ export function createSessionRoutes(deps: SessionRouteDeps) {
         call(req, requestId, "POST /admin/session", { "x-switchyard-session": sessionId }),
       );
       const maxAge = Math.max(0, Math.floor((Date.parse(expiresAt) - Date.now()) / 1000));
-      sendJson(res, 200, { operator, expiresAt, csrfToken: csrfTokenOf(sessionId), ...(me.data?.adminMe ?? {}) }, { "set-cookie": cookie(req, sessionId, maxAge) });
+      sendJson(
+        res,
+        200,
+        { operator, expiresAt, csrfToken: csrfTokenOf(sessionId), ...(me.data?.adminMe ?? {}) },
+        { "set-cookie": cookie(req, sessionId, maxAge) },
+      );
     },
 
     async current({ req, res, requestId }: { req: IncomingMessage; res: ServerResponse; requestId: string }) {
@@ -143,7 +148,10 @@ export function createSessionRoutes(deps: SessionRouteDeps) {
         deps.gateway,
         "mutation AdminSignOut { adminSignOut { ended } }",
         {},
-        call(req, requestId, "DELETE /admin/session", { "x-switchyard-session": sessionId, ...(typeof csrf === "string" ? { "x-switchyard-csrf": csrf } : {}) }),
+        call(req, requestId, "DELETE /admin/session", {
+          "x-switchyard-session": sessionId,
+          ...(typeof csrf === "string" ? { "x-switchyard-csrf": csrf } : {}),
+        }),
       );
       if (result.errors?.length) return sendFirstError(res, result.errors);
       sendJson(res, 200, { ended: result.data?.adminSignOut?.ended ?? false }, clear);

@@ -62,14 +62,14 @@ export function registerKeyCommands(program: Command, act: Act): void {
           },
           async (trx: Knex.Transaction) => {
             const made = await createKey(trx, {
-          name: values.name!,
-          accountId: values.account,
-          balance,
-          scopes: list(values.scopes),
-          allowIps: list(values.allowIp),
-          rateLimit,
-          callbackUrl: values.callbackUrl,
-          requireSignature: values.requireSignature,
+              name: values.name!,
+              accountId: values.account,
+              balance,
+              scopes: list(values.scopes),
+              allowIps: list(values.allowIp),
+              rateLimit,
+              callbackUrl: values.callbackUrl,
+              requireSignature: values.requireSignature,
             });
             return { created: made, opening: balance ? await newestEntryOf(trx, made.account_id) : null };
           },
@@ -160,11 +160,8 @@ export function registerKeyCommands(program: Command, act: Act): void {
           const { setKeyStatus } = await import("../../src/auth/keys.ts");
           const { audited, CLI_ACTOR } = await import("../../src/audit/log.ts");
           const status = action === "disable" ? "disabled" : "active";
-          await audited(
-            db,
-            CLI_ACTOR,
-            { action: `keys.${action}`, objectType: "api_key", objectId: id!, after: () => ({ status }) },
-            (trx: Knex.Transaction) => setKeyStatus(trx, id!, status),
+          await audited(db, CLI_ACTOR, { action: `keys.${action}`, objectType: "api_key", objectId: id!, after: () => ({ status }) }, (trx: Knex.Transaction) =>
+            setKeyStatus(trx, id!, status),
           );
           console.log(`${id} ${action}d`);
         });

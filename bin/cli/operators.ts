@@ -67,18 +67,15 @@ export function registerOperatorCommands(program: Command, act: Act): void {
       });
     },
   );
-  act(
-    operators.command("list").description("list operators: id, email, role, status, created").option("--json", "print a JSON array"),
-    async function () {
-      const values = this.opts<{ json?: boolean }>();
-      await withDb(async (db) => {
-        const { listOperators } = await import("../../src/auth/operators/store.ts");
-        const all = await listOperators(db);
-        if (values.json) console.log(JSON.stringify(all.map((o) => ({ id: o.id, email: o.email, role: o.role, status: o.status, created_at: o.createdAt }))));
-        else console.log(table([["ID", "EMAIL", "ROLE", "STATUS", "CREATED"], ...all.map((o) => [o.id, o.email, o.role, o.status, o.createdAt])]));
-      });
-    },
-  );
+  act(operators.command("list").description("list operators: id, email, role, status, created").option("--json", "print a JSON array"), async function () {
+    const values = this.opts<{ json?: boolean }>();
+    await withDb(async (db) => {
+      const { listOperators } = await import("../../src/auth/operators/store.ts");
+      const all = await listOperators(db);
+      if (values.json) console.log(JSON.stringify(all.map((o) => ({ id: o.id, email: o.email, role: o.role, status: o.status, created_at: o.createdAt }))));
+      else console.log(table([["ID", "EMAIL", "ROLE", "STATUS", "CREATED"], ...all.map((o) => [o.id, o.email, o.role, o.status, o.createdAt])]));
+    });
+  });
   for (const action of ["disable", "enable"] as const) {
     act(
       operators
@@ -148,7 +145,14 @@ export function registerOperatorCommands(program: Command, act: Act): void {
         while (rows.length < limit) {
           const page = await listAudit(
             db,
-            { operatorId: values.operator, actor: values.actor, objectType: values.objectType, objectId: values.object, since: values.since, until: values.until },
+            {
+              operatorId: values.operator,
+              actor: values.actor,
+              objectType: values.objectType,
+              objectId: values.object,
+              since: values.since,
+              until: values.until,
+            },
             { first: Math.min(100, limit - rows.length), after },
           );
           rows.push(...page.items);
@@ -175,7 +179,13 @@ export function registerOperatorCommands(program: Command, act: Act): void {
               })),
             ),
           );
-        } else console.log(table([["ID", "AT", "ACTOR", "ACTION", "OBJECT"], ...rows.map((r) => [String(r.id), r.at, r.actor, r.action, `${r.objectType} ${r.objectId ?? ""}`])]));
+        } else
+          console.log(
+            table([
+              ["ID", "AT", "ACTOR", "ACTION", "OBJECT"],
+              ...rows.map((r) => [String(r.id), r.at, r.actor, r.action, `${r.objectType} ${r.objectId ?? ""}`]),
+            ]),
+          );
       });
     },
   );

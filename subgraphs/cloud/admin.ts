@@ -361,7 +361,7 @@ export const adminMutations = {
         objectType: "api_key",
         objectId: input.keyId,
         before: (trx: Trx) => getKeyListing(trx, input.keyId),
-        after: async (e, trx) => ({ ledgerEntry: e, key: await getKeyListing(trx, input.keyId) }),
+        after: async (e, trx) => ({ ledgerEntry: e, listing: await getKeyListing(trx, input.keyId) }),
         ledgerEntryOf: entryId,
       },
       (trx: Trx) => topUpKey(trx, input.keyId, amount),
@@ -440,7 +440,12 @@ export const adminMutations = {
     const delivery = await audited(
       ctx.db,
       ctx.auditActor(),
-      { action: "adminResendDelivery", objectType: "delivery", objectId: String(input.deliveryId), before: (trx: Trx) => orNull(getDelivery(trx, input.deliveryId)) },
+      {
+        action: "adminResendDelivery",
+        objectType: "delivery",
+        objectId: String(input.deliveryId),
+        before: (trx: Trx) => orNull(getDelivery(trx, input.deliveryId)),
+      },
       (trx: Trx) => resendDelivery(trx, input.deliveryId),
     );
     return { delivery };

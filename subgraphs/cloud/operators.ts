@@ -23,7 +23,11 @@ function operatorOf(operator: Pick<Operator, "id" | "email" | "role"> & Partial<
   };
 }
 
-const auditEntryOf = (entry: AuditEntry) => ({ ...entry, id: String(entry.id), ledgerEntryId: entry.ledgerEntryId == null ? null : String(entry.ledgerEntryId) });
+const auditEntryOf = (entry: AuditEntry) => ({
+  ...entry,
+  id: String(entry.id),
+  ledgerEntryId: entry.ledgerEntryId == null ? null : String(entry.ledgerEntryId),
+});
 
 /** `Query` resolvers of operators and the audit log. */
 export const operatorQueries = {

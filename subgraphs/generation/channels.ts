@@ -103,7 +103,12 @@ export const channelMutations = {
     await audited(
       ctx.db,
       ctx.auditActor(),
-      { action: "adminTestChannel", objectType: "channel", objectId: input.id, after: () => ({ status: channel.status, ok: result.ok, latencyMs: result.latencyMs, error: result.error }) },
+      {
+        action: "adminTestChannel",
+        objectType: "channel",
+        objectId: input.id,
+        after: () => ({ status: channel.status, ok: result.ok, latencyMs: result.latencyMs, error: result.error }),
+      },
       async () => null,
     );
     return { channel: channelOf(channel), ok: result.ok, latencyMs: result.latencyMs, error: result.error };

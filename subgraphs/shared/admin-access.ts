@@ -64,14 +64,19 @@ export function adminAccess(auth: OperatorAuth, db: Db, req: RequestLike): Admin
       );
   return {
     async require(field, args) {
-      const found = await (authenticated ??= authenticate());
+      authenticated ??= authenticate();
+      const found = await authenticated;
       if (field !== undefined) {
         if (!mayUseAdminField(found.role, field, args)) throw new AppError("forbidden", ROLE_FORBIDDEN_MESSAGE);
         if (field.startsWith("Mutation.") && !found.csrfOk) throw new AppError("forbidden", "Missing or wrong CSRF token");
       }
       return found;
     },
-    isAdmin: () => principal !== null || (admin ??= auth.guard.matches(headerOf(req, "authorization"))),
+    isAdmin() {
+      if (principal !== null) return true;
+      admin ??= auth.guard.matches(headerOf(req, "authorization"));
+      return admin;
+    },
     actor() {
       if (!principal) throw new Error("admin actor read before the admin check");
       return { operatorId: principal.operatorId, actor: principal.actor, role: principal.role, requestId };
@@ -79,7 +84,12 @@ export function adminAccess(auth: OperatorAuth, db: Db, req: RequestLike): Admin
   };
 }
 
-type Resolver = (parent: unknown, args: Record<string, unknown>, ctx: { requireAdmin(field?: string, args?: Record<string, unknown>): Promise<unknown> }, info: unknown) => unknown;
+type Resolver = (
+  parent: unknown,
+  args: Record<string, unknown>,
+  ctx: { requireAdmin(field?: string, args?: Record<string, unknown>): Promise<unknown> },
+  info: unknown,
+) => unknown;
 
 /**
  * Wraps every admin field of a resolver map that the role table lists

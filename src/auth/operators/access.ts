@@ -140,7 +140,13 @@ export function createOperatorAuth(options: OperatorAuthOptions): OperatorAuth {
       if (!token && credentials.session) {
         const operator = await operatorOfSession(db, credentials.session, sessions);
         if (!operator) throw new AppError("unauthorized", SESSION_ENDED_MESSAGE);
-        return { operatorId: operator.id, actor: operator.email, role: operator.role, via: "session", csrfOk: csrfMatches(credentials.session, credentials.csrf) };
+        return {
+          operatorId: operator.id,
+          actor: operator.email,
+          role: operator.role,
+          via: "session",
+          csrfOk: csrfMatches(credentials.session, credentials.csrf),
+        };
       }
       await guard.check({ authorization: credentials.authorization, clientIp: credentials.clientIp, requestId: credentials.requestId });
       logger.warn({ request_id: credentials.requestId, client_ip: address }, "break-glass ADMIN_TOKEN used");

@@ -70,7 +70,12 @@ export async function verifyPassword(password: string, stored: string | null | u
       tagLength: expected.length,
     });
   } else if (parts[1] === "scrypt") {
-    derived = await scryptAsync(password, salt, expected.length, { N: 2 ** Number(params.ln), r: Number(params.r), p: Number(params.p), maxmem: 64 * 1024 * 1024 });
+    derived = await scryptAsync(password, salt, expected.length, {
+      N: 2 ** Number(params.ln),
+      r: Number(params.r),
+      p: Number(params.p),
+      maxmem: 64 * 1024 * 1024,
+    });
   } else return false;
   return derived.length === expected.length && crypto.timingSafeEqual(derived, expected);
 }

@@ -65,7 +65,10 @@ export async function operatorOfSession(db: Db, sessionId: string, settings: Ses
   if (!row || row.ended_at || row.status !== "active") return null;
   const lastSeen = Date.parse(row.last_seen_at);
   if (now >= Date.parse(row.expires_at) || now - lastSeen > settings.idleSeconds * 1000) return null;
-  if (now - lastSeen > TOUCH_SECONDS * 1000) await db("operator_sessions").where("id_hash", idHash).update({ last_seen_at: new Date(now).toISOString() });
+  if (now - lastSeen > TOUCH_SECONDS * 1000)
+    await db("operator_sessions")
+      .where("id_hash", idHash)
+      .update({ last_seen_at: new Date(now).toISOString() });
   return {
     id: row.id,
     email: row.email,

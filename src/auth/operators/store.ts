@@ -131,7 +131,8 @@ export interface CreatedOperatorToken {
 export async function createOperatorToken(db: Db, actor: AuditActor, idOrEmail: string, name: string): Promise<CreatedOperatorToken> {
   const found = await findOperator(db, idOrEmail);
   if (!found) throw new AppError("not_found", "Operator not found");
-  if (typeof name !== "string" || !name.trim() || name.length > 200) throw new AppError("validation_failed", "name must have 1 to 200 characters", { field: "name" });
+  if (typeof name !== "string" || !name.trim() || name.length > 200)
+    throw new AppError("validation_failed", "name must have 1 to 200 characters", { field: "name" });
   const id = newId("opt");
   const secret = randomBytes(32).toString("base64url");
   const row = { id, operator_id: found.id, name: name.trim(), token_hash: secretDigest(secret), created_at: nowIso(), last_used_at: null };
