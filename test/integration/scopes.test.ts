@@ -474,8 +474,11 @@ const PROBES: Record<string, Probe> = {
     email: `scopes-${Math.random().toString(36).slice(2)}@example.com`,
   })),
   "Mutation.adminSetOperatorStatus": gql(
-    `mutation($email: String!) { adminCreateOperator(input: { email: $email, role: VIEWER }) { operator { id } } adminSetOperatorStatus(input: { id: $email, status: "DISABLED" }) { operator { id status } } }`,
-    () => ({ email: `scopes-${Math.random().toString(36).slice(2)}@example.com` }),
+    `mutation($email: String!, $id: ID!) { adminCreateOperator(input: { email: $email, role: VIEWER }) { operator { id } } adminSetOperatorStatus(input: { id: $id, status: "DISABLED" }) { operator { id status } } }`,
+    () => {
+      const email = `scopes-${Math.random().toString(36).slice(2)}@example.com`;
+      return { email, id: email };
+    },
   ),
   "Mutation.adminSignOut": gql(`mutation { adminSignOut { ended } }`),
   // Only the router's sign-in route runs it: a GraphQL client is refused whatever it presents.
