@@ -162,7 +162,8 @@ function table(el, headers, rows) {
   for (const row of rows) [...row.children].forEach((td, i) => td.setAttribute("data-label", labels[i] ?? ""));
   el.replaceChildren(h("thead", {}, h("tr", {}, labels.map((label) => h("th", { textContent: label })))), h("tbody", {}, rows));
 }
-const cell = (...children) => h("td", {}, ...children);
+// One wrapper per cell: on a phone the cell is a grid of its label and this.
+const cell = (...children) => h("td", {}, h("div", {}, ...children));
 const button = (label, onclick) => h("button", { type: "button", className: "secondary small", textContent: t(label), onclick });
 const code = (text) => h("code", { textContent: text });
 
@@ -474,7 +475,7 @@ async function loadChannels() {
           h("span", { className: "channel-status", textContent: word("channel", c.status) }),
           c.disabledReason ? h("div", { className: "hint", textContent: c.disabledReason }) : null,
         ),
-        cell(c.models.map(String).join(", ") || t("admin.none")),
+        cell(c.models.length === 0 || c.models.includes("*") ? t("admin.allModels") : c.models.map(String).join(", ")),
         cell(t("admin.routing", { priority: c.priority, weight: c.weight })),
         cell(h("span", { className: "channel-failures", textContent: String(c.consecutiveFailures) })),
         cell(c.nextProbeAt ? when(c.nextProbeAt) : "—"),
