@@ -156,11 +156,29 @@ async function write(spec) {
 
 // -- Tables ----------------------------------------------------------------------------------------
 
+/** Gives each cell its column's label (phones show one labelled card per row). */
+function labelCells(rows, labels) {
+  for (const row of rows) {
+    for (const [i, td] of [...row.children].entries()) td.setAttribute("data-label", labels[i] ?? "");
+  }
+}
+
 /** A table whose cells carry their column's label (phones show one labelled card per row). */
 function table(el, headers, rows) {
   const labels = headers.map((key) => t(key));
-  for (const row of rows) [...row.children].forEach((td, i) => td.setAttribute("data-label", labels[i] ?? ""));
-  el.replaceChildren(h("thead", {}, h("tr", {}, labels.map((label) => h("th", { textContent: label })))), h("tbody", {}, rows));
+  labelCells(rows, labels);
+  el.replaceChildren(
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        labels.map((label) => h("th", { textContent: label })),
+      ),
+    ),
+    h("tbody", {}, rows),
+  );
 }
 // One wrapper per cell: on a phone the cell is a grid of its label and this.
 const cell = (...children) => h("td", {}, h("div", {}, ...children));
@@ -241,7 +259,16 @@ async function loadKeys(append = false) {
   const conn = data.adminApiKeys;
   keysAfter = conn.pageInfo.endCursor;
   $("keys-more").hidden = !conn.pageInfo.hasNextPage;
-  const headers = ["admin.col.key", "admin.col.account", "admin.col.status", "admin.col.balance", "admin.col.scopes", "admin.col.ips", "admin.col.rate", "admin.col.actions"];
+  const headers = [
+    "admin.col.key",
+    "admin.col.account",
+    "admin.col.status",
+    "admin.col.balance",
+    "admin.col.scopes",
+    "admin.col.ips",
+    "admin.col.rate",
+    "admin.col.actions",
+  ];
   const rows = conn.nodes.map((k) =>
     h(
       "tr",
@@ -259,7 +286,7 @@ async function loadKeys(append = false) {
   const body = $("keys-table").tBodies[0];
   if (append && body) {
     const labels = headers.map((key) => t(key));
-    for (const row of rows) [...row.children].forEach((td, i) => td.setAttribute("data-label", labels[i]));
+    labelCells(rows, labels);
     body.append(...rows);
   } else table($("keys-table"), headers, rows);
 }
@@ -442,8 +469,9 @@ function channelActions(c) {
             title: t("admin.testTitle", { id: c.id }),
             summary: () => t("admin.testSummary", { id: c.id }),
             submit: async () => {
-              const r = (await run(`mutation($input: AdminTestChannelInput!) { adminTestChannel(input: $input) { ok latencyMs error } }`, { input: { id: c.id } }))
-                .adminTestChannel;
+              const r = (
+                await run(`mutation($input: AdminTestChannelInput!) { adminTestChannel(input: $input) { ok latencyMs error } }`, { input: { id: c.id } })
+              ).adminTestChannel;
               fail(r.ok ? null : { message: r.error ?? "" });
               return r;
             },
@@ -460,12 +488,25 @@ async function loadChannels() {
       `{ adminChannels { id name baseUrl models priority weight status disabledReason consecutiveFailures nextProbeAt implicit stats { successRate latencyMsAvg openTasks } } }`,
     );
   } catch (error) {
-    table($("channels-table"), ["admin.col.channel"], [h("tr", {}, cell(t("admin.channelsUnavailable"), h("div", { className: "hint", textContent: error.message })))]);
+    table(
+      $("channels-table"),
+      ["admin.col.channel"],
+      [h("tr", {}, cell(t("admin.channelsUnavailable"), h("div", { className: "hint", textContent: error.message })))],
+    );
     return;
   }
   table(
     $("channels-table"),
-    ["admin.col.channel", "admin.col.status", "admin.col.models", "admin.col.routing", "admin.col.failures", "admin.col.nextProbe", "admin.col.health", "admin.col.actions"],
+    [
+      "admin.col.channel",
+      "admin.col.status",
+      "admin.col.models",
+      "admin.col.routing",
+      "admin.col.failures",
+      "admin.col.nextProbe",
+      "admin.col.health",
+      "admin.col.actions",
+    ],
     data.adminChannels.map((c) =>
       h(
         "tr",
@@ -526,7 +567,7 @@ async function loadAudit(append = false) {
   const body = $("audit-table").tBodies[0];
   if (append && body) {
     const labels = headers.map((key) => t(key));
-    for (const row of rows) [...row.children].forEach((td, i) => td.setAttribute("data-label", labels[i]));
+    labelCells(rows, labels);
     body.append(...rows);
   } else table($("audit-table"), headers, rows);
 }
@@ -651,7 +692,13 @@ async function signIn(event) {
     auth = null;
     box.hidden = false;
     box.textContent =
-      error.status === 403 ? t("admin.disabled") : error.status === 429 ? t("admin.throttled") : error.status === 400 ? t("admin.needBoth") : t("admin.badToken");
+      error.status === 403
+        ? t("admin.disabled")
+        : error.status === 429
+          ? t("admin.throttled")
+          : error.status === 400
+            ? t("admin.needBoth")
+            : t("admin.badToken");
   }
 }
 

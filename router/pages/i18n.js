@@ -102,7 +102,8 @@ export const messages = {
     "admin.disableKeySummary": "Key {id} ({name}) stops working now: its requests get 403 and its open subscriptions end. No money moves.",
     "admin.enableKeySummary": "Key {id} ({name}) works again from now on. No money moves.",
     "admin.settingsTitle": "Settings of {id}",
-    "admin.settingsSummary": "Key {id}: scopes {scopes}; allowed addresses {ips}; rate limit {rate}/s. Its open subscriptions reconnect under the new settings. No money moves.",
+    "admin.settingsSummary":
+      "Key {id}: scopes {scopes}; allowed addresses {ips}; rate limit {rate}/s. Its open subscriptions reconnect under the new settings. No money moves.",
     "admin.everyScope": "every scope",
     "admin.nameNeeded": "Give the key a name.",
     "admin.createTitle": "Create an API key",
@@ -112,7 +113,8 @@ export const messages = {
     "admin.creditSummary": "Credit line of {id}: {before} → {after}. The wallet may then go down to {floor}. No money moves now.",
     "admin.resendTitle": "Resend delivery #{id}",
     "admin.resendSummary": "Sends delivery #{id} to {url} again, now, with the full retry policy. No money moves.",
-    "admin.disableChannelSummary": "Channel {id} takes no new tasks from now on (models: {models}). If it is the last enabled channel of a model, that model's submissions are refused and refunded. No money moves.",
+    "admin.disableChannelSummary":
+      "Channel {id} takes no new tasks from now on (models: {models}). If it is the last enabled channel of a model, that model's submissions are refused and refunded. No money moves.",
     "admin.enableChannelSummary": "Channel {id} takes tasks again (models: {models}). No money moves.",
     "admin.testTitle": "Test channel {id}",
     "admin.testSummary": "Probes channel {id} now; a success re-enables an auto-disabled channel. No money moves.",
@@ -420,7 +422,8 @@ export const messages = {
     "admin.creditSummary": "{id} 的信用额度：{before} → {after}。钱包余额最低可至 {floor}。当前不涉及资金变动。",
     "admin.resendTitle": "重新投递 #{id}",
     "admin.resendSummary": "立即将投递 #{id} 再次发送到 {url}，按完整重试策略。不涉及资金。",
-    "admin.disableChannelSummary": "渠道 {id} 从现在起不再接收新任务（模型：{models}）。若它是某模型最后一个启用的渠道，该模型的提交将被拒绝并退款。不涉及资金。",
+    "admin.disableChannelSummary":
+      "渠道 {id} 从现在起不再接收新任务（模型：{models}）。若它是某模型最后一个启用的渠道，该模型的提交将被拒绝并退款。不涉及资金。",
     "admin.enableChannelSummary": "渠道 {id} 重新接收任务（模型：{models}）。不涉及资金。",
     "admin.testTitle": "测试渠道 {id}",
     "admin.testSummary": "立即探测渠道 {id}；成功会重新启用被自动停用的渠道。不涉及资金。",

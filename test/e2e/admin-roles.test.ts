@@ -23,7 +23,11 @@ const problems: string[] = [];
 
 /** What each role sees: its views (tab order) and the buttons of a key's row. */
 const EXPECTED: Record<OperatorRole, { views: string[]; keyButtons: string[]; createKey: boolean }> = {
-  owner: { views: ["overview", "keys", "wallets", "orders", "deliveries", "channels", "audit"], keyButtons: ["Top up", "Disable", "Scopes, IPs, rate"], createKey: true },
+  owner: {
+    views: ["overview", "keys", "wallets", "orders", "deliveries", "channels", "audit"],
+    keyButtons: ["Top up", "Disable", "Scopes, IPs, rate"],
+    createKey: true,
+  },
   finance: { views: ["overview", "keys", "wallets", "orders", "audit"], keyButtons: ["Top up"], createKey: false },
   support: { views: ["overview", "keys", "wallets", "orders", "deliveries", "channels", "audit"], keyButtons: ["Disable"], createKey: false },
   viewer: { views: ["overview", "keys", "wallets", "orders", "deliveries", "channels", "audit"], keyButtons: [], createKey: false },
@@ -122,10 +126,9 @@ describe("/admin by role", () => {
     await page.locator("#keys-table tbody tr").first().waitFor();
     expect(await page.locator("#keys-table tbody tr .key-status").first().textContent()).toBe("启用");
     // One card per row: the cell is as wide as the table, its label beside it.
-    const [cellWidth, tableWidth] = await page.locator("#keys-table").evaluate((table) => [
-      (table.querySelector("tbody td") as HTMLElement).getBoundingClientRect().width,
-      table.getBoundingClientRect().width,
-    ]);
+    const [cellWidth, tableWidth] = await page
+      .locator("#keys-table")
+      .evaluate((table) => [(table.querySelector("tbody td") as HTMLElement).getBoundingClientRect().width, table.getBoundingClientRect().width]);
     expect(cellWidth).toBeGreaterThan(tableWidth * 0.9);
     await page.locator('[data-view="audit"]').click();
     await page.locator("#audit-table tbody tr").first().waitFor();
