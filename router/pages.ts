@@ -31,6 +31,7 @@ const ASSET_FILES = [
   "admin-wallets.js",
   "admin-channels.js",
   "admin-audit.js",
+  "admin-operators.js",
   "icon.svg",
   "usage-chart.js",
 ] as const;

@@ -34,7 +34,7 @@ export const word = (group, value) => {
  * Opens the dialog: fields with validation, a summary of what will change and what it costs
  * (recomputed as the operator types), Confirm and Cancel. Confirm checks every field, then runs
  * `submit(values)`; its error stays in the dialog. Resolves with submit's result, or null.
- * @param {{ title: string, fields?: { name: string, label: string, value?: string, inputmode?: string, check?: (v: string) => string | null }[],
+ * @param {{ title: string, fields?: { name: string, label: string, value?: string, inputmode?: string, type?: string, check?: (v: string) => string | null }[],
  *   summary: (values: Record<string, string>) => string, submit: (values: Record<string, string>) => Promise<unknown> }} spec
  */
 export function openDialog(spec) {
@@ -45,16 +45,19 @@ export function openDialog(spec) {
   const inputs = fields.map((f) => {
     const input = h("input", { id: `op-${f.name}`, name: f.name, value: f.value ?? "", spellcheck: false, autocomplete: "off" });
     if (f.inputmode) input.inputMode = f.inputmode;
+    if (f.type) input.type = f.type;
     const error = h("p", { className: "field-error", id: `op-${f.name}-error`, hidden: true });
     input.setAttribute("aria-describedby", error.id);
     return { f, input, error, wrap: h("div", { className: "field" }, h("label", { htmlFor: input.id, textContent: f.label }), input, error) };
   });
   $("op-fields").replaceChildren(...inputs.map((i) => i.wrap));
-  const values = () => Object.fromEntries(inputs.map((i) => [i.f.name, i.input.value.trim()]));
+  // A password is taken as typed; other values without stray spaces.
+  const valueOf = (i) => (i.f.type === "password" ? i.input.value : i.input.value.trim());
+  const values = () => Object.fromEntries(inputs.map((i) => [i.f.name, valueOf(i)]));
   const check = () => {
     let ok = true;
     for (const i of inputs) {
-      const problem = i.f.check?.(i.input.value.trim()) ?? null;
+      const problem = i.f.check?.(valueOf(i)) ?? null;
       i.error.hidden = !problem;
       i.error.textContent = problem ?? "";
       i.input.setAttribute("aria-invalid", String(Boolean(problem)));
@@ -63,7 +66,7 @@ export function openDialog(spec) {
     return ok;
   };
   const update = () => {
-    const complete = inputs.every((i) => !i.f.check?.(i.input.value.trim()));
+    const complete = inputs.every((i) => !i.f.check?.(valueOf(i)));
     $("op-summary").textContent = complete ? spec.summary(values()) : t("admin.fillIn");
   };
   for (const i of inputs) i.input.addEventListener("input", update);

@@ -24,6 +24,7 @@ import {
 } from "./admin-forms.js";
 import { loadChannels } from "./admin-channels.js";
 import { loadAudit } from "./admin-audit.js";
+import { loadOperators, setUpOperators } from "./admin-operators.js";
 import { ENTRY } from "./admin-fields.js";
 import { loadDeliveries, loadOrders, loadWallets } from "./admin-wallets.js";
 
@@ -64,7 +65,7 @@ async function write(spec) {
   return result;
 }
 
-/** What the view modules (admin-wallets.js, admin-channels.js, admin-audit.js) use of the console. */
+/** What the view modules (admin-wallets.js, admin-channels.js, admin-audit.js, admin-operators.js) use of the console. */
 const ctx = { run, can, write, fail, showEntry };
 
 // -- API keys ------------------------------------------------------------------------------------
@@ -249,6 +250,7 @@ const VIEWS = {
   deliveries: ["Query.adminWebhookDeliveries", () => loadDeliveries(ctx)],
   channels: ["Query.adminChannels", () => loadChannels(ctx)],
   audit: ["Query.adminAuditLog", () => loadAudit(ctx)],
+  operators: ["Query.adminOperators", () => loadOperators(ctx)],
 };
 
 async function refresh() {
@@ -362,6 +364,7 @@ $("audit-filter").addEventListener("submit", (event) => {
   event.preventDefault();
   refresh();
 });
+setUpOperators(ctx);
 $("audit-more").addEventListener("click", () => loadAudit(ctx, true).catch(fail));
 resume().finally(() => {
   $("signin").dataset.ready = "true";

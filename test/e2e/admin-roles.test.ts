@@ -24,7 +24,7 @@ const problems: string[] = [];
 /** What each role sees: its views (tab order) and the buttons of a key's row. */
 const EXPECTED: Record<OperatorRole, { views: string[]; keyButtons: string[]; createKey: boolean }> = {
   owner: {
-    views: ["overview", "keys", "wallets", "orders", "deliveries", "channels", "audit"],
+    views: ["overview", "keys", "wallets", "orders", "deliveries", "channels", "audit", "operators"],
     keyButtons: ["Top up", "Disable", "Scopes, IPs, rate"],
     createKey: true,
   },
@@ -59,7 +59,7 @@ async function signIn(role: OperatorRole, viewport = DESKTOP): Promise<Page> {
   });
   await page.goto(`${t.url}/admin`);
   await page.locator("#signin[data-ready]").waitFor();
-  await page.locator("#email").fill(`${role}@example.com`);
+  await page.locator("#email").fill(role.includes("@") ? role : `${role}@example.com`);
   await page.locator("#password").fill(PASSWORD);
   await page.locator("#signin-button").click();
   await page.locator("#console").waitFor({ state: "visible" });
@@ -109,6 +109,29 @@ describe("/admin by role", () => {
     await page.locator("#audit-actor").fill("owner@example.com");
     await page.locator("#audit-filter button[type=submit]").click();
     await expect.poll(() => page.locator("#audit-table tbody tr", { hasText: "adminTopUpAccount" }).count()).toBe(0);
+    await page.context().close();
+  });
+
+  it("lets the owner create an operator through the form, who can then sign in, and disable it again", async () => {
+    const page = await signIn("owner");
+    await page.locator('[data-view="operators"]').click();
+    await page.locator("#operator-create").click();
+    await page.locator("#op-email").fill("new@example.com");
+    await page.locator("#op-role").fill("support");
+    await page.locator("#op-password").fill("short");
+    await page.locator("#op-confirm").click();
+    expect(await page.locator("#op-password-error").isVisible()).toBe(true);
+    await page.locator("#op-password").fill(PASSWORD);
+    expect(await page.locator("#op-summary").textContent()).toBe("Creates new@example.com as support, who can sign in with this password. No money moves.");
+    await page.locator("#op-confirm").click();
+    const row = page.locator("#operators-table tbody tr", { hasText: "new@example.com" });
+    await expect.poll(() => row.count()).toBe(1);
+    const newcomer = await signIn("new@example.com" as OperatorRole);
+    expect(await visibleViews(newcomer)).toEqual(EXPECTED.support.views);
+    await newcomer.context().close();
+    await row.getByRole("button", { name: "Disable" }).click();
+    await page.locator("#op-confirm").click();
+    await expect.poll(() => row.textContent()).toContain("Disabled");
     await page.context().close();
   });
 
