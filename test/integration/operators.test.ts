@@ -13,6 +13,8 @@ import { CLI_ACTOR, verifyAudit } from "../../src/audit/log.ts";
 import { ADMIN_FIELD_ROLES, OPERATOR_ROLES, type OperatorRole } from "../../src/auth/operators/roles.ts";
 import { createOperator, createOperatorToken } from "../../src/auth/operators/store.ts";
 import { topUpKey } from "../../src/auth/keys.ts";
+import { csrfMatches, csrfTokenOf, endSession, operatorOfSession, startSession } from "../../src/auth/operators/sessions.ts";
+import { setOperatorStatus } from "../../src/auth/operators/store.ts";
 
 const ADMIN_TOKEN = "operators-test-admin-token";
 const PASSWORD = "a long enough password";
@@ -196,6 +198,40 @@ describe("console sessions", () => {
     const forged = await gql("{ adminMe { actor } }", {}, { "x-switchyard-session": "A".repeat(43) });
     expect(forged.body.errors[0].extensions.code).toBe("unauthorized");
     expect(forged.body.data?.adminMe ?? null).toBeNull();
+  });
+});
+
+describe("session expiry", () => {
+  const settings = { idleSeconds: 30 * 60, absoluteSeconds: 12 * 3600 };
+  const id = (n: number) => `${"s".repeat(42)}${n}`;
+
+  it("ends a session idle longer than the idle expiry, one older than the absolute expiry however busy, and one signed out", async () => {
+    const db = t.stack.db!;
+    const operator = (await db("operators").where("email", "viewer@example.com").first("id")).id as string;
+    const t0 = Date.parse("2026-01-01T00:00:00Z");
+    await startSession(db, operator, id(1), settings, t0);
+    expect(await operatorOfSession(db, id(1), settings, t0 + 29 * 60_000)).toMatchObject({ email: "viewer@example.com" });
+    expect(await operatorOfSession(db, id(1), settings, t0 + 29 * 60_000 + 31 * 60_000)).toBeNull(); // 31 min after the last request
+    await startSession(db, operator, id(2), settings, t0);
+    for (let minutes = 20; minutes < 12 * 60; minutes += 20) expect(await operatorOfSession(db, id(2), settings, t0 + minutes * 60_000)).not.toBeNull();
+    expect(await operatorOfSession(db, id(2), settings, t0 + 12 * 3600_000)).toBeNull();
+    const now = Date.now();
+    await startSession(db, operator, id(3), settings, now);
+    expect(await endSession(db, id(3), now)).toBe(true);
+    expect(await operatorOfSession(db, id(3), settings, now)).toBeNull();
+    expect(csrfMatches(id(3), csrfTokenOf(id(3)))).toBe(true);
+    expect(csrfMatches(id(3), csrfTokenOf(id(4)))).toBe(false);
+  });
+
+  it("ends every session of an operator that is disabled", async () => {
+    const db = t.stack.db!;
+    const made = await createOperator(db, CLI_ACTOR, { email: "leaving@example.com", role: "viewer", password: PASSWORD });
+    await startSession(db, made.id, id(5), settings);
+    expect(await operatorOfSession(db, id(5), settings)).not.toBeNull();
+    await setOperatorStatus(db, CLI_ACTOR, made.id, "disabled");
+    expect(await operatorOfSession(db, id(5), settings)).toBeNull();
+    await setOperatorStatus(db, CLI_ACTOR, made.id, "active");
+    expect(await operatorOfSession(db, id(5), settings)).toBeNull(); // ended, not suspended
   });
 });
 

@@ -79,7 +79,7 @@ export interface OperatorAuthOptions {
   failuresPerWindow?: number;
   redis?: Redis;
   keyPrefix?: string;
-  logger: Pick<Logger, "warn">;
+  logger: Pick<Logger, "warn" | "info">;
 }
 
 function bearer(authorization: string | null | undefined): string | null {
@@ -172,8 +172,13 @@ export function createOperatorAuth(options: OperatorAuthOptions): OperatorAuth {
         throw new AppError("unauthorized", SIGN_IN_FAILED_MESSAGE);
       }
       const expiresAt = await startSession(db, found.id, input.sessionId, sessions);
+      logger.info({ request_id: input.requestId, client_ip: address, operator_id: found.id }, "operator signed in");
       return { operator: { id: found.id, email: found.email, role: found.role }, expiresAt };
     },
-    signOut: (db, sessionId) => endSession(db, sessionId),
+    async signOut(db, sessionId) {
+      const ended = await endSession(db, sessionId);
+      if (ended) logger.info("operator signed out");
+      return ended;
+    },
   };
 }
