@@ -322,6 +322,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         subgraphSecret,
         pubsub,
         readinessChecks,
+        persisted: { documents: config.persistedDocuments, only: config.persistedOnly, redis: pubsub.redis, keyPrefix: config.redisKeyPrefix },
       });
       closers.push(() => router.close());
       routerUrl = router.url;

@@ -10,6 +10,11 @@
  * transport's `request` with the internal body, headers and signature, its `response`) stays
  * inside. A gateway failure answered as `service_unavailable` is logged at warn with the request
  * id, never with the request it sent.
+ *
+ * The one exception to lower-case codes: the persisted-query protocol's answers keep its spelling,
+ * `PERSISTED_QUERY_NOT_FOUND` (message `PersistedQueryNotFound`) and `PERSISTED_QUERY_NOT_SUPPORTED`,
+ * the form Apollo Client's and urql's persisted-query links recognise (src/errors.ts `graphql`
+ * column; router/plugins/usePersistedQueries.ts; ADR 0020).
  */
 import { GraphQLError } from "graphql";
 import type { Logger } from "pino";
@@ -46,7 +51,8 @@ export function toRegistryCode<T>(error: T, absent?: ErrorCode, hidden?: HiddenE
   ] as const) {
     Object.defineProperty(http, name, { value, writable: true, configurable: true, enumerable: false });
   }
-  const value = { ...publicDetails(code, extensions), code, http };
+  // The code's `graphql` spelling: the key, or the persisted-query protocol's upper case (ADR 0020).
+  const value = { ...publicDetails(code, extensions), code: ERROR_CODES[code].graphql, http };
   if (hidesOwnMessage(code, extensions.code)) {
     hidden?.({ message: (error as { message?: unknown }).message, path: (error as { path?: unknown }).path, extensions });
     (error as { message?: string }).message = ERROR_CODES[code].message;

@@ -44,6 +44,9 @@ import { ownedOperations } from "./graph/direct.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { registryCodes } from "./error-codes.ts";
 import { createSessionRoutes, sessionCookieOf } from "./admin-session.ts";
+import type { Redis } from "ioredis";
+import { loadTrustedDocuments } from "./plugins/usePersistedQueries.manifest.ts";
+import { createPersistedQueryStore } from "./plugins/usePersistedQueries.store.ts";
 
 /** Settings of the router. */
 export interface RouterOptions {
@@ -82,6 +85,12 @@ export interface RouterOptions {
    * run by `/readyz` besides the router's check of each subgraph. A router alone has only Redis, if any.
    */
   readinessChecks?: ReadinessCheck[];
+  /**
+   * Persisted queries and trusted documents (router/plugins/usePersistedQueries.ts): `documents`,
+   * PERSISTED_DOCUMENTS (a manifest loaded besides the project's); `only`, PERSISTED_ONLY; `redis`
+   * and `keyPrefix`, where registered documents are shared (unset: this process's memory).
+   */
+  persisted?: { documents?: string; only?: boolean; redis?: Redis; keyPrefix?: string };
 }
 
 /** A running router. */
@@ -111,7 +120,14 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   const metrics = createRouterMetrics(options.metrics ?? createRegistry());
   // Operation, key id and RateLimit headers of each request, as the gateway learns them (request-report.ts).
   const reports = createRequestReports();
+  const persisted = options.persisted ?? {};
   const gateway: Gateway = createGateway({
+    persisted: {
+      trusted: loadTrustedDocuments(persisted.documents),
+      store: createPersistedQueryStore({ redis: persisted.redis, keyPrefix: persisted.keyPrefix }),
+      persistedOnly: persisted.only ?? false,
+      logger: options.logger,
+    },
     keyCheck: subscriptionKeyCheck(() => gateway) as GatewayPlugin,
     subgraphUrls: options.subgraphUrls,
     localSubgraphs: options.localSubgraphs,

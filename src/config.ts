@@ -165,6 +165,11 @@ const schema = z.object({
   TRUST_PROXY: z.string().default(""),
   CORS_ORIGINS: corsOrigins,
   BODY_LIMIT_BYTES: integer(1024).default(1_048_576),
+  PERSISTED_DOCUMENTS: z.string().optional(),
+  PERSISTED_ONLY: z
+    .enum(["", "0", "1", "false", "true"], { errorMap: () => ({ message: "must be true or false (1 or 0), or unset" }) })
+    .optional()
+    .transform((v) => v === "1" || v === "true"),
   DB_STATEMENTS_PER_REQUEST: integer(1).default(1_000),
   DB_CONNECTIONS_PER_REQUEST: integer(1).default(4),
   SEED_DEMO: z
@@ -308,6 +313,16 @@ export interface Config {
   corsOrigins: string[];
   bodyLimitBytes: number;
   /**
+   * PERSISTED_DOCUMENTS: absolute path of a trusted-documents manifest loaded besides the
+   * project's schema/trusted-documents.json (router/plugins/usePersistedQueries.manifest.ts); unset: the project's alone.
+   */
+  persistedDocuments?: string;
+  /**
+   * PERSISTED_ONLY: `/graphql` runs trusted documents only (README "Persisted queries and trusted
+   * documents"); off unless set, in production too (ADR 0020).
+   */
+  persistedOnly: boolean;
+  /**
    * Whether `start` seeds the demo data on this database (README "Demo data"): the demo catalog,
    * and a funded "demo" key when it has no key at all. SEED_DEMO=1 or 0 decides; unset, on
    * unless NODE_ENV is `production`. `switchyard start --demo` turns it on.
@@ -394,6 +409,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       .filter(Boolean),
     corsOrigins: e.CORS_ORIGINS,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    persistedDocuments: e.PERSISTED_DOCUMENTS ? path.resolve(e.PERSISTED_DOCUMENTS) : undefined,
+    persistedOnly: e.PERSISTED_ONLY,
     seedDemo: e.SEED_DEMO ?? e.NODE_ENV !== "production",
     requestBudget: { statements: e.DB_STATEMENTS_PER_REQUEST, connections: e.DB_CONNECTIONS_PER_REQUEST, timeoutMs: e.REQUEST_TIMEOUT_MS },
     metricsToken: e.METRICS_TOKEN || undefined,

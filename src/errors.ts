@@ -8,7 +8,7 @@
  * | `status` | the HTTP status: of the generation body `{code: <status>, message}`, of `/graphql` (`extensions.http.status`) and of graphql-ws errors |
  * | `message` | the default message; for the generation API's codes it is the spec's text (docs/api/generation.md §7) |
  * | `cloud` | the code of the cloud body (docs/api/cloud.md §7); the cloud answer's status is that code's own `status` (so `upstream_timeout` is 502 there) |
- * | `graphql` | `extensions.code` of a GraphQL error (always the key: a code never has two spellings) |
+ * | `graphql` | `extensions.code` of a GraphQL error: the key, with one documented exception. The persisted-query protocol's two answers keep the protocol's upper-case spelling (`PERSISTED_QUERY_NOT_FOUND`, `PERSISTED_QUERY_NOT_SUPPORTED`), which Apollo Client and urql's persisted-query links and Apollo Server's other clients recognise (ADR 0020) |
  * | `details` | the detail keys an answer may carry for the code (`extensions.<key>` in GraphQL, `error.details.<key>` in the cloud body): an allow-list, everything else an error holds is dropped at every boundary ({@link publicDetails}) |
  *
  * Everything reads from it: {@link AppError} (domain code), the subgraphs' `formatError`, the router's
@@ -23,7 +23,8 @@ interface ErrorEntry<Code extends string, Cloud extends string> {
   status: number;
   message: string;
   cloud: Cloud;
-  graphql: Code;
+  /** The key; upper case only for the persisted-query protocol's answers (see the table above). */
+  graphql: Code | Uppercase<Code>;
   details: readonly string[];
 }
 
@@ -65,13 +66,28 @@ export const ERROR_CODES = defineErrors({
     graphql: "operation_resolution_failure",
     details: [],
   },
-  // Apollo clients recognise these two by their message: it stays Apollo's.
-  persisted_query_not_found: { status: 400, message: "PersistedQueryNotFound", cloud: "invalid_request", graphql: "persisted_query_not_found", details: [] },
+  // The persisted-query protocol's answers (router/plugins/usePersistedQueries.ts): clients
+  // recognise them by Apollo's message or code, so both stay the protocol's (ADR 0020).
+  persisted_query_not_found: { status: 400, message: "PersistedQueryNotFound", cloud: "invalid_request", graphql: "PERSISTED_QUERY_NOT_FOUND", details: [] },
   persisted_query_not_supported: {
     status: 400,
     message: "PersistedQueryNotSupported",
     cloud: "invalid_request",
-    graphql: "persisted_query_not_supported",
+    graphql: "PERSISTED_QUERY_NOT_SUPPORTED",
+    details: [],
+  },
+  persisted_query_hash_mismatch: {
+    status: 400,
+    message: "The persisted query hash is not the SHA-256 of the document sent with it",
+    cloud: "invalid_request",
+    graphql: "persisted_query_hash_mismatch",
+    details: [],
+  },
+  persisted_query_required: {
+    status: 400,
+    message: "Only trusted documents are accepted: send the id of a document in the router's manifest",
+    cloud: "invalid_request",
+    graphql: "persisted_query_required",
     details: [],
   },
   query_too_deep: { status: 400, message: "Query is too deep", cloud: "invalid_request", graphql: "query_too_deep", details: [] },

@@ -1,6 +1,6 @@
 /**
  * The one camelCase ↔ snake_case name converter (docs/architecture.md §7.3). The domain takes
- * camelCase inputs; snake_case is the REST edge's dialect (router/rest/input.ts) and the form in
+ * camelCase inputs; snake_case is the REST edge's dialect (router/rest/shapes/zod.ts) and the form in
  * which idempotency keys fingerprint a request, so a retry hashes the same whichever API sent it
  * and whichever release stored the key.
  */

@@ -3,7 +3,8 @@
  *
  * - produced by code and committed, rewritten by `npm run compose`: schema/supergraph.graphql and
  *   schema/api.graphql (router/compose.ts), docs/api/openapi/generation.json and cloud.json (the
- *   documents the router serves, router/openapi/); a test and `npm run check:contract` fail when a
+ *   documents the router serves, router/openapi/), schema/trusted-documents.json (the router's own
+ *   operations, ./trusted-documents.ts); a test and `npm run check:contract` fail when a
  *   committed one differs from what the code produces;
  * - the release baseline under schema/released/: the same API schema and OpenAPI documents as the
  *   last release shipped them, and its version. Only a release moves it
@@ -13,6 +14,8 @@ import fs from "node:fs";
 import { composeSchemas } from "../compose.ts";
 import { cloudOpenApi, generationOpenApi } from "../openapi/index.ts";
 import type { OpenApiDocument } from "../openapi/types.ts";
+import { trustedDocumentsText } from "./trusted-documents.ts";
+import { TRUSTED_DOCUMENTS } from "./operations.ts";
 
 /** The repository's root folder. */
 export const REPOSITORY = new URL("../../", import.meta.url);
@@ -28,6 +31,8 @@ export const PRODUCED = {
   supergraph: "schema/supergraph.graphql",
   api: "schema/api.graphql",
   openapi: { generation: "docs/api/openapi/generation.json", cloud: "docs/api/openapi/cloud.json" },
+  /** The router's own operations, by SHA-256 (./trusted-documents.ts). */
+  trustedDocuments: TRUSTED_DOCUMENTS,
 } as const;
 
 /** Paths under the repository of the release baseline. */
@@ -53,6 +58,8 @@ export function producedFiles(root: URL = REPOSITORY): { path: string; text: str
     { path: PRODUCED.api, text: composed.api },
     { path: PRODUCED.openapi.generation, text: openApiText(OPENAPI_DOCUMENTS.generation) },
     { path: PRODUCED.openapi.cloud, text: openApiText(OPENAPI_DOCUMENTS.cloud) },
+    // The documents are read from this checkout's router/ (the code), checked against `root`'s API schema.
+    { path: PRODUCED.trustedDocuments, text: trustedDocumentsText(composed.api) },
   ];
 }
 

@@ -16,6 +16,7 @@ import httpTransport from "@graphql-mesh/transport-http";
 import wsTransport from "@graphql-mesh/transport-ws";
 import { IN_PROCESS_KIND, inProcessTransport, type SubgraphRequest } from "../transport/in-process.ts";
 import type { LocalSubgraph } from "../../subgraphs/shared/contract.ts";
+import { usePersistedQueries, type PersistedQueriesOptions } from "../plugins/usePersistedQueries.ts";
 import {
   INTERNAL_EXTENSION,
   internalSigningPlugin,
@@ -187,6 +188,8 @@ export function createGateway(options: {
   keyCheck?: GatewayPlugin;
   /** Further plugins: metrics and tracing (router/metrics.ts, src/observability/tracing.ts). */
   plugins?: GatewayPlugin[];
+  /** Trusted documents, the APQ store and PERSISTED_ONLY (router/plugins/usePersistedQueries.ts); unset: neither. */
+  persisted?: PersistedQueriesOptions;
 }) {
   const local = options.localSubgraphs ?? {};
   dropLogLevelHiveRejects();
@@ -208,6 +211,8 @@ export function createGateway(options: {
     maskedErrors: false,
     disableIntrospection: limits.disableIntrospection,
     plugins: () => [
+      // First: a document that may not run is refused before any other hook pays for it.
+      ...(options.persisted ? [usePersistedQueries(options.persisted)] : []),
       preparsedParams,
       keepHttpStatusInErrors,
       statusFollowsData,

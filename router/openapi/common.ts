@@ -1,9 +1,10 @@
 /**
- * Pieces both OpenAPI documents share: the bearer scheme, the request id and signature headers,
- * money, and the handler that serves a document as JSON.
+ * Pieces both OpenAPI documents share that are not a body (bodies: router/rest/shapes/): the
+ * bearer scheme, the request id, signature and rate-limit headers, and the handler that serves a
+ * document as JSON.
  */
 import type { ServerResponse } from "node:http";
-import type { Header, JsonSchema, OpenApiDocument, Parameter } from "./types.ts";
+import type { Header, OpenApiDocument, Parameter } from "./types.ts";
 
 /** `Authorization: Bearer <API_KEY>` (docs/api/generation.md §5, docs/api/cloud.md §5). */
 export const bearerAuth = {
@@ -70,27 +71,6 @@ export const rateLimitHeaderRefs = {
   "RateLimit-Policy": { $ref: "#/components/headers/RateLimit-Policy" },
   RateLimit: { $ref: "#/components/headers/RateLimit" },
 } as const;
-
-/** Money on REST (docs/architecture.md §3). */
-export const moneySchema: JsonSchema = {
-  type: "number",
-  description: "Yuan (CNY) as a JSON number with at most three decimals, exact: derived from integer milli-yuan (1.125 is 1125 milli-yuan).",
-};
-
-/** An ISO 8601 UTC timestamp. */
-export const dateTime: JsonSchema = { type: "string", format: "date-time" };
-
-/** The schema of an OpenAPI document itself (the answer of `GET …/openapi.json`). */
-export const openApiDocumentSchema: JsonSchema = {
-  type: "object",
-  description: "An OpenAPI 3.1 document.",
-  required: ["openapi", "info", "paths"],
-  properties: {
-    openapi: { type: "string", pattern: "^3\\.1\\.\\d+$" },
-    info: { type: "object", required: ["title", "version"], properties: { title: { type: "string" }, version: { type: "string" } } },
-    paths: { type: "object" },
-  },
-};
 
 /**
  * A router handler that answers a document as JSON (serialized once).

@@ -10,10 +10,10 @@ export interface JsonSchema {
   title?: string;
   description?: string;
   type?: JsonType | JsonType[];
-  enum?: readonly (string | number | boolean | null)[];
+  enum?: (string | number | boolean | null)[];
   const?: string | number | boolean | null;
   default?: unknown;
-  examples?: readonly unknown[];
+  examples?: unknown[];
   format?: "date-time" | "date" | "uri" | "hostname" | "email";
   pattern?: string;
   minLength?: number;
@@ -26,12 +26,12 @@ export interface JsonSchema {
   maxItems?: number;
   uniqueItems?: boolean;
   properties?: Record<string, JsonSchema>;
-  required?: readonly string[];
+  required?: string[];
   additionalProperties?: boolean | JsonSchema;
   propertyNames?: JsonSchema;
-  allOf?: readonly JsonSchema[];
-  anyOf?: readonly JsonSchema[];
-  oneOf?: readonly JsonSchema[];
+  allOf?: JsonSchema[];
+  anyOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
 }
 
 /** JSON Schema's type names. */
@@ -102,7 +102,6 @@ export interface PathItem {
 /** A whole OpenAPI 3.1 document. */
 export interface OpenApiDocument {
   openapi: "3.1.0";
-  jsonSchemaDialect?: string;
   info: { title: string; version: string; description?: string; license?: { name: string; identifier?: string } };
   servers: { url: string; description?: string }[];
   security: Record<string, string[]>[];

@@ -52,12 +52,12 @@ export function openDialog(spec) {
   });
   $("op-fields").replaceChildren(...inputs.map((i) => i.wrap));
   // A password is taken as typed; other values without stray spaces.
-  const valueOf = (i) => (i.f.type === "password" ? i.input.value : i.input.value.trim());
-  const values = () => Object.fromEntries(inputs.map((i) => [i.f.name, valueOf(i)]));
+  const typedValue = (i) => (i.f.type === "password" ? i.input.value : i.input.value.trim());
+  const values = () => Object.fromEntries(inputs.map((i) => [i.f.name, typedValue(i)]));
   const check = () => {
     let ok = true;
     for (const i of inputs) {
-      const problem = i.f.check?.(valueOf(i)) ?? null;
+      const problem = i.f.check?.(typedValue(i)) ?? null;
       i.error.hidden = !problem;
       i.error.textContent = problem ?? "";
       i.input.setAttribute("aria-invalid", String(Boolean(problem)));
@@ -66,7 +66,7 @@ export function openDialog(spec) {
     return ok;
   };
   const update = () => {
-    const complete = inputs.every((i) => !i.f.check?.(valueOf(i)));
+    const complete = inputs.every((i) => !i.f.check?.(typedValue(i)));
     $("op-summary").textContent = complete ? spec.summary(values()) : t("admin.fillIn");
   };
   for (const i of inputs) i.input.addEventListener("input", update);

@@ -3,7 +3,9 @@
 // form dialog. `ctx` is the console's: run, can, write, showEntry.
 import { h, t, when, yuan } from "./common.js";
 import { button, cell, code, fmt, milli, moneyMilli, positiveYuan, table, word, yuanOrZero } from "./admin-forms.js";
-import { ENTRY } from "./admin-fields.js";
+
+/** The fields of a ledger entry a money write answers (a module-level constant: the trusted-documents manifest resolves it). */
+const ENTRY = "id accountId customerId keyId kind amount { amount } balanceAfter { amount } orderId reason createdAt";
 
 function walletActions(ctx, w) {
   const topUp = () =>

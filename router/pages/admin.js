@@ -25,8 +25,10 @@ import {
 import { loadChannels } from "./admin-channels.js";
 import { loadAudit } from "./admin-audit.js";
 import { loadOperators, setUpOperators } from "./admin-operators.js";
-import { ENTRY } from "./admin-fields.js";
 import { loadDeliveries, loadOrders, loadWallets } from "./admin-wallets.js";
+
+/** The fields of a ledger entry a money write answers (a module-level constant: the trusted-documents manifest resolves it). */
+const ENTRY = "id accountId customerId keyId kind amount { amount } balanceAfter { amount } orderId reason createdAt";
 
 /** Who is signed in: `{ token?, csrf?, role, actor, via, allowed: Set<string> }`, or null. */
 let auth = null;

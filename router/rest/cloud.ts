@@ -4,14 +4,15 @@
  * `{success, request_id, data}` and error body `{success:false, request_id, error:{code, message, details}}`.
  */
 import type { ServerResponse } from "node:http";
-import type { GraphQLInputObjectType, GraphQLSchema } from "graphql";
 import { AppError, ERROR_CODES, cloudErrorOf, notOneOfError, publicDetails, type ErrorCode, type ErrorDetails } from "../../src/errors.ts";
 import { pageSize } from "../../src/pagination.ts";
 import { isOneOf, PRODUCT_STATUSES, TRANSACTION_TYPES } from "../../src/cloud/states.ts";
 import type { Gateway } from "../graph/gateway.ts";
 import { bodyReadError, isJsonContentType, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "../http/body.ts";
 import { policyHeaders, runOperation, sha256Hex, toShimError, type ShimError } from "../graph/client.ts";
-import { missingRequiredField, restBodyToInput, type TypeErrorFactory } from "./input.ts";
+import { toCamel, toSnake } from "../../src/names.ts";
+import { CLOUD_INPUTS, cloudErrorMap } from "./shapes/cloud.ts";
+import { checkBody, toGraphqlInput } from "./shapes/zod.ts";
 import { requireScope, type Scope } from "../../src/auth/scopes.ts";
 import { parseOrderInput, parseRenewInput } from "../../src/cloud/order-request.ts";
 import { validateDomainInput } from "../../src/cloud/domains.ts";
@@ -19,13 +20,9 @@ import { checkPurgeRequest } from "../../src/cloud/purge.ts";
 import type { RestCall } from "./generation.ts";
 import { CLOUD_OPERATIONS, cloudShapes, type CloudData, type Connection } from "./cloud-shapes.ts";
 
-/** docs/api/cloud.md §7 for JSON type errors: 422 `validation_failed` naming the field. */
-const cloudTypeError: TypeErrorFactory = (field) => new AppError("validation_failed", `${field} has the wrong type`, { field });
-
 /** Dependencies of the shim. */
 export interface CloudShimDeps {
   gateway: Gateway;
-  schema: () => Promise<GraphQLSchema>;
   bodyLimit: number;
 }
 
@@ -156,7 +153,7 @@ export function createCloudShim(deps: CloudShimDeps) {
    */
   async function mutate(
     call: RestCall,
-    inputType: string,
+    inputType: keyof typeof CLOUD_INPUTS,
     operation: string,
     extra: Record<string, unknown>,
     pick: (data: CloudData) => { replayed: boolean; value: unknown },
@@ -174,15 +171,14 @@ export function createCloudShim(deps: CloudShimDeps) {
     if (jsonTooDeep(text)) return rejectAfterAuth(call, tooDeepError(), digest);
     const body = text.trim() === "" && inputType === "RenewOrderInput" ? {} : parseJsonObject(text);
     if (!body) return rejectAfterAuth(call, new AppError("invalid_request", "Request body must be a valid JSON object"), digest);
-    const type = (await deps.schema()).getType(inputType) as GraphQLInputObjectType;
-    let input: Record<string, unknown>;
-    try {
-      input = { ...restBodyToInput(body, type, cloudTypeError), ...extra };
-    } catch (error) {
-      return rejectAfterAuth(call, error as AppError, digest);
-    }
-    const missing = missingRequiredField(input, type);
-    if (missing) return rejectAfterAuth(call, missingFieldError(rules, input, missing), digest, rules.scope);
+    const shape = CLOUD_INPUTS[inputType];
+    const typeProblem = checkBody(shape, body, cloudErrorMap);
+    if (typeProblem?.kind === "type")
+      return rejectAfterAuth(call, new AppError("validation_failed", typeProblem.message, { field: typeProblem.field }), digest);
+    const input: Record<string, unknown> = { ...toGraphqlInput(shape, body, toCamel), ...extra };
+    // The path's values (`order_id`, `domain`) count as sent: only the body can lack a field.
+    const missing = checkBody(shape, { ...body, ...Object.fromEntries(Object.entries(extra).map(([name, value]) => [toSnake(name), value])) }, cloudErrorMap);
+    if (missing) return rejectAfterAuth(call, missingFieldError(rules, input, missing.field), digest, rules.scope);
     const key = call.req.headers["idempotency-key"];
     if (typeof key === "string") input.idempotencyKey = key;
     else delete input.idempotencyKey;

@@ -4,24 +4,17 @@
  * bodies: `{"code":200,"data":...}` and `{"code":<status>,"message":...}`.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { GraphQLInputObjectType, GraphQLSchema } from "graphql";
-import { AppError, ERROR_CODES, invalidFieldError, validationMessages, type ErrorCode, type ErrorDetails } from "../../src/errors.ts";
+import { AppError, ERROR_CODES, invalidFieldError, type ErrorCode, type ErrorDetails } from "../../src/errors.ts";
 import { pageSize } from "../../src/pagination.ts";
 import type { Gateway } from "../graph/gateway.ts";
 import { bodyReadError, isJsonContentType, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "../http/body.ts";
 import { policyHeaders, runOperation, sha256Hex, toShimError, type CallContext, type ShimError } from "../graph/client.ts";
 import type { OwnedOperation } from "../graph/direct.ts";
-import { missingRequiredField, restBodyToInput, type TypeErrorFactory } from "./input.ts";
+import { toCamel } from "../../src/names.ts";
+import { ImageGenerationRequest, VideoGenerationRequest, generationErrorMap, type RestTask, type RestUsage } from "./shapes/generation.ts";
+import { checkBody, toGraphqlInput } from "./shapes/zod.ts";
 import { validateGenerationRequest, type GenerationInput } from "../../src/generation/validation.ts";
 import { OPERATIONS } from "./generation-operations.ts";
-
-/**
- * docs/api/generation.md §7 for JSON type errors: a whole field of the wrong type "{field} has an
- * unsupported value" (`prompt`, `model_id` keep their own messages), a bad item of a URL list
- * "{field} must be a public HTTPS URL".
- */
-const generationTypeError: TypeErrorFactory = (field, kind) =>
-  kind === "item" ? new AppError("invalid_request", validationMessages.publicUrl(field), { field }) : invalidFieldError(field);
 
 /**
  * What the service answers a submission that lacks a required field (`prompt`; `model_id` of an
@@ -37,7 +30,7 @@ async function missingFieldError(kind: "video" | "image", input: GenerationInput
     if (error instanceof AppError) return error;
     throw error;
   }
-  return generationTypeError(field, "field");
+  return invalidFieldError(field);
 }
 
 // The operations of this shim live in ./generation-operations.ts, which imports nothing (the
@@ -45,7 +38,7 @@ async function missingFieldError(kind: "video" | "image", input: GenerationInput
 export { OPERATIONS };
 
 /** A decimal string from GraphQL Money as a JSON number (exact: at most three decimals). */
-const yuan = (money: { amount: string } | null | undefined) => (money ? Number(money.amount) : null);
+const yuan = (money: { amount: string }): number => Number(money.amount);
 
 /** A task as the operations select it (TASK_FIELDS, ./generation-operations.ts). */
 interface TaskNode {
@@ -58,18 +51,18 @@ interface TaskNode {
   createdAt: string;
   updatedAt: string;
   price: { amount: string };
-  refunded: { amount: string } | null;
-  charged: { amount: string } | null;
-  model: { id: string; name: string; kind: string };
+  refunded: { amount: string };
+  charged: { amount: string };
+  model: { id: number; name: string; kind: "VIDEO" | "IMAGE" };
 }
 
-/** The REST task body of docs/architecture.md §8. */
-export function restTask(task: TaskNode) {
+/** The REST task body of docs/architecture.md §8, as its shape describes it. */
+export function restTask(task: TaskNode): RestTask {
   return {
     task_id: task.id,
     model_id: task.model.id,
     model_name: task.model.name,
-    kind: task.model.kind.toLowerCase(),
+    kind: task.model.kind === "VIDEO" ? "video" : "image",
     status: task.statusCode,
     status_name: task.statusName,
     result: task.result ?? null,
@@ -115,7 +108,6 @@ export function sendGenerationError(res: ServerResponse, error: { code: ErrorCod
 /** Dependencies of the shim. */
 export interface GenerationShimDeps {
   gateway: Gateway;
-  schema: () => Promise<GraphQLSchema>;
   bodyLimit: number;
   /**
    * Runs an operation the generation subgraph owns whole without planning it through the
@@ -172,16 +164,11 @@ export function createGenerationShim(deps: GenerationShimDeps) {
     if (jsonTooDeep(text)) return rejectAfterAuth(call, route, tooDeepError(), digest);
     const body = parseJsonObject(text);
     if (!body) return rejectAfterAuth(call, route, new AppError("invalid_json"), digest);
-    const typeName = kind === "video" ? "SubmitVideoGenerationInput" : "SubmitImageGenerationInput";
-    const inputType = (await deps.schema()).getType(typeName) as GraphQLInputObjectType;
-    let input: Record<string, unknown>;
-    try {
-      input = restBodyToInput(body, inputType, generationTypeError);
-    } catch (error) {
-      return rejectAfterAuth(call, route, error as AppError, digest);
-    }
-    const missing = missingRequiredField(input, inputType);
-    if (missing) return rejectAfterAuth(call, route, await missingFieldError(kind, input, missing), digest);
+    const shape = kind === "video" ? VideoGenerationRequest : ImageGenerationRequest;
+    const input = toGraphqlInput(shape, body, toCamel);
+    const problem = checkBody(shape, body, generationErrorMap);
+    if (problem?.kind === "type") return rejectAfterAuth(call, route, new AppError("invalid_request", problem.message, { field: problem.field }), digest);
+    if (problem) return rejectAfterAuth(call, route, await missingFieldError(kind, input, problem.field), digest);
     const result = await run<Record<"submitVideoGeneration" | "submitImageGeneration", { task: TaskNode }>>(
       "generation",
       kind === "video" ? OPERATIONS.submitVideo : OPERATIONS.submitImage,
@@ -222,17 +209,15 @@ export function createGenerationShim(deps: GenerationShimDeps) {
     const result = await run<{ viewer: UsageViewer }>("generation", OPERATIONS.usage, { first }, callContext(call, route));
     if (result.errors?.length) return sendGenerationError(call.res, toShimError(result.errors[0]!));
     const viewer = result.data!.viewer;
-    sendJson(call.res, 200, {
-      code: 200,
-      data: {
-        balance: yuan(viewer.balance),
-        spent: yuan(viewer.spent),
-        billed_seconds: viewer.billedSeconds,
-        billed_images: viewer.billedImages,
-        tasks: viewer.tasks.nodes.map(restTask),
-        recent_requests: viewer.recentRequests,
-      },
-    });
+    const data: RestUsage = {
+      balance: yuan(viewer.balance),
+      spent: yuan(viewer.spent),
+      billed_seconds: viewer.billedSeconds,
+      billed_images: viewer.billedImages,
+      tasks: viewer.tasks.nodes.map(restTask),
+      recent_requests: viewer.recentRequests,
+    };
+    sendJson(call.res, 200, { code: 200, data });
   }
 
   return {

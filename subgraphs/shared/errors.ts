@@ -32,7 +32,7 @@ export function formatError(logger: Logger) {
     // GraphQL's own errors (parse, validation, variable coercion, persisted queries) are the
     // client's: 400, with Apollo's code in the registry's spelling (src/errors.ts registryCodeOf).
     const registry = registryCodeOf(code, 400);
-    return { ...formatted, extensions: { ...publicDetails(registry, formatted.extensions), code: registry, http: { status: 400 } } };
+    return { ...formatted, extensions: { ...publicDetails(registry, formatted.extensions), code: ERROR_CODES[registry].graphql, http: { status: 400 } } };
   };
 }
 

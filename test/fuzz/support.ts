@@ -1,7 +1,7 @@
 /**
  * Shared pieces of the property-based "bad input everywhere" suites (test/fuzz): the fixed seed
  * and run count, arbitraries of hostile values, a raw HTTP client with a hang deadline, the
- * checker that an answer is documented for its route (router/openapi/*.ts), and the
+ * checker that an answer is documented for its route (the generated documents of router/openapi/), and the
  * no-partial-write snapshot of the database.
  *
  * Reproduce a failure with the seed printed in its message: `FUZZ_SEED=<seed> npx vitest run test/fuzz`.

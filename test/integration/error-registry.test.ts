@@ -46,6 +46,9 @@ const GENERATION_SPEC: Partial<Record<ErrorCode, [number, string]>> = {
   upstream_timeout: [504, "Upstream request timed out"],
 };
 
+/** The codes whose GraphQL spelling is the persisted-query protocol's upper case (src/errors.ts). */
+const PROTOCOL_CODES = ["persisted_query_not_found", "persisted_query_not_supported"];
+
 /** Every answer of the walk, for the upper-case check at the end. */
 const seen: unknown[] = [];
 
@@ -53,7 +56,8 @@ describe("the registry table", () => {
   it("spells every code in lower snake case, GraphQL code = key, and every cloud code maps to itself", () => {
     for (const [code, entry] of Object.entries(ERROR_CODES)) {
       expect(code).toMatch(/^[a-z][a-z0-9_]*$/);
-      expect(entry.graphql).toBe(code);
+      // The documented exception: the persisted-query protocol's answers keep its upper case (ADR 0020).
+      expect(entry.graphql).toBe(PROTOCOL_CODES.includes(code) ? code.toUpperCase() : code);
       expect(ERROR_CODES[entry.cloud].cloud, code).toBe(entry.cloud);
       expect(entry.status).toBeGreaterThanOrEqual(400);
     }
@@ -148,6 +152,18 @@ describe("every code on every surface that can produce it", () => {
       await client.dispose();
     }
   };
+  /** The first result of one graphql-ws operation with these parameters (`extensions` included). */
+  const wsParams = async (payload: { query: string; extensions?: Record<string, unknown> }): Promise<Answer> => {
+    const client = wsClient(t.url, { authorization: `Bearer ${keys.rich}` });
+    try {
+      const result = await new Promise<any>((resolve, reject) => client.subscribe(payload, { next: resolve, error: reject, complete: () => resolve({}) }));
+      return { body: { errors: result.errors } };
+    } finally {
+      await client.dispose();
+    }
+  };
+  const persistedQuery = (sha256Hash: string) => ({ persistedQuery: { version: 1, sha256Hash } });
+  const unknownHash = "0".repeat(64);
   /** A POST whose body is declared with `contentType` (a surface's 415). */
   const typed = async (path: string, contentType: string, body: string): Promise<Answer> => {
     const response = await fetch(`${t.url}${path}`, {
@@ -186,6 +202,14 @@ describe("every code on every surface that can produce it", () => {
         message: /Variable "\$n" got invalid value/,
       },
       "graphql-ws": { run: () => ws("subscription($id: ID!) { taskStatusChanged(taskId: $id) { status } }"), message: /Variable "\$id" of required type/ },
+    },
+    persisted_query_not_found: {
+      "graphql-http": { run: () => gql("", {}, keys.rich, { body: JSON.stringify({ extensions: persistedQuery(unknownHash) }) }) },
+      "graphql-ws": { run: () => wsParams({ query: "", extensions: persistedQuery(unknownHash) }) },
+    },
+    persisted_query_hash_mismatch: {
+      "graphql-http": { run: () => gql("", {}, keys.rich, { body: JSON.stringify({ query: "{ __typename }", extensions: persistedQuery(unknownHash) }) }) },
+      "graphql-ws": { run: () => wsParams({ query: "subscription { tasks { id } }", extensions: persistedQuery(unknownHash) }) },
     },
     operation_resolution_failure: {
       "graphql-http": { run: () => gql("query A { __typename } query B { __typename }"), message: /Could not determine what operation to execute/ },
@@ -311,9 +335,11 @@ describe("every code on every surface that can produce it", () => {
       const apollo = new GraphQLError("PersistedQueryNotFound", { extensions: { code: "PERSISTED_QUERY_NOT_FOUND" } });
       expect(formatError(pino({ level: "silent" }))(apollo.toJSON(), apollo)).toEqual({
         message: "PersistedQueryNotFound",
-        extensions: { code: "persisted_query_not_found", http: { status: 400 } },
+        extensions: { code: "PERSISTED_QUERY_NOT_FOUND", http: { status: 400 } },
       });
     },
+    // Triggered in test/integration/persisted-only.test.ts (a router with PERSISTED_ONLY=true).
+    persisted_query_required: () => expect(cloudErrorOf("persisted_query_required")).toEqual({ code: "invalid_request", status: 400 }),
     persisted_query_not_supported: () => expect(registryCodeOf("PERSISTED_QUERY_NOT_SUPPORTED", 200)).toBe("persisted_query_not_supported"),
     // A subgraph's unexpected error (subgraphs/shared/errors.ts), then the REST shims' view of it.
     internal: () => {
@@ -368,7 +394,7 @@ describe("every code on every surface that can produce it", () => {
       message(body.error.message);
     } else {
       const error = body.errors?.[0];
-      expect(error?.extensions, JSON.stringify(body)).toMatchObject({ code, http: { status: entry.status } });
+      expect(error?.extensions, JSON.stringify(body)).toMatchObject({ code: entry.graphql, http: { status: entry.status } });
       message(error.message);
       // GraphQL over HTTP: an answer without data takes its error's status; one with data is 200.
       if (surface === "graphql-http") expect(status).toBe(body.data == null ? entry.status : 200);
@@ -380,7 +406,8 @@ describe("every code on every surface that can produce it", () => {
     const documented = (code: unknown): readonly string[] => (ERROR_CODES as Record<string, { details: readonly string[] }>)[String(code)]?.details ?? [];
     for (const body of seen as any[]) {
       for (const error of body?.errors ?? []) {
-        const { code, http, ...details } = error.extensions ?? {};
+        const { code: spelled, http, ...details } = error.extensions ?? {};
+        const code = PROTOCOL_CODES.includes(String(spelled).toLowerCase()) ? String(spelled).toLowerCase() : spelled;
         for (const name of Object.keys(details)) if (!documented(code).includes(name)) undocumented.push(`${code}.${name}`);
         if (Object.keys(http ?? {}).join() !== "status") undocumented.push(`${code}.http: ${JSON.stringify(http)}`);
       }
@@ -392,9 +419,10 @@ describe("every code on every surface that can produce it", () => {
     expect(undocumented).toEqual([]);
   });
 
-  it("left no upper-case code in any answer of the walk", () => {
+  it("left no upper-case code in any answer of the walk but the persisted-query protocol's", () => {
     expect(seen.length).toBeGreaterThan(40);
     const codes = JSON.stringify(seen).match(/"code":"[^"]*"/g) ?? [];
-    expect(codes.filter((c) => /[A-Z]/.test(c))).toEqual([]);
+    const protocol = PROTOCOL_CODES.map((code) => `"code":"${code.toUpperCase()}"`);
+    expect(codes.filter((c) => /[A-Z]/.test(c) && !protocol.includes(c))).toEqual([]);
   });
 });

@@ -25,7 +25,7 @@ describe("schema/supergraph.graphql", () => {
 
 describe("the committed contract files", () => {
   it.each(producedFiles().map((file) => [file.path, file.text]))(
-    "%s is what `npm run compose` produces (run it after changing schema/ or router/openapi/)",
+    "%s is what `npm run compose` produces (run it after changing schema/, router/openapi/ or an operation under router/)",
     (path, text) => {
       expect(fs.readFileSync(new URL(path, REPOSITORY), "utf8")).toBe(text);
     },
