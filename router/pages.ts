@@ -27,7 +27,6 @@ const ASSET_FILES = [
   "test.js",
   "admin.js",
   "admin-forms.js",
-  "admin-fields.js",
   "admin-wallets.js",
   "admin-channels.js",
   "admin-audit.js",
