@@ -26,6 +26,7 @@ function operatorOf(operator: Pick<Operator, "id" | "email" | "role"> & Partial<
 const auditEntryOf = (entry: AuditEntry) => ({
   ...entry,
   id: String(entry.id),
+  role: entry.role?.toUpperCase() ?? null,
   ledgerEntryId: entry.ledgerEntryId == null ? null : String(entry.ledgerEntryId),
 });
 

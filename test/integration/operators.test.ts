@@ -252,7 +252,7 @@ describe("the audit log", () => {
     const row = body.data.adminAuditLog.nodes.find((n: { requestId: string }) => n.requestId === "audit-top-up-1");
     expect(row).toMatchObject({
       actor: "finance@example.com",
-      role: "finance",
+      role: "FINANCE",
       action: "adminTopUpAccount",
       objectType: "api_key",
       objectId: keyId,
