@@ -1,5 +1,5 @@
 /**
- * `switchyard operators create|list|disable|enable|token create` and `switchyard audit list`
+ * `switchyard operators create|list|disable|enable|token create|token revoke` and `switchyard audit list`
  * (issue 23 §1; docs/adr/0022-operators-and-audit.md). The command line is break-glass access to
  * the database: its writes are audited with the actor `cli`. The first owner is made here.
  */
@@ -109,6 +109,17 @@ export function registerOperatorCommands(program: Command, act: Act): void {
         const created = await createOperatorToken(db, CLI_ACTOR, id!, values.name!);
         if (values.json) console.log(JSON.stringify({ id: created.id, operator_id: created.operatorId, name: created.name, token: created.token }));
         else console.log(`token id: ${created.id}\ntoken:    ${created.token}   (shown once)`);
+      });
+    },
+  );
+  act(
+    token.command("revoke").description("revoke an operator API token: refused from the next request").argument("<TOKEN_ID>", "the token's id (opt_…)"),
+    async (id) => {
+      await withDb(async (db) => {
+        const { revokeOperatorToken } = await import("../../src/auth/operators/store.ts");
+        const { CLI_ACTOR } = await import("../../src/audit/log.ts");
+        await revokeOperatorToken(db, CLI_ACTOR, id!);
+        console.log(`${id} revoked`);
       });
     },
   );

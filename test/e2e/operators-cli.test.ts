@@ -33,6 +33,8 @@ describe("switchyard operators and audit", () => {
     const token = await runCli(["operators", "token", "create", "ops@example.com", "--name", "ci", "--json"], env);
     const { token: secret } = JSON.parse(token.stdout);
     expect(secret).toMatch(/^syop_opt_[0-9a-z]+_[A-Za-z0-9_-]{43}$/);
+    const revoked = await runCli(["operators", "token", "create", "ops@example.com", "--name", "leaked", "--json"], env);
+    expect((await runCli(["operators", "token", "revoke", JSON.parse(revoked.stdout).id], env)).code).toBe(0);
     const key = JSON.parse((await runCli(["keys", "create", "--name", "audited", "--balance", "5", "--json"], env)).stdout);
     expect((await runCli(["keys", "topup", key.id, "--amount", "1.5"], env)).code).toBe(0);
     expect((await runCli(["operators", "disable", "ops@example.com"], env)).stdout).toContain("disabled");
@@ -45,6 +47,8 @@ describe("switchyard operators and audit", () => {
       "operators.disable",
       "keys.topup",
       "keys.create",
+      "operators.token.revoke",
+      "operators.token.create",
       "operators.token.create",
       "operators.create",
       "audit.started",

@@ -14,7 +14,7 @@ import { ADMIN_FIELD_ROLES, OPERATOR_ROLES, type OperatorRole } from "../../src/
 import { createOperator, createOperatorToken } from "../../src/auth/operators/store.ts";
 import { topUpKey } from "../../src/auth/keys.ts";
 import { csrfMatches, csrfTokenOf, endSession, operatorOfSession, startSession } from "../../src/auth/operators/sessions.ts";
-import { setOperatorStatus } from "../../src/auth/operators/store.ts";
+import { revokeOperatorToken, setOperatorStatus } from "../../src/auth/operators/store.ts";
 
 const ADMIN_TOKEN = "operators-test-admin-token";
 const PASSWORD = "a long enough password";
@@ -221,6 +221,20 @@ describe("session expiry", () => {
     expect(await operatorOfSession(db, id(3), settings, now)).toBeNull();
     expect(csrfMatches(id(3), csrfTokenOf(id(3)))).toBe(true);
     expect(csrfMatches(id(3), csrfTokenOf(id(4)))).toBe(false);
+  });
+
+  it("refuses a revoked operator token, and the tokens of a disabled operator", async () => {
+    const db = t.stack.db!;
+    const made = await createOperator(db, CLI_ACTOR, { email: "bot@example.com", role: "viewer" });
+    const kept = await createOperatorToken(db, CLI_ACTOR, made.id, "kept");
+    const leaked = await createOperatorToken(db, CLI_ACTOR, made.id, "leaked");
+    const me = (token: string) => gql("{ adminMe { actor via } }", {}, bearer(token));
+    expect((await me(leaked.token)).body.data.adminMe).toEqual({ actor: "bot@example.com", via: "TOKEN" });
+    await revokeOperatorToken(db, CLI_ACTOR, leaked.id);
+    expect((await me(leaked.token)).body.errors[0].extensions.code).toBe("unauthorized");
+    expect((await me(kept.token)).body.data.adminMe.actor).toBe("bot@example.com");
+    await setOperatorStatus(db, CLI_ACTOR, made.id, "disabled");
+    expect((await me(kept.token)).body.errors[0].extensions.code).toBe("unauthorized");
   });
 
   it("ends every session of an operator that is disabled", async () => {

@@ -147,6 +147,28 @@ export async function createOperatorToken(db: Db, actor: AuditActor, idOrEmail: 
   return { id, operatorId: found.id, name: row.name, token: `${OPERATOR_TOKEN_PREFIX}${id}_${secret}` };
 }
 
+/**
+ * Revokes an operator token (audited): it is refused from the next request on.
+ * @throws AppError `not_found` (404) for an unknown token id
+ */
+export async function revokeOperatorToken(db: Db, actor: AuditActor, tokenId: string): Promise<void> {
+  await audited(
+    db,
+    actor,
+    {
+      action: "operators.token.revoke",
+      objectType: "operator_token",
+      objectId: tokenId,
+      before: async (trx) => (await trx("operator_tokens").where("id", tokenId).first("id", "operator_id", "name", "created_at")) ?? null,
+      after: () => null,
+    },
+    async (trx) => {
+      const deleted = await trx("operator_tokens").where("id", tokenId).delete();
+      if (!deleted) throw new AppError("not_found", "Operator token not found");
+    },
+  );
+}
+
 /** The id and secret of a presented operator token; null when it is not one. */
 export function parseOperatorToken(token: string): { id: string; secret: string } | null {
   const match = /^syop_(opt_[0-9a-z]+)_([A-Za-z0-9_-]{43})$/.exec(token);
