@@ -79,12 +79,26 @@ export function logFormatFor(config: Pick<Config, "logFormat" | "nodeEnv">, stdo
 
 /**
  * Builds the pino logger of the process: JSON lines, or human-readable lines through pino-pretty
- * ({@link logFormatFor}); keys and Authorization headers are redacted either way.
+ * ({@link logFormatFor}); keys, Authorization headers, cookies and console session and CSRF
+ * headers are redacted either way.
  * @param destination where lines go (default stdout; the CLI writes its start banner through the
  *   same stream, so the two never interleave)
  */
 export function createLogger(config: Config, destination?: DestinationStream): Logger {
-  const options = { level: config.logLevel, base: { service: "switchyard" }, redact: ["req.headers.authorization", "*.authorization", "*.key"] };
+  const options = {
+    level: config.logLevel,
+    base: { service: "switchyard" },
+    redact: [
+      "req.headers.authorization",
+      "*.authorization",
+      "*.key",
+      "*.cookie",
+      '*["x-switchyard-session"]',
+      '*["x-switchyard-new-session"]',
+      '*["x-csrf-token"]',
+      '*["x-switchyard-csrf"]',
+    ],
+  };
   if (logFormatFor(config) === "pretty") {
     // Loaded only when used: production (JSON) never loads the prettifier. In the same thread
     // (a stream, not a pino transport) so no line is lost when the process exits.
