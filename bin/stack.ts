@@ -20,6 +20,7 @@ import { startRouter } from "../router/server.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { createRateLimiter } from "../src/auth/rate-limit.ts";
 import { createAdminGuard } from "../src/auth/admin.ts";
+import { createOperatorAuth } from "../src/auth/operators/access.ts";
 import { createNonceStore } from "../subgraphs/shared/hop-nonces.ts";
 import type { PubSub } from "../src/events/pubsub.ts";
 import { createPubSub } from "../src/events/redis-pubsub.ts";
@@ -79,12 +80,26 @@ export function logFormatFor(config: Pick<Config, "logFormat" | "nodeEnv">, stdo
 
 /**
  * Builds the pino logger of the process: JSON lines, or human-readable lines through pino-pretty
- * ({@link logFormatFor}); keys and Authorization headers are redacted either way.
+ * ({@link logFormatFor}); keys, Authorization headers, cookies and console session and CSRF
+ * headers are redacted either way.
  * @param destination where lines go (default stdout; the CLI writes its start banner through the
  *   same stream, so the two never interleave)
  */
 export function createLogger(config: Config, destination?: DestinationStream): Logger {
-  const options = { level: config.logLevel, base: { service: "switchyard" }, redact: ["req.headers.authorization", "*.authorization", "*.key"] };
+  const options = {
+    level: config.logLevel,
+    base: { service: "switchyard" },
+    redact: [
+      "req.headers.authorization",
+      "*.authorization",
+      "*.key",
+      "*.cookie",
+      '*["x-switchyard-session"]',
+      '*["x-switchyard-new-session"]',
+      '*["x-csrf-token"]',
+      '*["x-switchyard-csrf"]',
+    ],
+  };
   if (logFormatFor(config) === "pretty") {
     // Loaded only when used: production (JSON) never loads the prettifier. In the same thread
     // (a stream, not a pino transport) so no line is lost when the process exits.
@@ -145,6 +160,16 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
     // The admin token's check, wrong tokens throttled per client address (across processes with Redis).
     const adminGuard = createAdminGuard({
       adminToken: config.adminToken,
+      failuresPerWindow: config.adminFailuresPerMinute,
+      redis: pubsub.redis,
+      keyPrefix: config.redisKeyPrefix,
+      logger,
+    });
+    // Operators (console sessions, operator tokens) around the break-glass ADMIN_TOKEN; wrong
+    // passwords and tokens throttled per account and address (docs/adr/0022-operators-and-audit.md).
+    const operatorAuth = createOperatorAuth({
+      guard: adminGuard,
+      sessions: { idleSeconds: config.adminSessionIdleMinutes * 60, absoluteSeconds: config.adminSessionHours * 3600 },
       failuresPerWindow: config.adminFailuresPerMinute,
       redis: pubsub.redis,
       keyPrefix: config.redisKeyPrefix,
@@ -235,7 +260,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         nonces,
         observability: subgraphObservability,
         budget: config.requestBudget,
-        admin: { guard: adminGuard, channels },
+        admin: { auth: operatorAuth, channels },
       });
       closers.push(() => subgraph.close());
       const poller = startPoller({
@@ -282,7 +307,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         host: config.host,
         port: config.cloudPort,
         bodyLimit: config.bodyLimitBytes,
-        admin: adminGuard,
+        admin: operatorAuth,
         drainTimeoutMs: config.shutdownTimeoutMs,
         secret: subgraphSecret,
         nonces,

@@ -43,6 +43,7 @@ import { createRouterMetrics } from "./metrics.ts";
 import { createRequestReports, type RequestReport } from "./request-report.ts";
 import { ownedOperations } from "./graph/direct.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
+import { createSessionRoutes, sessionCookieOf } from "./admin-session.ts";
 import type { Redis } from "ioredis";
 import { loadTrustedDocuments } from "./plugins/usePersistedQueries.manifest.ts";
 import { createPersistedQueryStore } from "./plugins/usePersistedQueries.store.ts";
@@ -161,7 +162,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     ignoreTrailingSlash: true,
     defaultRoute: (_req, res) => sendGenerationError(res, { code: "not_found" }),
   });
-  const on = (method: "GET" | "POST", path: string, handler: Handler) =>
+  const on = (method: "GET" | "POST" | "DELETE", path: string, handler: Handler) =>
     routes.on(method, path, (req, res, params, store: RouteContext) => handler({ req, res, params, requestId: store.requestId, query: store.query }), {
       route: path,
     });
@@ -204,6 +205,11 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   on("GET", "/client", pages.client);
   on("GET", "/test", pages.test);
   on("GET", "/admin", pages.admin);
+  // Console sign-in, the current session and sign-out (router/admin-session.ts).
+  const sessions = createSessionRoutes({ gateway, clientIp: edge.clientIp, trustedProto: edge.trustedProto });
+  on("POST", "/admin/session", sessions.signIn);
+  on("GET", "/admin/session", sessions.current);
+  on("DELETE", "/admin/session", sessions.signOut);
   // The landing page and the API reference (router/devtools/); GraphiQL is the gateway's.
   const devtools = createDevtoolsPages({ production: options.production, assetBase: pages.assets.base });
   const assets = [pages.assets, devtoolsAssets({ production: options.production })];
@@ -230,6 +236,12 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   const server = http.createServer((req, res) => {
     const started = process.hrtime.bigint();
     const { requestId, countId } = edge.stamp(req, res);
+    // The console's session cookie and CSRF header, as credentials the subgraphs check
+    // (docs/adr/0022-operators-and-audit.md); set after the edge dropped every client x-switchyard-*.
+    const session = sessionCookieOf(req.headers.cookie);
+    if (session) req.headers["x-switchyard-session"] = session;
+    const csrf = req.headers["x-csrf-token"];
+    if (typeof csrf === "string" && csrf.length <= 64) req.headers["x-switchyard-csrf"] = csrf;
     const report = reports.open(countId, res);
     res.once("close", () => reports.close(countId));
     // The route pattern served (a bounded label: never the raw path), set by handle().

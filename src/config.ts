@@ -162,6 +162,8 @@ const schema = z.object({
   DNS_SERVERS: z.string().optional(),
   ADMIN_TOKEN: z.string().optional(),
   ADMIN_FAILURES_PER_MINUTE: integer(1).default(10),
+  ADMIN_SESSION_IDLE_MINUTES: integer(1).default(30),
+  ADMIN_SESSION_HOURS: integer(1).default(12),
   SUBGRAPH_SECRET: z.string().optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS, { errorMap: () => ({ message: `must be one of ${LOG_LEVELS.join(", ")}` }) }).default("info"),
   LOG_FORMAT: z.enum(["auto", "json", "pretty"]).default("auto"),
@@ -314,6 +316,10 @@ export interface Config {
   adminToken?: string;
   /** Wrong admin tokens a client address may present per minute; beyond, its admin checks are 429 (src/auth/admin.ts). */
   adminFailuresPerMinute: number;
+  /** A console session ends after this many minutes without a request (docs/adr/0022-operators-and-audit.md). */
+  adminSessionIdleMinutes: number;
+  /** A console session ends this many hours after sign-in. */
+  adminSessionHours: number;
   /**
    * The key of the router's HMAC signature on every subgraph request (README "Security model");
    * unset: made per start when every role runs in this process ({@link subgraphSecretFor}).
@@ -440,6 +446,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       : undefined,
     adminToken: e.ADMIN_TOKEN || undefined,
     adminFailuresPerMinute: e.ADMIN_FAILURES_PER_MINUTE,
+    adminSessionIdleMinutes: e.ADMIN_SESSION_IDLE_MINUTES,
+    adminSessionHours: e.ADMIN_SESSION_HOURS,
     subgraphSecret: e.SUBGRAPH_SECRET || undefined,
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,

@@ -60,6 +60,8 @@ describe("console: a Kling channel added in the form serves a task", () => {
     await page.locator("#ch-access-key").fill(kling.credentials.accessKey!);
     await page.locator("#ch-secret-key").fill(kling.credentials.secretKey!);
     await page.locator("#channel-create button[type=submit]").click();
+    // The confirmation dialog states what will change (router/pages/admin-forms.js).
+    await page.locator("#op-confirm").click();
     const row = page.locator("#channels-table tbody tr", { hasText: "kling-console" });
     await row.waitFor();
     expect(await row.textContent()).toContain(`kling · ${kling.url}`);

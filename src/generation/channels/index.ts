@@ -38,14 +38,16 @@ export type { ChannelView } from "./view.ts";
 export interface Channels {
   upstream: ChannelRouter;
   list(): Promise<ChannelView[]>;
-  add(input: Parameters<typeof addChannel>[2]): Promise<ChannelView>;
-  update(id: string, input: ChannelInput): Promise<ChannelView>;
+  /** Adds a channel; `exec`: the transaction to write in (an audited admin write), default the database. */
+  add(input: Parameters<typeof addChannel>[2], exec?: Db): Promise<ChannelView>;
+  /** Changes a channel; `exec` as in {@link add}. */
+  update(id: string, input: ChannelInput, exec?: Db): Promise<ChannelView>;
   /**
    * Enables or disables a channel by hand. A disable is obeyed even for the last enabled channel
    * of a model (an operator asked; ADR 0012): that model's submissions are then refused and
    * refunded until a channel serving it is enabled, and a warning names the models.
    */
-  setStatus(id: string, enabled: boolean): Promise<ChannelView>;
+  setStatus(id: string, enabled: boolean, exec?: Db): Promise<ChannelView>;
   /** Probes one channel now; a success re-enables an AUTO_DISABLED one. */
   test(id: string): Promise<{ channel: ChannelView; result: ProbeResult }>;
   stop(): Promise<void>;
@@ -119,13 +121,13 @@ export async function startChannels(
     onEnabled: () => upstream.invalidate(),
   });
 
-  async function view(channel: ChannelRecord): Promise<ChannelView> {
-    return channelView(db, channel);
+  async function view(channel: ChannelRecord, exec: Db = db): Promise<ChannelView> {
+    return channelView(exec, channel);
   }
   /** After a write: this process sees it at once. */
-  async function changed(channel: ChannelRecord): Promise<ChannelView> {
+  async function changed(channel: ChannelRecord, exec: Db = db): Promise<ChannelView> {
     upstream.invalidate();
-    return view(channel);
+    return view(channel, exec);
   }
 
   return {
@@ -134,13 +136,13 @@ export async function startChannels(
       await health.flush();
       return channelViews(db);
     },
-    add: async (input) => changed(await addChannel(db, box, input)),
-    update: async (id, input) => changed(await updateChannel(db, box, id, input)),
-    async setStatus(id, enabled) {
-      const channel = await setChannelStatus(db, id, enabled);
-      const unserved = enabled ? [] : modelsServedOnlyBy(channel, await listChannels(db));
+    add: async (input, exec = db) => changed(await addChannel(exec, box, input), exec),
+    update: async (id, input, exec = db) => changed(await updateChannel(exec, box, id, input), exec),
+    async setStatus(id, enabled, exec = db) {
+      const channel = await setChannelStatus(exec, id, enabled);
+      const unserved = enabled ? [] : modelsServedOnlyBy(channel, await listChannels(exec));
       if (unserved.length > 0) logger.warn({ channel_id: id, models: unserved }, "channel disabled by an operator: no enabled channel serves these models now");
-      return changed(channel);
+      return changed(channel, exec);
     },
     async test(id) {
       const channel = await getChannel(db, id);
