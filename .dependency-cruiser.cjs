@@ -13,6 +13,8 @@ const ROUTER_MAY_IMPORT_FROM_SRC = [
   "^src/generation/catalog[.]ts$",
   "^src/net/drain[.]ts$",
   "^src/observability/",
+  "^src/generation/media/signed-url[.]ts$",
+  "^src/auth/operators/session-token[.]ts$",
 ];
 
 /** What the router may import from `subgraphs/` (§1.2): the router↔subgraph contract and the locale rule. */

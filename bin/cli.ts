@@ -1,6 +1,6 @@
 /**
  * `switchyard` commands (docs/architecture.md §2; one file per command group under bin/cli/): start, migrate, compose, keys, customers, catalog, webhooks, channels,
- * backup, restore, config, verify, on commander (docs/adr/0008-cli.md): every command and subcommand answers `--help`.
+ * backup, restore, config, operators, audit, verify, on commander (docs/adr/0008-cli.md): every command and subcommand answers `--help`.
  * Exit codes: 0 success (and `--help`, `--version`), 1 failure (for `verify`: a discrepancy), 2 bad usage.
  * Every command that opens the database says which one on stderr (`database: sqlite /…/switchyard.db`).
  */
@@ -15,6 +15,7 @@ import { registerWebhookCommands } from "./cli/webhooks.ts";
 import { registerChannelCommands } from "./cli/channels.ts";
 import { registerMigrateCommands } from "./cli/migrate.ts";
 import { registerBackupCommands } from "./cli/backup.ts";
+import { registerOperatorCommands } from "./cli/operators.ts";
 import { start } from "./cli/start.ts";
 import { LATEST_MIGRATION } from "../src/db/migrations/index.ts";
 import { ENV_FILE_HELP, loadEnvFileOption, registerConfigCommands } from "./cli/config.ts";
@@ -75,14 +76,21 @@ function buildProgram(result: { code: number }): Command {
   registerChannelCommands(program, act);
   registerBackupCommands(program, act);
   registerConfigCommands(program, act);
+  registerOperatorCommands(program, act);
 
-  act(program.command("verify").description("check balances, running totals, task and order invariants (exit 1 on a discrepancy)"), async () => {
-    const { verifyLedger } = await import("../src/ledger/index.ts");
-    const problems = await withDb((db) => verifyLedger(db));
-    for (const p of problems) console.log(`${p.kind}\t${p.subject}\t${p.detail}`);
-    console.log(problems.length ? `${problems.length} discrepancies` : "ledger, running totals, tasks and orders verified: no discrepancies");
-    return problems.length ? 1 : 0;
-  });
+  act(
+    program
+      .command("verify")
+      .description("check balances, running totals, task and order invariants, and the audit rows of operator money writes (exit 1 on a discrepancy)"),
+    async () => {
+      const { verifyLedger } = await import("../src/ledger/index.ts");
+      const { verifyAudit } = await import("../src/audit/log.ts");
+      const problems = await withDb(async (db) => [...(await verifyLedger(db)), ...(await verifyAudit(db))]);
+      for (const p of problems) console.log(`${p.kind}\t${p.subject}\t${p.detail}`);
+      console.log(problems.length ? `${problems.length} discrepancies` : "ledger, running totals, tasks, orders and audit rows verified: no discrepancies");
+      return problems.length ? 1 : 0;
+    },
+  );
 
   return program;
 }

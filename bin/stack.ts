@@ -20,6 +20,7 @@ import { startRouter } from "../router/server.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { createRateLimiter } from "../src/auth/rate-limit.ts";
 import { createAdminGuard } from "../src/auth/admin.ts";
+import { createOperatorAuth } from "../src/auth/operators/access.ts";
 import { createNonceStore } from "../subgraphs/shared/hop-nonces.ts";
 import type { PubSub } from "../src/events/pubsub.ts";
 import { createPubSub } from "../src/events/redis-pubsub.ts";
@@ -32,6 +33,7 @@ import { processStatementExports } from "../src/cloud/billing.ts";
 import { checkUsageThresholds } from "../src/cloud/usage.ts";
 import { startCloudSubgraph } from "../subgraphs/cloud/server.ts";
 import { startLoop } from "../src/loop.ts";
+import { openMediaStore } from "../src/generation/media/index.ts";
 import type { Registry } from "prom-client";
 import { startObservability } from "../src/observability/index.ts";
 import { countUpstreamErrors } from "../src/generation/upstream/metrics.ts";
@@ -80,12 +82,26 @@ export function logFormatFor(config: Pick<Config, "logFormat" | "nodeEnv">, stdo
 
 /**
  * Builds the pino logger of the process: JSON lines, or human-readable lines through pino-pretty
- * ({@link logFormatFor}); keys and Authorization headers are redacted either way.
+ * ({@link logFormatFor}); keys, Authorization headers, cookies and console session and CSRF
+ * headers are redacted either way.
  * @param destination where lines go (default stdout; the CLI writes its start banner through the
  *   same stream, so the two never interleave)
  */
 export function createLogger(config: Config, destination?: DestinationStream): Logger {
-  const options = { level: config.logLevel, base: { service: "switchyard" }, redact: ["req.headers.authorization", "*.authorization", "*.key"] };
+  const options = {
+    level: config.logLevel,
+    base: { service: "switchyard" },
+    redact: [
+      "req.headers.authorization",
+      "*.authorization",
+      "*.key",
+      "*.cookie",
+      '*["x-switchyard-session"]',
+      '*["x-switchyard-new-session"]',
+      '*["x-csrf-token"]',
+      '*["x-switchyard-csrf"]',
+    ],
+  };
   if (logFormatFor(config) === "pretty") {
     // Loaded only when used: production (JSON) never loads the prettifier. In the same thread
     // (a stream, not a pino transport) so no line is lost when the process exits.
@@ -151,6 +167,16 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       keyPrefix: config.redisKeyPrefix,
       logger,
     });
+    // Operators (console sessions, operator tokens) around the break-glass ADMIN_TOKEN; wrong
+    // passwords and tokens throttled per account and address (docs/adr/0022-operators-and-audit.md).
+    const operatorAuth = createOperatorAuth({
+      guard: adminGuard,
+      sessions: { idleSeconds: config.adminSessionIdleMinutes * 60, absoluteSeconds: config.adminSessionHours * 3600 },
+      failuresPerWindow: config.adminFailuresPerMinute,
+      redis: pubsub.redis,
+      keyPrefix: config.redisKeyPrefix,
+      logger,
+    });
     let db: Db | undefined;
     if (roles.includes("generation") || roles.includes("cloud")) {
       const opened = openDb(config);
@@ -195,7 +221,18 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       // Channels (README "Channels"): the router stands where the single adapter was; the
       // implicit channel chn_default is GENERATION_UPSTREAM_URL or the simulator.
       const channelMetrics = watchChannels(observability.registry, db, logger);
-      const channels = await startChannels(db, logger, config, createUpstream(config, mediaBaseUrl), channelMetrics);
+      // Provider results customers could not fetch themselves, kept under DATA_DIR/media and
+      // served by the router's signed /media/p/ URLs (ADR 0023).
+      const media = await openMediaStore(config, mediaBaseUrl, subgraphSecret);
+      const mediaSweep = startLoop("media retention", 3_600_000, () => media.sweep(config.mediaRetentionSeconds), logger);
+      closers.push(() => mediaSweep.stop());
+      const channels = await startChannels(
+        db,
+        logger,
+        { ...config, results: (id) => media.forChannel(id) },
+        createUpstream(config, mediaBaseUrl),
+        channelMetrics,
+      );
       closers.push(() => channels.stop());
       stack.channels = channels;
       const upstream = countUpstreamErrors(channels.upstream, observability.registry);
@@ -225,7 +262,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         nonces,
         observability: subgraphObservability,
         budget: config.requestBudget,
-        admin: { guard: adminGuard, channels },
+        admin: { auth: operatorAuth, channels },
       });
       closers.push(() => subgraph.close());
       const poller = startPoller({
@@ -272,7 +309,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         host: config.host,
         port: config.cloudPort,
         bodyLimit: config.bodyLimitBytes,
-        admin: adminGuard,
+        admin: operatorAuth,
         drainTimeoutMs: config.shutdownTimeoutMs,
         secret: subgraphSecret,
         nonces,
@@ -313,6 +350,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         metricsToken: config.metricsToken,
         tracing: observability.tracing,
         subgraphSecret,
+        mediaSource: (await openMediaStore(config, mediaBaseUrl, subgraphSecret)).source,
         disabledKeys: (listener) => watchDisabledKeys(pubsub, listener),
         readinessChecks,
         persisted: { documents: config.persistedDocuments, only: config.persistedOnly, redis: pubsub.redis, keyPrefix: config.redisKeyPrefix },

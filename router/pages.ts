@@ -19,7 +19,21 @@ import { assetSet, assetVersion, contentTypeOf, pageHeaders, represent, send, ty
 const DIR = new URL("./pages/", import.meta.url);
 
 /** Files served under `/assets/<version>/`. */
-const ASSET_FILES = ["app.css", "common.js", "i18n.js", "client.js", "test.js", "admin.js", "icon.svg", "usage-chart.js"] as const;
+const ASSET_FILES = [
+  "app.css",
+  "common.js",
+  "i18n.js",
+  "client.js",
+  "test.js",
+  "admin.js",
+  "admin-forms.js",
+  "admin-wallets.js",
+  "admin-channels.js",
+  "admin-audit.js",
+  "admin-operators.js",
+  "icon.svg",
+  "usage-chart.js",
+] as const;
 
 /**
  * Files of npm packages served under `/assets/<version>/` byte for byte (no CDN, no build step),

@@ -24,7 +24,8 @@ import { createRevocations, endEventStream, onRequestKey, type DisabledKeyFeed }
 import { createGenerationShim, sendGenerationError, type RestCall } from "./rest/generation.ts";
 import { createCloudShim, sendCloudError } from "./rest/cloud.ts";
 import { policyHeaders, sha256Hex } from "./graph/client.ts";
-import { serveSimulatorMedia } from "./media.ts";
+import { mediaSigningKey, type MediaSource } from "../src/generation/media/signed-url.ts";
+import { serveProviderMedia, serveSimulatorMedia } from "./media.ts";
 import { createHealth, subgraphChecks } from "./health.ts";
 import { createReadiness, serveLiveness, serveReadiness, type ReadinessCheck } from "../src/observability/readiness.ts";
 import { serveCloudOpenApi, serveGenerationOpenApi } from "./openapi/index.ts";
@@ -41,6 +42,7 @@ import { createRouterMetrics } from "./metrics.ts";
 import { createRequestReports, type RequestReport } from "./request-report.ts";
 import { ownedOperations } from "./graph/direct.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
+import { createSessionRoutes, sessionCookieOf } from "./admin-session.ts";
 import type { Redis } from "ioredis";
 import { loadTrustedDocuments } from "./plugins/usePersistedQueries.manifest.ts";
 import { createPersistedQueryStore } from "./plugins/usePersistedQueries.store.ts";
@@ -78,6 +80,8 @@ export interface RouterOptions {
   tracing?: Tracing;
   /** SUBGRAPH_SECRET: signs the internal context of every request to a subgraph (README "Security model"). */
   subgraphSecret: string;
+  /** Where provider results are read from, served at `/media/p/` (router/media.ts); unset: not served. */
+  mediaSource?: MediaSource;
   /**
    * The feed of disabled keys (the `keys` topic of the process's pub/sub: src/events/key-topics.ts
    * `watchDisabledKeys`): the router ends a disabled key's graphql-ws connections and SSE streams
@@ -122,6 +126,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   // Operation, key id and RateLimit headers of each request, as the gateway learns them (request-report.ts).
   const reports = createRequestReports();
   const persisted = options.persisted ?? {};
+  const mediaKey = mediaSigningKey(options.subgraphSecret);
   const gateway: Gateway = createGateway({
     persisted: {
       trusted: loadTrustedDocuments(persisted.documents),
@@ -157,7 +162,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     ignoreTrailingSlash: true,
     defaultRoute: (_req, res) => sendGenerationError(res, { code: "not_found" }),
   });
-  const on = (method: "GET" | "POST", path: string, handler: Handler) =>
+  const on = (method: "GET" | "POST" | "DELETE", path: string, handler: Handler) =>
     routes.on(method, path, (req, res, params, store: RouteContext) => handler({ req, res, params, requestId: store.requestId, query: store.query }), {
       route: path,
     });
@@ -200,6 +205,11 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   on("GET", "/client", pages.client);
   on("GET", "/test", pages.test);
   on("GET", "/admin", pages.admin);
+  // Console sign-in, the current session and sign-out (router/admin-session.ts).
+  const sessions = createSessionRoutes({ gateway, clientIp: edge.clientIp, trustedProto: edge.trustedProto });
+  on("POST", "/admin/session", sessions.signIn);
+  on("GET", "/admin/session", sessions.current);
+  on("DELETE", "/admin/session", sessions.signOut);
   // The landing page and the API reference (router/devtools/); GraphiQL is the gateway's.
   const devtools = createDevtoolsPages({ production: options.production, assetBase: pages.assets.base });
   const assets = [pages.assets, devtoolsAssets({ production: options.production })];
@@ -226,6 +236,12 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   const server = http.createServer((req, res) => {
     const started = process.hrtime.bigint();
     const { requestId, countId } = edge.stamp(req, res);
+    // The console's session cookie and CSRF header, as credentials the subgraphs check
+    // (docs/adr/0022-operators-and-audit.md); set after the edge dropped every client x-switchyard-*.
+    const session = sessionCookieOf(req.headers.cookie);
+    if (session) req.headers["x-switchyard-session"] = session;
+    const csrf = req.headers["x-csrf-token"];
+    if (typeof csrf === "string" && csrf.length <= 64) req.headers["x-switchyard-csrf"] = csrf;
     const report = reports.open(countId, res);
     res.once("close", () => reports.close(countId));
     // The route pattern served (a bounded label: never the raw path), set by handle().
@@ -310,6 +326,10 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       if (served.eventStream) return void (await gateway(req, res));
       await answerThroughFetch(gateway, req, res, url, raw, { reports, report, max: options.batchMax ?? DEFAULT_BATCH_MAX });
       return;
+    }
+    if (path.startsWith("/media/p/") && (req.method === "GET" || req.method === "HEAD") && options.mediaSource) {
+      served.route = "/media/p/:file";
+      return serveProviderMedia(req, res, path.slice("/media/p/".length), url.searchParams, options.mediaSource, mediaKey);
     }
     if (path.startsWith("/media/sim/") && req.method === "GET") {
       served.route = "/media/sim/:file";

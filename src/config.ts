@@ -138,6 +138,15 @@ const schema = z.object({
   CHANNEL_MAX_ATTEMPTS: integer(1, 20).default(5),
   CHANNEL_PROBE_BASE_MS: integer(100).default(30_000),
   CHANNEL_PROBE_MAX_MS: integer(100).default(1_800_000),
+  MEDIA_URL_TTL_SECONDS: integer(60).default(7 * 86_400),
+  MEDIA_RETENTION_SECONDS: integer(60).default(30 * 86_400),
+  MEDIA_STORE: z.enum(["disk", "s3"]).default("disk"),
+  MEDIA_S3_ENDPOINT: optionalUrl,
+  MEDIA_S3_REGION: z.string().default("us-east-1"),
+  MEDIA_S3_BUCKET: z.string().optional(),
+  MEDIA_S3_PREFIX: z.string().default("media/"),
+  MEDIA_S3_ACCESS_KEY_ID: z.string().optional(),
+  MEDIA_S3_SECRET_ACCESS_KEY: z.string().optional(),
   REQUEST_TIMEOUT_MS: millis(30_000),
   TASK_POLL_INTERVAL_MS: millis(3_000),
   TASK_POLL_BATCH: integer(1).default(100),
@@ -149,6 +158,8 @@ const schema = z.object({
   DNS_SERVERS: z.string().optional(),
   ADMIN_TOKEN: z.string().optional(),
   ADMIN_FAILURES_PER_MINUTE: integer(1).default(10),
+  ADMIN_SESSION_IDLE_MINUTES: integer(1).default(30),
+  ADMIN_SESSION_HOURS: integer(1).default(12),
   SUBGRAPH_SECRET: z.string().optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS, { errorMap: () => ({ message: `must be one of ${LOG_LEVELS.join(", ")}` }) }).default("info"),
   LOG_FORMAT: z.enum(["auto", "json", "pretty"]).default("auto"),
@@ -191,7 +202,14 @@ const schema = z.object({
 export const SETTING_NAMES: readonly string[] = Object.keys(schema.shape);
 
 /** Settings whose values are secrets: `config check` shows only whether they are set. */
-export const SECRET_SETTINGS: readonly string[] = ["SUBGRAPH_SECRET", "ADMIN_TOKEN", "METRICS_TOKEN", "CHANNEL_KEY_SECRET", "GENERATION_UPSTREAM_KEY"];
+export const SECRET_SETTINGS: readonly string[] = [
+  "SUBGRAPH_SECRET",
+  "ADMIN_TOKEN",
+  "METRICS_TOKEN",
+  "CHANNEL_KEY_SECRET",
+  "GENERATION_UPSTREAM_KEY",
+  "MEDIA_S3_SECRET_ACCESS_KEY",
+];
 
 /** A value as `config check` may print it: a secret as `****`, a URL's password as `****`. */
 function masked(name: string, value: string): string {
@@ -260,6 +278,20 @@ export interface Config {
   /** First delay before an auto-disabled channel is probed; doubled per failed probe up to `channelProbeMaxMs`. */
   channelProbeBaseMs: number;
   channelProbeMaxMs: number;
+  /** How long a signed `/media/p/...` URL of a provider result is valid (s; README "Channels"). */
+  mediaUrlTtlSeconds: number;
+  /** How long a provider result is kept (s). */
+  mediaRetentionSeconds: number;
+  /** Where provider results are kept: `DATA_DIR/media`, or an S3-compatible bucket (MEDIA_S3_*). */
+  mediaStore: "disk" | "s3";
+  /** An S3-compatible endpoint; unset: AWS. */
+  mediaS3Endpoint?: string;
+  mediaS3Region: string;
+  mediaS3Bucket?: string;
+  mediaS3Prefix: string;
+  /** Unset: the AWS SDK's default credential chain. */
+  mediaS3AccessKeyId?: string;
+  mediaS3SecretAccessKey?: string;
   /** Time limit of one `/graphql` HTTP request at the router; 0: none. */
   requestTimeoutMs: number;
   taskPollIntervalMs: number;
@@ -280,6 +312,10 @@ export interface Config {
   adminToken?: string;
   /** Wrong admin tokens a client address may present per minute; beyond, its admin checks are 429 (src/auth/admin.ts). */
   adminFailuresPerMinute: number;
+  /** A console session ends after this many minutes without a request (docs/adr/0022-operators-and-audit.md). */
+  adminSessionIdleMinutes: number;
+  /** A console session ends this many hours after sign-in. */
+  adminSessionHours: number;
   /**
    * The key of the router's HMAC signature on every subgraph request (README "Security model");
    * unset: made per start when every role runs in this process ({@link subgraphSecretFor}).
@@ -382,6 +418,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     channelMaxAttempts: e.CHANNEL_MAX_ATTEMPTS,
     channelProbeBaseMs: e.CHANNEL_PROBE_BASE_MS,
     channelProbeMaxMs: Math.max(e.CHANNEL_PROBE_MAX_MS, e.CHANNEL_PROBE_BASE_MS),
+    mediaUrlTtlSeconds: e.MEDIA_URL_TTL_SECONDS,
+    mediaRetentionSeconds: e.MEDIA_RETENTION_SECONDS,
+    mediaStore: e.MEDIA_STORE,
+    mediaS3Endpoint: e.MEDIA_S3_ENDPOINT,
+    mediaS3Region: e.MEDIA_S3_REGION,
+    mediaS3Bucket: e.MEDIA_S3_BUCKET || undefined,
+    mediaS3Prefix: e.MEDIA_S3_PREFIX,
+    mediaS3AccessKeyId: e.MEDIA_S3_ACCESS_KEY_ID || undefined,
+    mediaS3SecretAccessKey: e.MEDIA_S3_SECRET_ACCESS_KEY || undefined,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     taskPollIntervalMs: e.TASK_POLL_INTERVAL_MS,
     taskPollBatch: e.TASK_POLL_BATCH,
@@ -397,6 +442,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       : undefined,
     adminToken: e.ADMIN_TOKEN || undefined,
     adminFailuresPerMinute: e.ADMIN_FAILURES_PER_MINUTE,
+    adminSessionIdleMinutes: e.ADMIN_SESSION_IDLE_MINUTES,
+    adminSessionHours: e.ADMIN_SESSION_HOURS,
     subgraphSecret: e.SUBGRAPH_SECRET || undefined,
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,

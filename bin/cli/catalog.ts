@@ -1,4 +1,5 @@
 /** `switchyard catalog …`: list and write vendors and products (docs/architecture.md §2). */
+import type { Knex } from "knex";
 import type { Command } from "commander";
 import { formatYuan } from "../../src/money.ts";
 import type { ProductRecord, VendorRecord } from "../../src/cloud/catalog.ts";
@@ -49,7 +50,13 @@ export function registerCatalogCommands(program: Command, act: Act): void {
       await withDb(async (db) => {
         const catalogModule = await import("../../src/cloud/catalog.ts");
         const [existing] = values.id ? await catalogModule.getVendorsByIds(db, [values.id]) : [null];
-        const written = await catalogModule.upsertVendor(db, { id: values.id, name: values.name!, status: values.status ?? existing?.status });
+        const { audited, CLI_ACTOR } = await import("../../src/audit/log.ts");
+        const written = await audited(
+          db,
+          CLI_ACTOR,
+          { action: "catalog.vendor.upsert", objectType: "vendor", objectId: values.id ?? null, before: async () => existing ?? null, objectIdOf: (v) => v.id },
+          (trx: Knex.Transaction) => catalogModule.upsertVendor(trx, { id: values.id, name: values.name!, status: values.status ?? existing?.status }),
+        );
         console.log(values.json ? JSON.stringify(vendorJson(written)) : vendorLine(written));
       });
     },
@@ -101,17 +108,21 @@ export function registerCatalogCommands(program: Command, act: Act): void {
         const catalogModule = await import("../../src/cloud/catalog.ts");
         const existing = values.id ? await catalogModule.getProduct(db, values.id) : null;
         if (!existing && cycles.length === 0) throw new UsageError("catalog product upsert of a new product needs at least one --cycle NAME=YUAN");
-        const written = await catalogModule.upsertProduct(db, {
-          id: values.id,
-          vendorId: values.vendor!,
-          category: values.category!,
-          name: values.name!,
-          description: values.description ?? existing?.description ?? null,
-          status: values.status ?? existing?.status,
-          billingCycles: cycles.length ? cycles : existing!.billingCycles,
-          stock: stock !== undefined ? stock : (existing?.stock ?? null),
-          requiredFields: required ?? existing?.requiredFields ?? [],
-        });
+        const { audited, CLI_ACTOR } = await import("../../src/audit/log.ts");
+        const spec = { action: "catalog.product.upsert", objectType: "product", objectId: values.id ?? null, before: async () => existing ?? null };
+        const written = await audited(db, CLI_ACTOR, { ...spec, objectIdOf: (p) => p.id }, (trx: Knex.Transaction) =>
+          catalogModule.upsertProduct(trx, {
+            id: values.id,
+            vendorId: values.vendor!,
+            category: values.category!,
+            name: values.name!,
+            description: values.description ?? existing?.description ?? null,
+            status: values.status ?? existing?.status,
+            billingCycles: cycles.length ? cycles : existing!.billingCycles,
+            stock: stock !== undefined ? stock : (existing?.stock ?? null),
+            requiredFields: required ?? existing?.requiredFields ?? [],
+          }),
+        );
         console.log(values.json ? JSON.stringify(productJson(written)) : productLine(written));
       });
     },

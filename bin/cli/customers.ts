@@ -1,4 +1,5 @@
 /** `switchyard customers topup|credit`: cloud customers' wallets (docs/architecture.md §2). */
+import type { Knex } from "knex";
 import type { Command } from "commander";
 import { formatYuan } from "../../src/money.ts";
 import { group, UsageError, withDb, yuanOption, type Act } from "./shared.ts";
@@ -25,8 +26,14 @@ export function registerCustomerCommands(program: Command, act: Act): void {
       const accountId = values.account;
       await withDb(async (db) => {
         const { topUpCustomer, setCreditLine, getCustomerBalance } = await import("../../src/cloud/customers.ts");
-        if (action === "topup") await topUpCustomer(db, { accountId, customerId: customerId!, amount: amount!, reason: "top-up (CLI)" });
-        else await setCreditLine(db, accountId, customerId!, limit!);
+        const { audited, CLI_ACTOR } = await import("../../src/audit/log.ts");
+        // With its audit row in one transaction (src/audit/log.ts).
+        const spec = { action: `customers.${action}`, objectType: "customer", objectId: `${accountId}/${customerId}` };
+        if (action === "topup") {
+          await audited(db, CLI_ACTOR, { ...spec, ledgerEntryOf: (e: { id: number | string }) => Number(e.id) }, (trx: Knex.Transaction) =>
+            topUpCustomer(trx, { accountId, customerId: customerId!, amount: amount!, reason: "top-up (CLI)" }),
+          );
+        } else await audited(db, CLI_ACTOR, spec, (trx: Knex.Transaction) => setCreditLine(trx, accountId, customerId!, limit!));
         const balance = await getCustomerBalance(db, accountId, customerId!);
         const shown = {
           customer_id: customerId,

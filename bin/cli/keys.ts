@@ -1,4 +1,5 @@
 /** `switchyard keys …`: create, list, show, disable, enable, top up (docs/architecture.md §2). */
+import type { Knex } from "knex";
 import { Option, type Command } from "commander";
 import { formatYuan } from "../../src/money.ts";
 import type { KeyListing } from "../../src/auth/keys.ts";
@@ -46,16 +47,33 @@ export function registerKeyCommands(program: Command, act: Act): void {
       const balance = yuanOption(values.balance, "balance");
       await withDb(async (db) => {
         const { createKey } = await import("../../src/auth/keys.ts");
-        const created = await createKey(db, {
-          name: values.name!,
-          accountId: values.account,
-          balance,
-          scopes: list(values.scopes),
-          allowIps: list(values.allowIp),
-          rateLimit,
-          callbackUrl: values.callbackUrl,
-          requireSignature: values.requireSignature,
-        });
+        const { audited, CLI_ACTOR } = await import("../../src/audit/log.ts");
+        const { newestEntryOf } = await import("../../src/ledger/entries.ts");
+        // With its audit row (and the opening balance's ledger entry) in one transaction.
+        const { created } = await audited(
+          db,
+          CLI_ACTOR,
+          {
+            action: "keys.create",
+            objectType: "api_key",
+            objectIdOf: (r: { created: { id: string } }) => r.created.id,
+            after: (r: { created: object; opening: unknown }) => ({ ...r.created, openingEntry: r.opening }),
+            ledgerEntryOf: (r: { opening: { id: number | string } | null }) => (r.opening ? Number(r.opening.id) : null),
+          },
+          async (trx: Knex.Transaction) => {
+            const made = await createKey(trx, {
+              name: values.name!,
+              accountId: values.account,
+              balance,
+              scopes: list(values.scopes),
+              allowIps: list(values.allowIp),
+              rateLimit,
+              callbackUrl: values.callbackUrl,
+              requireSignature: values.requireSignature,
+            });
+            return { created: made, opening: balance ? await newestEntryOf(trx, made.account_id) : null };
+          },
+        );
         if (values.json) console.log(JSON.stringify(created));
         else
           console.log(
@@ -140,7 +158,11 @@ export function registerKeyCommands(program: Command, act: Act): void {
       async (id) => {
         await withDb(async (db) => {
           const { setKeyStatus } = await import("../../src/auth/keys.ts");
-          await setKeyStatus(db, id!, action === "disable" ? "disabled" : "active");
+          const { audited, CLI_ACTOR } = await import("../../src/audit/log.ts");
+          const status = action === "disable" ? "disabled" : "active";
+          await audited(db, CLI_ACTOR, { action: `keys.${action}`, objectType: "api_key", objectId: id!, after: () => ({ status }) }, (trx: Knex.Transaction) =>
+            setKeyStatus(trx, id!, status),
+          );
           console.log(`${id} ${action}d`);
         });
       },
@@ -159,7 +181,13 @@ export function registerKeyCommands(program: Command, act: Act): void {
       if (amount === undefined || amount <= 0) throw new UsageError("keys topup needs a key id and a positive --amount");
       await withDb(async (db) => {
         const { topUpKey } = await import("../../src/auth/keys.ts");
-        const { balanceAfter: balance } = await topUpKey(db, id!, amount);
+        const { audited, CLI_ACTOR } = await import("../../src/audit/log.ts");
+        const { balanceAfter: balance } = await audited(
+          db,
+          CLI_ACTOR,
+          { action: "keys.topup", objectType: "api_key", objectId: id!, ledgerEntryOf: (e: { id: number | string }) => Number(e.id) },
+          (trx: Knex.Transaction) => topUpKey(trx, id!, amount),
+        );
         console.log(values.json ? JSON.stringify({ id, balance: formatYuan(balance) }) : `${id} balance ${formatYuan(balance)} CNY`);
       });
     },

@@ -3,6 +3,7 @@
  * shutdown and prints the banner (docs/architecture.md §2, README "Running"); seeds the demo data
  * when `config.seedDemo` says so (README "Demo data").
  */
+import type { Knex } from "knex";
 import type { Config } from "../../src/config.ts";
 import { parseYuan } from "../../src/money.ts";
 import type { Stack } from "../stack.ts";
@@ -83,7 +84,24 @@ export async function start(config: Config, roleArg: string | undefined): Promis
     const [{ n }] = await started.db("api_keys").count({ n: "*" });
     if (Number(n) === 0 && config.seedDemo) {
       const { createKey } = await import("../../src/auth/keys.ts");
-      demoKey = await createKey(started.db, { name: "demo", balance: parseYuan("100") });
+      const { audited } = await import("../../src/audit/log.ts");
+      const { newestEntryOf } = await import("../../src/ledger/entries.ts");
+      // Its opening balance is a money write: audited as the system's (`switchyard verify`).
+      demoKey = await audited(
+        started.db,
+        { operatorId: null, actor: "system", role: null, requestId: null },
+        {
+          action: "demo.key",
+          objectType: "api_key",
+          objectIdOf: (k: { id: string }) => k.id,
+          after: (k: { id: string; account_id: string }) => ({ id: k.id, account_id: k.account_id }),
+          ledgerEntryOf: (k: { entry: number | null }) => k.entry,
+        },
+        async (trx: Knex.Transaction) => {
+          const made = await createKey(trx, { name: "demo", balance: parseYuan("100") });
+          return { ...made, entry: Number((await newestEntryOf(trx, made.account_id))?.id ?? 0) || null };
+        },
+      );
     } else noKeyYet = Number(n) === 0;
   }
   const lines = [""];

@@ -1,5 +1,6 @@
 /** `switchyard webhooks resend`: callback deliveries (docs/architecture.md §2). */
 import type { Command } from "commander";
+import type { Knex } from "knex";
 import { group, integerOption, withDb, type Act } from "./shared.ts";
 
 /** Registers `webhooks` and its subcommands on the program. */
@@ -9,7 +10,10 @@ export function registerWebhookCommands(program: Command, act: Act): void {
     const deliveryId = integerOption(id, "DELIVERY_ID", { min: 1, max: Number.MAX_SAFE_INTEGER }, "webhooks resend needs a numeric DELIVERY_ID")!;
     await withDb(async (db) => {
       const { resendDelivery } = await import("../../src/events/deliveries.ts");
-      await resendDelivery(db, deliveryId);
+      const { audited, CLI_ACTOR } = await import("../../src/audit/log.ts");
+      await audited(db, CLI_ACTOR, { action: "webhooks.resend", objectType: "delivery", objectId: String(deliveryId) }, (trx: Knex.Transaction) =>
+        resendDelivery(trx, deliveryId),
+      );
       console.log(`delivery ${id} queued to be sent again`);
     });
   });

@@ -29,6 +29,11 @@ export interface EdgeIds {
 export interface Edge {
   /** The client's address of a request or WebSocket upgrade: the nearest untrusted hop; "" when the socket has none (closed). */
   clientIp(req: http.IncomingMessage): string;
+  /**
+   * The scheme a trusted proxy says the client used (`X-Forwarded-Proto`, its first value), or null
+   * when the socket's peer is not a TRUST_PROXY address (a client's own header is never believed).
+   */
+  trustedProto(req: http.IncomingMessage): string | null;
   /** Rewrites the request's headers with the edge facts and sets `X-Request-Id` on the response. @returns the ids it gave */
   stamp(req: http.IncomingMessage, res: http.ServerResponse): EdgeIds;
 }
@@ -43,6 +48,10 @@ export function createEdge(trustProxy: readonly string[] = []): Edge {
   const clientIp = (req: http.IncomingMessage) => (req.socket.remoteAddress ? proxyaddr(req, trust) : "");
   return {
     clientIp,
+    trustedProto(req) {
+      const proto = req.headers["x-forwarded-proto"];
+      return typeof proto === "string" && req.socket.remoteAddress && trust(req.socket.remoteAddress, 0) ? proto.split(",")[0]!.trim() : null;
+    },
     stamp(req, res) {
       // A client's X-Request-Id is echoed for correlation only; nothing counts or trusts it.
       const incoming = req.headers["x-request-id"];

@@ -1,19 +1,50 @@
-// The operator console (/admin; README "Console"): signs in with ADMIN_TOKEN, kept in this
-// module's memory only (never localStorage, sessionStorage or cookies), and does everything
-// through admin GraphQL on the router's /graphql. Every write asks for confirmation and shows
-// the ledger entry it wrote, when it wrote one.
+// The operator console (/admin; README "Console"; docs/adr/0022-operators-and-audit.md). Operators
+// sign in with email and password (an HttpOnly session cookie the page never sees, plus a CSRF
+// token it keeps in memory and sends with every write), or with an operator token or the
+// break-glass ADMIN_TOKEN (kept in this module's memory only). Everything goes through admin
+// GraphQL on the router's /graphql. The page shows only the views and buttons the operator's
+// role may use (`adminMe { allowedFields }`); the server refuses the rest anyway. Every write is a
+// form in a dialog that states what will change and what it costs before it runs.
 import { gql, h, initLang, onLangChange, t, when, yuan } from "./common.js";
+import {
+  button,
+  cell,
+  code,
+  fmt,
+  labelCells,
+  listOf,
+  milli,
+  moneyMilli,
+  openDialog,
+  optionalYuan,
+  positiveYuan,
+  rateCheck,
+  table,
+  word,
+} from "./admin-forms.js";
+import { loadChannels, setUpChannelForm } from "./admin-channels.js";
+import { loadAudit } from "./admin-audit.js";
+import { loadOperators, setUpOperators } from "./admin-operators.js";
+import { loadDeliveries, loadOrders, loadWallets } from "./admin-wallets.js";
 
-let token = null;
+/** The fields of a ledger entry a money write answers (a module-level constant: the trusted-documents manifest resolves it). */
+const ENTRY = "id accountId customerId keyId kind amount { amount } balanceAfter { amount } orderId reason createdAt";
+
+/** Who is signed in: `{ token?, csrf?, role, actor, via, allowed: Set<string> }`, or null. */
+let auth = null;
 let view = "overview";
 let pollTimer = null;
 let keysAfter = null;
 
 const $ = (id) => document.getElementById(id);
 const KEY = "id name accountId status scopes allowedIps rateLimit callbackUrl balance { amount } spent { amount } taskCount createdAt";
-const ENTRY = "id accountId customerId keyId kind amount { amount } balanceAfter { amount } orderId reason createdAt";
+const IDENTITY = "role actor operatorId via allowedFields";
 
-const run = (query, variables) => gql(query, variables, token);
+const run = (query, variables) => gql(query, variables, auth?.token, auth?.csrf ? { "x-csrf-token": auth.csrf } : {});
+/** Whether the operator's role may use an admin field (`Mutation.adminTopUpAccount`). */
+const can = (field) => Boolean(auth?.allowed.has(field));
+
+// -- Messages --------------------------------------------------------------------------------------
 
 function fail(error) {
   const box = $("error");
@@ -24,273 +55,151 @@ function fail(error) {
 function showEntry(entry) {
   $("ledger").hidden = !entry;
   $("ledger-entry").textContent = entry
-    ? `${entry.kind} ${yuan(entry.amount)} → ${t("admin.balanceAfter")} ${yuan(entry.balanceAfter)}\n#${entry.id} ${entry.accountId}${entry.customerId ? ` / ${entry.customerId}` : ""} ${entry.createdAt}`
+    ? `${word("kind", entry.kind)} ${yuan(entry.amount)} → ${t("admin.balanceAfter")} ${yuan(entry.balanceAfter)}\n#${entry.id} ${entry.accountId}${entry.customerId ? ` / ${entry.customerId}` : ""} ${when(entry.createdAt)}`
     : "";
 }
 
-/** Asks, then runs a write; shows its error or its ledger entry. */
-async function write(question, work) {
-  if (!window.confirm(question)) return null;
+/** Runs a write through the dialog (admin-forms.js), then refreshes the view. */
+async function write(spec) {
   fail(null);
-  try {
-    const result = await work();
-    await refresh();
-    return result;
-  } catch (error) {
-    fail(error);
-    return null;
-  }
+  const result = await openDialog(spec);
+  if (result !== null) await refresh();
+  return result;
 }
 
-function table(el, headers, rows) {
-  el.replaceChildren(
-    h(
-      "thead",
-      {},
-      h(
-        "tr",
-        {},
-        headers.map((key) => h("th", { textContent: t(key) })),
-      ),
-    ),
-    h("tbody", {}, rows),
-  );
-}
-const cell = (...children) => h("td", {}, ...children);
-const button = (label, onclick) => h("button", { type: "button", className: "secondary small", textContent: t(label), onclick });
-
-// Written out in full: the trusted-documents manifest (`npm run compose`) reads every document from the source.
-const TOP_UP_ACCOUNT = `mutation($input: AdminTopUpAccountInput!) { adminTopUpAccount(input: $input) { ledgerEntry { ${ENTRY} } } }`;
-const TOP_UP_CUSTOMER = `mutation($input: AdminTopUpCustomerInput!) { adminTopUpCustomer(input: $input) { ledgerEntry { ${ENTRY} } } }`;
-
-/** A row's top-up button: asks for an amount in yuan, confirms, runs `document` (root field `mutation`) and shows its ledger entry. */
-const topUpButton = (id, document, mutation, input) =>
-  button("admin.topup", () => {
-    // The dialog's stray spaces are the operator's typing, not the amount; the server reads the rest strictly.
-    const amount = window.prompt(t("admin.topupAmount"))?.trim();
-    if (!amount) return;
-    write(t("admin.confirmTopup", { amount, id }), async () => {
-      const data = await run(document, { input: { ...input, amount } });
-      showEntry(data[mutation].ledgerEntry);
-    });
-  });
+/** What the view modules (admin-wallets.js, admin-channels.js, admin-audit.js, admin-operators.js) use of the console. */
+const ctx = { run, can, write, fail, showEntry };
 
 // -- API keys ------------------------------------------------------------------------------------
 
+function topUpKeyDialog(k) {
+  return write({
+    title: t("admin.topupTitle", { id: k.id }),
+    fields: [{ name: "amount", label: t("admin.topupAmount"), inputmode: "decimal", check: positiveYuan }],
+    summary: ({ amount }) =>
+      t("admin.topupSummary", { id: k.id, amount: fmt(milli(amount)), before: fmt(moneyMilli(k.balance)), after: fmt(moneyMilli(k.balance) + milli(amount)) }),
+    submit: async ({ amount }) => {
+      const data = await run(`mutation($input: AdminTopUpAccountInput!) { adminTopUpAccount(input: $input) { ledgerEntry { ${ENTRY} } } }`, {
+        input: { keyId: k.id, amount },
+      });
+      showEntry(data.adminTopUpAccount.ledgerEntry);
+      return data;
+    },
+  });
+}
+
+function keyStatusDialog(k) {
+  const status = k.status === "ACTIVE" ? "DISABLED" : "ACTIVE";
+  return write({
+    title: t(status === "DISABLED" ? "admin.disableTitle" : "admin.enableTitle", { id: k.id }),
+    summary: () => t(status === "DISABLED" ? "admin.disableKeySummary" : "admin.enableKeySummary", { id: k.id, name: k.name }),
+    submit: async () => {
+      showEntry(null);
+      return run(`mutation($input: AdminSetApiKeyStatusInput!) { adminSetApiKeyStatus(input: $input) { apiKey { id status } } }`, {
+        input: { keyId: k.id, status },
+      });
+    },
+  });
+}
+
+function keySettingsDialog(k) {
+  return write({
+    title: t("admin.settingsTitle", { id: k.id }),
+    fields: [
+      { name: "scopes", label: t("admin.scopesPrompt"), value: k.scopes.join(", ") },
+      { name: "ips", label: t("admin.ipsPrompt"), value: (k.allowedIps ?? []).join(", ") },
+      { name: "rate", label: t("admin.ratePrompt"), value: k.rateLimit == null ? "" : String(k.rateLimit), inputmode: "numeric", check: rateCheck },
+    ],
+    summary: ({ scopes, ips, rate }) =>
+      t("admin.settingsSummary", {
+        id: k.id,
+        scopes: listOf(scopes).join(", ") || t("admin.everyScope"),
+        ips: listOf(ips).join(", ") || t("admin.any"),
+        rate: rate === "" ? t("admin.unlimited") : rate,
+      }),
+    submit: async ({ scopes, ips, rate }) => {
+      showEntry(null);
+      const input = { keyId: k.id, scopes: listOf(scopes), allowedIps: listOf(ips).length ? listOf(ips) : null, rateLimit: rate === "" ? null : Number(rate) };
+      return run(`mutation($input: AdminUpdateApiKeyInput!) { adminUpdateApiKey(input: $input) { apiKey { id } } }`, { input });
+    },
+  });
+}
+
+function keyActions(k) {
+  // Support may disable a key, not enable one (README "Operator roles").
+  const mayToggle = can("Mutation.adminSetApiKeyStatus") && (auth.role !== "SUPPORT" || k.status === "ACTIVE");
+  return [
+    can("Mutation.adminTopUpAccount") ? button("admin.topup", () => topUpKeyDialog(k)) : null,
+    mayToggle ? button(k.status === "ACTIVE" ? "admin.disable" : "admin.enable", () => keyStatusDialog(k)) : null,
+    can("Mutation.adminUpdateApiKey") ? button("admin.settings", () => keySettingsDialog(k)) : null,
+  ];
+}
+
 async function loadKeys(append = false) {
+  $("key-create").hidden = !can("Mutation.adminCreateApiKey");
   const data = await run(
     `query($search: String, $after: String) { adminApiKeys(search: $search, after: $after, first: 20) { totalCount pageInfo { hasNextPage endCursor } nodes { ${KEY} } } }`,
-    {
-      search: $("key-query").value.trim() || null,
-      after: append ? keysAfter : null,
-    },
+    { search: $("key-query").value.trim() || null, after: append ? keysAfter : null },
   );
   const conn = data.adminApiKeys;
   keysAfter = conn.pageInfo.endCursor;
   $("keys-more").hidden = !conn.pageInfo.hasNextPage;
+  const headers = [
+    "admin.col.key",
+    "admin.col.account",
+    "admin.col.status",
+    "admin.col.balance",
+    "admin.col.scopes",
+    "admin.col.ips",
+    "admin.col.rate",
+    "admin.col.actions",
+  ];
   const rows = conn.nodes.map((k) =>
     h(
       "tr",
       { dataset: { key: k.id } },
-      cell(h("code", { textContent: k.id }), h("br"), k.name),
-      cell(h("code", { textContent: k.accountId })),
-      cell(h("span", { className: "key-status", textContent: t(`admin.status.${k.status}`) })),
+      cell(code(k.id), h("br"), k.name),
+      cell(code(k.accountId)),
+      cell(h("span", { className: "key-status", textContent: word("status", k.status) })),
       cell(h("span", { className: "key-balance", textContent: yuan(k.balance) })),
-      cell(k.scopes.join(", ")),
+      cell(k.scopes.join(", ") || t("admin.everyScope")),
       cell(k.allowedIps ? k.allowedIps.join(", ") : t("admin.any")),
       cell(k.rateLimit == null ? t("admin.unlimited") : String(k.rateLimit)),
-      cell(
-        topUpButton(k.id, TOP_UP_ACCOUNT, "adminTopUpAccount", { keyId: k.id }),
-        button(k.status === "ACTIVE" ? "admin.disable" : "admin.enable", () => {
-          const status = k.status === "ACTIVE" ? "DISABLED" : "ACTIVE";
-          write(t(status === "DISABLED" ? "admin.confirmDisable" : "admin.confirmEnable", { id: k.id }), async () => {
-            showEntry(null);
-            return run(`mutation($input: AdminSetApiKeyStatusInput!) { adminSetApiKeyStatus(input: $input) { apiKey { id status } } }`, {
-              input: { keyId: k.id, status },
-            });
-          });
-        }),
-        button("admin.settings", () => {
-          const scopes = window.prompt(t("admin.scopesPrompt"), k.scopes.join(","));
-          if (scopes === null) return;
-          const ips = window.prompt(t("admin.ipsPrompt"), (k.allowedIps ?? []).join(","));
-          if (ips === null) return;
-          const rate = window.prompt(t("admin.ratePrompt"), k.rateLimit == null ? "" : String(k.rateLimit));
-          if (rate === null) return;
-          const list = (text) =>
-            text
-              .split(",")
-              .map((s) => s.trim())
-              .filter(Boolean);
-          // Empty clears the limit; digits set it; anything else goes as typed, for the server to refuse
-          // (Number() would read "1e2" as 100 and "abc" as NaN, sent as null: the limit silently cleared).
-          const rateText = rate.trim();
-          const rateLimit = rateText === "" ? null : /^\d{1,10}$/.test(rateText) ? Number(rateText) : rateText;
-          const input = { keyId: k.id, scopes: list(scopes), allowedIps: list(ips).length ? list(ips) : null, rateLimit };
-          write(t("admin.confirmSettings", { id: k.id }), async () => {
-            showEntry(null);
-            return run(`mutation($input: AdminUpdateApiKeyInput!) { adminUpdateApiKey(input: $input) { apiKey { id } } }`, { input });
-          });
-        }),
-      ),
+      cell(...keyActions(k)),
     ),
   );
   const body = $("keys-table").tBodies[0];
-  if (append && body) body.append(...rows);
-  else
-    table(
-      $("keys-table"),
-      [
-        "admin.col.key",
-        "admin.col.account",
-        "admin.col.status",
-        "admin.col.balance",
-        "admin.col.scopes",
-        "admin.col.ips",
-        "admin.col.rate",
-        "admin.col.actions",
-      ],
-      rows,
-    );
+  if (append && body) {
+    const labels = headers.map((key) => t(key));
+    labelCells(rows, labels);
+    body.append(...rows);
+  } else table($("keys-table"), headers, rows);
 }
 
-// -- Wallets, orders, deliveries ------------------------------------------------------------------
-
-async function loadWallets() {
-  const data = await run(
-    `{ adminCustomerWallets(first: 50) { nodes { accountId customerId contact available { amount } frozen { amount } creditLine { amount } } } }`,
-  );
-  table(
-    $("wallets-table"),
-    ["admin.col.account", "admin.col.customer", "admin.col.available", "admin.col.frozen", "admin.col.credit", "admin.col.actions"],
-    data.adminCustomerWallets.nodes.map((w) =>
-      h(
-        "tr",
-        {},
-        cell(h("code", { textContent: w.accountId })),
-        cell(w.customerId),
-        cell(yuan(w.available)),
-        cell(yuan(w.frozen)),
-        cell(yuan(w.creditLine)),
-        cell(
-          topUpButton(w.customerId, TOP_UP_CUSTOMER, "adminTopUpCustomer", { accountId: w.accountId, customerId: w.customerId }),
-          button("admin.credit", () => {
-            const limit = window.prompt(t("admin.creditPrompt"), w.creditLine.amount)?.trim();
-            if (limit)
-              write(t("admin.confirmCredit", { amount: limit, id: w.customerId }), async () => {
-                showEntry(null);
-                return run(
-                  `mutation($input: AdminSetCustomerCreditLineInput!) { adminSetCustomerCreditLine(input: $input) { customerBalance { creditLine { amount } } } }`,
-                  { input: { accountId: w.accountId, customerId: w.customerId, limit } },
-                );
-              });
-          }),
-        ),
-      ),
-    ),
-  );
-}
-
-async function loadOrders() {
-  const data = await run(
-    `{ adminOrders(first: 50) { nodes { id accountId customerId status paymentStatus failureReason amount { amount } createdAt ledgerEntries { kind amount { amount } } } } }`,
-  );
-  table(
-    $("orders-table"),
-    ["admin.col.order", "admin.col.account", "admin.col.status", "admin.col.amount", "admin.col.payments", "admin.col.created"],
-    data.adminOrders.nodes.map((o) =>
-      h(
-        "tr",
-        {},
-        cell(h("code", { textContent: o.id }), h("br"), o.customerId),
-        cell(h("code", { textContent: o.accountId })),
-        cell(`${o.status} / ${o.paymentStatus}`, o.failureReason ? h("div", { className: "hint", textContent: o.failureReason }) : null),
-        cell(yuan(o.amount)),
-        cell(o.ledgerEntries.map((e) => `${e.kind} ${yuan(e.amount)}`).join("; ")),
-        cell(when(o.createdAt)),
-      ),
-    ),
-  );
-}
-
-async function loadDeliveries() {
-  const data = await run(
-    `{ adminWebhookDeliveries(first: 50) { nodes { id accountId event status attemptCount url createdAt attempts { at status error } } } }`,
-  );
-  table(
-    $("deliveries-table"),
-    ["admin.col.delivery", "admin.col.event", "admin.col.status", "admin.col.attempts", "admin.col.actions"],
-    data.adminWebhookDeliveries.nodes.map((d) =>
-      h(
-        "tr",
-        {},
-        cell(`#${d.id}`, h("br"), h("code", { textContent: d.accountId })),
-        cell(d.event, h("div", { className: "hint", textContent: d.url })),
-        cell(d.status),
-        cell(d.attempts.map((a) => `${when(a.at)} ${a.status ?? a.error ?? ""}`).join("\n") || "—"),
-        cell(
-          button("admin.resend", () =>
-            write(t("admin.confirmResend", { id: d.id }), async () => {
-              showEntry(null);
-              return run(`mutation($input: AdminResendDeliveryInput!) { adminResendDelivery(input: $input) { delivery { id status } } }`, {
-                input: { deliveryId: d.id },
-              });
-            }),
-          ),
-        ),
-      ),
-    ),
-  );
-}
-
-// -- Channels (the admin channel contract of the generation subgraph) ------------------------------
-
-async function loadChannels() {
-  let data;
-  try {
-    data = await run(`{ adminChannels { id name baseUrl status disabledReason consecutiveFailures implicit stats { successRate latencyMsAvg openTasks } } }`);
-  } catch (error) {
-    table(
-      $("channels-table"),
-      ["admin.col.channel"],
-      [h("tr", {}, cell(t("admin.channelsUnavailable"), h("div", { className: "hint", textContent: error.message })))],
-    );
+async function createKey(event) {
+  event.preventDefault();
+  const name = $("new-name").value.trim();
+  const balance = $("new-balance").value.trim();
+  if (!name || optionalYuan(balance)) {
+    fail({ message: !name ? t("admin.nameNeeded") : t("admin.badAmount") });
     return;
   }
-  table(
-    $("channels-table"),
-    ["admin.col.channel", "admin.col.status", "admin.col.health", "admin.col.actions"],
-    data.adminChannels.map((c) =>
-      h(
-        "tr",
-        {},
-        cell(h("code", { textContent: c.id }), h("br"), c.name, h("div", { className: "hint", textContent: c.baseUrl })),
-        cell(c.status, c.disabledReason ? h("div", { className: "hint", textContent: c.disabledReason }) : null),
-        cell(
-          `${c.stats.successRate == null ? "—" : `${Math.round(c.stats.successRate * 100)}%`} · ${c.stats.latencyMsAvg == null ? "—" : `${Math.round(c.stats.latencyMsAvg)} ms`} · ${t("admin.openTasks")} ${c.stats.openTasks}`,
-        ),
-        cell(
-          c.implicit
-            ? null
-            : button(c.status === "ENABLED" ? "admin.disable" : "admin.enable", () =>
-                write(t(c.status === "ENABLED" ? "admin.confirmDisable" : "admin.confirmEnable", { id: c.id }), () =>
-                  run(`mutation($input: AdminSetChannelStatusInput!) { adminSetChannelStatus(input: $input) { channel { id status } } }`, {
-                    input: { id: c.id, enabled: c.status !== "ENABLED" },
-                  }),
-                ),
-              ),
-          button("admin.test", () =>
-            write(t("admin.confirmTest", { id: c.id }), async () => {
-              const r = (
-                await run(`mutation($input: AdminTestChannelInput!) { adminTestChannel(input: $input) { ok latencyMs error } }`, { input: { id: c.id } })
-              ).adminTestChannel;
-              window.alert(r.ok ? `OK ${r.latencyMs ?? ""} ms` : `${t("admin.failed")} ${r.error ?? ""}`);
-            }),
-          ),
-        ),
-      ),
-    ),
-  );
+  const created = await write({
+    title: t("admin.createTitle"),
+    summary: () => t(balance && milli(balance) > 0 ? "admin.createSummaryMoney" : "admin.createSummary", { name, amount: balance ? fmt(milli(balance)) : "" }),
+    submit: () =>
+      run(`mutation($input: AdminCreateApiKeyInput!) { adminCreateApiKey(input: $input) { key id ledgerEntry { ${ENTRY} } } }`, {
+        input: { name, balance: balance || null },
+      }),
+  });
+  if (!created) return;
+  const c = created.adminCreateApiKey;
+  showEntry(c.ledgerEntry);
+  const secret = $("new-secret");
+  secret.hidden = false;
+  secret.replaceChildren(h("strong", { textContent: t("admin.secretOnce") }), " ", h("code", { id: "new-key", textContent: c.key }), ` (${c.id})`);
+  $("new-name").value = "";
+  $("new-balance").value = "";
 }
 
 // -- Overview ------------------------------------------------------------------------------------
@@ -332,21 +241,25 @@ async function loadOverview() {
   );
 }
 
-// -- Views and sign-in ---------------------------------------------------------------------------
+// -- Views, sign-in and sign-out ---------------------------------------------------------------------
 
-const LOADERS = {
-  overview: loadOverview,
-  keys: () => loadKeys(),
-  wallets: loadWallets,
-  orders: loadOrders,
-  deliveries: loadDeliveries,
-  channels: loadChannels,
+/** Each view, the admin field it reads (a role without it does not see the view), and its loader. */
+const VIEWS = {
+  overview: ["Query.adminOverview", loadOverview],
+  keys: ["Query.adminApiKeys", () => loadKeys()],
+  wallets: ["Query.adminCustomerWallets", () => loadWallets(ctx)],
+  orders: ["Query.adminOrders", () => loadOrders(ctx)],
+  deliveries: ["Query.adminWebhookDeliveries", () => loadDeliveries(ctx)],
+  channels: ["Query.adminChannels", () => loadChannels(ctx)],
+  audit: ["Query.adminAuditLog", () => loadAudit(ctx)],
+  operators: ["Query.adminOperators", () => loadOperators(ctx)],
 };
 
 async function refresh() {
   try {
-    await LOADERS[view]();
+    await VIEWS[view][1]();
   } catch (error) {
+    if (error.status === 401) return signedOut();
     fail(error);
   }
 }
@@ -361,34 +274,86 @@ function show(name) {
   return refresh();
 }
 
-function signOut() {
-  token = null;
+/** Shows the console for the identity `me` (`adminMe`, or the session route's answer). */
+async function enter(me, credentials) {
+  auth = { ...credentials, role: me.role, actor: me.actor, via: me.via, allowed: new Set(me.allowedFields) };
+  $("signin-error").hidden = true;
+  $("signin").hidden = true;
+  $("console").hidden = false;
+  $("whoami").textContent = t("admin.whoami", { actor: me.actor, role: word("role", me.role) });
+  for (const b of document.querySelectorAll("[data-view]")) b.hidden = !can(VIEWS[b.dataset.view][0]);
+  const first = Object.keys(VIEWS).find((name) => can(VIEWS[name][0]));
+  if (first) await show(first);
+}
+
+function signedOut() {
+  auth = null;
   clearInterval(pollTimer);
   $("console").hidden = true;
   $("signin").hidden = false;
   $("token").value = "";
+  $("password").value = "";
+}
+
+async function signIn(event) {
+  event.preventDefault();
+  const box = $("signin-error");
+  const token = $("token").value.trim();
+  const email = $("email").value.trim();
+  const password = $("password").value;
+  $("token").value = "";
+  $("password").value = "";
+  try {
+    if (token) {
+      const me = (await gql(`{ adminMe { ${IDENTITY} } }`, {}, token)).adminMe;
+      await enter(me, { token });
+      return;
+    }
+    if (!email || !password) throw { status: 400 };
+    const response = await fetch("/admin/session", {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify({ email, password }),
+      credentials: "same-origin",
+    });
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) throw { status: response.status, message: body.message };
+    await enter(body, { csrf: body.csrfToken });
+  } catch (error) {
+    auth = null;
+    box.hidden = false;
+    box.textContent =
+      error.status === 403
+        ? t("admin.disabled")
+        : error.status === 429
+          ? t("admin.throttled")
+          : error.status === 400
+            ? t("admin.needBoth")
+            : t("admin.badToken");
+  }
+}
+
+async function signOut() {
+  // A session ends on the server; a token is simply forgotten.
+  if (auth?.csrf) await fetch("/admin/session", { method: "DELETE", headers: { "x-csrf-token": auth.csrf }, credentials: "same-origin" }).catch(() => null);
+  signedOut();
+}
+
+/** A reload keeps a live session (the cookie); the CSRF token comes back from the server. */
+async function resume() {
+  const response = await fetch("/admin/session", { headers: { accept: "application/json" }, credentials: "same-origin" }).catch(() => null);
+  if (!response?.ok) return;
+  const body = await response.json();
+  await enter(body, { csrf: body.csrfToken });
 }
 
 initLang("title.admin");
-onLangChange(() => token && refresh());
-$("signin").addEventListener("submit", async (event) => {
-  event.preventDefault();
-  const candidate = $("token").value.trim();
-  $("token").value = "";
-  const box = $("signin-error");
-  try {
-    token = candidate;
-    await run(`{ adminOverview(minutes: 1) { at } }`);
-    box.hidden = true;
-    $("signin").hidden = true;
-    $("console").hidden = false;
-    await show("overview");
-  } catch (error) {
-    token = null;
-    box.hidden = false;
-    box.textContent = error.status === 403 ? t("admin.disabled") : t("admin.badToken");
-  }
+onLangChange(() => {
+  if (!auth) return;
+  $("whoami").textContent = t("admin.whoami", { actor: auth.actor, role: word("role", auth.role) });
+  refresh();
 });
+$("signin").addEventListener("submit", signIn);
 $("signout").addEventListener("click", signOut);
 for (const b of document.querySelectorAll("[data-view]")) b.addEventListener("click", () => show(b.dataset.view));
 $("key-search").addEventListener("submit", (event) => {
@@ -396,21 +361,14 @@ $("key-search").addEventListener("submit", (event) => {
   refresh();
 });
 $("keys-more").addEventListener("click", () => loadKeys(true).catch(fail));
-$("key-create").addEventListener("submit", async (event) => {
+$("key-create").addEventListener("submit", createKey);
+$("audit-filter").addEventListener("submit", (event) => {
   event.preventDefault();
-  const name = $("new-name").value.trim();
-  const balance = $("new-balance").value.trim() || null;
-  if (!name) return;
-  const created = await write(t("admin.confirmCreate", { name }), () =>
-    run(`mutation($input: AdminCreateApiKeyInput!) { adminCreateApiKey(input: $input) { key id ledgerEntry { ${ENTRY} } } }`, { input: { name, balance } }),
-  );
-  if (!created) return;
-  const c = created.adminCreateApiKey;
-  showEntry(c.ledgerEntry);
-  const secret = $("new-secret");
-  secret.hidden = false;
-  secret.replaceChildren(h("strong", { textContent: t("admin.secretOnce") }), " ", h("code", { id: "new-key", textContent: c.key }), ` (${c.id})`);
-  $("new-name").value = "";
-  $("new-balance").value = "";
+  refresh();
 });
-$("signin").dataset.ready = "true";
+setUpOperators(ctx);
+setUpChannelForm(ctx);
+$("audit-more").addEventListener("click", () => loadAudit(ctx, true).catch(fail));
+resume().finally(() => {
+  $("signin").dataset.ready = "true";
+});

@@ -24,7 +24,7 @@ const VIEWER = `query PageViewer($first: Int!, $days: Int!) { viewer {
   usageByDay(days: $days) { date spent { amount } billedSeconds billedImages }
   tasks(first: $first) { totalCount nodes {
     id status result images error createdAt count seconds resolution
-    price { amount } refunded { amount } charged { amount } model { id name kind } } } } }`;
+    price { amount } refunded { amount } charged { amount } providerUsage { seconds images points tokens } model { id name kind } } } } }`;
 const CHANGES = `subscription PageTaskChanges { tasks { id status } }`;
 const RECENT = 20;
 const CHART_DAYS = 30;
@@ -159,11 +159,27 @@ function resultLinks(task) {
   );
 }
 
+/** What the provider reported the task used, in its units (shown beside our price), or null. */
+function providerUsage(task) {
+  const u = task.providerUsage;
+  if (!u) return null;
+  const parts = [
+    u.seconds != null ? t("unit.seconds", { n: u.seconds }) : null,
+    u.images != null ? `${u.images} img` : null,
+    u.points != null ? `${u.points} pts` : null,
+    u.tokens != null ? `${u.tokens} tok` : null,
+  ].filter(Boolean);
+  return parts.length ? h("div", { className: "muted provider-usage", textContent: `${t("task.providerUsage")} ${parts.join(" · ")}` }) : null;
+}
+
 function chargedCell(task) {
   const refunded = task.refunded && Number(task.refunded.amount) !== 0;
-  return refunded
-    ? [yuan(task.charged), h("span", { className: "muted", textContent: ` (${t("task.refunded")} ${yuan(task.refunded)})` })]
-    : yuan(task.charged);
+  const usage = providerUsage(task);
+  return [
+    yuan(task.charged),
+    refunded ? h("span", { className: "muted", textContent: ` (${t("task.refunded")} ${yuan(task.refunded)})` }) : null,
+    usage,
+  ].filter(Boolean);
 }
 
 function describe(task) {

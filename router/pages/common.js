@@ -183,11 +183,12 @@ export function pageErrorOf(error, status) {
  * @param {string} query
  * @param {Record<string, unknown>} [variables]
  * @param {string} [key] the API key, sent as `Authorization: Bearer <key>`
+ * @param {Record<string, string>} [extraHeaders] more headers (the console's `X-CSRF-Token`)
  * @returns the `data` of the result
  * @throws {PageError} on a GraphQL error or a network failure
  */
-export async function gql(query, variables = {}, key) {
-  const headers = { "content-type": "application/json", accept: "application/json", "accept-language": lang === "zh" ? "zh-CN" : "en" };
+export async function gql(query, variables = {}, key, extraHeaders = {}) {
+  const headers = { "content-type": "application/json", accept: "application/json", "accept-language": lang === "zh" ? "zh-CN" : "en", ...extraHeaders };
   // A key is printable ASCII; anything else cannot even be sent as a header.
   if (key && !/^[\x21-\x7e]+$/.test(key)) throw new PageError({ code: "unauthorized", status: 401, message: "Invalid or missing API key" });
   if (key) headers.authorization = `Bearer ${key}`;

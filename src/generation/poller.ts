@@ -6,7 +6,7 @@ import pLimit from "p-limit";
 import type { Logger } from "pino";
 import { claimBatch, nowIso, type Db } from "../db/index.ts";
 import { toTaskRecord, type GenerationService, type TaskRow } from "./tasks.ts";
-import type { GenerationUpstream } from "./upstream/types.ts";
+import { UpstreamError, type GenerationUpstream } from "./upstream/types.ts";
 
 /** Settings of the poller. */
 export interface PollerOptions {
@@ -70,10 +70,12 @@ export function startPoller(options: PollerOptions): Poller {
           } catch (error) {
             // The upstream could not be asked now: try again next round.
             options.logger.warn({ task_id: row.id, err: (error as Error).message }, "task poll failed");
+            // A provider's Retry-After (429, 503) is obeyed: no sooner than it asked.
+            const wait = Math.max(options.intervalMs, error instanceof UpstreamError ? (error.retryAfterMs ?? 0) : 0);
             await options
               .db("tasks")
               .where({ id: row.id })
-              .update({ next_poll_at: new Date(Date.now() + options.intervalMs).toISOString() });
+              .update({ next_poll_at: new Date(Date.now() + wait).toISOString() });
             return 0;
           }
         }),

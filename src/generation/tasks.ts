@@ -20,8 +20,16 @@ import type { MilliYuan } from "../money.ts";
 import { getModel, type ModelKind } from "./catalog.ts";
 import { priceOf } from "./pricing.ts";
 import { validateGenerationRequest, type GenerationInput, type GenerationRequest, type UrlCheck } from "./validation.ts";
-import { UpstreamError, type GenerationUpstream, type SubmitAccepted, type TaskStatusCode, type UpstreamTaskState } from "./upstream/types.ts";
+import {
+  UpstreamError,
+  type GenerationUpstream,
+  type ProviderUsage,
+  type SubmitAccepted,
+  type TaskStatusCode,
+  type UpstreamTaskState,
+} from "./upstream/types.ts";
 import type { TaskCounters } from "./metrics.ts";
+import { addProviderUsage } from "./channels/store.ts";
 
 /** A task as the domain sees it; money in milli-yuan, times ISO 8601. */
 export interface TaskRecord {
@@ -43,6 +51,8 @@ export interface TaskRecord {
   result: string | null;
   images: string[] | null;
   error: string | null;
+  /** What the provider reported the task used (migration 016); null: nothing reported. */
+  providerUsage: ProviderUsage | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -70,6 +80,8 @@ export interface TaskRow {
   result?: string | null;
   images?: string | null;
   error?: string | null;
+  /** JSON of {@link ProviderUsage} (migration 016). */
+  provider_usage?: string | null;
   created_at: string;
   updated_at: string;
   request: string;
@@ -100,6 +112,7 @@ export function toTaskRecord(row: TaskRow): TaskRecord {
     result: row.result ?? null,
     images: row.images ? JSON.parse(row.images) : null,
     error: row.error ?? null,
+    providerUsage: row.provider_usage ? JSON.parse(row.provider_usage) : null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -163,6 +176,8 @@ export function createGenerationService(deps: GenerationServiceDeps) {
    */
   async function submit(caller: Caller, kind: ModelKind, input: GenerationInput): Promise<TaskRecord> {
     const request = await validateGenerationRequest(kind, input, deps.checkUrl);
+    // A combination no channel of the model can do is refused here, before any debit (ADR 0023).
+    await upstream.admits?.(request);
     const model = getModel(request.modelId)!;
     const price = priceOf(model, request);
     const id = newId("task");
@@ -390,6 +405,13 @@ export function createGenerationService(deps: GenerationServiceDeps) {
         next = { status: 2, error: "Upstream returned no result" };
       } else {
         next = { status: 1, result: state.result };
+        // Priced by upstream points (model 69): the charge follows the points the provider
+        // reported, never above what was debited (ADR 0023); the rest is refunded.
+        const points = state.usage?.points;
+        if (model.pricing.kind === "points" && typeof points === "number" && Number.isFinite(points) && points >= 0) {
+          const charge = Math.ceil(points * model.pricing.milliPerPoint);
+          if (charge < task.price) refund = task.price - charge;
+        }
       }
     }
     if (next.status === 2) {
@@ -406,10 +428,13 @@ export function createGenerationService(deps: GenerationServiceDeps) {
           error: next.error ?? null,
           generated_images: next.images ? next.images.length : null,
           refunded: refund,
+          ...(state.usage ? { provider_usage: JSON.stringify(state.usage) } : {}),
           next_poll_at: isTerminal(next.status) ? null : nextPoll,
           updated_at: now,
         });
       if (updated !== 1) return false;
+      // The channel's running usage totals move with the task's report, once (ADR 0023).
+      if (state.usage) await addProviderUsage(trx, task.id, state.usage);
       await settle(trx, task, { ...task, status: next.status, refunded: refund }, refund, next.error ?? "images not generated");
       await appendOutbox(trx, statusEvent({ ...task, ...next, refunded: refund, updatedAt: now } as TaskRecord));
       return true;

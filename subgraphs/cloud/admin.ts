@@ -1,38 +1,22 @@
 /**
- * The admin API of the cloud subgraph (docs/architecture.md §2 `ADMIN_TOKEN`; issue 3 "Catalog": admins
- * manage the catalog with the CLI or admin GraphQL mutations; issue 16: the console's reads across
- * accounts, docs/api/cloud.md §12). Each field checks the admin token
- * first (401/403, never through API-key authentication), then turns decimal yuan strings into
- * milli-yuan (422 `validation_failed` naming the field) and calls the same functions of `src/` as
- * the CLI.
+ * The admin reads of the cloud subgraph and what its writes share (docs/architecture.md §2.7;
+ * issue 3 "Catalog"; issue 16: the console's reads across accounts, docs/api/cloud.md §12; the
+ * writes are admin-writes.ts). Each field checks the operator and its role first (401/403, never
+ * through API-key authentication; subgraphs/shared/admin-access.ts), then turns decimal yuan
+ * strings into milli-yuan (422 `validation_failed` naming the field) and calls the same functions
+ * of `src/` as the CLI.
  */
 import { AppError } from "../../src/errors.ts";
 import { parseYuan, toMoney, type MilliYuan } from "../../src/money.ts";
-import { upsertProduct, upsertVendor } from "../../src/cloud/catalog.ts";
-import type { ProductStatus, VendorStatus } from "../../src/cloud/states.ts";
-import { checkCustomerId, getCustomerBalance, setCreditLine, topUpCustomer } from "../../src/cloud/customers.ts";
-import {
-  createKey,
-  getKeyInfo,
-  getKeyListing,
-  listKeys,
-  setKeyStatus,
-  topUpKey,
-  updateKeySettings,
-  type KeyInfo,
-  type KeyListing,
-  type KeySettingsChange,
-  type KeyStatus,
-} from "../../src/auth/keys.ts";
+import { getKeyListing, listKeys, type KeyInfo, type KeyListing, type KeyStatus } from "../../src/auth/keys.ts";
 import { listAllDeliveries, listAllOrders, listCustomerWallets, type CustomerWallet } from "../../src/cloud/admin-reads.ts";
-import { entriesOfOrders, newestEntryOf, type LedgerEntryView } from "../../src/ledger/entries.ts";
-import { resendDelivery } from "../../src/events/deliveries.ts";
+import { entriesOfOrders, type LedgerEntryView } from "../../src/ledger/entries.ts";
 import type { OrderRecord } from "../../src/cloud/order-records.ts";
 import { pageOf, toConnection } from "../shared/connection.ts";
 import type { CloudContext } from "./context.ts";
 
 /** The settings of an API key that the create and update inputs share (GraphQL, camelCase). */
-type KeySettingsInput = {
+export type KeySettingsInput = {
   scopes?: string[] | null;
   allowedIps?: string[] | null;
   rateLimit?: number | null;
@@ -46,7 +30,7 @@ type KeySettingsInput = {
  * @returns the amount in milli-yuan (sign kept: the domain function judges the range)
  * @throws AppError `validation_failed` (422) when it is not a decimal with at most three decimals
  */
-function yuanField(value: unknown, field: string): MilliYuan {
+export function yuanField(value: unknown, field: string): MilliYuan {
   try {
     if (typeof value !== "string") throw new RangeError("not a string");
     return parseYuan(value);
@@ -58,7 +42,7 @@ function yuanField(value: unknown, field: string): MilliYuan {
 }
 
 /** Re-labels the field of a validation error raised by `src/` with the name the GraphQL input uses. */
-async function renamingField<T>(work: () => Promise<T>, rename: (field: string) => string): Promise<T> {
+export async function renamingField<T>(work: () => Promise<T>, rename: (field: string) => string): Promise<T> {
   try {
     return await work();
   } catch (error) {
@@ -71,10 +55,10 @@ async function renamingField<T>(work: () => Promise<T>, rename: (field: string) 
 }
 
 /** A key setting's name as the GraphQL inputs spell it (`src/` says `allowIps`). */
-const graphqlKeyField = (field: string) => field.replace(/^allowIps/, "allowedIps");
+export const graphqlKeyField = (field: string) => field.replace(/^allowIps/, "allowedIps");
 
 /** A key's settings in the shape of the `ApiKey` type. */
-function apiKeyOf(info: KeyInfo) {
+export function apiKeyOf(info: KeyInfo) {
   return {
     id: info.id,
     accountId: info.accountId,
@@ -87,7 +71,7 @@ function apiKeyOf(info: KeyInfo) {
 }
 
 /** A key in the shape of the `AdminApiKey` type (money as `Money`). */
-function adminApiKeyOf(key: KeyListing) {
+export function adminApiKeyOf(key: KeyListing) {
   return {
     ...apiKeyOf(key),
     name: key.name,
@@ -100,12 +84,12 @@ function adminApiKeyOf(key: KeyListing) {
 }
 
 /** A ledger entry in the shape of the `AdminLedgerEntry` type. */
-function ledgerEntryOf(entry: LedgerEntryView) {
+export function ledgerEntryOf(entry: LedgerEntryView) {
   return { ...entry, amount: toMoney(entry.amount), balanceAfter: toMoney(entry.balanceAfter) };
 }
 
 /** The listing of a key that must exist (it was just written). */
-async function keyListing(ctx: CloudContext, keyId: string) {
+export async function keyListing(ctx: CloudContext, keyId: string) {
   const key = await getKeyListing(ctx.db, keyId);
   if (!key) throw new AppError("not_found", "API key not found");
   return adminApiKeyOf(key);
@@ -181,158 +165,4 @@ export const adminQueries = {
   },
 };
 
-const lower = <T extends string>(value: string | null | undefined) => (value == null ? null : (value.toLowerCase() as T));
-
-interface BillingCycleInput {
-  cycle: string;
-  months?: number | null;
-  price: string;
-}
-
-/** `Mutation` resolvers of the admin API. */
-export const adminMutations = {
-  adminUpsertVendor: async (_: unknown, { input }: { input: { id?: string | null; name: string; status?: string | null } }, ctx: CloudContext) => {
-    await ctx.requireAdmin();
-    const vendor = await upsertVendor(ctx.db, { id: input.id ?? null, name: input.name, status: lower<VendorStatus>(input.status) });
-    ctx.vendors.clear(vendor.id);
-    return { vendor };
-  },
-
-  adminUpsertProduct: async (
-    _: unknown,
-    {
-      input,
-    }: {
-      input: {
-        id?: string | null;
-        vendorId: string;
-        category: string;
-        name: string;
-        description?: string | null;
-        status?: string | null;
-        billingCycles: BillingCycleInput[];
-        stock?: number | null;
-        requiredFields?: string[] | null;
-      };
-    },
-    ctx: CloudContext,
-  ) => {
-    await ctx.requireAdmin();
-    const billingCycles = (input.billingCycles ?? []).map((c, i) => ({
-      cycle: c.cycle,
-      months: c.months ?? null,
-      price: yuanField(c.price, `billingCycles[${i}].price`),
-    }));
-    const product = await upsertProduct(ctx.db, {
-      id: input.id ?? null,
-      vendorId: input.vendorId,
-      category: input.category,
-      name: input.name,
-      description: input.description ?? null,
-      status: lower<ProductStatus>(input.status),
-      billingCycles,
-      stock: input.stock ?? null,
-      requiredFields: input.requiredFields ?? [],
-    });
-    ctx.products.clear(product.id);
-    return { product };
-  },
-
-  adminCreateApiKey: async (
-    _: unknown,
-    {
-      input,
-    }: {
-      input: KeySettingsInput & {
-        name: string;
-        accountId?: string | null;
-        balance?: string | null;
-      };
-    },
-    ctx: CloudContext,
-  ) => {
-    await ctx.requireAdmin();
-    const balance = input.balance == null ? undefined : yuanField(input.balance, "balance");
-    const created = await renamingField(
-      () =>
-        createKey(ctx.db, {
-          name: input.name,
-          accountId: input.accountId ?? undefined,
-          balance,
-          scopes: input.scopes ?? undefined,
-          allowIps: input.allowedIps ?? undefined,
-          rateLimit: input.rateLimit ?? undefined,
-          callbackUrl: input.callbackUrl ?? undefined,
-          requireSignature: input.requireSignature ?? undefined,
-        }),
-      graphqlKeyField,
-    );
-    const opening = balance ? await newestEntryOf(ctx.db, created.account_id) : null;
-    return {
-      key: created.key,
-      id: created.id,
-      accountId: created.account_id,
-      webhookSecret: created.webhook_secret,
-      apiKey: () => keyListing(ctx, created.id),
-      ledgerEntry: opening && opening.keyId === created.id ? ledgerEntryOf(opening) : null,
-    };
-  },
-
-  adminSetApiKeyStatus: async (_: unknown, { input }: { input: { keyId: string; status: string } }, ctx: CloudContext) => {
-    await ctx.requireAdmin();
-    await setKeyStatus(ctx.db, input.keyId, input.status.toLowerCase() as KeyStatus);
-    const info = await getKeyInfo(ctx.db, input.keyId);
-    if (!info) throw new AppError("not_found", "API key not found");
-    return { apiKey: apiKeyOf(info), adminApiKey: () => keyListing(ctx, info.id) };
-  },
-
-  adminTopUpAccount: async (_: unknown, { input }: { input: { keyId: string; amount: string } }, ctx: CloudContext) => {
-    await ctx.requireAdmin();
-    const amount = yuanField(input.amount, "amount");
-    const entry = await topUpKey(ctx.db, input.keyId, amount);
-    return { keyId: input.keyId, accountId: entry.accountId, balance: toMoney(entry.balanceAfter), ledgerEntry: ledgerEntryOf(entry) };
-  },
-
-  adminTopUpCustomer: async (_: unknown, { input }: { input: { accountId: string; customerId: string; amount: string } }, ctx: CloudContext) => {
-    await ctx.requireAdmin();
-    const customerId = checkCustomerId(input.customerId, "customerId");
-    const amount = yuanField(input.amount, "amount");
-    const entry = await topUpCustomer(ctx.db, { accountId: input.accountId, customerId, amount, requestId: ctx.requestId, reason: "top-up (admin)" });
-    return { customerBalance: await getCustomerBalance(ctx.db, input.accountId, customerId), ledgerEntry: ledgerEntryOf(entry) };
-  },
-
-  adminSetCustomerCreditLine: async (_: unknown, { input }: { input: { accountId: string; customerId: string; limit: string } }, ctx: CloudContext) => {
-    await ctx.requireAdmin();
-    const customerId = checkCustomerId(input.customerId, "customerId");
-    const limit = yuanField(input.limit, "limit");
-    return { customerBalance: await setCreditLine(ctx.db, input.accountId, customerId, limit) };
-  },
-
-  adminUpdateApiKey: async (
-    _: unknown,
-    {
-      input,
-    }: {
-      input: KeySettingsInput & {
-        keyId: string;
-      };
-    },
-    ctx: CloudContext,
-  ) => {
-    await ctx.requireAdmin();
-    // Absent stays, explicit null clears (GraphQL keeps the difference in the arguments).
-    const change: KeySettingsChange = {};
-    if (input.scopes !== undefined) change.scopes = input.scopes ?? [];
-    if (input.allowedIps !== undefined) change.allowIps = input.allowedIps;
-    if (input.rateLimit !== undefined) change.rateLimit = input.rateLimit;
-    if (input.callbackUrl !== undefined) change.callbackUrl = input.callbackUrl;
-    if (input.requireSignature != null) change.requireSignature = input.requireSignature;
-    const key = await renamingField(() => updateKeySettings(ctx.db, input.keyId, change), graphqlKeyField);
-    return { apiKey: adminApiKeyOf(key) };
-  },
-
-  adminResendDelivery: async (_: unknown, { input }: { input: { deliveryId: string } }, ctx: CloudContext) => {
-    await ctx.requireAdmin();
-    return { delivery: await resendDelivery(ctx.db, input.deliveryId) };
-  },
-};
+export const lower = <T extends string>(value: string | null | undefined) => (value == null ? null : (value.toLowerCase() as T));

@@ -16,7 +16,8 @@ import { getStatement, getTransactionsByIds, type StatementRecord, type Transact
 import { getTasksOfKey, type TaskRecord } from "../../src/generation/tasks.ts";
 import { listDeliveriesOfAggregates, type WebhookDeliveryRecord } from "../../src/events/deliveries.ts";
 import type { Page } from "../../src/pagination.ts";
-import type { AdminGuard } from "../../src/auth/admin.ts";
+import type { OperatorAuth, Principal } from "../../src/auth/operators/access.ts";
+import type { AuditActor } from "../../src/audit/log.ts";
 import { adminAccess } from "../shared/admin-access.ts";
 import { callerAccess, headerOf, type RequestLike } from "../shared/auth.ts";
 import { ownAccountCaller } from "../shared/own-account.ts";
@@ -39,14 +40,23 @@ export interface CloudContext {
    */
   ownAccount(accountId: string, scope: string): Promise<Caller | null>;
   /**
-   * Checks that the request carries the admin token (`Authorization: Bearer <ADMIN_TOKEN>`), once
-   * per request; API keys play no part.
-   * @throws AppError 403 `Admin API is disabled` when no ADMIN_TOKEN is set, 429 when the client's
-   *   address presented too many wrong tokens, 401 otherwise
+   * Authenticates the operator once per request (console session, operator token or break-glass
+   * ADMIN_TOKEN; API keys play no part) and checks its role may use `field` (`Type.field`) with
+   * `args` (subgraphs/shared/admin-access.ts).
+   * @returns who is acting
+   * @throws AppError 403 (`Admin API is disabled` with no ADMIN_TOKEN and no operator credential;
+   *   a role that may not use the field; a session write without CSRF token), 429 when the
+   *   client's address presented too many wrong credentials, 401 otherwise
    */
-  requireAdmin(): Promise<void>;
-  /** Whether the request carries the admin token: what an admin mutation answers is read without key scopes. */
+  requireAdmin(field?: string, args?: Record<string, unknown>): Promise<Principal>;
+  /** The actor of the request's audit rows (after {@link requireAdmin}). */
+  auditActor(): AuditActor;
+  /** Whether an operator is acting: what an admin mutation answers is read without key scopes. */
   isAdmin(): boolean;
+  /** The session id the router's sign-in route made (`adminSignIn` only), and the cookie's session. */
+  sessionFacts: { newSession: string | null; session: string | null; clientIp: string | null };
+  /** The operator authentication of the process (sign-in, sign-out). */
+  operatorAuth: OperatorAuth;
   requestId: string | null;
   products: DataLoader<string, ProductRecord | null>;
   vendors: DataLoader<string, VendorRecord | null>;
@@ -125,7 +135,7 @@ function childListLoader<K extends ChildListKey, V>(
 
 /**
  * Builds the context of one request.
- * @param admin the process's admin check (src/auth/admin.ts `createAdminGuard`; no ADMIN_TOKEN: the admin fields answer 403)
+ * @param admin the process's operator authentication (src/auth/operators/access.ts; no ADMIN_TOKEN and no operator: the admin fields answer 403)
  * @param budgetLimits the request's database budget (default {@link RequestBudget}'s)
  */
 export function createCloudContext(
@@ -133,12 +143,12 @@ export function createCloudContext(
   services: CloudServices,
   rateLimiter: RateLimiter,
   req: RequestLike,
-  admin: AdminGuard,
+  admin: OperatorAuth,
   budgetLimits?: BudgetLimits,
 ): CloudContext {
   const access = callerAccess(db, rateLimiter, req);
   const anyCaller = async () => (await access.caller())!;
-  const adminCheck = adminAccess(admin, req);
+  const adminCheck = adminAccess(admin, db, req);
   const eager = {
     db,
     budget: new RequestBudget(budgetLimits),
@@ -147,7 +157,14 @@ export function createCloudContext(
     callerOrNull: access.callerOrNull,
     ownAccount: (accountId: string, scope: string) => ownAccountCaller(access, accountId, scope),
     requireAdmin: adminCheck.require,
+    auditActor: adminCheck.actor,
     isAdmin: adminCheck.isAdmin,
+    sessionFacts: {
+      newSession: headerOf(req, "x-switchyard-new-session") ?? null,
+      session: headerOf(req, "x-switchyard-session") ?? null,
+      clientIp: headerOf(req, "x-switchyard-client-ip") ?? null,
+    },
+    operatorAuth: admin,
     requestId: headerOf(req, "x-request-id") ?? null,
   };
   return withLazy<

@@ -22,7 +22,9 @@ import type { CloudContext } from "./context.ts";
 import type { OutboxMessage } from "../../src/events/pubsub.ts";
 import { keyEventStream } from "../shared/key-events.ts";
 import { grantRead, type TypeScope } from "../shared/scopes.ts";
-import { adminMutations, adminQueries } from "./admin.ts";
+import { adminQueries } from "./admin.ts";
+import { adminMutations } from "./admin-writes.ts";
+import { operatorMutations, operatorQueries } from "./operators.ts";
 import { DateTime } from "../shared/scalars.ts";
 import { nodeQueries } from "./nodes.ts";
 
@@ -187,6 +189,7 @@ export const resolvers = {
     statement: async (_: unknown, { id }: { id: string }, ctx: CloudContext) => getStatement(ctx.db, await ctx.caller("billing:read"), id),
     ...nodeQueries,
     ...adminQueries,
+    ...operatorQueries,
   },
   Mutation: {
     createOrder: async (_: unknown, { input }: { input: WithKey<CreateOrderInput> }, ctx: CloudContext) => {
@@ -231,6 +234,7 @@ export const resolvers = {
       return { delivery: grantRead(ctx, await resendDelivery(ctx.db, input.deliveryId, caller.accountId)) };
     },
     ...adminMutations,
+    ...operatorMutations,
   },
   Subscription: {
     orderEvents: {

@@ -6,7 +6,8 @@ import { parse } from "graphql";
 import type { Logger } from "pino";
 import type { Db } from "../../src/db/index.ts";
 import type { RateLimiter } from "../../src/auth/rate-limit.ts";
-import type { AdminGuard } from "../../src/auth/admin.ts";
+import type { OperatorAuth } from "../../src/auth/operators/access.ts";
+import { guardAdminFields } from "../shared/admin-access.ts";
 import type { NonceStore } from "../shared/hop-nonces.ts";
 import { startSubgraph, type SubgraphHandle, type SubgraphObservability } from "../shared/server.ts";
 import { createCloudContext, type CloudContext } from "./context.ts";
@@ -31,8 +32,8 @@ export function startCloudSubgraph(options: {
   host: string;
   port: number;
   bodyLimit: number;
-  /** The admin check of the admin fields (src/auth/admin.ts; no ADMIN_TOKEN: 403). */
-  admin: AdminGuard;
+  /** The operator authentication of the admin fields (src/auth/operators/access.ts). */
+  admin: OperatorAuth;
   /** Graceful shutdown: how long requests in flight may finish (default 10 s). */
   drainTimeoutMs?: number;
   /** SUBGRAPH_SECRET: only requests signed with it by the router are served (subgraphs/shared/internal-context.ts). */
@@ -50,7 +51,7 @@ export function startCloudSubgraph(options: {
     typeDefs: cloudTypeDefs,
     // Every field of a scoped type checks its scope, wherever it was reached from (ADR 0007); every
     // resolver runs inside its request's database budget.
-    resolvers: scopeTypes(cloudTypeDefs, withRequestBudget(resolvers), TYPE_SCOPES, { bypass: (ctx: CloudContext) => ctx.isAdmin() }),
+    resolvers: scopeTypes(cloudTypeDefs, withRequestBudget(guardAdminFields(resolvers)), TYPE_SCOPES, { bypass: (ctx: CloudContext) => ctx.isAdmin() }),
     context: async (req) => createCloudContext(options.db, options.services, options.rateLimiter, req, options.admin, options.budget),
     secret: options.secret,
     nonces: options.nonces,

@@ -1,11 +1,16 @@
 /**
  * Admin GraphQL of the channels (README "Channels"; docs/api/generation.md "Admin: channels"):
- * `adminChannels` and the four channel mutations. Each checks the admin token first (401/403,
- * never an API key), then calls src/generation/channels/. The key is never part of an answer.
+ * `adminChannels` and the four channel mutations. Each checks the operator and its role first
+ * (401/403, never an API key; subgraphs/shared/admin-access.ts), then calls
+ * src/generation/channels/, each write with its audit row (src/audit/log.ts). The key is never
+ * part of an answer or an audit row.
  */
 import { AppError } from "../../src/errors.ts";
 import type { Channels, ChannelView } from "../../src/generation/channels/index.ts";
+import { channelAnswer, channelTypeId } from "../../src/generation/channels/view.ts";
 import type { ChannelInput } from "../../src/generation/channels/store.ts";
+import type { Knex } from "knex";
+import { audited } from "../../src/audit/log.ts";
 import type { GenerationContext } from "./context.ts";
 
 /** The channels of the context after the admin check. @throws AppError 401/403 (admin token); 403 `forbidden` when this process runs no channels */
@@ -15,51 +20,77 @@ async function admin(ctx: GenerationContext): Promise<Channels> {
   return ctx.channels;
 }
 
-/** A channel in the shape of the `Channel` type. */
-function channelOf(c: ChannelView) {
-  return {
-    id: c.id,
-    name: c.name,
-    baseUrl: c.baseUrl,
-    models: c.models ?? [],
-    modelMapping: c.modelMapping,
-    priority: c.priority,
-    weight: c.weight,
-    status: c.status,
-    disabledReason: c.disabledReason,
-    consecutiveFailures: c.consecutiveFailures,
-    nextProbeAt: c.nextProbeAt,
-    implicit: c.implicit,
-    stats: {
-      submissions: c.submissions,
-      successes: c.successes,
-      failures: c.failures,
-      successRate: c.submissions > 0 ? c.successes / c.submissions : null,
-      latencyMsAvg: c.submissions > 0 ? c.latencyMsTotal / c.submissions : null,
-      openTasks: c.openTasks,
-    },
-    createdAt: c.createdAt,
-    updatedAt: c.updatedAt,
-  };
+/** The input with its `type` enum value read as the type id. */
+function withTypeId<T extends { type?: string | null }>(input: T): T {
+  return input.type == null ? input : { ...input, type: channelTypeId(input.type) };
 }
+
+const channelOf = channelAnswer;
 
 export const channelQueries = {
   adminChannels: async (_: unknown, __: unknown, ctx: GenerationContext) => (await (await admin(ctx)).list()).map(channelOf),
 };
 
+/** A channel as its audit row shows it: the stored row without its key (src/audit/log.ts redacts secrets besides). */
+const channelRow = async (trx: Knex.Transaction, id: string) => {
+  const row = await trx("channels").where("id", id).first();
+  return row ? { ...row, api_key: undefined, key_ciphertext: undefined } : null;
+};
+
+/**
+ * Runs a channel write with its audit row in one transaction, then tells this process's channel
+ * router to reload (after the commit, so it reads the change).
+ */
+async function auditedChannel(
+  ctx: GenerationContext,
+  action: string,
+  id: string | null,
+  write: (channels: Channels, trx: Knex.Transaction) => Promise<ChannelView>,
+): Promise<ChannelView> {
+  const channels = await admin(ctx);
+  const channel = await audited(
+    ctx.db,
+    ctx.auditActor(),
+    {
+      action,
+      objectType: "channel",
+      objectId: id,
+      before: async (trx: Knex.Transaction) => (id ? channelRow(trx, id) : null),
+      after: (c: ChannelView, trx: Knex.Transaction) => channelRow(trx, c.id),
+      objectIdOf: (c: ChannelView) => c.id,
+    },
+    (trx: Knex.Transaction) => write(channels, trx),
+  );
+  channels.upstream.invalidate();
+  return channel;
+}
+
 export const channelMutations = {
   adminAddChannel: async (_: unknown, { input }: { input: Parameters<Channels["add"]>[0] }, ctx: GenerationContext) => ({
-    channel: channelOf(await (await admin(ctx)).add(input)),
+    channel: channelOf(await auditedChannel(ctx, "adminAddChannel", null, (channels, trx) => channels.add(withTypeId(input), trx))),
   }),
   adminUpdateChannel: async (_: unknown, { input }: { input: ChannelInput & { id: string } }, ctx: GenerationContext) => {
     const { id, ...fields } = input;
-    return { channel: channelOf(await (await admin(ctx)).update(id, fields)) };
+    return { channel: channelOf(await auditedChannel(ctx, "adminUpdateChannel", id, (channels, trx) => channels.update(id, withTypeId(fields), trx))) };
   },
   adminSetChannelStatus: async (_: unknown, { input }: { input: { id: string; enabled: boolean } }, ctx: GenerationContext) => ({
-    channel: channelOf(await (await admin(ctx)).setStatus(input.id, input.enabled)),
+    channel: channelOf(await auditedChannel(ctx, "adminSetChannelStatus", input.id, (channels, trx) => channels.setStatus(input.id, input.enabled, trx))),
   }),
   adminTestChannel: async (_: unknown, { input }: { input: { id: string } }, ctx: GenerationContext) => {
+    // The probe is a network call: it runs before the audit row's transaction (a transaction held
+    // across it would stall every write on SQLite); the row records the probe and its outcome.
     const { channel, result } = await (await admin(ctx)).test(input.id);
+    await audited(
+      ctx.db,
+      ctx.auditActor(),
+      {
+        action: "adminTestChannel",
+        objectType: "channel",
+        objectId: input.id,
+        after: () => ({ status: channel.status, ok: result.ok, latencyMs: result.latencyMs, error: result.error }),
+      },
+      async () => null,
+    );
     return { channel: channelOf(channel), ok: result.ok, latencyMs: result.latencyMs, error: result.error };
   },
 };

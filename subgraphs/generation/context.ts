@@ -14,7 +14,8 @@ import { callerAccess, headerOf, type RequestLike } from "../shared/auth.ts";
 import { withLazy } from "../shared/lazy.ts";
 import { ownAccountCaller } from "../shared/own-account.ts";
 import { RequestBudget, type BudgetLimits } from "../../src/db/budget.ts";
-import type { AdminGuard } from "../../src/auth/admin.ts";
+import type { OperatorAuth, Principal } from "../../src/auth/operators/access.ts";
+import type { AuditActor } from "../../src/audit/log.ts";
 import { adminAccess } from "../shared/admin-access.ts";
 import type { Channels } from "../../src/generation/channels/index.ts";
 
@@ -49,23 +50,26 @@ export interface GenerationContext {
   route: { method: string; path: string; status: number | null } | null;
   requestId: string | null;
   /**
-   * Checks `Authorization: Bearer <ADMIN_TOKEN>` (the channel admin fields), once per request.
-   * @throws AppError 403 no ADMIN_TOKEN, 429 too many wrong tokens from the client's address, 401 otherwise
+   * Authenticates the operator once per request (session, operator token or break-glass
+   * ADMIN_TOKEN) and checks its role may use `field` (subgraphs/shared/admin-access.ts).
+   * @throws AppError 403 (no ADMIN_TOKEN and no operator credential; role; CSRF), 429 too many failures from the client's address, 401 otherwise
    */
-  requireAdmin(): Promise<void>;
+  requireAdmin(field?: string, args?: Record<string, unknown>): Promise<Principal>;
+  /** The actor of the request's audit rows (after {@link requireAdmin}). */
+  auditActor(): AuditActor;
   /** The channels of this process (README "Channels"). */
   channels?: Channels;
 }
 
-/** What the admin fields need: the process's admin check (ADMIN_TOKEN) and the channels. */
+/** What the admin fields need: the process's operator authentication and the channels. */
 export interface GenerationAdmin {
-  guard: AdminGuard;
+  auth: OperatorAuth;
   channels?: Channels;
 }
 
 /**
  * Builds the context of one request.
- * @param admin the admin check (src/auth/admin.ts `createAdminGuard`) and the channels
+ * @param admin the operator authentication (src/auth/operators/access.ts) and the channels
  * @param budgetLimits the request's database budget (default {@link RequestBudget}'s)
  */
 export function createContext(
@@ -82,6 +86,7 @@ export function createContext(
   const caller = () => access.caller("generation");
   const routeHeader = header("x-switchyard-route");
   const match = routeHeader ? /^([A-Z]+) (\/\S*)$/.exec(routeHeader) : null;
+  const adminCheck = adminAccess(admin.auth, db, req);
   const eager = {
     db,
     budget: new RequestBudget(budgetLimits),
@@ -94,7 +99,8 @@ export function createContext(
     ownAccount: (accountId: string) => ownAccountCaller(access, accountId, "generation"),
     route: match ? { method: match[1]!, path: match[2]!, status: Number(header("x-switchyard-route-status")) || null } : null,
     requestId: header("x-request-id") ?? null,
-    requireAdmin: adminAccess(admin.guard, req).require,
+    requireAdmin: adminCheck.require,
+    auditActor: adminCheck.actor,
     channels: admin.channels,
   };
   return withLazy<typeof eager, Pick<GenerationContext, "usage" | "taskLoader">>(eager, {

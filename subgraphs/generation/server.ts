@@ -16,6 +16,7 @@ import { createContext, type GenerationAdmin, type GenerationContext } from "./c
 import { resolvers, TYPE_SCOPES } from "./resolvers.ts";
 import { scopeTypes } from "../shared/scopes.ts";
 import { withRequestBudget } from "../shared/budget.ts";
+import { guardAdminFields } from "../shared/admin-access.ts";
 import { enforceRequestBudgets, type BudgetLimits } from "../../src/db/budget.ts";
 
 /** The SDL of this subgraph. */
@@ -66,7 +67,7 @@ export async function startGenerationSubgraph(options: {
   observability?: SubgraphObservability;
   /** The database budget of each request (src/db/budget.ts; default its defaults). */
   budget?: BudgetLimits;
-  /** The admin check (ADMIN_TOKEN; unset: 403) and the channels, for the admin fields. */
+  /** The operator authentication and the channels, for the admin fields. */
   admin: GenerationAdmin;
 }): Promise<SubgraphHandle> {
   enforceRequestBudgets(options.db);
@@ -75,7 +76,7 @@ export async function startGenerationSubgraph(options: {
     typeDefs: generationTypeDefs,
     // Every field of a scoped type checks its scope, wherever it was reached from (ADR 0007); every
     // resolver runs inside its request's database budget.
-    resolvers: scopeTypes(generationTypeDefs, withRequestBudget(resolvers), TYPE_SCOPES),
+    resolvers: scopeTypes(generationTypeDefs, withRequestBudget(guardAdminFields(resolvers)), TYPE_SCOPES),
     context: async (req) => createContext(options.db, options.service, options.rateLimiter, options.pubsub, req, options.admin, options.budget),
     secret: options.secret,
     nonces: options.nonces,

@@ -40,7 +40,10 @@ const INTERNAL_CONTEXT_TOLERANCE_SECONDS = 300;
  * `x-service-signature` (the client's), `x-request-id` (the correlation id echoed to the client),
  * `x-switchyard-count-id` (minted by the router per client request: the rate limiter counts each
  * id once), `x-switchyard-client-ip`, `x-switchyard-route`, `x-switchyard-route-status`,
- * `x-switchyard-method`, `x-switchyard-path`, `x-switchyard-body-sha256`.
+ * `x-switchyard-method`, `x-switchyard-path`, `x-switchyard-body-sha256`; for the operator console
+ * (docs/adr/0022-operators-and-audit.md) `x-switchyard-session` (the session cookie's value),
+ * `x-switchyard-csrf` (the `X-CSRF-Token` header's) and `x-switchyard-new-session` (the id the
+ * router's sign-in route made, on that route only).
  */
 export type InternalHeaders = Record<string, string>;
 
@@ -80,6 +83,9 @@ const INTERNAL_HEADER_NAMES = [
   "x-switchyard-method",
   "x-switchyard-path",
   "x-switchyard-body-sha256",
+  "x-switchyard-session",
+  "x-switchyard-csrf",
+  "x-switchyard-new-session",
 ] as const;
 
 /**

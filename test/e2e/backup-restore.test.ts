@@ -135,7 +135,10 @@ describe("backups taken while the server takes paid submissions and top-ups", ()
 
     await restore();
     const verify = await runCli(["verify"], restored.env);
-    expect({ code: verify.code, stdout: verify.stdout }).toEqual({ code: 0, stdout: "ledger, running totals, tasks and orders verified: no discrepancies\n" });
+    expect({ code: verify.code, stdout: verify.stdout }).toEqual({
+      code: 0,
+      stdout: "ledger, running totals, tasks, orders and audit rows verified: no discrepancies\n",
+    });
     // The copy is the database as of a moment mid-stream: some of the work, not all of it.
     const live = await figuresOf(source, server.keyId!);
     const copy = await figuresOf(restored, server.keyId!);

@@ -9,7 +9,9 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { isSqlite, migrate, openDb, type Db } from "../../src/db/index.ts";
+import type { Knex } from "knex";
 import { createKey } from "../../src/auth/keys.ts";
+import { audited, CLI_ACTOR } from "../../src/audit/log.ts";
 import { parseYuan } from "../../src/money.ts";
 import { createGenerationService, toTaskRecord } from "../../src/generation/tasks.ts";
 import { runCli, startCli, type RunningProcess } from "../support/process.ts";
@@ -74,7 +76,17 @@ describe("crash recovery with real processes", () => {
       await database.drop();
     });
     await migrate(db);
-    const key = await createKey(db, { name: "crash", balance: parseYuan(balance), ...keyOptions });
+    // As `keys create` makes it: with the audit row `verify` asks of the opening balance.
+    const { key } = await audited(
+      db,
+      CLI_ACTOR,
+      { action: "keys.create", objectType: "api_key", objectIdOf: (r) => r.key.id, ledgerEntryOf: (r) => r.entryId },
+      async (trx: Knex.Transaction) => {
+        const made = await createKey(trx, { name: "crash", balance: parseYuan(balance), ...keyOptions });
+        const entry = await trx("ledger_entries").where("key_id", made.id).first("id");
+        return { key: made, entryId: Number(entry.id) };
+      },
+    );
     return { dbEnv: database.env, db, key };
   }
 

@@ -9,6 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser, type Locator, type Page } from "playwright-core";
 import { startTestStack, type TestStack } from "../support/stack.ts";
 import { DESKTOP, LAUNCH } from "../support/browser.ts";
+import { CLI_ACTOR } from "../../src/audit/log.ts";
+import { createOperator } from "../../src/auth/operators/store.ts";
 
 const ADMIN_TOKEN = "persisted-only-pages-admin";
 
@@ -84,11 +86,26 @@ describe("pages with PERSISTED_ONLY=true", () => {
   it("/admin signs in and lists the keys", async () => {
     await t.createKey("1", { name: "persisted-admin-row" });
     const page = await open("/admin", "#signin[data-ready]");
+    await page.locator("#token-box summary").click();
     await page.locator("#token").fill(ADMIN_TOKEN);
     await page.locator("#signin-button").click();
     await page.locator("#console").waitFor({ state: "visible" });
     await page.locator('[data-view="keys"]').click();
     await text(page.locator("#keys-table tbody tr", { hasText: "persisted-admin-row" })).toContain("persisted-admin-row");
+    expect(problems).toEqual([]);
+  });
+
+  it("/admin signs an operator in with a password (the router's own sign-in operations are trusted documents) and shows the audit log", async () => {
+    await createOperator(t.stack.db!, CLI_ACTOR, { email: "persisted@example.com", role: "viewer", password: "persisted-only password" });
+    const page = await open("/admin", "#signin[data-ready]");
+    await page.locator("#email").fill("persisted@example.com");
+    await page.locator("#password").fill("persisted-only password");
+    await page.locator("#signin-button").click();
+    await page.locator("#console").waitFor({ state: "visible" });
+    await page.locator('[data-view="audit"]').click();
+    await text(page.locator("#audit-table tbody tr").first()).toContain("operators.create");
+    await page.locator('[data-view="channels"]').click();
+    await page.locator("#channels-table tbody tr").first().waitFor();
     expect(problems).toEqual([]);
   });
 });

@@ -15,6 +15,8 @@ import { loadConfig } from "../../src/config.ts";
 import { parseYuan } from "../../src/money.ts";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
 import { json, lineSink } from "../support/log-sink.ts";
+import { CLI_ACTOR } from "../../src/audit/log.ts";
+import { createOperator } from "../../src/auth/operators/store.ts";
 
 const ADMIN_TOKEN = "throttle-admin-token-0123456789";
 const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -154,5 +156,42 @@ describe("wrong admin tokens across processes (PostgreSQL and Redis)", () => {
     expect(elsewhere.status).toBe(429);
     expect(elsewhere.code).toBe("rate_limited");
     expect((await ask(second.url!, CLOUD_ADMIN, ADMIN_TOKEN, "203.0.113.51", "across-other")).status).toBe(200);
+  });
+});
+
+describe("wrong operator passwords across processes (PostgreSQL and Redis)", () => {
+  const prefix = `switchyard-test:operator-throttle:${randomUUID().slice(0, 8)}:`;
+  const PASSWORD = "the operator's right password";
+  let database: TestDatabase;
+  let first: Stack;
+  let second: Stack;
+  beforeAll(async () => {
+    database = await createTestDatabase("switchyard-operator-throttle-", { postgres: true });
+    const env = settings(database, { REDIS_URL, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: "silent", ADMIN_FAILURES_PER_MINUTE: "4" });
+    first = await startStack(loadConfig(env));
+    second = await startStack(loadConfig(env));
+    await createOperator(first.db!, CLI_ACTOR, { email: "ops@example.com", role: "owner", password: PASSWORD });
+  });
+  afterAll(async () => {
+    await second?.close();
+    await first?.close();
+    await database?.drop();
+    const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length) await redis.del(...keys);
+    await redis.quit();
+  });
+  const signIn = (url: string, password: string, address: string) =>
+    fetch(`${url}/admin/session`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-forwarded-for": address },
+      body: JSON.stringify({ email: "ops@example.com", password }),
+    });
+
+  it("are counted per account across processes and addresses: 4 wrong passwords from 4 addresses through one process, then the right one through another is 429", async () => {
+    for (let i = 0; i < 4; i++) expect((await signIn(first.url!, `wrong password ${i}`, `198.51.100.${i + 1}`)).status).toBe(401);
+    const refused = await signIn(second.url!, PASSWORD, "198.51.100.99");
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
   });
 });

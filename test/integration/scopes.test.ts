@@ -40,7 +40,7 @@ import { TYPE_SCOPES as GENERATION_TYPE_SCOPES } from "../../subgraphs/generatio
 interface Row {
   /** `Query.order`, `Transaction.order`, `_entities: Order`, `GET /openapi/v1/orders`... */
   name: string;
-  /** A key scope, or `none` (no key), `any key` (any valid key), `ADMIN_TOKEN`. */
+  /** A key scope, or `none` (no key), `any key` (any valid key), `operator` (an operator whose role allows it: README roles table), `POST /admin/session`. */
   scope: string;
   /** Scopes the entry point needs besides the row's own (backticked scopes of the third column). */
   needs: string[];
@@ -468,6 +468,22 @@ const PROBES: Record<string, Probe> = {
   "Mutation.adminResendDelivery": gql(`mutation($id: ID!) { adminResendDelivery(input: { deliveryId: $id }) { delivery { id } } }`, () => ({
     id: fx.deliveryId,
   })),
+  "Query.adminMe": gql(`{ adminMe { role via allowedFields } }`),
+  "Query.adminOperators": gql(`{ adminOperators { id email role } }`),
+  "Query.adminAuditLog": gql(`{ adminAuditLog(first: 1) { totalCount } }`),
+  "Mutation.adminCreateOperator": gql(`mutation($email: String!) { adminCreateOperator(input: { email: $email, role: VIEWER }) { operator { id } } }`, () => ({
+    email: `scopes-${Math.random().toString(36).slice(2)}@example.com`,
+  })),
+  "Mutation.adminSetOperatorStatus": gql(
+    `mutation($email: String!, $id: ID!) { adminCreateOperator(input: { email: $email, role: VIEWER }) { operator { id } } adminSetOperatorStatus(input: { id: $id, status: "DISABLED" }) { operator { id status } } }`,
+    () => {
+      const email = `scopes-${Math.random().toString(36).slice(2)}@example.com`;
+      return { email, id: email };
+    },
+  ),
+  "Mutation.adminSignOut": gql(`mutation { adminSignOut { ended } }`),
+  // Only the router's sign-in route runs it: a GraphQL client is refused whatever it presents.
+  "Mutation.adminSignIn": gql(`mutation { adminSignIn(input: { email: "nobody@example.com", password: "wrong password" }) { expiresAt } }`),
 
   "Subscription.taskStatusChanged": subscription(`subscription($id: ID!) { taskStatusChanged(taskId: $id) { id status } }`, async (a) => ({
     id: await ownTask(a.key),
@@ -617,7 +633,8 @@ describe("the README scope table", () => {
   it("has a row for every probe here and a probe for every row", () => {
     expect(ROWS.length).toBeGreaterThan(50);
     expect(ROWS.map((r) => r.name).sort()).toEqual(Object.keys(PROBES).sort());
-    for (const row of ROWS) expect(isKeyScope(row.scope) || ["none", "any key", "ADMIN_TOKEN"].includes(row.scope), `${row.name}: ${row.scope}`).toBe(true);
+    for (const row of ROWS)
+      expect(isKeyScope(row.scope) || ["none", "any key", "operator", "POST /admin/session"].includes(row.scope), `${row.name}: ${row.scope}`).toBe(true);
   });
 
   it("has a row for every Query, Mutation and Subscription root field of the supergraph", () => {
@@ -696,8 +713,14 @@ describe("the README scope table", () => {
         const answered = await probe.run({ key: await keyWith(["usage:read"]) });
         expect(answered, JSON.stringify(answered)).toMatchObject({ ok: true });
       });
-    } else if (row.scope === "ADMIN_TOKEN") {
-      it(`${row.name}: refused (401) to an API key with every scope, answered to the admin token`, async () => {
+    } else if (row.scope === "POST /admin/session") {
+      it(`${row.name}: refused (403) to a GraphQL client, API key or admin token alike`, async () => {
+        const probe = PROBES[row.name]!;
+        expect(await probe.run({ key: await keyWith(ALL_SCOPES) })).toMatchObject({ ok: false, status: 403, code: "forbidden" });
+        expect(await probe.run({ admin: true })).toMatchObject({ ok: false, status: 403, code: "forbidden" });
+      });
+    } else if (row.scope === "operator") {
+      it(`${row.name}: refused (401) to an API key with every scope, answered to the admin token (an owner)`, async () => {
         const probe = PROBES[row.name]!;
         expect(await probe.run({ key: await keyWith(ALL_SCOPES) })).toMatchObject({ ok: false, status: 401, code: "unauthorized" });
         const answered = await probe.run({ admin: true });

@@ -17,6 +17,8 @@ import * as adminConsoleIndexes from "./011_admin_console_indexes.ts";
 import * as generationSpent from "./012_generation_spent.ts";
 import * as statementCsvEscaping from "./013_statement_csv_escaping.ts";
 import * as idempotencyScope from "./014_idempotency_scope.ts";
+import * as operatorsAudit from "./015_operators_audit.ts";
+import * as channelTypes from "./016_channel_types.ts";
 
 const MIGRATIONS: Record<string, Knex.Migration> = {
   "001_core": core,
@@ -33,6 +35,8 @@ const MIGRATIONS: Record<string, Knex.Migration> = {
   "012_generation_spent": generationSpent,
   "013_statement_csv_escaping": statementCsvEscaping,
   "014_idempotency_scope": idempotencyScope,
+  "015_operators_audit": operatorsAudit,
+  "016_channel_types": channelTypes,
 };
 
 /** Every migration this build knows, in the order they run (names sort in that order too). */

@@ -6,6 +6,7 @@
 import type { Logger } from "pino";
 import { ConfigError } from "../../config.ts";
 import type { Db } from "../../db/index.ts";
+import type { ResultStore } from "../upstream/result-store.ts";
 import type { GenerationUpstream } from "../upstream/types.ts";
 import { createKeyBox, type KeyBox } from "./crypto.ts";
 import { createChannelHealth } from "./health.ts";
@@ -13,17 +14,8 @@ import { withSubmitMetrics, type ChannelMetrics } from "./metrics.ts";
 import { probeAdapter, startProbeLoop, type ProbeResult } from "./probe.ts";
 import { createChannelRouter, type ChannelRouter } from "./router.ts";
 import { modelsServedOnlyBy } from "./select.ts";
-import {
-  addChannel,
-  getChannel,
-  listChannels,
-  openTasksByChannel,
-  setChannelStatus,
-  updateChannel,
-  upsertDefaultChannel,
-  type ChannelInput,
-  type ChannelRecord,
-} from "./store.ts";
+import { channelView, channelViews, type ChannelView } from "./view.ts";
+import { addChannel, getChannel, listChannels, setChannelStatus, updateChannel, upsertDefaultChannel, type ChannelInput, type ChannelRecord } from "./store.ts";
 
 /** Settings of the channels (src/config.ts). */
 export interface ChannelSettings {
@@ -36,25 +28,26 @@ export interface ChannelSettings {
   upstreamUrl?: string;
   /** GENERATION_UPSTREAM_KEY: redacted from providers' texts like every stored key. */
   upstreamKey?: string;
+  /** Where each channel's provider results are kept (src/generation/media/local.ts); unset: none. */
+  results?: (channelId: string) => ResultStore;
 }
 
-/** A channel with its figures, as admin GraphQL shows it. */
-export interface ChannelView extends ChannelRecord {
-  openTasks: number;
-}
+export type { ChannelView } from "./view.ts";
 
 /** The running channels of one generation process. */
 export interface Channels {
   upstream: ChannelRouter;
   list(): Promise<ChannelView[]>;
-  add(input: Parameters<typeof addChannel>[2]): Promise<ChannelView>;
-  update(id: string, input: ChannelInput): Promise<ChannelView>;
+  /** Adds a channel; `exec`: the transaction to write in (an audited admin write), default the database. */
+  add(input: Parameters<typeof addChannel>[2], exec?: Db): Promise<ChannelView>;
+  /** Changes a channel; `exec` as in {@link add}. */
+  update(id: string, input: ChannelInput, exec?: Db): Promise<ChannelView>;
   /**
    * Enables or disables a channel by hand. A disable is obeyed even for the last enabled channel
    * of a model (an operator asked; ADR 0012): that model's submissions are then refused and
    * refunded until a channel serving it is enabled, and a warning names the models.
    */
-  setStatus(id: string, enabled: boolean): Promise<ChannelView>;
+  setStatus(id: string, enabled: boolean, exec?: Db): Promise<ChannelView>;
   /** Probes one channel now; a success re-enables an AUTO_DISABLED one. */
   test(id: string): Promise<{ channel: ChannelView; result: ProbeResult }>;
   stop(): Promise<void>;
@@ -116,6 +109,7 @@ export async function startChannels(
     health,
     timeoutMs: settings.upstreamTimeoutMs,
     maxAttempts: settings.channelMaxAttempts,
+    results: settings.results,
   });
   const upstream = router;
   const probes = startProbeLoop({
@@ -127,30 +121,28 @@ export async function startChannels(
     onEnabled: () => upstream.invalidate(),
   });
 
-  async function view(channel: ChannelRecord): Promise<ChannelView> {
-    const open = await openTasksByChannel(db);
-    return { ...channel, openTasks: open.get(channel.id) ?? 0 };
+  async function view(channel: ChannelRecord, exec: Db = db): Promise<ChannelView> {
+    return channelView(exec, channel);
   }
   /** After a write: this process sees it at once. */
-  async function changed(channel: ChannelRecord): Promise<ChannelView> {
+  async function changed(channel: ChannelRecord, exec: Db = db): Promise<ChannelView> {
     upstream.invalidate();
-    return view(channel);
+    return view(channel, exec);
   }
 
   return {
     upstream,
     async list() {
       await health.flush();
-      const [channels, open] = await Promise.all([listChannels(db), openTasksByChannel(db)]);
-      return channels.map((c) => ({ ...c, openTasks: open.get(c.id) ?? 0 }));
+      return channelViews(db);
     },
-    add: async (input) => changed(await addChannel(db, box, input)),
-    update: async (id, input) => changed(await updateChannel(db, box, id, input)),
-    async setStatus(id, enabled) {
-      const channel = await setChannelStatus(db, id, enabled);
-      const unserved = enabled ? [] : modelsServedOnlyBy(channel, await listChannels(db));
+    add: async (input, exec = db) => changed(await addChannel(exec, box, input), exec),
+    update: async (id, input, exec = db) => changed(await updateChannel(exec, box, id, input), exec),
+    async setStatus(id, enabled, exec = db) {
+      const channel = await setChannelStatus(exec, id, enabled);
+      const unserved = enabled ? [] : modelsServedOnlyBy(channel, await listChannels(exec));
       if (unserved.length > 0) logger.warn({ channel_id: id, models: unserved }, "channel disabled by an operator: no enabled channel serves these models now");
-      return changed(channel);
+      return changed(channel, exec);
     },
     async test(id) {
       const channel = await getChannel(db, id);

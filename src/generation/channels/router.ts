@@ -14,6 +14,9 @@
  *   the implicit channel took it first time, the only case before channels existed.
  * - **fetchStatus** asks the channel that accepted the task (`tasks.channel_id`, null: `chn_default`).
  * - **findSubmission** (the recovery sweep) asks every channel that can look a submission up.
+ * - **admits** (before the debit) refuses with 400 a request that no enabled channel of its model
+ *   can do by its type (ADR 0023); **submit** passes over a channel whose type cannot do it,
+ *   without counting it as a failure or an attempt.
  *
  * Every adapter it hands out (the implicit one too) redacts every configured key — each stored
  * channel's and `GENERATION_UPSTREAM_KEY` — from what its provider says (../upstream/redact.ts), so
@@ -25,7 +28,9 @@
 import type { Logger } from "pino";
 import type { Db } from "../../db/index.ts";
 import type { GenerationRequest } from "../validation.ts";
-import { createHttpUpstream } from "../upstream/http.ts";
+import { invalidFieldError } from "../../errors.ts";
+import type { ResultStore } from "../upstream/result-store.ts";
+import { channelType, unpackCredentials } from "../upstream/channel-types.ts";
 import { redactingUpstream } from "../upstream/redact.ts";
 import { UpstreamError, type ChannelAttempt, type GenerationUpstream, type SubmitAccepted } from "../upstream/types.ts";
 import type { KeyBox } from "./crypto.ts";
@@ -52,7 +57,17 @@ export interface ChannelRouterOptions {
   /** Most channels tried per submission. */
   maxAttempts: number;
   random?: () => number;
+  /** Where a channel's results that customers could not fetch are kept; unset: such results fail the poll. */
+  results?: (channelId: string) => ResultStore;
 }
+
+/** Stands in when no result store is configured: every keep fails (the poller asks again). */
+const NO_RESULTS: ResultStore = {
+  keep: async () => {
+    throw new UpstreamError("failed", "no result store is configured for provider results");
+  },
+  urlOf: async () => null,
+};
 
 /** The router: an upstream, plus what the channel admin needs. */
 export interface ChannelRouter extends GenerationUpstream {
@@ -62,8 +77,17 @@ export interface ChannelRouter extends GenerationUpstream {
   invalidate(): void;
 }
 
-/** The request with our model id replaced by the channel's name for it, if it maps one. */
+/** The request field the channel's type cannot do, or null. */
+function unsupportedBy(channel: ChannelRecord, request: GenerationRequest): string | null {
+  return channelType(channel.type)?.unsupported(request) ?? null;
+}
+
+/**
+ * The request with our model id replaced by the channel's name for it, if it maps one (the
+ * `switchyard` type only: the other types read the mapping themselves).
+ */
 function mapModel(request: GenerationRequest, channel: ChannelRecord): GenerationRequest {
+  if (channel.type !== "switchyard") return request;
   const mapped = channel.modelMapping.find((m) => m.modelId === request.modelId);
   if (!mapped) return request;
   const upstreamModel = /^\d+$/.test(mapped.upstreamModel) ? Number(mapped.upstreamModel) : mapped.upstreamModel;
@@ -100,12 +124,21 @@ export function createChannelRouter(options: ChannelRouterOptions): ChannelRoute
       implicit ??= redactingUpstream(options.implicit, secrets);
       return implicit;
     }
-    const version = `${channel.baseUrl} ${channel.sealedKey}`;
+    const version = `${channel.type} ${channel.baseUrl} ${channel.sealedKey} ${JSON.stringify(channel.modelMapping)}`;
     const known = adapters.get(channel.id);
     if (known?.version === version) return known.adapter;
     if (!options.box || !channel.sealedKey) throw new UpstreamError("failed", "CHANNEL_KEY_SECRET is not set: the channel key cannot be read");
-    const http = createHttpUpstream({ baseUrl: channel.baseUrl, apiKey: options.box.open(channel.sealedKey), timeoutMs: options.timeoutMs });
-    const adapter = redactingUpstream(http, secrets);
+    const spec = channelType(channel.type);
+    if (!spec) throw new UpstreamError("failed", `unknown channel type ${channel.type}`);
+    const made = spec.create({
+      baseUrl: channel.baseUrl,
+      credentials: unpackCredentials(spec, options.box.open(channel.sealedKey)),
+      timeoutMs: options.timeoutMs,
+      modelFor: (request) =>
+        channel.modelMapping.find((m) => m.modelId === request.modelId)?.upstreamModel ?? spec.defaultModel(request) ?? String(request.modelId),
+      results: options.results?.(channel.id) ?? NO_RESULTS,
+    });
+    const adapter = redactingUpstream(made, secrets);
     adapters.set(channel.id, { version, adapter });
     return adapter;
   }
@@ -120,6 +153,14 @@ export function createChannelRouter(options: ChannelRouterOptions): ChannelRoute
     invalidate() {
       cache = null;
     },
+    async admits(request) {
+      const candidates = orderChannels(await channels(), request.modelId, () => 0).filter((c) => c.status === "ENABLED");
+      // No channel at all: submit fails and refunds as before (an operator's state, not the request's).
+      if (candidates.length === 0) return;
+      const refusals = candidates.map((c) => unsupportedBy(c, request));
+      if (refusals.includes(null)) return;
+      throw invalidFieldError(refusals[0]!);
+    },
     async submit(request, taskId) {
       // Cached records: the health recorder marks an auto-disabled one in place, so later
       // submissions of this process skip it before the next refresh.
@@ -131,6 +172,8 @@ export function createChannelRouter(options: ChannelRouterOptions): ChannelRoute
         // Auto-disabled meanwhile by another submission of this process: skipped, and not counted
         // against CHANNEL_MAX_ATTEMPTS, so the channels behind it are still reached.
         if (channel.status !== "ENABLED") continue;
+        // Its type cannot do this request: not a failure of the channel, and never sent.
+        if (unsupportedBy(channel, request) !== null) continue;
         if (attempts.length >= options.maxAttempts) break;
         const started = performance.now();
         let upstreamTaskId: string;

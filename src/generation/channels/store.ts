@@ -3,10 +3,12 @@
  * back, the admin writes with their validation, and the implicit channel `chn_default`.
  */
 import { AppError } from "../../errors.ts";
+import type { Knex } from "knex";
 import { nowIso, type Db } from "../../db/index.ts";
 import { newId } from "../../ids.ts";
 import { carriesCredentials } from "../../net/url-guard.ts";
 import { getModel } from "../catalog.ts";
+import { channelType, CHANNEL_TYPE_IDS, packCredentials, unpackCredentials, type CredentialField } from "../upstream/channel-types.ts";
 import { redactUrlCredentials } from "../upstream/redact.ts";
 import type { KeyBox } from "./crypto.ts";
 import { isBlank } from "../../text.ts";
@@ -27,6 +29,8 @@ export interface ChannelModelMapping {
 export interface ChannelRecord {
   id: string;
   name: string;
+  /** The protocol it speaks (src/generation/upstream/channel-types.ts): `switchyard`, `openai-compatible`, `kling`. */
+  type: string;
   /** Never with credentials: refused on input; one stored before that is shown `scheme://[redacted]@host`. */
   baseUrl: string;
   /** Our model ids served; null: every model (the implicit channel). */
@@ -40,12 +44,14 @@ export interface ChannelRecord {
   probeFailures: number;
   nextProbeAt: string | null;
   implicit: boolean;
-  /** The sealed key (crypto.ts); null for the implicit channel. */
+  /** The sealed credentials (crypto.ts; the plain key, or a JSON object of the type's fields); null for the implicit channel. */
   sealedKey: string | null;
   submissions: number;
   successes: number;
   failures: number;
   latencyMsTotal: number;
+  /** What its providers reported its tasks used, summed (running totals, migration 016). */
+  usage: ChannelProviderUsage;
   createdAt: string;
   updatedAt: string;
 }
@@ -54,6 +60,7 @@ export interface ChannelRecord {
 export interface ChannelRow {
   id: string;
   name: string;
+  type?: string | null;
   base_url: string;
   /** JSON: model ids, or `["*"]` for every model. */
   models: string;
@@ -71,6 +78,11 @@ export interface ChannelRow {
   successes: number | string;
   failures: number | string;
   latency_ms_total: number | string;
+  usage_tasks?: number | string;
+  usage_seconds_milli?: number | string;
+  usage_images?: number | string;
+  usage_points_milli?: number | string;
+  usage_tokens?: number | string;
   created_at: string;
   updated_at: string;
 }
@@ -81,6 +93,7 @@ export function toChannelRecord(row: ChannelRow): ChannelRecord {
   return {
     id: row.id,
     name: row.name,
+    type: row.type ?? "switchyard",
     // fetch refuses a URL with credentials, so masking one loses nothing that worked.
     baseUrl: redactUrlCredentials(row.base_url),
     models: models.includes("*") ? null : (models as number[]),
@@ -98,6 +111,13 @@ export function toChannelRecord(row: ChannelRow): ChannelRecord {
     successes: Number(row.successes),
     failures: Number(row.failures),
     latencyMsTotal: Number(row.latency_ms_total),
+    usage: {
+      tasks: Number(row.usage_tasks ?? 0),
+      seconds: Number(row.usage_seconds_milli ?? 0) / 1000,
+      images: Number(row.usage_images ?? 0),
+      points: Number(row.usage_points_milli ?? 0) / 1000,
+      tokens: Number(row.usage_tokens ?? 0),
+    },
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -143,8 +163,15 @@ export async function upsertDefaultChannel(db: Db, baseUrl: string): Promise<voi
 /** Fields of a channel an admin may set. */
 export interface ChannelInput {
   name?: string;
+  /** The channel type (only when adding; default `switchyard`). */
+  type?: string | null;
   baseUrl?: string;
+  /** The provider's key (one-key types). */
   apiKey?: string;
+  /** Kling's access key (with `secretKey`). */
+  accessKey?: string;
+  /** Kling's secret key (with `accessKey`). */
+  secretKey?: string;
   models?: number[];
   modelMapping?: ChannelModelMapping[] | null;
   priority?: number | null;
@@ -153,8 +180,31 @@ export interface ChannelInput {
 
 const invalid = (message: string) => new AppError("invalid_request", message);
 
+/** Every credential field. */
+const CREDENTIAL_FIELDS: readonly CredentialField[] = ["apiKey", "accessKey", "secretKey"];
+
+/**
+ * The sealed credentials of the input, or undefined when it gives none.
+ * @throws AppError 400 a field the type does not take, or only some of its fields; 403 no CHANNEL_KEY_SECRET
+ */
+function sealedCredentials(input: ChannelInput, type: string, box: KeyBox | null): string | undefined {
+  const spec = channelType(type)!;
+  const given = CREDENTIAL_FIELDS.filter((f) => input[f] != null);
+  if (given.length === 0) return undefined;
+  for (const field of given)
+    if (!spec.credentials.includes(field)) throw invalid(`${field} is not a credential of type ${type}: give ${spec.credentials.join(" and ")}`);
+  for (const field of spec.credentials)
+    if (input[field] == null) throw invalid(`${field} is required with ${given.join(", ")} (type ${type} takes ${spec.credentials.join(" and ")})`);
+  if (!box) throw new AppError("forbidden", "CHANNEL_KEY_SECRET is not set: channel keys cannot be stored");
+  for (const field of spec.credentials) {
+    const value = input[field];
+    if (!value || value.length > 1000) throw invalid(`${field} must be 1 to 1000 characters`);
+  }
+  return box.seal(packCredentials(spec, input));
+}
+
 /** Validates admin input and returns the columns it sets. @throws AppError 400 naming the field */
-function columnsOf(input: ChannelInput, box: KeyBox | null): Record<string, unknown> {
+function columnsOf(input: ChannelInput, box: KeyBox | null, type: string): Record<string, unknown> {
   const columns: Record<string, unknown> = {};
   if (input.name !== undefined) {
     const name = String(input.name).trim();
@@ -173,11 +223,8 @@ function columnsOf(input: ChannelInput, box: KeyBox | null): Record<string, unkn
     if (carriesCredentials(url)) throw invalid("baseUrl must not contain credentials (user:password@): give the provider's key as apiKey");
     columns.base_url = input.baseUrl.replace(/\/+$/, "");
   }
-  if (input.apiKey !== undefined) {
-    if (!box) throw new AppError("forbidden", "CHANNEL_KEY_SECRET is not set: channel keys cannot be stored");
-    if (!input.apiKey || input.apiKey.length > 1000) throw invalid("apiKey must be 1 to 1000 characters");
-    columns.api_key = box.seal(input.apiKey);
-  }
+  const sealed = sealedCredentials(input, type, box);
+  if (sealed !== undefined) columns.api_key = sealed;
   if (input.models !== undefined) {
     if (!Array.isArray(input.models) || input.models.length === 0) throw invalid("models must list at least one model id");
     for (const id of input.models) if (!getModel(id)) throw invalid(`models: unknown model id ${id}`);
@@ -209,10 +256,13 @@ function columnsOf(input: ChannelInput, box: KeyBox | null): Record<string, unkn
 export async function addChannel(
   db: Db,
   box: KeyBox | null,
-  input: Required<Pick<ChannelInput, "name" | "baseUrl" | "apiKey" | "models">> & ChannelInput,
+  input: Required<Pick<ChannelInput, "name" | "baseUrl" | "models">> & ChannelInput,
 ): Promise<ChannelRecord> {
-  for (const field of ["name", "baseUrl", "apiKey", "models"] as const) if (input[field] == null) throw invalid(`${field} is required`);
-  const columns = columnsOf(input, box);
+  const type = input.type ?? "switchyard";
+  const spec = channelType(type);
+  if (!spec) throw invalid(`type must be one of: ${CHANNEL_TYPE_IDS.join(", ")}`);
+  for (const field of ["name", "baseUrl", ...spec.credentials, "models"] as const) if (input[field] == null) throw invalid(`${field} is required`);
+  const columns = columnsOf(input, box, type);
   const now = nowIso();
   const id = newId("chn");
   await db("channels").insert({
@@ -221,6 +271,7 @@ export async function addChannel(
     weight: 1,
     model_mapping: "[]",
     ...columns,
+    type,
     status: "ENABLED",
     implicit: false,
     created_at: now,
@@ -236,7 +287,8 @@ export async function addChannel(
 export async function updateChannel(db: Db, box: KeyBox | null, id: string, input: ChannelInput): Promise<ChannelRecord> {
   const channel = await getChannel(db, id);
   if (channel.implicit) throw invalid("chn_default is set by GENERATION_UPSTREAM_URL and GENERATION_UPSTREAM_KEY; only its status can change");
-  const columns = columnsOf(input, box);
+  if (input.type != null && input.type !== channel.type) throw invalid("type cannot change: add a channel of the new type and disable this one");
+  const columns = columnsOf(input, box, channel.type);
   if (Object.keys(columns).length > 0)
     await db("channels")
       .where({ id })
@@ -273,7 +325,10 @@ export function configuredKeys(channels: readonly ChannelRecord[], box: KeyBox |
   for (const channel of channels) {
     if (!box || !channel.sealedKey) continue;
     try {
-      keys.push(box.open(channel.sealedKey));
+      const plain = box.open(channel.sealedKey);
+      const spec = channelType(channel.type);
+      if (!spec) keys.push(plain);
+      else keys.push(...Object.values(unpackCredentials(spec, plain)).filter(Boolean));
     } catch {
       /* not sealed with this secret: never sent from here */
     }
@@ -285,4 +340,40 @@ export function configuredKeys(channels: readonly ChannelRecord[], box: KeyBox |
 export async function openTasksByChannel(db: Db): Promise<Map<string, number>> {
   const rows = await db("tasks").whereIn("status", [0, 3, 4]).andWhere("submit_state", "sent").groupBy("channel_id").select("channel_id").count({ n: "*" });
   return new Map((rows as { channel_id: string | null; n: number | string }[]).map((r) => [r.channel_id ?? DEFAULT_CHANNEL_ID, Number(r.n)]));
+}
+
+/** The provider-reported usage of one channel's finished tasks, summed (ADR 0023). */
+export interface ChannelProviderUsage {
+  /** Tasks whose provider reported usage. */
+  tasks: number;
+  seconds: number;
+  images: number;
+  points: number;
+  tokens: number;
+}
+
+/** Thousandths of a reported amount, as stored (a non-finite or negative amount counts 0). */
+const thousandths = (value: number | undefined) => (typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.round(value * 1000) : 0);
+const whole = (value: number | undefined) => (typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.round(value) : 0);
+
+/**
+ * Adds a task's reported usage to its channel's running totals, inside the transaction that
+ * writes the report (src/generation/tasks.ts), so the totals move exactly once with it.
+ * @param taskId the task (its `channel_id`; null: `chn_default`)
+ */
+export async function addProviderUsage(
+  trx: Db | Knex.Transaction,
+  taskId: string,
+  usage: { seconds?: number; images?: number; points?: number; tokens?: number },
+): Promise<void> {
+  const add = (column: string, amount: number) => trx.raw("?? + ?", [column, amount]);
+  await trx("channels")
+    .where("id", trx.raw("coalesce((select channel_id from tasks where id = ?), ?)", [taskId, DEFAULT_CHANNEL_ID]))
+    .update({
+      usage_tasks: add("usage_tasks", 1),
+      usage_seconds_milli: add("usage_seconds_milli", thousandths(usage.seconds)),
+      usage_images: add("usage_images", whole(usage.images)),
+      usage_points_milli: add("usage_points_milli", thousandths(usage.points)),
+      usage_tokens: add("usage_tokens", whole(usage.tokens)),
+    });
 }

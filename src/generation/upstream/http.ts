@@ -19,6 +19,7 @@
  *   100 newer ones, is not found: the sweep then resends (README "Running at scale").
  */
 import type { GenerationRequest } from "../validation.ts";
+import { retryAfterMs } from "./provider-call.ts";
 import { redactSecrets } from "./redact.ts";
 import { UpstreamError, type GenerationUpstream, type TaskStatusCode, type UpstreamTaskState } from "./types.ts";
 
@@ -92,7 +93,7 @@ export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpst
   const base = options.baseUrl.replace(/\/+$/, "");
   // Everything the provider (or the transport) says goes through here before it leaves the adapter.
   const clean = (text: string) => redactSecrets(text, [options.apiKey]);
-  const failed = (detail: string, reason?: "http" | "code" | "body") => new UpstreamError("failed", clean(detail), reason);
+  const failed = (detail: string, reason?: "http" | "code" | "body", wait?: number) => new UpstreamError("failed", clean(detail), reason, wait);
 
   async function call(path: string, init: RequestInit, headers: Record<string, string> = {}): Promise<Record<string, unknown>> {
     let response: Response;
@@ -120,7 +121,12 @@ export function createHttpUpstream(options: HttpUpstreamOptions): GenerationUpst
       const words = providerMessage(text);
       return words ? `${head}: ${clean(words).slice(0, PROVIDER_MESSAGE_CHARS)}` : head;
     };
-    if (!response.ok) throw failed(saying(`HTTP ${response.status}`), "http");
+    if (!response.ok) {
+      // A 429's or 503's Retry-After is kept: the poller asks no sooner (src/generation/poller.ts).
+      const wait = retryAfterMs(response.headers.get("retry-after"));
+      const said = saying(`HTTP ${response.status}`);
+      throw failed(wait === undefined ? said : `${said} (retry after ${Math.ceil(wait / 1000)} s)`, "http", wait);
+    }
     let body: unknown;
     try {
       body = JSON.parse(text);

@@ -40,5 +40,6 @@ export function countUpstreamErrors(upstream: GenerationUpstream, registry: Regi
     fetchStatus: counted("status", upstream.fetchStatus.bind(upstream)),
     ...(upstream.findSubmission ? { findSubmission: counted("lookup", upstream.findSubmission.bind(upstream)) } : {}),
     ...(upstream.probe ? { probe: upstream.probe.bind(upstream) } : {}),
+    ...(upstream.admits ? { admits: upstream.admits.bind(upstream) } : {}),
   };
 }

@@ -44,6 +44,8 @@ const SHAPES: readonly (readonly [RegExp, string])[] = [
   [/\b(Bearer|Basic)(\s+)[A-Za-z0-9\-._~+/]{8,}=*/gi, `$1$2${REDACTED}`],
   // Keys in the common secret-key shape: sk-…, sk_live_…, sk-proj-….
   [/\bsk[-_][A-Za-z0-9_-]{8,}/g, REDACTED],
+  // A JSON Web Token (Kling's bearer credential, made from the channel's secret key): header.payload.signature.
+  [/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, REDACTED],
 ];
 
 /**
@@ -72,7 +74,7 @@ export function redactSecrets(text: string, secrets: Iterable<string> = []): str
  * repeats the message), of the same kind and reason.
  */
 export function redactedError(error: unknown, secrets: Iterable<string> = []): Error {
-  if (error instanceof UpstreamError) return new UpstreamError(error.kind, redactSecrets(error.message, secrets), error.reason);
+  if (error instanceof UpstreamError) return new UpstreamError(error.kind, redactSecrets(error.message, secrets), error.reason, error.retryAfterMs);
   const message = redactSecrets(error instanceof Error ? error.message : String(error), secrets);
   const clean = new Error(message);
   if (error instanceof Error) clean.name = error.name;
@@ -106,5 +108,6 @@ export function redactingUpstream(upstream: GenerationUpstream, secrets: () => P
     },
     ...(upstream.findSubmission ? { findSubmission: guarded(upstream.findSubmission.bind(upstream)) } : {}),
     ...(upstream.probe ? { probe: guarded(upstream.probe.bind(upstream)) } : {}),
+    ...(upstream.admits ? { admits: upstream.admits.bind(upstream) } : {}),
   };
 }

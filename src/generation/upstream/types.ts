@@ -13,6 +13,23 @@ export interface UpstreamTaskState {
   result?: string | null;
   images?: string[] | null;
   error?: string | null;
+  /** What the provider reported the task used (stored as `tasks.provider_usage`); absent: nothing reported. */
+  usage?: ProviderUsage | null;
+}
+
+/**
+ * What a provider reported a task used, in its own units (README "Channels"): whichever it
+ * reports. Shown next to our price on the task pages and summed per channel in `adminChannels`.
+ */
+export interface ProviderUsage {
+  /** Seconds of video generated. */
+  seconds?: number;
+  /** Images generated. */
+  images?: number;
+  /** The provider's points or credits deducted (Kling's units). */
+  points?: number;
+  /** Tokens billed (OpenAI image models). */
+  tokens?: number;
 }
 
 /** What went wrong in an upstream call, finer than `kind` (the `kind` label of `switchyard_upstream_errors_total`). */
@@ -28,6 +45,8 @@ export class UpstreamError extends Error {
     readonly kind: "failed" | "timeout",
     detail: string,
     readonly reason: UpstreamFailureReason = kind === "timeout" ? "timeout" : "transport",
+    /** Milliseconds the provider asked us to wait (a 429's or 503's `Retry-After`); the poller asks no sooner. */
+    readonly retryAfterMs?: number,
   ) {
     super(detail);
     this.name = "UpstreamError";
@@ -69,6 +88,12 @@ export interface GenerationUpstream {
    * @throws UpstreamError on any failure (docs/api/generation.md §4 rule 6)
    */
   submit(request: GenerationRequest, taskId: string): Promise<SubmitAccepted>;
+  /**
+   * Checks, before any debit, that some provider can do the request at all (a channel type that
+   * cannot take, say, 15 seconds or an audio reference). Absent: every valid request can be sent.
+   * @throws AppError 400 `{field} has an unsupported value` (docs/api/generation.md §7) when none can
+   */
+  admits?(request: GenerationRequest): Promise<void>;
   /**
    * Asks the provider whether it already has the task we submitted under `taskId` (the
    * recovery sweep, before resending a submission whose answer a crash lost). Absent when the

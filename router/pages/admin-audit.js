@@ -1,0 +1,48 @@
+// The console's audit log view (/admin; README "Console", "The audit log"): filtered by operator,
+// object and time, newest first, each row's before and after. `ctx` is the console's: run, fail.
+import { h, t, when } from "./common.js";
+import { cell, code, labelCells, table, word } from "./admin-forms.js";
+
+const $ = (id) => document.getElementById(id);
+let auditAfter = null;
+
+/** A local datetime-local value as ISO 8601 UTC, or null. */
+const isoOf = (value) => (value ? new Date(value).toISOString() : null);
+
+export async function loadAudit(ctx, append = false) {
+  const actor = $("audit-actor").value.trim() || null;
+  const objectId = $("audit-object").value.trim() || null;
+  const data = await ctx.run(
+    `query($actor: String, $objectId: String, $since: DateTime, $until: DateTime, $after: String) { adminAuditLog(actor: $actor, objectId: $objectId, since: $since, until: $until, after: $after, first: 50) { pageInfo { hasNextPage endCursor } nodes { id at actor role action objectType objectId requestId before after ledgerEntryId } } }`,
+    { actor, objectId, since: isoOf($("audit-since").value), until: isoOf($("audit-until").value), after: append ? auditAfter : null },
+  );
+  const conn = data.adminAuditLog;
+  auditAfter = conn.pageInfo.endCursor;
+  $("audit-more").hidden = !conn.pageInfo.hasNextPage;
+  const change = (e) =>
+    h(
+      "details",
+      {},
+      h("summary", { textContent: e.ledgerEntryId ? t("admin.auditLedger", { id: e.ledgerEntryId }) : t("admin.auditChange") }),
+      h("div", { className: "audit-json", textContent: `${t("admin.auditBefore")} ${e.before ?? "—"}\n${t("admin.auditAfter")} ${e.after ?? "—"}` }),
+    );
+  const headers = ["admin.col.time", "admin.col.operator", "admin.col.action", "admin.col.object", "admin.col.request", "admin.col.change"];
+  const rows = conn.nodes.map((e) =>
+    h(
+      "tr",
+      { dataset: { audit: e.id } },
+      cell(when(e.at)),
+      cell(e.actor, e.role ? h("div", { className: "hint", textContent: word("role", e.role.toUpperCase()) }) : null),
+      cell(h("code", { className: "audit-action", textContent: e.action })),
+      cell(`${e.objectType} `, e.objectId ? code(e.objectId) : ""),
+      cell(e.requestId ? code(e.requestId) : "—"),
+      cell(change(e)),
+    ),
+  );
+  const body = $("audit-table").tBodies[0];
+  if (append && body) {
+    const labels = headers.map((key) => t(key));
+    labelCells(rows, labels);
+    body.append(...rows);
+  } else table($("audit-table"), headers, rows);
+}

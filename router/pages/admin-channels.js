@@ -1,0 +1,142 @@
+// The console's channels view (/admin; README "Channels"): display and role gating only; the
+// channel contract is the generation subgraph's. `ctx` is the console's: run, can, write, fail.
+import { h, t, when } from "./common.js";
+import { button, cell, code, table, word } from "./admin-forms.js";
+
+const $ = (id) => document.getElementById(id);
+
+function channelActions(ctx, c) {
+  return [
+    !c.implicit && ctx.can("Mutation.adminSetChannelStatus")
+      ? button(c.status === "ENABLED" ? "admin.disable" : "admin.enable", () =>
+          ctx.write({
+            title: t(c.status === "ENABLED" ? "admin.disableTitle" : "admin.enableTitle", { id: c.id }),
+            summary: () => t(c.status === "ENABLED" ? "admin.disableChannelSummary" : "admin.enableChannelSummary", { id: c.id, models: c.models.join(", ") }),
+            submit: () =>
+              ctx.run(`mutation($input: AdminSetChannelStatusInput!) { adminSetChannelStatus(input: $input) { channel { id status } } }`, {
+                input: { id: c.id, enabled: c.status !== "ENABLED" },
+              }),
+          }),
+        )
+      : null,
+    ctx.can("Mutation.adminTestChannel")
+      ? button("admin.test", () =>
+          ctx.write({
+            title: t("admin.testTitle", { id: c.id }),
+            summary: () => t("admin.testSummary", { id: c.id }),
+            submit: async () => {
+              const r = (
+                await ctx.run(`mutation($input: AdminTestChannelInput!) { adminTestChannel(input: $input) { ok latencyMs error } }`, { input: { id: c.id } })
+              ).adminTestChannel;
+              ctx.fail(r.ok ? null : { message: r.error ?? "" });
+              return r;
+            },
+          }),
+        )
+      : null,
+  ];
+}
+
+/** What the channel's provider reported its tasks used (its cost to us), in its own units. */
+function providerCost(stats) {
+  const u = stats.providerUsage;
+  const parts = [
+    u.seconds ? `${u.seconds} s` : null,
+    u.images ? `${u.images} img` : null,
+    u.points ? `${u.points} pts` : null,
+    u.tokens ? `${u.tokens} tok` : null,
+  ].filter(Boolean);
+  return `${t("admin.providerCost")} ${parts.length ? parts.join(" · ") : "—"} (${stats.providerUsageTasks})`;
+}
+
+/** The credential fields of each channel type (src/generation/upstream/channel-types.ts). */
+const CHANNEL_CREDENTIALS = { SWITCHYARD: ["apiKey"], OPENAI_COMPATIBLE: ["apiKey"], KLING: ["accessKey", "secretKey"] };
+const CREDENTIAL_INPUTS = { apiKey: "ch-api-key", accessKey: "ch-access-key", secretKey: "ch-secret-key" };
+
+/** Shows the credential fields of the chosen type only (and requires them). */
+function showCredentialFields() {
+  const wanted = CHANNEL_CREDENTIALS[$("ch-type").value];
+  for (const [field, id] of Object.entries(CREDENTIAL_INPUTS)) {
+    const on = wanted.includes(field);
+    $(id).closest("label").hidden = !on;
+    $(id).required = on;
+  }
+}
+
+/** Wires the add-channel form: the type decides the credential fields; the write goes through the confirmation dialog. */
+export function setUpChannelForm(ctx) {
+  $("ch-type").addEventListener("change", showCredentialFields);
+  showCredentialFields();
+  $("channel-create").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const type = $("ch-type").value;
+    const input = {
+      type,
+      name: $("ch-name").value.trim(),
+      baseUrl: $("ch-base-url").value.trim(),
+      models: $("ch-models")
+        .value.split(",")
+        .map((m) => Number(m.trim()))
+        .filter((m) => Number.isInteger(m) && m > 0),
+    };
+    for (const field of CHANNEL_CREDENTIALS[type]) input[field] = $(CREDENTIAL_INPUTS[field]).value;
+    const added = await ctx.write({
+      title: t("admin.addChannel"),
+      summary: () => t("admin.confirmAddChannel", { name: input.name }),
+      submit: () => ctx.run(`mutation($input: AdminAddChannelInput!) { adminAddChannel(input: $input) { channel { id } } }`, { input }),
+    });
+    // The keys leave the page once added (or refused): never kept in the form.
+    for (const id of Object.values(CREDENTIAL_INPUTS)) $(id).value = "";
+    if (added) for (const id of ["ch-name", "ch-base-url", "ch-models"]) $(id).value = "";
+  });
+}
+
+export async function loadChannels(ctx) {
+  $("channel-create").hidden = !ctx.can("Mutation.adminAddChannel");
+  let data;
+  try {
+    data = await ctx.run(
+      `{ adminChannels { id name type baseUrl models priority weight status disabledReason consecutiveFailures nextProbeAt implicit stats { successRate latencyMsAvg openTasks providerUsageTasks providerUsage { seconds images points tokens } } } }`,
+    );
+  } catch (error) {
+    table(
+      $("channels-table"),
+      ["admin.col.channel"],
+      [h("tr", {}, cell(t("admin.channelsUnavailable"), h("div", { className: "hint", textContent: error.message })))],
+    );
+    return;
+  }
+  table(
+    $("channels-table"),
+    [
+      "admin.col.channel",
+      "admin.col.status",
+      "admin.col.models",
+      "admin.col.routing",
+      "admin.col.failures",
+      "admin.col.nextProbe",
+      "admin.col.health",
+      "admin.col.actions",
+    ],
+    data.adminChannels.map((c) =>
+      h(
+        "tr",
+        { dataset: { channel: c.id } },
+        cell(code(c.id), h("br"), c.name, h("div", { className: "hint", textContent: `${c.type.toLowerCase().replace("_", "-")} · ${c.baseUrl}` })),
+        cell(
+          h("span", { className: "channel-status", textContent: word("channel", c.status) }),
+          c.disabledReason ? h("div", { className: "hint", textContent: c.disabledReason }) : null,
+        ),
+        cell(c.models.length === 0 || c.models.includes("*") ? t("admin.allModels") : c.models.map(String).join(", ")),
+        cell(t("admin.routing", { priority: c.priority, weight: c.weight })),
+        cell(h("span", { className: "channel-failures", textContent: String(c.consecutiveFailures) })),
+        cell(c.nextProbeAt ? when(c.nextProbeAt) : "—"),
+        cell(
+          `${c.stats.successRate == null ? "—" : `${Math.round(c.stats.successRate * 100)}%`} · ${c.stats.latencyMsAvg == null ? "—" : `${Math.round(c.stats.latencyMsAvg)} ms`} · ${t("admin.openTasks")} ${c.stats.openTasks}`,
+          h("div", { className: "hint channel-cost", textContent: providerCost(c.stats) }),
+        ),
+        cell(...channelActions(ctx, c)),
+      ),
+    ),
+  );
+}

@@ -1,0 +1,149 @@
+// The console's forms and tables (/admin; README "Console"): exact money in milli-yuan, the one
+// dialog every write goes through (fields checked before anything is sent, a summary of what will
+// change and what it costs), and tables that become labelled cards on a phone.
+import { h, t } from "./common.js";
+
+const $ = (id) => document.getElementById(id);
+
+// -- Money: exact milli-yuan in the page too ------------------------------------------------------
+
+/** Milli-yuan of a decimal yuan text (at most three decimals), or null when it is not one. */
+export function milli(text) {
+  const m = /^(\d{1,12})(?:\.(\d{1,3}))?$/.exec(String(text ?? "").trim());
+  return m ? Number(m[1]) * 1000 + Number((m[2] ?? "").padEnd(3, "0")) : null;
+}
+/** Milli-yuan as yuan: two decimals, three when the last digit is not 0. */
+export const fmt = (ml) => {
+  const sign = ml < 0 ? "-" : "";
+  const abs = Math.abs(ml);
+  const text = `${Math.floor(abs / 1000)}.${String(abs % 1000).padStart(3, "0")}`;
+  return `${sign}¥${text.endsWith("0") ? text.slice(0, -1) : text}`;
+};
+export const moneyMilli = (money) => milli(String(money?.amount ?? "").replace(/^-/, "")) * (String(money?.amount ?? "").startsWith("-") ? -1 : 1);
+
+/** A value translated when the page has words for it (statuses, payment states, ledger kinds, roles). */
+export const word = (group, value) => {
+  const key = `admin.${group}.${value}`;
+  const text = t(key);
+  return text === key ? String(value) : text;
+};
+
+// -- The form dialog ------------------------------------------------------------------------------
+
+/**
+ * Opens the dialog: fields with validation, a summary of what will change and what it costs
+ * (recomputed as the operator types), Confirm and Cancel. Confirm checks every field, then runs
+ * `submit(values)`; its error stays in the dialog. Resolves with submit's result, or null.
+ * @param {{ title: string, fields?: { name: string, label: string, value?: string, inputmode?: string, type?: string, check?: (v: string) => string | null }[],
+ *   summary: (values: Record<string, string>) => string, submit: (values: Record<string, string>) => Promise<unknown> }} spec
+ */
+export function openDialog(spec) {
+  const dialog = $("op-dialog");
+  const fields = spec.fields ?? [];
+  $("op-dialog-title").textContent = spec.title;
+  $("op-error").hidden = true;
+  const inputs = fields.map((f) => {
+    const input = h("input", { id: `op-${f.name}`, name: f.name, value: f.value ?? "", spellcheck: false, autocomplete: "off" });
+    if (f.inputmode) input.inputMode = f.inputmode;
+    if (f.type) input.type = f.type;
+    const error = h("p", { className: "field-error", id: `op-${f.name}-error`, hidden: true });
+    input.setAttribute("aria-describedby", error.id);
+    return { f, input, error, wrap: h("div", { className: "field" }, h("label", { htmlFor: input.id, textContent: f.label }), input, error) };
+  });
+  $("op-fields").replaceChildren(...inputs.map((i) => i.wrap));
+  // A password is taken as typed; other values without stray spaces.
+  const typedValue = (i) => (i.f.type === "password" ? i.input.value : i.input.value.trim());
+  const values = () => Object.fromEntries(inputs.map((i) => [i.f.name, typedValue(i)]));
+  const check = () => {
+    let ok = true;
+    for (const i of inputs) {
+      const problem = i.f.check?.(typedValue(i)) ?? null;
+      i.error.hidden = !problem;
+      i.error.textContent = problem ?? "";
+      i.input.setAttribute("aria-invalid", String(Boolean(problem)));
+      if (problem) ok = false;
+    }
+    return ok;
+  };
+  const update = () => {
+    const complete = inputs.every((i) => !i.f.check?.(typedValue(i)));
+    $("op-summary").textContent = complete ? spec.summary(values()) : t("admin.fillIn");
+  };
+  for (const i of inputs) i.input.addEventListener("input", update);
+  update();
+  return new Promise((resolve) => {
+    const form = $("op-form");
+    const close = (result) => {
+      form.removeEventListener("submit", onSubmit);
+      $("op-cancel").removeEventListener("click", onCancel);
+      dialog.removeEventListener("cancel", onCancel);
+      dialog.close();
+      resolve(result);
+    };
+    const onCancel = (event) => {
+      event.preventDefault();
+      close(null);
+    };
+    const onSubmit = async (event) => {
+      event.preventDefault();
+      if (!check()) return;
+      $("op-confirm").disabled = true;
+      try {
+        close(await spec.submit(values()));
+      } catch (error) {
+        $("op-error").hidden = false;
+        $("op-error").textContent = `${t("admin.failed")} ${error.message || error.code || ""}`;
+      } finally {
+        $("op-confirm").disabled = false;
+      }
+    };
+    form.addEventListener("submit", onSubmit);
+    $("op-cancel").addEventListener("click", onCancel);
+    dialog.addEventListener("cancel", onCancel);
+    dialog.showModal();
+    (inputs[0]?.input ?? $("op-confirm")).focus();
+  });
+}
+
+/** Field checks: a positive yuan amount, a yuan amount of zero or more, a list, a rate. */
+export const positiveYuan = (v) => (milli(v) === null || milli(v) === 0 ? t("admin.badAmount") : null);
+export const yuanOrZero = (v) => (milli(v) === null ? t("admin.badAmount") : null);
+export const optionalYuan = (v) => (v === "" ? null : yuanOrZero(v));
+export const rateCheck = (v) => (v === "" || /^\d{1,10}$/.test(v) ? null : t("admin.badRate"));
+export const listOf = (text) =>
+  text
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+/** Runs a write through the dialog, then refreshes the view. */
+// -- Tables ----------------------------------------------------------------------------------------
+
+/** Gives each cell its column's label (phones show one labelled card per row). */
+export function labelCells(rows, labels) {
+  for (const row of rows) {
+    for (const [i, td] of [...row.children].entries()) td.setAttribute("data-label", labels[i] ?? "");
+  }
+}
+
+/** A table whose cells carry their column's label (phones show one labelled card per row). */
+export function table(el, headers, rows) {
+  const labels = headers.map((key) => t(key));
+  labelCells(rows, labels);
+  el.replaceChildren(
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        labels.map((label) => h("th", { textContent: label })),
+      ),
+    ),
+    h("tbody", {}, rows),
+  );
+}
+// One wrapper per cell: on a phone the cell is a grid of its label and this.
+export const cell = (...children) => h("td", {}, h("div", {}, ...children));
+export const button = (label, onclick) => h("button", { type: "button", className: "secondary small", textContent: t(label), onclick });
+export const code = (text) => h("code", { textContent: text });
