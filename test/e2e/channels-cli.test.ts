@@ -51,7 +51,7 @@ describe("channels from the CLI: where the key comes from, what is refused, what
   it(
     "records add, update, disable and enable in the audit log as the CLI's, with no key in any row",
     async () => {
-      const channel = await addWithKeyFile("audited", "key-audited-0009", "45");
+      const channel = await addWithKeyFile("audited", "key-audited-0009", "51");
       expect((await runCli(["channels", "update", channel.id, "--priority", "3"], env)).code).toBe(0);
       expect((await runCli(["channels", "disable", channel.id], env)).code).toBe(0);
       expect((await runCli(["channels", "enable", channel.id], env)).code).toBe(0);
