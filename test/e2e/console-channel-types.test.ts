@@ -45,6 +45,7 @@ describe("console: a Kling channel added in the form serves a task", () => {
     page.on("dialog", (dialog) => dialog.accept());
     await page.goto(`${t.url}/admin`);
     await page.locator("#signin[data-ready]").waitFor();
+    await page.locator("#token-box summary").click();
     await page.locator("#token").fill(ADMIN_TOKEN);
     await page.locator("#signin-button").click();
     await page.locator("#console").waitFor({ state: "visible" });
