@@ -15,6 +15,7 @@ import { UpstreamError } from "../../src/generation/upstream/types.ts";
 import type { GenerationRequest } from "../../src/generation/validation.ts";
 import type { FakeProvider } from "../support/providers/base.ts";
 import { startChannelHarness, type ChannelHarness } from "../support/providers/harness.ts";
+import { startFakeArk } from "../support/providers/ark.ts";
 import { startFakeKling } from "../support/providers/kling.ts";
 import { startFakeOpenAi } from "../support/providers/openai-compatible.ts";
 import { startFakeSwitchyard } from "../support/providers/switchyard.ts";
@@ -78,6 +79,15 @@ const TYPES: TypeUnderContract[] = [
     keepsResults: true,
     cannot: { request: request(7), field: "seconds" },
   },
+  {
+    type: "ark",
+    start: startFakeArk,
+    seconds: 5,
+    upstreamId: (id) => id,
+    findsLost: false,
+    keepsResults: true,
+    cannot: { request: request(15), field: "seconds" },
+  },
 ];
 
 describe.each(TYPES)("channel type $type: the contract", (spec) => {
@@ -127,7 +137,7 @@ describe.each(TYPES)("channel type $type: the contract", (spec) => {
     expect(served.headers.get("content-type")).toBe("video/mp4");
     expect(Buffer.from(await served.arrayBuffer()).equals(fake.content)).toBe(true);
     // A second poll signs again without a second download.
-    const downloads = () => fake.requests.filter((r) => r.path.includes("/content") || r.path.startsWith("/cdn/")).length;
+    const downloads = () => fake.requests.filter((r) => r.path.endsWith("/content") || r.path.startsWith("/cdn/")).length;
     const before = downloads();
     await router.fetchStatus(upstreamTaskId, channel.id);
     expect(downloads()).toBe(before);

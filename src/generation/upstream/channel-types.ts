@@ -6,6 +6,7 @@
  */
 import type { ResultStore } from "../media/results.ts";
 import type { GenerationRequest } from "../validation.ts";
+import { arkDefaultModel, arkUnsupported, createArkUpstream } from "./ark.ts";
 import { createHttpUpstream } from "./http.ts";
 import { createKlingUpstream, klingDefaultModel, klingUnsupported } from "./kling.ts";
 import { createOpenAiCompatibleUpstream, openAiDefaultModel, openAiUnsupported } from "./openai-compatible.ts";
@@ -72,6 +73,13 @@ export const CHANNEL_TYPES: Readonly<Record<string, ChannelTypeSpec>> = Object.f
         modelFor: s.modelFor,
         results: s.results,
       }),
+  },
+  ark: {
+    id: "ark",
+    credentials: ["apiKey"],
+    unsupported: arkUnsupported,
+    defaultModel: arkDefaultModel,
+    create: (s) => createArkUpstream({ baseUrl: s.baseUrl, apiKey: s.credentials.apiKey, timeoutMs: s.timeoutMs, modelFor: s.modelFor, results: s.results }),
   },
 } satisfies Record<string, ChannelTypeSpec>);
 
