@@ -16,6 +16,7 @@ import type { GenerationRequest } from "../../src/generation/validation.ts";
 import type { FakeProvider } from "../support/providers/base.ts";
 import { startChannelHarness, type ChannelHarness } from "../support/providers/harness.ts";
 import { startFakeArk } from "../support/providers/ark.ts";
+import { startFakeDashScope } from "../support/providers/dashscope.ts";
 import { startFakeKling } from "../support/providers/kling.ts";
 import { startFakeOpenAi } from "../support/providers/openai-compatible.ts";
 import { startFakeSwitchyard } from "../support/providers/switchyard.ts";
@@ -87,6 +88,18 @@ const TYPES: TypeUnderContract[] = [
     findsLost: false,
     keepsResults: true,
     cannot: { request: request(15), field: "seconds" },
+  },
+  {
+    type: "dashscope",
+    start: startFakeDashScope,
+    seconds: 5,
+    upstreamId: (id) => id,
+    findsLost: false,
+    keepsResults: true,
+    cannot: {
+      request: { ...request(5), references: { images: [], audios: [], videos: ["https://example.com/v.mp4"], frameStart: null, frameEnd: null } },
+      field: "reference_videos",
+    },
   },
 ];
 

@@ -7,6 +7,7 @@
 import type { ResultStore } from "../media/results.ts";
 import type { GenerationRequest } from "../validation.ts";
 import { arkDefaultModel, arkUnsupported, createArkUpstream } from "./ark.ts";
+import { createDashScopeUpstream, dashscopeDefaultModel, dashscopeUnsupported } from "./dashscope.ts";
 import { createHttpUpstream } from "./http.ts";
 import { createKlingUpstream, klingDefaultModel, klingUnsupported } from "./kling.ts";
 import { createOpenAiCompatibleUpstream, openAiDefaultModel, openAiUnsupported } from "./openai-compatible.ts";
@@ -80,6 +81,14 @@ export const CHANNEL_TYPES: Readonly<Record<string, ChannelTypeSpec>> = Object.f
     unsupported: arkUnsupported,
     defaultModel: arkDefaultModel,
     create: (s) => createArkUpstream({ baseUrl: s.baseUrl, apiKey: s.credentials.apiKey, timeoutMs: s.timeoutMs, modelFor: s.modelFor, results: s.results }),
+  },
+  dashscope: {
+    id: "dashscope",
+    credentials: ["apiKey"],
+    unsupported: dashscopeUnsupported,
+    defaultModel: dashscopeDefaultModel,
+    create: (s) =>
+      createDashScopeUpstream({ baseUrl: s.baseUrl, apiKey: s.credentials.apiKey, timeoutMs: s.timeoutMs, modelFor: s.modelFor, results: s.results }),
   },
 } satisfies Record<string, ChannelTypeSpec>);
 

@@ -55,9 +55,10 @@ export interface ProviderClient {
   /**
    * Calls `path` with a JSON body (or none) and reads a JSON object.
    * @param allow HTTP statuses answered rather than thrown (for example 404 of a lookup)
+   * @param headers headers of this call only (DashScope's `X-DashScope-Async`)
    * @throws UpstreamError `timeout`, or `failed` with reason transport / http / body
    */
-  json(method: string, path: string, body?: unknown, allow?: readonly number[], timeoutMs?: number): Promise<ProviderAnswer>;
+  json(method: string, path: string, body?: unknown, allow?: readonly number[], timeoutMs?: number, headers?: Record<string, string>): Promise<ProviderAnswer>;
   /** GETs `url` (absolute, or a path under the base URL) with the credential when `withCredential`. @throws UpstreamError */
   download(url: string, withCredential: boolean): Promise<Response>;
   /** Redacts the channel's secrets and credential shapes from a text. */
@@ -98,12 +99,12 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
   return {
     clean,
     failed,
-    async json(method, path, body, allow = [], timeoutMs = options.timeoutMs) {
+    async json(method, path, body, allow = [], timeoutMs = options.timeoutMs, headers = {}) {
       const response = await send(
         `${base}${path}`,
         {
           method,
-          headers: { ...options.headers(), accept: "application/json", ...(body === undefined ? {} : { "content-type": "application/json" }) },
+          headers: { ...headers, ...options.headers(), accept: "application/json", ...(body === undefined ? {} : { "content-type": "application/json" }) },
           ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         },
         timeoutMs,
