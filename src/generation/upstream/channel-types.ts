@@ -9,6 +9,7 @@ import type { GenerationRequest } from "../validation.ts";
 import { arkDefaultModel, arkUnsupported, createArkUpstream } from "./ark.ts";
 import { createDashScopeUpstream, dashscopeDefaultModel, dashscopeUnsupported } from "./dashscope.ts";
 import { createHttpUpstream } from "./http.ts";
+import { createMiniMaxUpstream, minimaxDefaultModel, minimaxUnsupported } from "./minimax.ts";
 import { createKlingUpstream, klingDefaultModel, klingUnsupported } from "./kling.ts";
 import { createOpenAiCompatibleUpstream, openAiDefaultModel, openAiUnsupported } from "./openai-compatible.ts";
 import type { GenerationUpstream } from "./types.ts";
@@ -89,6 +90,14 @@ export const CHANNEL_TYPES: Readonly<Record<string, ChannelTypeSpec>> = Object.f
     defaultModel: dashscopeDefaultModel,
     create: (s) =>
       createDashScopeUpstream({ baseUrl: s.baseUrl, apiKey: s.credentials.apiKey, timeoutMs: s.timeoutMs, modelFor: s.modelFor, results: s.results }),
+  },
+  minimax: {
+    id: "minimax",
+    credentials: ["apiKey"],
+    unsupported: minimaxUnsupported,
+    defaultModel: minimaxDefaultModel,
+    create: (s) =>
+      createMiniMaxUpstream({ baseUrl: s.baseUrl, apiKey: s.credentials.apiKey, timeoutMs: s.timeoutMs, modelFor: s.modelFor, results: s.results }),
   },
 } satisfies Record<string, ChannelTypeSpec>);
 

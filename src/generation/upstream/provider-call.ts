@@ -48,6 +48,8 @@ export interface ProviderClientOptions {
 export interface ProviderAnswer {
   status: number;
   body: Record<string, unknown>;
+  /** The answer's `Retry-After` in ms (a provider that refuses in a 200 body, MiniMax), else undefined. */
+  retryAfterMs?: number;
 }
 
 /** A client for one provider account. */
@@ -129,7 +131,7 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
       } catch {
         throw new UpstreamError("failed", "unparsable body", "body");
       }
-      return { status: response.status, body: fieldsOf(parsed) };
+      return { status: response.status, body: fieldsOf(parsed), retryAfterMs: retryAfterMs(response.headers.get("retry-after")) };
     },
     async download(url, withCredential) {
       const absolute = /^https?:\/\//i.test(url) ? url : `${base}${url}`;
