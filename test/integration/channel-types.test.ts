@@ -18,6 +18,7 @@ import { startChannelHarness, type ChannelHarness } from "../support/providers/h
 import { startFakeArk } from "../support/providers/ark.ts";
 import { startFakeDashScope } from "../support/providers/dashscope.ts";
 import { startFakeMiniMax } from "../support/providers/minimax.ts";
+import { startFakeVeo } from "../support/providers/gemini-veo.ts";
 import { startFakeKling } from "../support/providers/kling.ts";
 import { startFakeOpenAi } from "../support/providers/openai-compatible.ts";
 import { startFakeSwitchyard } from "../support/providers/switchyard.ts";
@@ -51,6 +52,10 @@ interface TypeUnderContract {
    * 200 whose `base_resp` code is not 0): the message's start. Absent: HTTP 401 and 429.
    */
   refusesInBody?: { badKey: RegExp; rateLimit: RegExp };
+  /** The start of a bad key's failure when it is not an HTTP 401 (Google: 400 "API key not valid"). */
+  badKeyMessage?: RegExp;
+  /** Our states a new task reads as before it runs (default queued 0 or submitted 4; Veo: running 3). */
+  opensAs?: number[];
   /** A request this type cannot do, and the field the 400 names (null: it can do every valid request). */
   cannot: { request: GenerationRequest; field: string } | null;
 }
@@ -117,6 +122,20 @@ const TYPES: TypeUnderContract[] = [
     refusesInBody: { badKey: /^business code 1004: login fail/, rateLimit: /^business code 1002: rate limit exceeded/ },
     cannot: { request: request(5), field: "seconds" },
   },
+  {
+    type: "gemini-veo",
+    start: startFakeVeo,
+    seconds: 8,
+    upstreamId: (id) => `8:${id}`,
+    findsLost: false,
+    keepsResults: true,
+    badKeyMessage: /^HTTP 400: API key not valid/,
+    opensAs: [3],
+    cannot: {
+      request: { ...request(8), references: { images: [], audios: [], videos: [], frameStart: "https://example.com/f.png", frameEnd: null } },
+      field: "frame_start",
+    },
+  },
 ];
 
 describe.each(TYPES)("channel type $type: the contract", (spec) => {
@@ -142,7 +161,7 @@ describe.each(TYPES)("channel type $type: the contract", (spec) => {
     const { upstreamTaskId } = await router.submit(request(spec.seconds), "task_contract_run");
     const fakeId = fake.lastTaskId();
     expect(upstreamTaskId).toBe(spec.upstreamId(fakeId));
-    expect([0, 4]).toContain((await router.fetchStatus(upstreamTaskId, channel.id)).status);
+    expect(spec.opensAs ?? [0, 4]).toContain((await router.fetchStatus(upstreamTaskId, channel.id)).status);
     fake.settle(fakeId, "running");
     expect((await router.fetchStatus(upstreamTaskId, channel.id)).status).toBe(3);
     fake.settle(fakeId, "succeeded");
@@ -230,7 +249,7 @@ describe.each(TYPES)("channel type $type: the contract", (spec) => {
     router.invalidate();
     const error = await router.submit({ ...request(spec.seconds), modelId: 51, modelName: "video-51" }, "task_contract_badkey").catch((e) => e);
     expect(error).toMatchObject({ kind: "failed", reason: spec.refusesInBody ? "code" : "http" });
-    expect(error.message).toMatch(spec.refusesInBody?.badKey ?? /^HTTP 401/);
+    expect(error.message).toMatch(spec.refusesInBody?.badKey ?? spec.badKeyMessage ?? /^HTTP 401/);
     for (const secret of Object.values(fake.wrongCredentials)) expect(error.message).not.toContain(secret);
     await setChannelStatus(testDb.db, bad.id, false);
     router.invalidate();

@@ -8,6 +8,7 @@ import type { ResultStore } from "../media/results.ts";
 import type { GenerationRequest } from "../validation.ts";
 import { arkDefaultModel, arkUnsupported, createArkUpstream } from "./ark.ts";
 import { createDashScopeUpstream, dashscopeDefaultModel, dashscopeUnsupported } from "./dashscope.ts";
+import { createVeoUpstream, veoDefaultModel, veoUnsupported } from "./gemini-veo.ts";
 import { createHttpUpstream } from "./http.ts";
 import { createMiniMaxUpstream, minimaxDefaultModel, minimaxUnsupported } from "./minimax.ts";
 import { createKlingUpstream, klingDefaultModel, klingUnsupported } from "./kling.ts";
@@ -98,6 +99,13 @@ export const CHANNEL_TYPES: Readonly<Record<string, ChannelTypeSpec>> = Object.f
     defaultModel: minimaxDefaultModel,
     create: (s) =>
       createMiniMaxUpstream({ baseUrl: s.baseUrl, apiKey: s.credentials.apiKey, timeoutMs: s.timeoutMs, modelFor: s.modelFor, results: s.results }),
+  },
+  "gemini-veo": {
+    id: "gemini-veo",
+    credentials: ["apiKey"],
+    unsupported: veoUnsupported,
+    defaultModel: veoDefaultModel,
+    create: (s) => createVeoUpstream({ baseUrl: s.baseUrl, apiKey: s.credentials.apiKey, timeoutMs: s.timeoutMs, modelFor: s.modelFor, results: s.results }),
   },
 } satisfies Record<string, ChannelTypeSpec>);
 

@@ -42,6 +42,8 @@ export interface ProviderClientOptions {
   headers(): Record<string, string>;
   /** The provider's words in an error body (its JSON shape), or null. */
   messageOf(body: Record<string, unknown>): string | null;
+  /** The wait (ms) an error body asks for when the answer has no `Retry-After` (Google's `RetryInfo`). */
+  retryAfterOf?(body: Record<string, unknown>): number | undefined;
 }
 
 /** An answer with a JSON object body. */
@@ -98,6 +100,16 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
     return folded ? folded.slice(0, PROVIDER_MESSAGE_CHARS) : null;
   }
 
+  /** The wait an error body asks for, when the type reads one. */
+  function bodyWait(text: string): number | undefined {
+    if (!options.retryAfterOf) return undefined;
+    try {
+      return options.retryAfterOf(fieldsOf(JSON.parse(text)));
+    } catch {
+      return undefined;
+    }
+  }
+
   return {
     clean,
     failed,
@@ -120,7 +132,7 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
         throw new UpstreamError("failed", "body could not be read");
       }
       if (!response.ok && !allow.includes(response.status)) {
-        const wait = retryAfterMs(response.headers.get("retry-after"));
+        const wait = retryAfterMs(response.headers.get("retry-after")) ?? bodyWait(text);
         const said = words(text);
         const head = `HTTP ${response.status}${said ? `: ${said}` : ""}`;
         throw failed(wait === undefined ? head : `${head} (retry after ${Math.ceil(wait / 1000)} s)`, "http", wait);
