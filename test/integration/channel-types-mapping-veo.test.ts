@@ -5,6 +5,8 @@
  * and what it refuses before any debit. Real router, fake Gemini API over HTTP
  * (test/support/providers/gemini-veo.ts).
  */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { addChannel } from "../../src/generation/channels/store.ts";
 import type { GenerationRequest } from "../../src/generation/validation.ts";
@@ -75,6 +77,29 @@ describe("channel type gemini-veo: what is sent and read", () => {
     expect(Buffer.from(await (await fetch(state.result!)).arrayBuffer()).equals(fake.content)).toBe(true);
   });
 
+  it("never sends the key to a video uri on another host", async () => {
+    const seen: (string | undefined)[] = [];
+    const elsewhere = http.createServer((req, res) => {
+      seen.push(req.headers["x-goog-api-key"] as string | undefined);
+      res.writeHead(200, { "content-type": "video/mp4" });
+      res.end("elsewhere");
+    });
+    await new Promise<void>((resolve) => elsewhere.listen(0, "127.0.0.1", resolve));
+    const name = "models/veo-3.1-generate-preview/operations/elsewhere1";
+    const relay = await startFakeVeoRelay(fake.credentials.apiKey!, name, `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/v.mp4`);
+    try {
+      const { id } = await addChannel(h.testDb.db, h.box, { name: "veo-relay", type: "gemini-veo", baseUrl: relay.url, models: [51], ...fake.credentials });
+      h.router.invalidate();
+      const state = await h.router.fetchStatus(`8:${name}`, id);
+      expect(state.status).toBe(1);
+      expect(seen).toEqual([undefined]);
+      expect(Buffer.from(await (await fetch(state.result!)).arrayBuffer()).toString()).toBe("elsewhere");
+    } finally {
+      await new Promise((resolve) => relay.server.close(resolve));
+      await new Promise((resolve) => elsewhere.close(resolve));
+    }
+  });
+
   it("fails an operation whose video the safety filters removed, with Google's reason", async () => {
     const { upstreamTaskId } = await h.router.submit(video({}), "task_veo_filtered");
     fake.tasks.get(fake.lastTaskId())!.state = "filtered";
@@ -107,3 +132,16 @@ describe("channel type gemini-veo: what is sent and read", () => {
     expect(fake.requests.length).toBe(sent);
   });
 });
+
+/** A stand-in Gemini API that answers one operation as done, with its video `uri` at `uri`. */
+async function startFakeVeoRelay(apiKey: string, name: string, uri: string): Promise<{ url: string; server: http.Server }> {
+  const server = http.createServer((req, res) => {
+    const ok = req.headers["x-goog-api-key"] === apiKey && req.url === `/v1beta/${name}`;
+    res.writeHead(ok ? 200 : 404, { "content-type": "application/json" });
+    res.end(
+      JSON.stringify(ok ? { name, done: true, response: { generateVideoResponse: { generatedSamples: [{ video: { uri } }] } } } : { error: { code: 404 } }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}

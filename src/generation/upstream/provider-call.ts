@@ -1,6 +1,6 @@
 /**
  * One HTTP call to a provider, shared by the channel-type adapters (./openai-compatible.ts,
- * ./kling.ts; ADR 0023): the timeout, the failure kinds of {@link UpstreamError}, a `Retry-After`
+ * ./kling.ts, ./ark.ts, ./dashscope.ts, ./minimax.ts, ./gemini-veo.ts; ADR 0023): the timeout, the failure kinds of {@link UpstreamError}, a `Retry-After`
  * kept as milliseconds, and the provider's own words redacted with the channel's secrets before
  * they leave the adapter (./redact.ts).
  */
