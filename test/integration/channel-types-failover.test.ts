@@ -11,6 +11,7 @@ import type { FakeProvider } from "../support/providers/base.ts";
 import { startFakeKling, type FakeKling } from "../support/providers/kling.ts";
 import { startTestStack, type TestStack } from "../support/stack.ts";
 
+const ADMIN_TOKEN = "channel-types-failover-admin-token";
 /** Model 39, 5 s: 2.00 yuan. */
 const VIDEO = { prompt: "a lighthouse at dusk", model_id: 39, seconds: 5, size: "16:9" };
 
@@ -28,11 +29,20 @@ describe("failover across channel types through the stack", () => {
 
   beforeAll(async () => {
     [kling, ark] = await Promise.all([startFakeKling(), startFakeArk()]);
-    t = await startTestStack({ CHANNEL_KEY_SECRET: "0123456789abcdef0123456789abcdef", CHANNEL_PROBE_BASE_MS: "600000" });
+    t = await startTestStack({ ADMIN_TOKEN, CHANNEL_KEY_SECRET: "0123456789abcdef0123456789abcdef", CHANNEL_PROBE_BASE_MS: "600000" });
     const channels = t.stack.channels!;
     await channels.setStatus("chn_default", false);
     ids.kling = (await channels.add({ name: "kling", type: "kling", baseUrl: kling.url, models: [39], priority: 10, ...kling.credentials })).id;
-    ids.ark = (await channels.add({ name: "ark", type: "ark", baseUrl: ark.url, models: [39], priority: 5, ...ark.credentials })).id;
+    // The Ark channel through admin GraphQL, as an operator adds it.
+    const added = await t.graphql(
+      `mutation($in: AdminAddChannelInput!) { adminAddChannel(input: $in) { channel { id type } } }`,
+      { in: { name: "ark", type: "ARK", baseUrl: ark.url, models: [39], priority: 5, apiKey: ark.credentials.apiKey } },
+      undefined,
+      { authorization: `Bearer ${ADMIN_TOKEN}` },
+    );
+    expect(added.body.errors).toBeUndefined();
+    expect(added.body.data.adminAddChannel.channel.type).toBe("ARK");
+    ids.ark = added.body.data.adminAddChannel.channel.id;
     key = await t.createKey("50");
   });
   afterAll(async () => {

@@ -65,7 +65,7 @@ describe("channel type ark: what is sent and read", () => {
     });
   });
 
-  it("sends first and last frames with their roles, and reference images with theirs on the image-to-video default", async () => {
+  it("sends first and last frames with their roles, and reference images with theirs, on the model that takes them", async () => {
     const frames = { ...NO_REFERENCES, frameStart: "https://example.com/first.png", frameEnd: "https://example.com/last.png" };
     await h.router.submit(video({ references: frames }), "task_ark_frames");
     expect(lastPost(fake).body.content).toEqual([
@@ -73,6 +73,8 @@ describe("channel type ark: what is sent and read", () => {
       { type: "image_url", image_url: { url: "https://example.com/first.png" }, role: "first_frame" },
       { type: "image_url", image_url: { url: "https://example.com/last.png" }, role: "last_frame" },
     ]);
+    expect(lastPost(fake).body.model).toBe("doubao-seedance-1-0-lite-i2v-250428");
+    await h.router.submit(video({ references: { ...NO_REFERENCES, frameStart: "https://example.com/first.png" } }), "task_ark_first");
     expect(lastPost(fake).body.model).toBe("doubao-seedance-1-0-pro-250528");
     const images = { ...NO_REFERENCES, images: ["https://example.com/a.png", "https://example.com/b.png"] };
     await h.router.submit(video({ references: images }), "task_ark_refs");

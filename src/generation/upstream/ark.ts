@@ -68,7 +68,9 @@ export function arkUnsupported(request: GenerationRequest): string | null {
 
 /** The model sent when the channel maps none. */
 export function arkDefaultModel(request: GenerationRequest): string {
-  return request.references.images.length > 0 ? "doubao-seedance-1-0-lite-i2v-250428" : "doubao-seedance-1-0-pro-250528";
+  // The lite image-to-video model takes reference images and a last frame; pro takes a first frame.
+  const r = request.references;
+  return r.images.length > 0 || r.frameEnd ? "doubao-seedance-1-0-lite-i2v-250428" : "doubao-seedance-1-0-pro-250528";
 }
 
 /** Settings of the adapter. */
