@@ -1,11 +1,13 @@
 /**
  * Channel type `minimax` (README "Channels"; ADR 0023): MiniMax's video generation (Hailuo).
  *
- * Documented at https://platform.minimax.io/docs/api-reference/video-generation-t2v (create),
- * https://platform.minimax.io/docs/api-reference/video-generation-query (query),
- * https://platform.minimax.io/docs/api-reference/video-generation-download (file retrieve; its
- * OpenAPI at https://platform.minimax.io/docs/api-reference/video/generation/api/openapi.json) and
- * https://platform.minimax.io/docs/api-reference/errorcode (base_resp codes).
+ * Documented at https://platform.minimax.io/docs/api-reference/video/generation/api/openapi.json
+ * (the OpenAPI document of create, query and file retrieval),
+ * https://platform.minimaxi.com/docs/api-reference/video-generation-query (the query and its
+ * states) and https://platform.minimax.io/docs/api-reference/video-generation-download (file
+ * retrieval). MiniMax also has a v2 API (`/v2/video_generation`, Hailuo-03,
+ * https://platform.minimaxi.com/docs/api-reference/video-generation-v2-query); this type speaks
+ * v1, which the Hailuo-02 models and most relays serve.
  *
  * - Auth: `Authorization: Bearer <API key>`.
  * - Create: `POST /v1/video_generation` `{model, prompt, duration: 6 | 10, resolution: "768P" |
