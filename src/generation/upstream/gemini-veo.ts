@@ -5,7 +5,10 @@
  * Documented at https://ai.google.dev/gemini-api/docs/video (REST: predictLongRunning, polling the
  * operation, downloading the video), https://ai.google.dev/api/models#method:-models.predictlongrunning,
  * https://ai.google.dev/api/rest/v1beta/operations/get (the operation) and
- * https://ai.google.dev/gemini-api/docs/troubleshooting (error statuses, `RetryInfo`).
+ * https://ai.google.dev/gemini-api/docs/troubleshooting (error statuses, `RetryInfo`); the same
+ * REST shape as relays document it at
+ * https://docs.apigo.ai/en/api-reference/endpoints/gemini/video-predict-long-running (whose
+ * operation names are `operations/{id}`: any name is polled at `/v1beta/{name}`).
  *
  * - Auth: `x-goog-api-key: <API key>` on every call, the video download included.
  * - Create: `POST /v1beta/models/{model}:predictLongRunning` `{instances: [{prompt}], parameters:
