@@ -142,7 +142,8 @@ export function createVeoUpstream(options: VeoOptions): GenerationUpstream {
       if (colon < 0 || !/^[\w./-]{1,300}$/.test(name)) throw client.failed(`not a Veo operation: ${upstreamTaskId.slice(0, 40)}`, "body");
       const { body: operation } = await client.json("GET", `/v1beta/${name}`);
       if (operation.done !== true) return { status: VEO_STATES.running };
-      if (operation.error !== undefined && operation.error !== null) return { status: VEO_STATES.failed, error: client.clean(googleMessage(operation) ?? "generation failed") };
+      if (operation.error !== undefined && operation.error !== null)
+        return { status: VEO_STATES.failed, error: client.clean(googleMessage(operation) ?? "generation failed") };
       const response = fieldsOf(fieldsOf(operation.response).generateVideoResponse);
       const samples = Array.isArray(response.generatedSamples) ? response.generatedSamples.map(fieldsOf) : [];
       const uri = fieldsOf(samples[0]?.video).uri;
