@@ -10,22 +10,9 @@ import { addChannel } from "../../src/generation/channels/store.ts";
 import type { GenerationRequest } from "../../src/generation/validation.ts";
 import { startFakeArk } from "../support/providers/ark.ts";
 import type { FakeProvider } from "../support/providers/base.ts";
-import { startChannelHarness, type ChannelHarness } from "../support/providers/harness.ts";
+import { startChannelHarness, type ChannelHarness, lastPost, video as baseVideo, NO_REFERENCES } from "../support/providers/harness.ts";
 
-const NO_REFERENCES = { images: [], audios: [], videos: [], frameStart: null, frameEnd: null };
-const video = (fields: Partial<GenerationRequest>): GenerationRequest => ({
-  kind: "video",
-  modelId: 52,
-  modelName: "video-52",
-  prompt: "a lighthouse at dusk --dur 12",
-  size: null,
-  seconds: 5,
-  resolution: "720P",
-  count: 1,
-  references: NO_REFERENCES,
-  ...fields,
-});
-const lastPost = (fake: FakeProvider) => fake.requests.filter((r) => r.method === "POST").at(-1)!;
+const video = (fields: Partial<GenerationRequest>): GenerationRequest => baseVideo({ prompt: "a lighthouse at dusk --dur 12", ...fields });
 
 describe("channel type ark: what is sent and read", () => {
   let h: ChannelHarness;

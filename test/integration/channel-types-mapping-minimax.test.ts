@@ -8,23 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { addChannel } from "../../src/generation/channels/store.ts";
 import type { GenerationRequest } from "../../src/generation/validation.ts";
 import type { FakeProvider } from "../support/providers/base.ts";
-import { startChannelHarness, type ChannelHarness } from "../support/providers/harness.ts";
+import { startChannelHarness, type ChannelHarness, lastPost, video as baseVideo, NO_REFERENCES } from "../support/providers/harness.ts";
 import { startFakeMiniMax } from "../support/providers/minimax.ts";
 
-const NO_REFERENCES = { images: [], audios: [], videos: [], frameStart: null, frameEnd: null };
-const video = (fields: Partial<GenerationRequest>): GenerationRequest => ({
-  kind: "video",
-  modelId: 52,
-  modelName: "video-52",
-  prompt: "a lighthouse at dusk",
-  size: null,
-  seconds: 6,
-  resolution: "720P",
-  count: 1,
-  references: NO_REFERENCES,
-  ...fields,
-});
-const lastPost = (fake: FakeProvider) => fake.requests.filter((r) => r.method === "POST").at(-1)!;
+const video = (fields: Partial<GenerationRequest>): GenerationRequest => baseVideo({ seconds: 6, ...fields });
 
 describe("channel type minimax: what is sent and read", () => {
   let h: ChannelHarness;

@@ -12,22 +12,9 @@ import { addChannel } from "../../src/generation/channels/store.ts";
 import type { GenerationRequest } from "../../src/generation/validation.ts";
 import type { FakeProvider } from "../support/providers/base.ts";
 import { startFakeVeo } from "../support/providers/gemini-veo.ts";
-import { startChannelHarness, type ChannelHarness } from "../support/providers/harness.ts";
+import { startChannelHarness, type ChannelHarness, lastPost, video as baseVideo, NO_REFERENCES } from "../support/providers/harness.ts";
 
-const NO_REFERENCES = { images: [], audios: [], videos: [], frameStart: null, frameEnd: null };
-const video = (fields: Partial<GenerationRequest>): GenerationRequest => ({
-  kind: "video",
-  modelId: 52,
-  modelName: "video-52",
-  prompt: "a lighthouse at dusk",
-  size: null,
-  seconds: 8,
-  resolution: "720P",
-  count: 1,
-  references: NO_REFERENCES,
-  ...fields,
-});
-const lastPost = (fake: FakeProvider) => fake.requests.filter((r) => r.method === "POST").at(-1)!;
+const video = (fields: Partial<GenerationRequest>): GenerationRequest => baseVideo({ seconds: 8, ...fields });
 
 describe("channel type gemini-veo: what is sent and read", () => {
   let h: ChannelHarness;

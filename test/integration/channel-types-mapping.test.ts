@@ -6,35 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { addChannel } from "../../src/generation/channels/store.ts";
-import type { GenerationRequest } from "../../src/generation/validation.ts";
-import { startChannelHarness, type ChannelHarness } from "../support/providers/harness.ts";
+import { startChannelHarness, type ChannelHarness, NO_REFERENCES, image, lastPost, video } from "../support/providers/harness.ts";
 import { startFakeKling, type FakeKling } from "../support/providers/kling.ts";
 import { startFakeOpenAi } from "../support/providers/openai-compatible.ts";
 import type { FakeProvider } from "../support/providers/base.ts";
-
-const NO_REFERENCES = { images: [], audios: [], videos: [], frameStart: null, frameEnd: null };
-const video = (fields: Partial<GenerationRequest>): GenerationRequest => ({
-  kind: "video",
-  modelId: 52,
-  modelName: "video-52",
-  prompt: "a lighthouse at dusk",
-  size: null,
-  seconds: 5,
-  resolution: "720P",
-  count: 1,
-  references: NO_REFERENCES,
-  ...fields,
-});
-const image = (fields: Partial<GenerationRequest>): GenerationRequest => ({
-  ...video({}),
-  kind: "image",
-  modelId: 45,
-  modelName: "image-45",
-  seconds: null,
-  resolution: "1k",
-  ...fields,
-});
-const lastPost = (fake: FakeProvider) => fake.requests.filter((r) => r.method === "POST").at(-1)!;
 
 describe("channel type kling: what is sent and read", () => {
   let h: ChannelHarness;

@@ -16,7 +16,9 @@ import { createChannelHealth } from "../../../src/generation/channels/health.ts"
 import { createChannelRouter, type ChannelRouter } from "../../../src/generation/channels/router.ts";
 import { setChannelStatus, upsertDefaultChannel } from "../../../src/generation/channels/store.ts";
 import { createLocalMedia, diskMediaSource, mediaSigningKey, type LocalMedia } from "../../../src/generation/media/local.ts";
+import type { GenerationRequest } from "../../../src/generation/validation.ts";
 import { openTestDb, type TestDb } from "../db.ts";
+import type { FakeProvider } from "./base.ts";
 
 /** A running harness. */
 export interface ChannelHarness {
@@ -74,3 +76,34 @@ export async function startChannelHarness(name: string, timeoutMs = 1500): Promi
     },
   };
 }
+
+/** A request without references of any kind. */
+export const NO_REFERENCES = { images: [], audios: [], videos: [], frameStart: null, frameEnd: null };
+
+/** A validated video request of model 52 (5 s, 720P, no references), with `fields` over it. */
+export const video = (fields: Partial<GenerationRequest>): GenerationRequest => ({
+  kind: "video",
+  modelId: 52,
+  modelName: "video-52",
+  prompt: "a lighthouse at dusk",
+  size: null,
+  seconds: 5,
+  resolution: "720P",
+  count: 1,
+  references: NO_REFERENCES,
+  ...fields,
+});
+
+/** A validated image request of model 45 (1k, one image), with `fields` over it. */
+export const image = (fields: Partial<GenerationRequest>): GenerationRequest => ({
+  ...video({}),
+  kind: "image",
+  modelId: 45,
+  modelName: "image-45",
+  seconds: null,
+  resolution: "1k",
+  ...fields,
+});
+
+/** The last POST a fake provider received (a submission). */
+export const lastPost = (fake: FakeProvider) => fake.requests.filter((r) => r.method === "POST").at(-1)!;
