@@ -5,7 +5,7 @@
 import pLimit from "p-limit";
 import type { Logger } from "pino";
 import { claimBatch, nowIso, type Db } from "../db/index.ts";
-import { toTaskRecord, type GenerationService, type TaskRow } from "./tasks.ts";
+import { toTaskRecord, type GenerationService, type TaskRow } from "./tasks/index.ts";
 import { UpstreamError, type GenerationUpstream } from "./upstream/types.ts";
 
 /** Settings of the poller. */

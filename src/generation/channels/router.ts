@@ -1,6 +1,6 @@
 /**
  * The channel router (README "Channels"; ADR 0012): a {@link GenerationUpstream} over every
- * channel, put where the single upstream adapter was, so the task service (src/generation/tasks.ts)
+ * channel, put where the single upstream adapter was, so the task service (src/generation/tasks/)
  * keeps its one debit and one refund:
  *
  * - **submit** tries the channels in {@link orderChannels} order (at most CHANNEL_MAX_ATTEMPTS). A
