@@ -60,7 +60,9 @@ function buildProgram(result: { code: number }): Command {
   registerMigrateCommands(program, act);
 
   act(
-    program.command("compose").description("write schema/supergraph.graphql and schema/api.graphql from schema/*.graphql, and docs/api/openapi/*.json"),
+    program
+      .command("compose")
+      .description("write schema/supergraph.graphql and schema/api.graphql from subgraphs/*/schema.graphql, and docs/api/openapi/*.json"),
     async () => {
       const { writeProducedFiles } = await import("../router/contract/files.ts");
       for (const path of writeProducedFiles()) console.log(`wrote ${path}`);

@@ -24,6 +24,7 @@ import { createOperatorAuth } from "../src/auth/operators/access.ts";
 import { createNonceStore } from "../subgraphs/shared/hop-nonces.ts";
 import type { PubSub } from "../src/events/pubsub.ts";
 import { createPubSub } from "../src/events/redis-pubsub.ts";
+import { watchDisabledKeys } from "../src/events/key-topics.ts";
 import { startDispatcher } from "../src/events/dispatcher/index.ts";
 import { outboxSignal } from "../src/events/outbox.ts";
 import { createOrderService } from "../src/cloud/orders/index.ts";
@@ -42,7 +43,8 @@ import { countTasks } from "../src/generation/metrics.ts";
 import { listChannels } from "../src/generation/channels/store.ts";
 import { watchOutbox } from "../src/events/metrics.ts";
 import { watchLedger } from "../src/ledger/metrics.ts";
-import { createReadiness, databaseCheck, dispatcherCheck, migrationsCheck, redisCheck, type ReadinessCheck } from "../src/observability/readiness.ts";
+import { createReadiness, dispatcherCheck, redisCheck, type ReadinessCheck } from "../src/observability/readiness.ts";
+import { databaseCheck, migrationsCheck } from "../src/db/readiness.ts";
 import { assertPortsFree } from "./ports.ts";
 import { ALL_ROLES, checkRoleSettings, type Role } from "./roles.ts";
 
@@ -349,7 +351,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
         tracing: observability.tracing,
         subgraphSecret,
         mediaSource: (await openMediaStore(config, mediaBaseUrl, subgraphSecret)).source,
-        pubsub,
+        disabledKeys: (listener) => watchDisabledKeys(pubsub, listener),
         readinessChecks,
         persisted: { documents: config.persistedDocuments, only: config.persistedOnly, redis: pubsub.redis, keyPrefix: config.redisKeyPrefix },
       });

@@ -18,7 +18,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { csrfTokenOf, SESSION_ID_PATTERN } from "../src/auth/operators/sessions.ts";
+import { csrfTokenOf, SESSION_ID_PATTERN } from "../src/auth/operators/session-token.ts";
 import type { Gateway } from "./graph/gateway.ts";
 import { runOperation, toShimError } from "./graph/client.ts";
 import { isJsonContentType, parseJsonObject, readBody } from "./http/body.ts";

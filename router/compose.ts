@@ -1,5 +1,5 @@
 /**
- * Supergraph composition (`npm run compose`): composes schema/*.graphql with
+ * Supergraph composition (`npm run compose`): composes each subgraphs/<name>/schema.graphql with
  * @theguild/federation-composition into schema/supergraph.graphql (what the gateway runs) and
  * schema/api.graphql (what clients see: the API schema, without federation machinery).
  */
@@ -8,8 +8,11 @@ import { buildASTSchema, lexicographicSortSchema, parse, printSchema } from "gra
 import { composeServices } from "@theguild/federation-composition";
 import { SUBGRAPHS } from "./subgraphs.ts";
 
-/** The folder of the subgraph SDL files and of the composed schemas. */
+/** The folder of the composed schemas (the subgraph SDL files are beside their subgraphs). */
 export const SCHEMA_DIR = new URL("../schema/", import.meta.url);
+
+/** The repository root: each subgraph's `schemaFile` (router/subgraphs.ts) is relative to it. */
+export const REPOSITORY_ROOT = new URL("../", import.meta.url);
 
 /** Path of the checked-in supergraph. */
 export const SUPERGRAPH_FILE = new URL("supergraph.graphql", SCHEMA_DIR);
@@ -32,17 +35,17 @@ export interface ComposedSchemas {
 
 /**
  * Composes the subgraph SDL files.
- * @param schemaDir the folder holding each subgraph's `schemaFile` (router/subgraphs.ts); default schema/
+ * @param root the repository holding each subgraph's `schemaFile` (router/subgraphs.ts); default this one
  * @param sdl subgraph name → SDL text to use instead of its file (tests change a schema in memory)
  * @returns the supergraph and the API schema, each ending with one newline
  * @throws Error listing every composition error
  */
-export function composeSchemas(schemaDir: URL = SCHEMA_DIR, sdl: Record<string, string> = {}): ComposedSchemas {
+export function composeSchemas(root: URL = REPOSITORY_ROOT, sdl: Record<string, string> = {}): ComposedSchemas {
   const result = composeServices(
     SUBGRAPHS.map((s) => ({
       name: s.name,
       url: s.defaultUrl,
-      typeDefs: parse(sdl[s.name] ?? fs.readFileSync(new URL(s.schemaFile, schemaDir), "utf8")),
+      typeDefs: parse(sdl[s.name] ?? fs.readFileSync(new URL(s.schemaFile, root), "utf8")),
     })),
   );
   if (result.errors) throw new Error(`Composition failed:\n${result.errors.map((e) => `- ${e.message}`).join("\n")}`);

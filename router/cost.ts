@@ -28,7 +28,7 @@ import {
   type OperationDefinitionNode,
   type GraphQLSchema,
 } from "graphql";
-import { operationOf } from "./graph/operation.ts";
+import { operationOf } from "./operation.ts";
 
 /** Items a paginated field returns when the request gives no size (the schema's and resolvers' default). */
 const DEFAULT_PAGE_SIZE = 20;

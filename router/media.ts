@@ -7,7 +7,7 @@
 import fs from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { pipeline } from "node:stream/promises";
-import { MEDIA_NAME, MEDIA_TYPES, verifyMediaSignature, type MediaSource } from "../src/generation/media/local.ts";
+import { MEDIA_NAME, MEDIA_TYPES, verifyMediaSignature, type MediaSource } from "../src/generation/media/signed-url.ts";
 
 const video = fs.readFileSync(new URL("./pages/assets/placeholder.mp4", import.meta.url));
 

@@ -6,7 +6,7 @@
  */
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { DocumentNode } from "graphql";
-import { operationOf } from "./graph/operation.ts";
+import { operationOf } from "./operation.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 import { DURATION_BUCKETS, LabelCap, METRIC_PREFIX } from "../src/observability/metrics.ts";
 import { SHARED_UPSTREAM, type SharedObserver } from "./subscription-fanout.ts";

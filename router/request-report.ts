@@ -1,7 +1,7 @@
 /**
  * What the router learns about one client request while the gateway runs it: the GraphQL
  * operation, and from the subgraphs' `switchyardCaller` response extension
- * (subgraphs/shared/caller-report.ts) the key id and the key's rate-limit quota. The quota becomes
+ * (subgraphs/shared/caller-report.ts; its shape is the contract's, subgraphs/shared/contract.ts) the key id and the key's rate-limit quota. The quota becomes
  * the `RateLimit-Policy` and `RateLimit` headers of draft-ietf-httpapi-ratelimit-headers on the
  * client's answer (REST shims and `/graphql` alike: both run through the gateway), the rest goes
  * into the request log line (router/server.ts).
@@ -12,8 +12,7 @@
  * and router/graph/direct.ts fills them for the operations it runs without the gateway.
  */
 import type { ServerResponse } from "node:http";
-import type { RateLimitQuota } from "../src/auth/rate-limit.ts";
-import { CALLER_EXTENSION, type CallerReport } from "../subgraphs/shared/caller-report.ts";
+import { CALLER_EXTENSION, type CallerQuota, type CallerReport } from "../subgraphs/shared/contract.ts";
 
 /** The name of our single quota policy in the RateLimit headers. */
 const RATE_LIMIT_POLICY = "default";
@@ -28,7 +27,7 @@ export interface RequestReport {
   /** The key that authenticated the request. */
   keyId?: string;
   /** The key's quota after this request (lowest remaining when several subgraphs answered). */
-  rateLimit?: RateLimitQuota;
+  rateLimit?: CallerQuota;
   /** Set when the rate limit refused the request: its `Retry-After` in seconds. */
   retryAfterSeconds?: number;
 }
@@ -38,7 +37,7 @@ export interface RequestReport {
  * items with a String policy name): `RateLimit-Policy: "default";q=<limit>;w=<window s>` and
  * `RateLimit: "default";r=<remaining>;t=<seconds to reset>`.
  */
-function rateLimitHeaders(quota: RateLimitQuota): { "ratelimit-policy": string; ratelimit: string } {
+function rateLimitHeaders(quota: CallerQuota): { "ratelimit-policy": string; ratelimit: string } {
   return {
     "ratelimit-policy": `"${RATE_LIMIT_POLICY}";q=${quota.limit};w=${quota.windowSeconds}`,
     ratelimit: `"${RATE_LIMIT_POLICY}";r=${quota.remaining};t=${quota.resetSeconds}`,

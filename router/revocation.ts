@@ -2,14 +2,21 @@
  * The router's half of key revocation (security issue "Trust at the edges", item 5; the whole
  * path is described in src/auth/revocation.ts): which key each graphql-ws connection and SSE
  * stream belongs to, and ending all of them when the dispatcher announces on the `keys` topic that
- * the key was disabled. With `REDIS_URL` that topic is in Redis, so every router hears it.
+ * the key was disabled. With `REDIS_URL` that topic is in Redis, so every router hears it. The
+ * router imports no business module (docs/architecture.md §1.2): bin/stack.ts hands it the feed
+ * of disabled keys (src/events/key-topics.ts `watchDisabledKeys`).
  */
 import type http from "node:http";
 import type { Logger } from "pino";
 import { ERROR_CODES, graphqlExtensions } from "../src/errors.ts";
-import type { PubSub } from "../src/events/pubsub.ts";
-import { KEYS_TOPIC, disabledKeyOf } from "../src/auth/revocation.ts";
 import { completeEventStream } from "./http/event-stream.ts";
+
+/**
+ * Where the router hears of disabled keys: called once with a listener, which it calls with the id
+ * of each disabled key, from any process.
+ * @returns stops listening
+ */
+export type DisabledKeyFeed = (listener: (keyId: string) => void) => () => void;
 
 /** The long-lived connections of this router by key, and the ending of a disabled key's. */
 export interface Revocations {
@@ -29,13 +36,14 @@ export interface Revocations {
 }
 
 /**
- * Creates the registry and listens on the `keys` topic.
- * @param pubsub the process's pub/sub (Redis with `REDIS_URL`: this opens the router's subscriber
- *   connection); none: revocations reach it only through {@link Revocations.revoke}
+ * Creates the registry and listens for disabled keys.
+ * @param disabledKeys the feed of disabled keys (the `keys` topic of the process's pub/sub; with
+ *   `REDIS_URL` this opens the router's subscriber connection); none: revocations reach it only
+ *   through {@link Revocations.revoke}
  * @param logger where a failing `end` is logged
  * @returns a {@link Revocations}
  */
-export function createRevocations(pubsub: PubSub | undefined, logger: Pick<Logger, "warn" | "info">): Revocations {
+export function createRevocations(disabledKeys: DisabledKeyFeed | undefined, logger: Pick<Logger, "warn" | "info">): Revocations {
   const byKey = new Map<string, Set<() => void>>();
   const revocations: Revocations = {
     track(keyId, end) {
@@ -70,11 +78,7 @@ export function createRevocations(pubsub: PubSub | undefined, logger: Pick<Logge
     },
     close: () => unsubscribe(),
   };
-  const unsubscribe =
-    pubsub?.subscribe(KEYS_TOPIC, (message) => {
-      const keyId = disabledKeyOf(message);
-      if (keyId) revocations.revoke(keyId);
-    }) ?? (() => {});
+  const unsubscribe = disabledKeys?.((keyId) => revocations.revoke(keyId)) ?? (() => {});
   return revocations;
 }
 
@@ -83,7 +87,7 @@ const keyListeners = new WeakMap<object, (keyId: string) => void>();
 
 /**
  * Asks to be told which key a request's subscription runs under, once the router's key check
- * (router/plugins/useSubscriptionKeyCheck.ts) identified it. For SSE streams, whose key is known
+ * (router/graph/useSubscriptionKeyCheck.ts) identified it. For SSE streams, whose key is known
  * only inside the gateway.
  * @param req the node request
  * @param listener called at most once with the key id

@@ -9,23 +9,22 @@ import FindMyWay from "find-my-way";
 import type { Logger } from "pino";
 import type { GraphQLSchema } from "graphql";
 import { createGateway, type Gateway } from "./graph/gateway.ts";
-import { answerThroughFetch } from "./http/graphql.ts";
-import { DEFAULT_BATCH_MAX } from "./http/batch.ts";
-import { createSingleConnectionStreams } from "./http/sse-single.ts";
+import { answerThroughFetch } from "./graph/http.ts";
+import { DEFAULT_BATCH_MAX } from "./graph/batch.ts";
+import { createSingleConnectionStreams } from "./graph/sse-single.ts";
 import { completeEventStream } from "./http/event-stream.ts";
 import { applyCors } from "./http/cors.ts";
 import { isJsonContentType, limitGraphqlBody } from "./http/body.ts";
 import { createEdge } from "./http/edge.ts";
 import { sendGraphqlError } from "./http/graphql-error.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
-import { useSubscriptionKeyCheck } from "./plugins/useSubscriptionKeyCheck.ts";
+import { useSubscriptionKeyCheck } from "./graph/useSubscriptionKeyCheck.ts";
 import { attachWebSockets } from "./websocket.ts";
-import { createRevocations, endEventStream, onRequestKey } from "./revocation.ts";
-import type { PubSub } from "../src/events/pubsub.ts";
+import { createRevocations, endEventStream, onRequestKey, type DisabledKeyFeed } from "./revocation.ts";
 import { createGenerationShim, sendGenerationError, type RestCall } from "./rest/generation.ts";
 import { createCloudShim, sendCloudError } from "./rest/cloud.ts";
 import { policyHeaders, sha256Hex } from "./graph/client.ts";
-import { mediaSigningKey, type MediaSource } from "../src/generation/media/local.ts";
+import { mediaSigningKey, type MediaSource } from "../src/generation/media/signed-url.ts";
 import { serveProviderMedia, serveSimulatorMedia } from "./media.ts";
 import { createHealth, subgraphChecks } from "./health.ts";
 import { createReadiness, serveLiveness, serveReadiness, type ReadinessCheck } from "../src/observability/readiness.ts";
@@ -60,11 +59,11 @@ export interface RouterOptions {
   bodyLimit: number;
   /** Time limit of one `/graphql` HTTP request (ms); unset or 0: none (router/limits.ts). */
   requestTimeoutMs?: number;
-  /** GRAPHQL_BATCH_MAX: most operations in one batched `POST /graphql` (router/http/batch.ts); default 10. */
+  /** GRAPHQL_BATCH_MAX: most operations in one batched `POST /graphql` (router/graph/batch.ts); default 10. */
   batchMax?: number;
   /** GRAPHQL_DEFER: `@defer` delivered incrementally, on the gateway's default planner (ADR 0021); default off. */
   defer?: boolean;
-  /** graphql-sse single connection mode: how long a reserved stream waits to be opened, in ms (default 30 s; router/http/sse-single.ts). */
+  /** graphql-sse single connection mode: how long a reserved stream waits to be opened, in ms (default 30 s; router/graph/sse-single.ts). */
   streamReservationTtlMs?: number;
   /** Graceful shutdown: how long requests in flight may finish before their connections are cut (default 10 s). */
   drainTimeoutMs?: number;
@@ -84,10 +83,11 @@ export interface RouterOptions {
   /** Where provider results are read from, served at `/media/p/` (router/media.ts); unset: not served. */
   mediaSource?: MediaSource;
   /**
-   * The process's pub/sub: the router listens on its `keys` topic and ends a disabled key's
-   * graphql-ws connections and SSE streams (router/revocation.ts). Unset: it never hears of one.
+   * The feed of disabled keys (the `keys` topic of the process's pub/sub: src/events/key-topics.ts
+   * `watchDisabledKeys`): the router ends a disabled key's graphql-ws connections and SSE streams
+   * (router/revocation.ts). Unset: it never hears of one.
    */
-  pubsub?: PubSub;
+  disabledKeys?: DisabledKeyFeed;
   /**
    * This process's own readiness checks (database, migrations, Redis, outbox dispatcher: bin/stack.ts),
    * run by `/readyz` besides the router's check of each subgraph. A router alone has only Redis, if any.
@@ -231,7 +231,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   // `complete` (as WebSockets get 1001) instead of waiting the whole drain deadline for them.
   const eventStreams = new Set<http.ServerResponse>();
   // A disabled key's connections end at once, on every router (router/revocation.ts).
-  const revocations = createRevocations(options.pubsub, options.logger);
+  const revocations = createRevocations(options.disabledKeys, options.logger);
   const singleStreams = createSingleConnectionStreams(gateway, revocations, { reservationTtlMs: options.streamReservationTtlMs });
   const server = http.createServer((req, res) => {
     const started = process.hrtime.bigint();
@@ -304,7 +304,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
         req.resume();
         return sendGraphqlError(res, "unsupported_media_type", undefined, { connection: "close" });
       }
-      // graphql-sse's single connection mode (a reservation PUT, or a request naming a stream token): router/http/sse-single.ts.
+      // graphql-sse's single connection mode (a reservation PUT, or a request naming a stream token): router/graph/sse-single.ts.
       const single = singleStreams.claims(req, url);
       if (!single && String(req.headers.accept ?? "").includes("text/event-stream")) {
         served.eventStream = true;

@@ -7,14 +7,10 @@ import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { carriesCredentials } from "./net/url-guard.ts";
 import { parseInteger } from "./integers.ts";
+import { ConfigError } from "./errors.ts";
 
-/** A setting that stops the process from starting: the CLI prints its message as one line, with no stack. */
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ConfigError";
-  }
-}
+// ConfigError lives in the error registry's module, which the router may import (docs/architecture.md §1.2).
+export { ConfigError };
 
 /** Shortest SUBGRAPH_SECRET accepted (characters): 32 random hex digits are 128 bits. */
 export const SUBGRAPH_SECRET_MIN_LENGTH = 32;
@@ -347,7 +343,7 @@ export interface Config {
    */
   corsOrigins: string[];
   bodyLimitBytes: number;
-  /** Most operations in one batched `POST /graphql` (a JSON array; router/http/batch.ts). */
+  /** Most operations in one batched `POST /graphql` (a JSON array; router/graph/batch.ts). */
   graphqlBatchMax: number;
   /**
    * `@defer` delivered incrementally (multipart/mixed, SSE): the gateway leaves the Rust query

@@ -249,6 +249,17 @@ export function isAppError(value: unknown): value is AppError {
 }
 
 /**
+ * A setting that stops the process from starting (src/config.ts, a persisted-documents manifest):
+ * the CLI prints its message as one line, with no stack. Not an API error: it never reaches a caller.
+ */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+/**
  * The error of a value outside its enumeration (a list filter, a state), in the one wording both
  * the services and the REST shims use: `<field> must be one of: a, b`.
  * @param code `invalid_request` (400) for a query filter, `validation_failed` (422) for an input

@@ -154,7 +154,13 @@ export function registerChannelCommands(program: Command, act: Act): void {
       }
       await withDb(async (db, config) => {
         const { addChannel } = await import("../../src/generation/channels/store.ts");
-        await print(db, await addChannel(db, await box(config), input as Parameters<typeof addChannel>[2]), values.json);
+        const { auditedChannelWrite } = await import("../../src/generation/channels/audit.ts");
+        const { CLI_ACTOR } = await import("../../src/audit/log.ts");
+        const sealed = await box(config);
+        const channel = await auditedChannelWrite(db, CLI_ACTOR, "channels.add", null, (trx) =>
+          addChannel(trx, sealed, input as Parameters<typeof addChannel>[2]),
+        );
+        await print(db, channel, values.json);
       });
     },
   );
@@ -194,7 +200,10 @@ export function registerChannelCommands(program: Command, act: Act): void {
     const input = { ...inputOf(values), ...(await readCredentials(values)) };
     await withDb(async (db, config) => {
       const { updateChannel } = await import("../../src/generation/channels/store.ts");
-      await print(db, await updateChannel(db, await box(config), id!, input), values.json);
+      const { auditedChannelWrite } = await import("../../src/generation/channels/audit.ts");
+      const { CLI_ACTOR } = await import("../../src/audit/log.ts");
+      const sealed = await box(config);
+      await print(db, await auditedChannelWrite(db, CLI_ACTOR, "channels.update", id!, (trx) => updateChannel(trx, sealed, id!, input)), values.json);
     });
   });
   for (const [name, enabled] of [
@@ -212,7 +221,9 @@ export function registerChannelCommands(program: Command, act: Act): void {
         await withDb(async (db) => {
           const { listChannels, setChannelStatus } = await import("../../src/generation/channels/store.ts");
           const { modelsServedOnlyBy } = await import("../../src/generation/channels/select.ts");
-          const channel = await setChannelStatus(db, id!, enabled);
+          const { auditedChannelWrite } = await import("../../src/generation/channels/audit.ts");
+          const { CLI_ACTOR } = await import("../../src/audit/log.ts");
+          const channel = await auditedChannelWrite(db, CLI_ACTOR, `channels.${name}`, id!, (trx) => setChannelStatus(trx, id!, enabled));
           await print(db, channel, values.json);
           // Obeyed even for the last channel of a model (ADR 0012), but said.
           const unserved = enabled ? [] : modelsServedOnlyBy(channel, await listChannels(db));

@@ -73,7 +73,7 @@ export function loadContractInputs(root: URL = REPOSITORY): ContractInputs {
       openapi: { generation: JSON.parse(need(RELEASED.openapi.generation)), cloud: JSON.parse(need(RELEASED.openapi.cloud)) },
       version: need(RELEASED.version).trim(),
     },
-    current: { api: composeSchemas(new URL("schema/", root)).api, openapi: { ...OPENAPI_DOCUMENTS } },
+    current: { api: composeSchemas(root).api, openapi: { ...OPENAPI_DOCUMENTS } },
     changelog: need("CHANGELOG.md"),
     operations: [...manifest.operations, ...shimOperations()],
     operationProblems: manifest.problems,

@@ -48,11 +48,11 @@ export const openApiText = (document: object): string => `${JSON.stringify(docum
 
 /**
  * What `npm run compose` writes: each file's path under `root` and its text.
- * @param root the repository (tests pass a copy whose schema/*.graphql they changed)
+ * @param root the repository (tests pass a copy whose subgraph SDL they changed)
  * @throws Error when composition fails
  */
 export function producedFiles(root: URL = REPOSITORY): { path: string; text: string }[] {
-  const composed = composeSchemas(new URL("schema/", root));
+  const composed = composeSchemas(root);
   return [
     { path: PRODUCED.supergraph, text: composed.supergraph },
     { path: PRODUCED.api, text: composed.api },

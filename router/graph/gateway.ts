@@ -92,7 +92,7 @@ export interface GatewayOptions {
   requestTimeoutMs?: number;
   /** SUBGRAPH_SECRET: the key of the HMAC signature on every request to a subgraph reached over the network. */
   subgraphSecret: string;
-  /** Refuses SSE subscriptions whose key is bad (router/plugins/useSubscriptionKeyCheck.ts). */
+  /** Refuses SSE subscriptions whose key is bad (router/graph/useSubscriptionKeyCheck.ts). */
   keyCheck?: GatewayPlugin;
   /** GRAPHQL_DEFER: `@defer` delivered incrementally (multipart/mixed, SSE), on the runtime's default planner (ADR 0021). */
   defer?: boolean;

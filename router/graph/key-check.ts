@@ -2,8 +2,8 @@
  * The router's key check for long-lived operations (subscriptions): asks the graph who the key
  * is (`apiKey`, no scope needed), so the refusal happens before anything is forwarded. The key id
  * it learns tells router/revocation.ts which connections to end when the key is disabled. Used by
- * graphql-ws (router/websocket.ts), graphql-sse's single connection mode (router/http/sse-single.ts)
- * and, for SSE subscriptions, the gateway plugin router/plugins/useSubscriptionKeyCheck.ts.
+ * graphql-ws (router/websocket.ts), graphql-sse's single connection mode (router/graph/sse-single.ts)
+ * and, for SSE subscriptions, the gateway plugin router/graph/useSubscriptionKeyCheck.ts.
  */
 import { randomUUID } from "node:crypto";
 import { GraphQLError } from "graphql";

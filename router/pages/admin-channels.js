@@ -50,7 +50,15 @@ function providerCost(stats) {
 }
 
 /** The credential fields of each channel type (src/generation/upstream/channel-types.ts). */
-const CHANNEL_CREDENTIALS = { SWITCHYARD: ["apiKey"], OPENAI_COMPATIBLE: ["apiKey"], KLING: ["accessKey", "secretKey"] };
+const CHANNEL_CREDENTIALS = {
+  SWITCHYARD: ["apiKey"],
+  OPENAI_COMPATIBLE: ["apiKey"],
+  KLING: ["accessKey", "secretKey"],
+  ARK: ["apiKey"],
+  DASHSCOPE: ["apiKey"],
+  MINIMAX: ["apiKey"],
+  GEMINI_VEO: ["apiKey"],
+};
 const CREDENTIAL_INPUTS = { apiKey: "ch-api-key", accessKey: "ch-access-key", secretKey: "ch-secret-key" };
 
 /** Shows the credential fields of the chosen type only (and requires them). */

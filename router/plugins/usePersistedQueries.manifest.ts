@@ -16,7 +16,7 @@ import fs from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parse, type DocumentNode } from "graphql";
 import { sha256Hex } from "../../src/digest.ts";
-import { ConfigError } from "../../src/config.ts";
+import { ConfigError } from "../../src/errors.ts";
 
 /** The project's manifest (schema/trusted-documents.json), always loaded. */
 export const PROJECT_MANIFEST = fileURLToPath(new URL("../../schema/trusted-documents.json", import.meta.url));

@@ -1,6 +1,6 @@
 /**
  * A JSON `/graphql` body is read, limited and parsed once, by the router (router/http/body.ts,
- * router/http/graphql.ts); the gateway takes the parsed parameters instead of reading it again.
+ * router/graph/http.ts); the gateway takes the parsed parameters instead of reading it again.
  */
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 

@@ -6,7 +6,7 @@
  * mints for every client request.
  */
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
-import { operationOf } from "../graph/operation.ts";
+import { operationOf } from "../operation.ts";
 import type { RequestReports } from "../request-report.ts";
 
 /** The count id of a gateway request (none for an operation without an HTTP request). */

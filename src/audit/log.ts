@@ -10,7 +10,6 @@ import type { Knex } from "knex";
 import { nowIso, fitText, type Db } from "../db/index.ts";
 import { bySerial, keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import { AppError } from "../errors.ts";
-import type { OperatorRole } from "../auth/operators/roles.ts";
 
 /** Who made a write. */
 export interface AuditActor {
@@ -18,8 +17,12 @@ export interface AuditActor {
   operatorId: string | null;
   /** The operator's email, or `break-glass`, `cli`, `system`. */
   actor: string;
-  /** The operator's role (break-glass and the CLI act as `owner`). */
-  role: OperatorRole | null;
+  /**
+   * The operator's role, an `OperatorRole` of src/auth/operators/roles.ts (break-glass and the CLI
+   * act as `owner`). A string here: the operators write the log, the log does not import them
+   * (docs/architecture.md §1.2).
+   */
+  role: string | null;
   /** The request id (null on the command line). */
   requestId: string | null;
 }

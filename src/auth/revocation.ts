@@ -5,12 +5,12 @@
  * How the word travels (one path whatever disabled the key, the CLI in its own process or the
  * admin mutation):
  * 1. `setKeyStatus(db, id, "disabled")` (src/auth/keys.ts) writes the outbox row
- *    {@link KEY_DISABLED_EVENT} in the same transaction as the status change.
+ *    `key.disabled` (src/events/key-topics.ts) in the same transaction as the status change.
  * 2. The dispatcher (src/events/dispatcher/publish.ts) publishes it like every row on the key's account topic
- *    and also on {@link KEYS_TOPIC}: at once when the write happened in its own process, else on its
+ *    and also on the `keys` topic: at once when the write happened in its own process, else on its
  *    next round (it polls the outbox at least every 500 ms). With `REDIS_URL` the publish reaches
  *    every process.
- * 3. Every router listens on {@link KEYS_TOPIC} (router/revocation.ts) and closes the key's
+ * 3. Every router listens on the `keys` topic (bin/stack.ts hands router/revocation.ts `watchDisabledKeys`) and closes the key's
  *    graphql-ws sockets with 4403 and ends its SSE streams.
  * 4. Defence in depth in the subgraphs: a subscription stream of the key ends with `key_disabled`
  *    when the row reaches its account topic, and before each event the key is read again
@@ -19,31 +19,9 @@
 import { AppError } from "../errors.ts";
 import type { Db } from "../db/index.ts";
 import type { OutboxMessage } from "../events/pubsub.ts";
+import { disabledKeyOf } from "../events/key-topics.ts";
 
-/** Outbox topic of a disabled key: `aggregateId` and `payload.key_id` are the key id. */
-export const KEY_DISABLED_EVENT = "key.disabled";
-
-/** Pub/sub topic on which the dispatcher also publishes {@link KEY_DISABLED_EVENT} rows, for routers. */
-export const KEYS_TOPIC = "keys";
-
-/**
- * The pub/sub topics of one outbox row: its account's topic, and {@link KEYS_TOPIC} too for a
- * {@link KEY_DISABLED_EVENT}.
- * @param accountTopic the row's account topic (`account:<accountId>`)
- */
-export function topicsOfRow(topic: string, accountTopic: string): string[] {
-  return topic === KEY_DISABLED_EVENT ? [accountTopic, KEYS_TOPIC] : [accountTopic];
-}
-
-/**
- * The key a published message disables.
- * @param message anything received on a pub/sub topic
- * @returns the key id when it is a {@link KEY_DISABLED_EVENT}, else null
- */
-export function disabledKeyOf(message: unknown): string | null {
-  const event = message as Partial<OutboxMessage> | null;
-  return event && event.topic === KEY_DISABLED_EVENT && typeof event.aggregateId === "string" ? event.aggregateId : null;
-}
+export { KEY_DISABLED_EVENT, KEYS_TOPIC, disabledKeyOf } from "../events/key-topics.ts";
 
 /** Whether an event says that `keyId` was disabled (subscription filters let these through). */
 export function revokesKey(event: OutboxMessage, keyId: string): boolean {

@@ -1,10 +1,10 @@
 /**
  * Callback signatures (docs/architecture.md §8.4): `X-Service-Signature: t=<unix seconds>,v1=<hex
  * HMAC-SHA256(webhook_secret, "<t>.<raw body>")>`, the header format of request signatures
- * (src/auth/signatures.ts) over the body alone.
+ * (src/signature-header.ts) over the body alone.
  */
 import { hmacSha256Hex } from "../digest.ts";
-import { verifySignatureHeader } from "../auth/signatures.ts";
+import { verifySignatureHeader } from "../signature-header.ts";
 
 function webhookPayload(rawBody: string | Uint8Array, t: number): string | Buffer {
   return typeof rawBody === "string" ? `${t}.${rawBody}` : Buffer.concat([Buffer.from(`${t}.`), rawBody]);

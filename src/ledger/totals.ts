@@ -46,7 +46,8 @@ export function spentDelta(kind: string, signedAmount: number, customerId: strin
 
 /**
  * Each total as a scalar subquery over its rows, correlated to the owner named by the given
- * outer column(s): the backfills of migrations 009 and 012 and {@link verifyTotals} use the same SQL.
+ * outer column(s), as {@link verifyTotals} sums them. Migrations 009 and 012 backfilled with a copy of
+ * this SQL (src/db/migrations/009_running_totals.ts): a migration keeps the SQL it ran with.
  */
 export const TOTALS_SQL = {
   keySpent: (keyId: string) => `select coalesce(0 - sum(amount), 0) from ledger_entries where key_id = ${keyId} and ${KEY_SPENT_ENTRIES}`,

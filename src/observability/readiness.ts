@@ -9,12 +9,12 @@
  * {@link CHECK_TIMEOUT_MS}), never run twice at once (a probe arriving while a check is under way
  * waits for that one; a check still pending after its timeout is not started again until it
  * settles) and the whole report is reused for {@link REPORT_CACHE_MS}.
+ * The database's own checks are in src/db/readiness.ts (this module imports no business module,
+ * docs/architecture.md §1.2).
  * A failure is a short reason from a fixed vocabulary ("connection refused", "no answer within
  * 2 s", "HTTP 503"...): never a host, a URL or a password, since `/readyz` answers anyone.
  */
 import type { ServerResponse } from "node:http";
-import type { Db } from "../db/index.ts";
-import { migrationSource } from "../db/migrations/index.ts";
 
 /** How long one check may take before it counts as failed (ms). */
 export const CHECK_TIMEOUT_MS = 2_000;
@@ -151,38 +151,6 @@ export function serveLiveness(res: ServerResponse): void {
 export async function serveReadiness(res: ServerResponse, readiness: Readiness): Promise<void> {
   const report = await readiness.report();
   res.writeHead(report.status === "ok" ? 200 : 503, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify(report));
-}
-
-/** `database`: the database answers one `select 1`. */
-export function databaseCheck(db: Db): ReadinessCheck {
-  return {
-    name: "database",
-    async run() {
-      await db.raw("select 1");
-    },
-  };
-}
-
-/** The last migration this build knows (the schema version a running process expects). */
-async function expectedMigration(): Promise<string> {
-  const names = await migrationSource.getMigrations([]);
-  return migrationSource.getMigrationName(names.at(-1)!);
-}
-
-/**
- * `migrations`: the last migration this build knows is recorded as applied (`knex_migrations`),
- * so a process never reports ready on a schema older than its code (a database restored from an
- * older backup, or migrated by nobody).
- */
-export function migrationsCheck(db: Db): ReadinessCheck {
-  return {
-    name: "migrations",
-    async run() {
-      const expected = await expectedMigration();
-      const applied = await db("knex_migrations").where("name", expected).first("name");
-      if (!applied) throw new CheckFailure(`migration ${expected} is not applied (run: switchyard migrate)`);
-    },
-  };
 }
 
 /** `redis`: the command connection answers a PING. */

@@ -1,5 +1,5 @@
 /**
- * Resolvers of the cloud subgraph (schema/cloud.graphql). Thin: every rule lives in src/cloud;
+ * Resolvers of the cloud subgraph (subgraphs/cloud/schema.graphql). Thin: every rule lives in src/cloud;
  * these hand the inputs to it as they are (camelCase, the domain's own dialect) and translate shapes.
  */
 import { GraphQLScalarType, Kind, type ValueNode } from "graphql";

@@ -1,5 +1,5 @@
 /**
- * The cloud subgraph (docs/architecture.md §1, §7): schema/cloud.graphql served on CLOUD_PORT.
+ * The cloud subgraph (docs/architecture.md §1, §7): its SDL (schema.graphql, beside this file) served on CLOUD_PORT.
  */
 import fs from "node:fs";
 import { parse } from "graphql";
@@ -18,7 +18,7 @@ import { enforceRequestBudgets, type BudgetLimits } from "../../src/db/budget.ts
 import type { CloudServices } from "./services.ts";
 
 /** The SDL of this subgraph. */
-export const cloudTypeDefs = parse(fs.readFileSync(new URL("../../schema/cloud.graphql", import.meta.url), "utf8"));
+export const cloudTypeDefs = parse(fs.readFileSync(new URL("./schema.graphql", import.meta.url), "utf8"));
 
 /**
  * Starts the cloud subgraph.

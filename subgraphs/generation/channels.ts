@@ -11,6 +11,7 @@ import { channelAnswer, channelTypeId } from "../../src/generation/channels/view
 import type { ChannelInput } from "../../src/generation/channels/store.ts";
 import type { Knex } from "knex";
 import { audited } from "../../src/audit/log.ts";
+import { auditedChannelWrite } from "../../src/generation/channels/audit.ts";
 import type { GenerationContext } from "./context.ts";
 
 /** The channels of the context after the admin check. @throws AppError 401/403 (admin token); 403 `forbidden` when this process runs no channels */
@@ -31,15 +32,9 @@ export const channelQueries = {
   adminChannels: async (_: unknown, __: unknown, ctx: GenerationContext) => (await (await admin(ctx)).list()).map(channelOf),
 };
 
-/** A channel as its audit row shows it: the stored row without its key (src/audit/log.ts redacts secrets besides). */
-const channelRow = async (trx: Knex.Transaction, id: string) => {
-  const row = await trx("channels").where("id", id).first();
-  return row ? { ...row, api_key: undefined, key_ciphertext: undefined } : null;
-};
-
 /**
- * Runs a channel write with its audit row in one transaction, then tells this process's channel
- * router to reload (after the commit, so it reads the change).
+ * Runs a channel write with its audit row in one transaction (src/generation/channels/audit.ts),
+ * then tells this process's channel router to reload (after the commit, so it reads the change).
  */
 async function auditedChannel(
   ctx: GenerationContext,
@@ -48,19 +43,7 @@ async function auditedChannel(
   write: (channels: Channels, trx: Knex.Transaction) => Promise<ChannelView>,
 ): Promise<ChannelView> {
   const channels = await admin(ctx);
-  const channel = await audited(
-    ctx.db,
-    ctx.auditActor(),
-    {
-      action,
-      objectType: "channel",
-      objectId: id,
-      before: async (trx: Knex.Transaction) => (id ? channelRow(trx, id) : null),
-      after: (c: ChannelView, trx: Knex.Transaction) => channelRow(trx, c.id),
-      objectIdOf: (c: ChannelView) => c.id,
-    },
-    (trx: Knex.Transaction) => write(channels, trx),
-  );
+  const channel = await auditedChannelWrite(ctx.db, ctx.auditActor(), action, id, (trx) => write(channels, trx));
   channels.upstream.invalidate();
   return channel;
 }

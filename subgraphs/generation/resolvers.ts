@@ -1,5 +1,5 @@
 /**
- * Resolvers of the generation subgraph (schema/generation.graphql). Thin: every rule lives in
+ * Resolvers of the generation subgraph (subgraphs/generation/schema.graphql). Thin: every rule lives in
  * src/generation; these only translate arguments and shapes.
  */
 import { MODELS, getModel, type ModelSpec } from "../../src/generation/catalog.ts";

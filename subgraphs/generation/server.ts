@@ -1,5 +1,5 @@
 /**
- * The generation subgraph (docs/architecture.md §1, §7): schema/generation.graphql served on GENERATION_PORT.
+ * The generation subgraph (docs/architecture.md §1, §7): its SDL (schema.graphql, beside this file) served on GENERATION_PORT.
  */
 import fs from "node:fs";
 import { parse, type GraphQLFormattedError } from "graphql";
@@ -20,7 +20,7 @@ import { guardAdminFields } from "../shared/admin-access.ts";
 import { enforceRequestBudgets, type BudgetLimits } from "../../src/db/budget.ts";
 
 /** The SDL of this subgraph. */
-export const generationTypeDefs = parse(fs.readFileSync(new URL("../../schema/generation.graphql", import.meta.url), "utf8"));
+export const generationTypeDefs = parse(fs.readFileSync(new URL("./schema.graphql", import.meta.url), "utf8"));
 
 /**
  * Records each request the router reports (header `x-switchyard-route`) in the request log of

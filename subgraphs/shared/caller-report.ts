@@ -3,24 +3,12 @@
  * `switchyardCaller`: the key id (for the router's request log) and the key's rate-limit quota
  * after this request (for the `RateLimit-Policy` / `RateLimit` headers; router/request-report.ts).
  * The rate limit is counted here, in the subgraphs (src/auth/authenticate.ts), so only they know it.
- * The router reads the extension and strips it: clients never see it.
+ * The router reads the extension and strips it: clients never see it. Its name and shape are
+ * the contract's (contract.ts), which the router imports.
  */
 import type { ApolloServerPlugin, BaseContext } from "@apollo/server";
 import type { AuthenticationObserver } from "../../src/auth/authenticate.ts";
-import type { RateLimitQuota } from "../../src/auth/rate-limit.ts";
-
-/** The name of the response extension. */
-export const CALLER_EXTENSION = "switchyardCaller";
-
-/** The extension's value. */
-export interface CallerReport {
-  /** The authenticated key (its id, never the key). */
-  keyId?: string;
-  /** The key's quota after this request; absent for an unlimited key. */
-  rateLimit?: RateLimitQuota;
-  /** Set when the rate limit refused this request (429): its `Retry-After` in seconds. */
-  retryAfterSeconds?: number;
-}
+import { CALLER_EXTENSION, type CallerReport } from "./contract.ts";
 
 /** Reports by request (the object a subgraph's context was built from). */
 const reports = new WeakMap<object, CallerReport>();

@@ -1,7 +1,8 @@
 /**
  * The in-process contract between the router and a subgraph of the same process
  * (docs/architecture.md §1.2, §1.3): what a subgraph hands the router (`LocalSubgraph`), what the
- * router hands it (`LocalOperation`), and `mapStream`, which both use on subscription streams.
+ * router hands it (`LocalOperation`), `mapStream`, which both use on subscription streams, and
+ * the caller report a subgraph adds to each answer (`CallerReport`).
  * The signed internal context, the other half of the contract, is internal-context.ts. Both
  * sides import this file; it imports nothing of either.
  */
@@ -62,4 +63,29 @@ export function mapStream<T, U>(source: AsyncIterator<T>, map: (value: T) => U):
       return done;
     },
   };
+}
+
+/** The response extension in which a subgraph reports the caller of a request (caller-report.ts). */
+export const CALLER_EXTENSION = "switchyardCaller";
+
+/** A key's rate-limit quota after a request (the shape of src/auth/rate-limit.ts `RateLimitQuota`). */
+export interface CallerQuota {
+  /** Requests allowed per window. */
+  limit: number;
+  /** The window in seconds. */
+  windowSeconds: number;
+  /** Requests left in the current window after this one (0 when this one was refused). */
+  remaining: number;
+  /** Whole seconds until the window resets (≥ 1; on a 429 the same value as `Retry-After`). */
+  resetSeconds: number;
+}
+
+/** The value of {@link CALLER_EXTENSION}: read and stripped by the router (router/request-report.ts). */
+export interface CallerReport {
+  /** The authenticated key (its id, never the key). */
+  keyId?: string;
+  /** The key's quota after this request; absent for an unlimited key. */
+  rateLimit?: CallerQuota;
+  /** Set when the rate limit refused this request (429): its `Retry-After` in seconds. */
+  retryAfterSeconds?: number;
 }

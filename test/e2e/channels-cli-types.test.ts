@@ -3,7 +3,8 @@
  * with its access key and secret key from files, probed through the fake Kling (which checks the
  * JWT the stored keys sign), never printed; `channels list --json` answering exactly the shape of
  * admin GraphQL's `Channel` (the same function, read from the same database); the text list's
- * type and success-rate columns. Real CLI processes on one SQLite database.
+ * type and success-rate columns; a gemini-veo and a dashscope channel added with an API key file
+ * and probed. Real CLI processes on one SQLite database.
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -11,6 +12,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDb } from "../../src/db/index.ts";
 import { channelAnswer, channelViews } from "../../src/generation/channels/view.ts";
+import { startFakeDashScope } from "../support/providers/dashscope.ts";
+import { startFakeVeo } from "../support/providers/gemini-veo.ts";
 import { startFakeKling, type FakeKling } from "../support/providers/kling.ts";
 import { runCli } from "../support/process.ts";
 
@@ -119,6 +122,46 @@ describe("channels of a type from the CLI", () => {
       const text = await runCli(["channels", "list"], env);
       expect(text.stdout.split("\n")[0]).toMatch(/^ID\s+NAME\s+TYPE\s+STATUS\s+PRIORITY\s+WEIGHT\s+MODELS\s+TRIED\s+OK RATE\s+OPEN\s+NEXT PROBE\s+BASE URL$/);
       expect(text.stdout).toMatch(/\skling\s+ENABLED\s/);
+    },
+    SLOW,
+  );
+
+  it(
+    "adds a gemini-veo channel whose probe carries the key in x-goog-api-key, and a dashscope channel whose wrong key fails its probe in DashScope's words, no key printed",
+    async () => {
+      const [veo, dashscope] = await Promise.all([startFakeVeo(), startFakeDashScope()]);
+      try {
+        const veoKey = path.join(dataDir, "veo.key");
+        fs.writeFileSync(veoKey, `${veo.credentials.apiKey}\n`);
+        const added = await runCli(
+          ["channels", "add", "--type", "gemini-veo", "--name", "veo", "--base-url", veo.url, "--models", "52", "--api-key-file", veoKey, "--json"],
+          env,
+        );
+        expect(added.code, added.stderr).toBe(0);
+        const channel = JSON.parse(added.stdout);
+        expect(channel).toMatchObject({ type: "GEMINI_VEO", models: [52], status: "ENABLED" });
+        const tested = await runCli(["channels", "test", channel.id, "--json"], env);
+        expect(tested.code, tested.stderr).toBe(0);
+        expect(veo.requests.at(-1)!.path).toBe("/v1beta/models?pageSize=1");
+        const wrongKey = path.join(dataDir, "dashscope.key");
+        fs.writeFileSync(wrongKey, `${dashscope.wrongCredentials.apiKey}\n`);
+        const bad = JSON.parse(
+          (
+            await runCli(
+              ["channels", "add", "--type", "dashscope", "--name", "wan", "--base-url", dashscope.url, "--models", "52", "--api-key-file", wrongKey, "--json"],
+              env,
+            )
+          ).stdout,
+        );
+        expect(bad.type).toBe("DASHSCOPE");
+        const failed = await runCli(["channels", "test", bad.id, "--json"], env);
+        expect(failed.code).toBe(1);
+        expect(failed.stdout + failed.stderr).toContain("HTTP 401: InvalidApiKey: Invalid API-key provided.");
+        const printed = added.stdout + added.stderr + tested.stdout + tested.stderr + failed.stdout + failed.stderr;
+        for (const secret of [veo.credentials.apiKey!, dashscope.wrongCredentials.apiKey!]) expect(printed).not.toContain(secret);
+      } finally {
+        await Promise.all([veo.close(), dashscope.close()]);
+      }
     },
     SLOW,
   );

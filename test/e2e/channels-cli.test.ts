@@ -49,6 +49,28 @@ describe("channels from the CLI: where the key comes from, what is refused, what
   }
 
   it(
+    "records add, update, disable and enable in the audit log as the CLI's, with no key in any row",
+    async () => {
+      const channel = await addWithKeyFile("audited", "key-audited-0009", "51");
+      expect((await runCli(["channels", "update", channel.id, "--priority", "3"], env)).code).toBe(0);
+      expect((await runCli(["channels", "disable", channel.id], env)).code).toBe(0);
+      expect((await runCli(["channels", "enable", channel.id], env)).code).toBe(0);
+      const audit = await runCli(["audit", "list", "--object", channel.id, "--json"], env);
+      expect(audit.code, audit.stderr).toBe(0);
+      const rows = JSON.parse(audit.stdout) as { action: string; actor: string; object_type: string; before: unknown; after: unknown }[];
+      expect(rows.map((r) => [r.action, r.actor, r.object_type])).toEqual([
+        ["channels.enable", "cli", "channel"],
+        ["channels.disable", "cli", "channel"],
+        ["channels.update", "cli", "channel"],
+        ["channels.add", "cli", "channel"],
+      ]);
+      expect(JSON.stringify(rows[2]!.after)).toContain('"priority":3');
+      expect(audit.stdout).not.toContain("key-audited-0009");
+    },
+    SLOW,
+  );
+
+  it(
     "reads the key from --api-key-file, --api-key-stdin or --api-key-env (trailing line break dropped), and warns about --api-key",
     async () => {
       const file = path.join(dataDir, "provider.key");

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { openDb } from "../../src/db/index.ts";
+import { waitForState } from "../support/events.ts";
 import { runCli, startCli } from "../support/process.ts";
 
 describe("the switchyard CLI and `start` as a newcomer runs them", () => {
@@ -71,7 +72,12 @@ describe("the switchyard CLI and `start` as a newcomer runs them", () => {
       const proc = startCli(["start"], { ...env, DATA_DIR: ownDir });
       // The database file appears when the start opens it: the stack is half built.
       const dbFile = path.join(ownDir, "switchyard.db");
-      while (!fs.existsSync(dbFile)) await new Promise((resolve) => setTimeout(resolve, 5));
+      const watcher = fs.watch(ownDir);
+      try {
+        await waitForState(watcher, "change", async () => fs.existsSync(dbFile), Boolean, 30_000);
+      } finally {
+        watcher.close();
+      }
       expect(await proc.stop("SIGTERM")).toBe(0);
       expect(proc.output()).not.toMatch(/Switchyard router:/);
     } finally {

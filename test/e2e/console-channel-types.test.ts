@@ -9,6 +9,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { channelTypeEnum } from "../../src/generation/channels/view.ts";
+import { CHANNEL_TYPE_IDS } from "../../src/generation/upstream/channel-types.ts";
 import { ARTIFACTS, DESKTOP, LAUNCH } from "../support/browser.ts";
 import { startFakeKling, type FakeKling } from "../support/providers/kling.ts";
 import { startTestStack, type TestStack } from "../support/stack.ts";
@@ -51,7 +53,13 @@ describe("console: a Kling channel added in the form serves a task", () => {
     await page.locator("#console").waitFor({ state: "visible" });
     await page.locator('[data-view="channels"]').click();
 
-    // The type decides the credential fields.
+    // Every type of the registry is offered, and the type decides the credential fields.
+    const offered = await page.locator("#ch-type option").evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value));
+    expect(offered).toEqual(CHANNEL_TYPE_IDS.map(channelTypeEnum));
+    await page.locator("#ch-type").selectOption("GEMINI_VEO");
+    expect(await page.locator("#ch-api-key").isVisible()).toBe(true);
+    expect(await page.locator("#ch-access-key").isVisible()).toBe(false);
+    await page.locator("#ch-type").selectOption("SWITCHYARD");
     expect(await page.locator("#ch-api-key").isVisible()).toBe(true);
     await page.locator("#ch-type").selectOption("KLING");
     expect(await page.locator("#ch-api-key").isVisible()).toBe(false);

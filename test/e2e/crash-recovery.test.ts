@@ -4,6 +4,7 @@
  * with SIGSTOP first) at the moment that matters, and restarted on the same SQLite file.
  * `switchyard verify` must pass afterwards. Every wait is for an event or a state, never a sleep.
  */
+import { EventEmitter } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -17,11 +18,22 @@ import { runCli, startCli, type RunningProcess } from "../support/process.ts";
 import { createTestDatabase } from "../support/db.ts";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";
 import { collect, wsClient } from "../support/graphql-ws.ts";
+import { waitForState } from "../support/events.ts";
 
 const isSubmit = (r: { method: string; path: string }) => r.method === "POST" && /\/generations$/.test(r.path);
+/** The fields of rows and answers these tests read. */
+type LedgerRow = { kind: string; amount: number | string; task_id: string; id: number };
+type TaskRow = { id: string; submit_state: string; status: number; refunded: number | string };
+type TaskAnswer = { data: { task_id: string; status?: number; error?: string } };
+
 /** Model 52, 5 s at 720P: 5.000 yuan. */
 const PRICE = 5000;
 
+/**
+ * Polls the shared database: the processes under test are separate (no pub/sub reaches this
+ * one without Redis), so a row is the only thing that shows their progress. Callbacks, which do
+ * reach this process, are awaited on the receiver's events instead.
+ */
 async function waitUntil<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -113,7 +125,7 @@ describe("crash recovery with real processes", () => {
   }
 
   const taskRow = (db: Db, id: string) => db("tasks").where({ id }).first();
-  const entries = (db: Db, taskId: string) => db("ledger_entries").where("task_id", taskId).orderBy("id");
+  const entries = (db: Db, taskId: string) => db<LedgerRow>("ledger_entries").where("task_id", taskId).orderBy("id");
   const submissions = () => fake.requests.filter(isSubmit).length;
 
   async function expectVerifyPasses(dbEnv: Record<string, string>) {
@@ -150,7 +162,7 @@ describe("crash recovery with real processes", () => {
       (t) => Number(t.status) === 1,
     );
     expect(done).toMatchObject({ upstream_task_id: "up-recovered", result: "https://cdn.example.com/recovered.mp4", refunded: 0 });
-    expect((await entries(db, pending.id)).map((e: any) => [e.kind, Number(e.amount)])).toEqual([["debit", -PRICE]]);
+    expect((await entries(db, pending.id)).map((e) => [e.kind, Number(e.amount)])).toEqual([["debit", -PRICE]]);
 
     // 2. Again, but the upstream refuses after the restart: failed and refunded exactly once.
     fake.onSubmit({ kind: "hang" });
@@ -170,7 +182,7 @@ describe("crash recovery with real processes", () => {
     expect(refused).toMatchObject({ submit_state: "failed", error: "Upstream request failed" });
     expect(Number(refused.refunded)).toBe(PRICE);
     expect(submissions()).toBe(before + 4);
-    expect((await entries(db, second.id)).map((e: any) => [e.kind, Number(e.amount)])).toEqual([
+    expect((await entries(db, second.id)).map((e) => [e.kind, Number(e.amount)])).toEqual([
       ["debit", -PRICE],
       ["refund", PRICE],
     ]);
@@ -212,7 +224,7 @@ describe("crash recovery with real processes", () => {
     expect(done).toMatchObject({ upstream_task_id: "up-lost-answer", result: "https://cdn.example.com/lantern.mp4", refunded: 0 });
     expect(submissions()).toBe(before + 1);
     expect(fake.accepted.filter((a) => a.clientReference === pending.id)).toHaveLength(1);
-    expect((await entries(db, pending.id)).map((e: any) => [e.kind, Number(e.amount)])).toEqual([["debit", -PRICE]]);
+    expect((await entries(db, pending.id)).map((e) => [e.kind, Number(e.amount)])).toEqual([["debit", -PRICE]]);
     const account = await db("accounts").where("id", key.account_id).first();
     expect(Number(account.balance)).toBe(100_000 - PRICE); // charged once
     expect(await stack.proc.stop("SIGTERM")).toBe(0);
@@ -224,6 +236,7 @@ describe("crash recovery with real processes", () => {
     // A receiver that fails (503) until told otherwise, and records every request.
     let failing = true;
     const received: { delivery: string; event: string; taskId: string; status: number }[] = [];
+    const arrivals = new EventEmitter();
     const receiver = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on("data", (c) => chunks.push(c));
@@ -232,6 +245,7 @@ describe("crash recovery with real processes", () => {
         const status = failing ? 503 : 200;
         received.push({ delivery: String(req.headers["x-service-delivery"]), event: body.event, taskId: body.data?.task_id, status });
         res.writeHead(status).end();
+        arrivals.emit("received");
       });
     });
     await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
@@ -247,9 +261,12 @@ describe("crash recovery with real processes", () => {
     const refusedResponse = await submitVideo(stack.url, key.key, "task A");
     expect(refusedResponse.status).toBe(502);
     const taskA = (await db("tasks").where("key_id", key.id).first()).id as string;
-    await waitUntil(
+    await waitForState(
+      arrivals,
+      "received",
       async () => received.map((r) => r.event),
       (events) => events.includes("task.failed") && events.includes("task.refunded"),
+      20_000,
     );
 
     // Task B is accepted; then the process is frozen (it can publish nothing more) and B's
@@ -257,7 +274,7 @@ describe("crash recovery with real processes", () => {
     fake.onSubmit({ kind: "accept", taskId: "up-b" });
     const acceptedResponse = await submitVideo(stack.url, key.key, "task B");
     expect(acceptedResponse.status).toBe(200);
-    const taskB = ((await acceptedResponse.json()) as any).data.task_id as string;
+    const taskB = ((await acceptedResponse.json()) as TaskAnswer).data.task_id;
     // SQLite has one write lock: a process frozen while it holds it would block every writer. So
     // this process takes the lock first (a no-op write opens its transaction) and only then
     // freezes the server, which therefore holds nothing; B's success is written in that same
@@ -285,26 +302,29 @@ describe("crash recovery with real processes", () => {
       );
     }
     const unpublished = await db("outbox").where("aggregate_id", taskB).whereNull("published_at");
-    expect(unpublished.map((row: any) => JSON.parse(row.payload).status)).toContain(1);
+    expect(unpublished.map((row: { payload: string }) => JSON.parse(row.payload).status)).toContain(1);
     const pendingDeliveries = await db("webhook_deliveries").where({ aggregate_id: taskA, status: "pending" });
-    expect(pendingDeliveries.map((d: any) => d.event).sort()).toEqual(["task.failed", "task.refunded"]);
+    expect(pendingDeliveries.map((d: { event: string }) => d.event).sort()).toEqual(["task.failed", "task.refunded"]);
     expect(await stack.proc.stop("SIGKILL")).toBeNull();
 
     // Restart with a healthy receiver: everything arrives, each callback answered 2xx once.
     failing = false;
     const restarted = await start(environment);
     const ok = () => received.filter((r) => r.status === 200);
-    await waitUntil(
+    await waitForState(
+      arrivals,
+      "received",
       async () =>
         ok()
           .map((r) => `${r.event} ${r.taskId}`)
           .sort(),
       (got) => got.length >= 3,
+      20_000,
     );
     // Every outbox row, including any the restarted process commits meanwhile, gets published.
     await waitUntil(
       () => db("outbox").whereNull("published_at").count({ n: "*" }),
-      (rows: any) => Number(rows[0].n) === 0,
+      (rows: { n?: number | string }[]) => Number(rows[0]!.n) === 0,
     );
     expect(await restarted.proc.stop("SIGTERM")).toBe(0);
     expect(
@@ -314,7 +334,7 @@ describe("crash recovery with real processes", () => {
     ).toEqual([`task.failed ${taskA}`, `task.refunded ${taskA}`, `task.succeeded ${taskB}`].sort());
     expect(new Set(ok().map((r) => r.delivery)).size).toBe(3);
     expect(await db("outbox").whereNull("published_at").count({ n: "*" })).toEqual([{ n: 0 }]);
-    expect((await db("webhook_deliveries").select("status")).map((d: any) => d.status)).toEqual(["delivered", "delivered", "delivered"]);
+    expect((await db("webhook_deliveries").select("status")).map((d: { status: string }) => d.status)).toEqual(["delivered", "delivered", "delivered"]);
     await expectVerifyPasses(dbEnv);
   });
 
@@ -326,7 +346,7 @@ describe("crash recovery with real processes", () => {
     let stack = await start(environment);
     const response = await submitVideo(stack.url, key.key, "a silent task");
     expect(response.status).toBe(200);
-    const taskId = ((await response.json()) as any).data.task_id as string;
+    const taskId = ((await response.json()) as TaskAnswer).data.task_id;
     // The process dies with the task open upstream (status 0); the restarted one enforces the deadline.
     expect(await stack.proc.stop("SIGKILL")).toBeNull();
     stack = await start(environment);
@@ -339,7 +359,7 @@ describe("crash recovery with real processes", () => {
     expect(Number(expired.refunded)).toBe(PRICE);
     expect(expired.expired_at).toEqual(expect.any(String));
     const rest = await fetch(`${stack.url}/api/v1/tasks/${taskId}`, { headers: { authorization: `Bearer ${key.key}` } });
-    expect(((await rest.json()) as any).data).toMatchObject({ status: 2, error: "Generation timed out" });
+    expect(((await rest.json()) as TaskAnswer).data).toMatchObject({ status: 2, error: "Generation timed out" });
 
     // The upstream finishes after all: recorded, not charged, the status stays 2.
     fake.setTask("up-silent", { status: 1, result: "https://cdn.example.com/late.mp4" });
@@ -349,12 +369,12 @@ describe("crash recovery with real processes", () => {
     );
     expect(late).toMatchObject({ status: 2, late_result: "https://cdn.example.com/late.mp4", error: "Generation timed out" });
     expect(Number(late.refunded)).toBe(PRICE);
-    expect((await entries(db, taskId)).map((e: any) => [e.kind, Number(e.amount)])).toEqual([
+    expect((await entries(db, taskId)).map((e) => [e.kind, Number(e.amount)])).toEqual([
       ["debit", -PRICE],
       ["refund", PRICE],
     ]);
     const usage = await fetch(`${stack.url}/api/v1/usage`, { headers: { authorization: `Bearer ${key.key}` } });
-    expect(((await usage.json()) as any).data.spent).toBe(0);
+    expect(((await usage.json()) as { data: { spent: number } }).data.spent).toBe(0);
     expect(submissions()).toBe(before + 1); // it had been sent: never resent
     expect(await stack.proc.stop("SIGTERM")).toBe(0);
     await expectVerifyPasses(dbEnv);
@@ -382,10 +402,10 @@ describe("crash recovery with real processes", () => {
     expect(fake.releaseHanging({ kind: "accept" })).toBe(3);
     const responses = await Promise.all(inFlight);
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200]);
-    const ids = await Promise.all(responses.map(async (r) => ((await r.json()) as any).data.task_id as string));
+    const ids = await Promise.all(responses.map(async (r) => ((await r.json()) as TaskAnswer).data.task_id));
     expect(await exitCodeOf(stack.proc)).toBe(0);
     const rows = await db("tasks").whereIn("id", ids);
-    expect(rows.map((t: any) => t.submit_state)).toEqual(["sent", "sent", "sent"]);
+    expect(rows.map((t: TaskRow) => t.submit_state)).toEqual(["sent", "sent", "sent"]);
     await client.dispose();
     await expectVerifyPasses(dbEnv);
   });
@@ -402,10 +422,10 @@ describe("crash recovery with real processes", () => {
     let killed = false;
     const client = async (n: number) => {
       for (let i = 0; !killed; i++) {
-        let body: any;
+        let body: { status: number; data: { task_id: string } };
         try {
           const response = await submitVideo(stack.url, key.key, `group ${n}-${i}`);
-          body = { status: response.status, ...((await response.json()) as object) };
+          body = { status: response.status, ...((await response.json()) as TaskAnswer) };
         } catch {
           return; // the connection died with the process: not acknowledged
         }
@@ -422,23 +442,23 @@ describe("crash recovery with real processes", () => {
     await Promise.all(clients);
 
     // Every acknowledged submission is stored with its one debit; none is charged twice.
-    const stored = async () => db("tasks").where("key_id", key.id).select("id", "submit_state", "status", "refunded");
+    const stored = async (): Promise<TaskRow[]> => db("tasks").where("key_id", key.id).select("id", "submit_state", "status", "refunded");
     const debits = await db("ledger_entries").where({ key_id: key.id, kind: "debit" }).select("task_id", "amount");
     const tasks = await stored();
-    const ids = new Set(tasks.map((t: any) => t.id));
+    const ids = new Set(tasks.map((t) => t.id));
     for (const id of acknowledged) expect(ids.has(id)).toBe(true);
-    expect(debits.map((d: any) => d.task_id).sort()).toEqual([...ids].sort());
+    expect(debits.map((d: { task_id: string }) => d.task_id).sort()).toEqual([...ids].sort());
     for (const d of debits) expect(Number(d.amount)).toBe(-PRICE);
 
     // After a restart, the submissions cut off before their answer are sent once (or refunded
     // once), never twice, and the books balance.
     stack = await start(env(dbEnv));
-    await waitUntil(stored, (rows) => rows.every((t: any) => t.submit_state === "sent" || t.submit_state === "failed"));
+    await waitUntil(stored, (rows) => rows.every((t) => t.submit_state === "sent" || t.submit_state === "failed"));
     expect(await stack.proc.stop("SIGTERM")).toBe(0);
     const settled = await stored();
     expect(settled).toHaveLength(tasks.length);
     for (const task of settled) expect(fake.accepted.filter((a) => a.clientReference === task.id).length).toBeLessThanOrEqual(1);
-    const refunded = settled.reduce((sum: number, t: any) => sum + Number(t.refunded), 0);
+    const refunded = settled.reduce((sum, t) => sum + Number(t.refunded), 0);
     const account = await db("accounts").where("id", key.account_id).first("balance");
     expect(Number(account.balance)).toBe(parseYuan("1000") - settled.length * PRICE + refunded);
     expect(await db("ledger_entries").where({ key_id: key.id, kind: "debit" }).count({ n: "*" }).first()).toMatchObject({ n: settled.length });

@@ -11,7 +11,7 @@
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { startTestStack, type TestStack } from "../support/stack.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { parseYuan } from "../../src/money.ts";
 import {
@@ -69,7 +69,8 @@ beforeAll(async () => {
   });
   expect(order.status, order.text).toBe(201);
   orderId = order.body.data.order_id;
-  const active = await waitUntil(
+  const active = await t.waitForAccount(
+    key,
     () => send(t.url, "GET", `${API}/orders/${orderId}`, { headers: auth }),
     (a) => a.body?.data?.status === "active",
   );

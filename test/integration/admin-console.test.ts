@@ -155,7 +155,8 @@ describe("wallets, orders and deliveries", () => {
     });
     expect(order.status).toBe(201);
     const orderId = order.body.data.order_id;
-    const failed = await waitUntil(
+    const failed = await t.waitForAccount(
+      created.key,
       () => asAdmin(ORDERS, { accountId: created.accountId, status: "FAILED" }),
       (d) => d.adminOrders.nodes.length === 1,
     );

@@ -15,6 +15,10 @@ import { UpstreamError } from "../../src/generation/upstream/types.ts";
 import type { GenerationRequest } from "../../src/generation/validation.ts";
 import type { FakeProvider } from "../support/providers/base.ts";
 import { startChannelHarness, type ChannelHarness } from "../support/providers/harness.ts";
+import { startFakeArk } from "../support/providers/ark.ts";
+import { startFakeDashScope } from "../support/providers/dashscope.ts";
+import { startFakeMiniMax } from "../support/providers/minimax.ts";
+import { startFakeVeo } from "../support/providers/gemini-veo.ts";
 import { startFakeKling } from "../support/providers/kling.ts";
 import { startFakeOpenAi } from "../support/providers/openai-compatible.ts";
 import { startFakeSwitchyard } from "../support/providers/switchyard.ts";
@@ -43,6 +47,15 @@ interface TypeUnderContract {
   findsLost: boolean;
   /** Whether results are kept and served behind our signed URL (else the provider's URL is passed on). */
   keepsResults: boolean;
+  /**
+   * How the provider refuses a bad key and a rate limit when not by HTTP status (MiniMax: an HTTP
+   * 200 whose `base_resp` code is not 0): the message's start. Absent: HTTP 401 and 429.
+   */
+  refusesInBody?: { badKey: RegExp; rateLimit: RegExp };
+  /** The start of a bad key's failure when it is not an HTTP 401 (Google: 400 "API key not valid"). */
+  badKeyMessage?: RegExp;
+  /** Our states a new task reads as before it runs (default queued 0 or submitted 4; Veo: running 3). */
+  opensAs?: number[];
   /** A request this type cannot do, and the field the 400 names (null: it can do every valid request). */
   cannot: { request: GenerationRequest; field: string } | null;
 }
@@ -78,6 +91,51 @@ const TYPES: TypeUnderContract[] = [
     keepsResults: true,
     cannot: { request: request(7), field: "seconds" },
   },
+  {
+    type: "ark",
+    start: startFakeArk,
+    seconds: 5,
+    upstreamId: (id) => id,
+    findsLost: false,
+    keepsResults: true,
+    cannot: { request: request(15), field: "seconds" },
+  },
+  {
+    type: "dashscope",
+    start: startFakeDashScope,
+    seconds: 5,
+    upstreamId: (id) => id,
+    findsLost: false,
+    keepsResults: true,
+    cannot: {
+      request: { ...request(5), references: { images: [], audios: [], videos: ["https://example.com/v.mp4"], frameStart: null, frameEnd: null } },
+      field: "reference_videos",
+    },
+  },
+  {
+    type: "minimax",
+    start: startFakeMiniMax,
+    seconds: 6,
+    upstreamId: (id) => `${id}:6`,
+    findsLost: false,
+    keepsResults: true,
+    refusesInBody: { badKey: /^business code 1004: login fail/, rateLimit: /^business code 1002: rate limit exceeded/ },
+    cannot: { request: request(5), field: "seconds" },
+  },
+  {
+    type: "gemini-veo",
+    start: startFakeVeo,
+    seconds: 8,
+    upstreamId: (id) => `8:${id}`,
+    findsLost: false,
+    keepsResults: true,
+    badKeyMessage: /^HTTP 400: API key not valid/,
+    opensAs: [3],
+    cannot: {
+      request: { ...request(8), references: { images: [], audios: [], videos: [], frameStart: "https://example.com/f.png", frameEnd: null } },
+      field: "frame_start",
+    },
+  },
 ];
 
 describe.each(TYPES)("channel type $type: the contract", (spec) => {
@@ -103,7 +161,7 @@ describe.each(TYPES)("channel type $type: the contract", (spec) => {
     const { upstreamTaskId } = await router.submit(request(spec.seconds), "task_contract_run");
     const fakeId = fake.lastTaskId();
     expect(upstreamTaskId).toBe(spec.upstreamId(fakeId));
-    expect([0, 4]).toContain((await router.fetchStatus(upstreamTaskId, channel.id)).status);
+    expect(spec.opensAs ?? [0, 4]).toContain((await router.fetchStatus(upstreamTaskId, channel.id)).status);
     fake.settle(fakeId, "running");
     expect((await router.fetchStatus(upstreamTaskId, channel.id)).status).toBe(3);
     fake.settle(fakeId, "succeeded");
@@ -127,7 +185,7 @@ describe.each(TYPES)("channel type $type: the contract", (spec) => {
     expect(served.headers.get("content-type")).toBe("video/mp4");
     expect(Buffer.from(await served.arrayBuffer()).equals(fake.content)).toBe(true);
     // A second poll signs again without a second download.
-    const downloads = () => fake.requests.filter((r) => r.path.includes("/content") || r.path.startsWith("/cdn/")).length;
+    const downloads = () => fake.requests.filter((r) => r.path.endsWith("/content") || r.path.startsWith("/cdn/")).length;
     const before = downloads();
     await router.fetchStatus(upstreamTaskId, channel.id);
     expect(downloads()).toBe(before);
@@ -172,21 +230,26 @@ describe.each(TYPES)("channel type $type: the contract", (spec) => {
     fake.next({ kind: "rate_limit", retryAfterSeconds: 7 });
     const error = await router.submit(request(spec.seconds), "task_contract_429").catch((e) => e);
     expect(error).toBeInstanceOf(UpstreamError);
-    expect(error).toMatchObject({ kind: "failed", reason: "http", retryAfterMs: 7000 });
-    expect(error.message).toMatch(/^HTTP 429: .+ \(retry after 7 s\)$/);
+    if (spec.refusesInBody) {
+      expect(error).toMatchObject({ kind: "failed", reason: "code", retryAfterMs: 7000 });
+      expect(error.message).toMatch(spec.refusesInBody.rateLimit);
+    } else {
+      expect(error).toMatchObject({ kind: "failed", reason: "http", retryAfterMs: 7000 });
+      expect(error.message).toMatch(/^HTTP 429: .+ \(retry after 7 s\)$/);
+    }
     const { upstreamTaskId } = await router.submit(request(spec.seconds), "task_contract_429b");
     fake.rateLimitPolls(3);
     const polled = await router.fetchStatus(upstreamTaskId, channel.id).catch((e) => e);
     fake.rateLimitPolls(null);
-    expect(polled).toMatchObject({ reason: "http", retryAfterMs: 3000 });
+    expect(polled).toMatchObject({ reason: spec.refusesInBody ? "code" : "http", retryAfterMs: 3000 });
   });
 
   it("fails a submission with a bad key as the provider's 401, no credential in the text", async () => {
     const bad = await addChannel(testDb.db, h.box, { name: `${spec.type}-bad`, type: spec.type, baseUrl: fake.url, models: [51], ...fake.wrongCredentials });
     router.invalidate();
     const error = await router.submit({ ...request(spec.seconds), modelId: 51, modelName: "video-51" }, "task_contract_badkey").catch((e) => e);
-    expect(error).toMatchObject({ kind: "failed", reason: "http" });
-    expect(error.message).toMatch(/^HTTP 401/);
+    expect(error).toMatchObject({ kind: "failed", reason: spec.refusesInBody ? "code" : "http" });
+    expect(error.message).toMatch(spec.refusesInBody?.badKey ?? spec.badKeyMessage ?? /^HTTP 401/);
     for (const secret of Object.values(fake.wrongCredentials)) expect(error.message).not.toContain(secret);
     await setChannelStatus(testDb.db, bad.id, false);
     router.invalidate();

@@ -6,11 +6,12 @@
  * provider's words reach the task, the callback, the channel's `disabledReason` and attempts, the
  * test answer and the logs with every one of them replaced by `[redacted]`.
  */
-import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCallbackReceiver, type CallbackReceiver } from "../support/callback-receiver.ts";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";
-import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { waitForState } from "../support/events.ts";
+import { lineSink } from "../support/log-sink.ts";
+import { startTestStack, type TestStack } from "../support/stack.ts";
 
 const ADMIN_TOKEN = "redaction-admin-token";
 const METRICS_TOKEN = "redaction-metrics-token-123";
@@ -48,13 +49,8 @@ describe("provider texts are redacted before they are stored, shown, sent or log
   let stored: FakeUpstream; // a stored channel, key CHANNEL_KEY, tried first for model 52
   let receiver: CallbackReceiver;
   let channelId: string;
-  const lines: string[] = [];
-  const logs = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(...String(chunk).split("\n").filter(Boolean));
-      done();
-    },
-  });
+  const sink = lineSink();
+  const { lines, stream: logs } = sink;
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
   beforeAll(async () => {
@@ -129,9 +125,9 @@ describe("provider texts are redacted before they are stored, shown, sent or log
 
     // A status poll that fails: the poller's log line carries the provider's words, redacted.
     stored.failPolls({ status: 500, message: SAID });
-    await waitUntil(
-      async () => lines.filter((l) => l.includes(taskId) && l.includes("task poll failed")),
-      (found) => found.length > 0,
+    await sink.waitFor(
+      (line) => line,
+      (line) => line.includes(taskId) && line.includes("task poll failed"),
     );
     stored.failPolls(null);
     stored.setTask(upstreamTaskId, { status: 2, error: SAID });
@@ -146,7 +142,9 @@ describe("provider texts are redacted before they are stored, shown, sent or log
     const ledger = await t.stack.db!("ledger_entries").where({ task_id: taskId });
     expectNoSecret(ledger, "the ledger entries");
 
-    const callbacks = await waitUntil(
+    const callbacks = await waitForState(
+      receiver.events,
+      "received",
       async () => receiver.received.map((r) => JSON.parse(r.body)).filter((b) => b.data?.task_id === taskId),
       (found) => found.some((b) => b.event === "task.failed"),
     );

@@ -10,6 +10,12 @@ import { verifyLedger } from "../../src/ledger/index.ts";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 
+/** The channel columns these tests read. */
+type ChannelRow = { id: string; status: string; probe_failures: number; next_probe_at: string };
+
+/** The task columns these tests read. */
+type TaskRow = { id: string; key_id: string; status: number; channel_id: string | null; result: string | null };
+
 /** Model 52, 5 s: 5.00 yuan. */
 const VIDEO_BODY = { prompt: "a lighthouse at dusk", model_id: 52, seconds: 5 };
 const PRICE = 5000;
@@ -134,9 +140,10 @@ describe("channels: failover, money moved once, health", () => {
     // Finish the accepted tasks at their providers, each with its own result: polling asks the accepting channel.
     for (const a of healthy.accepted) healthy.setTask(a.taskId, { status: 1, result: `https://healthy.example/${a.taskId}.mp4` });
     for (const a of primary.accepted) primary.setTask(a.taskId, { status: 1, result: `https://primary.example/${a.taskId}.mp4` });
-    const tasks = await waitUntil(
-      () => t.stack.db!("tasks").where({ key_id: key.id }),
-      (rows: any[]) => rows.every((r) => r.status === 1 || r.status === 2),
+    const tasks = await t.waitForAccount(
+      key.key,
+      () => t.stack.db!<TaskRow>("tasks").where("key_id", key.id),
+      (rows) => rows.every((r) => r.status === 1 || r.status === 2),
     );
     let succeeded = 0;
     let refundedTasks = 0;
@@ -178,10 +185,10 @@ describe("channels: failover, money moved once, health", () => {
     const due = new Date(Date.now() - 1000).toISOString();
     await t.stack.db!("channels").whereIn("id", [ids.http5xx!, ids.refused!]).update({ next_probe_at: due }); // time has come
     const after = await waitUntil(
-      () => t.stack.db!("channels").whereIn("id", [ids.http5xx!, ids.refused!]),
-      (rows: any[]) => rows.find((r) => r.id === ids.http5xx).status === "ENABLED" && rows.find((r) => r.id === ids.refused).probe_failures === 1,
+      () => t.stack.db!<ChannelRow>("channels").whereIn("id", [ids.http5xx!, ids.refused!]),
+      (rows) => rows.find((r) => r.id === ids.http5xx)!.status === "ENABLED" && rows.find((r) => r.id === ids.refused)!.probe_failures === 1,
     );
-    const refused = after.find((r: any) => r.id === ids.refused);
+    const refused = after.find((r) => r.id === ids.refused)!;
     expect(refused.status).toBe("AUTO_DISABLED");
     // Second failed probe waits twice the base: 1 200 s from now, give or take the test's own time.
     expect(Date.parse(refused.next_probe_at) - Date.now()).toBeGreaterThan(1_100_000);

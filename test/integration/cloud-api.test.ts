@@ -16,6 +16,11 @@ let cdnProductId: string;
 let soldOutProductId: string;
 let orderSeq = 0;
 
+/** The fields of the REST list items these tests read (docs/api/cloud.md). */
+type ProductItem = { category: string; vendor_id: string; status: string };
+type ResourceItem = { resource_id: string; order_id: string; status: string; expires_at: string };
+type TransactionItem = { type: string; amount: number };
+
 const api = (method: string, path: string, options: { body?: unknown; rawBody?: string; headers?: Record<string, string>; key?: string } = {}) =>
   t.rest(method, `/openapi/v1${path}`, { key: options.key ?? key, body: options.body, rawBody: options.rawBody, headers: options.headers });
 
@@ -34,10 +39,13 @@ function orderBody(overrides: Record<string, unknown> = {}) {
 async function activeOrder(body = orderBody()) {
   const created = await api("POST", "/orders", { body });
   expect(created.status).toBe(201);
-  return waitUntil(
-    () => api("GET", `/orders/${created.body.data.order_id}`),
-    (r) => r.body.data.status === "active",
-  ).then((r) => r.body.data);
+  return t
+    .waitForAccount(
+      key,
+      () => api("GET", `/orders/${created.body.data.order_id}`),
+      (r) => r.body.data.status === "active",
+    )
+    .then((r) => r.body.data);
 }
 
 beforeAll(async () => {
@@ -72,15 +80,15 @@ describe("catalog", () => {
 
   it("filters products by category, vendor and sale status and shows a product's detail", async () => {
     const cdn = await api("GET", "/products?category=cdn");
-    expect(cdn.body.data.items.every((p: any) => p.category === "cdn")).toBe(true);
+    expect((cdn.body.data.items as ProductItem[]).every((p) => p.category === "cdn")).toBe(true);
     const product = cdn.body.data.items[0];
     expect(product.required_fields).toContain("domain");
     expect(product.billing_cycles[0]).toEqual({ cycle: expect.any(String), months: expect.any(Number), price: expect.any(Number) });
     const byVendor = await api("GET", `/products?vendor_id=${product.vendor_id}`);
-    expect(byVendor.body.data.items.every((p: any) => p.vendor_id === product.vendor_id)).toBe(true);
+    expect((byVendor.body.data.items as ProductItem[]).every((p) => p.vendor_id === product.vendor_id)).toBe(true);
     const detail = await api("GET", `/products/${product.product_id}`);
     expect(detail.body.data).toEqual(product);
-    expect((await api("GET", "/products?status=available")).body.data.items.every((p: any) => p.status === "available")).toBe(true);
+    expect(((await api("GET", "/products?status=available")).body.data.items as ProductItem[]).every((p) => p.status === "available")).toBe(true);
   });
 
   it("answers 404 not_found for an unknown product and an unknown path", async () => {
@@ -105,7 +113,8 @@ describe("orders", () => {
     expect(created.status).toBe(201);
     expect(created.body.data).toMatchObject({ payment_status: "paid", provisioning_status: "provisioning", status: "provisioning" });
     const amount = created.body.data.amount;
-    const active = await waitUntil(
+    const active = await t.waitForAccount(
+      key,
       () => api("GET", `/orders/${created.body.data.order_id}`),
       (r) => r.body.data.status === "active",
     );
@@ -113,7 +122,7 @@ describe("orders", () => {
     const after = (await api("GET", "/billing/balance?customer_id=cust-1")).body.data.available;
     expect(Math.round((before - after) * 1000)).toBe(Math.round(amount * 1000));
     const resources = await api("GET", "/resources?customer_id=cust-1");
-    const resource = resources.body.data.items.find((r: any) => r.resource_id === active.body.data.resource_id);
+    const resource = (resources.body.data.items as ResourceItem[]).find((r) => r.resource_id === active.body.data.resource_id)!;
     expect(resource).toMatchObject({ order_id: created.body.data.order_id, status: "active" });
     expect(Date.parse(resource.expires_at)).toBeGreaterThan(Date.now());
   });
@@ -128,15 +137,16 @@ describe("orders", () => {
 
   it("fails provisioning with metadata.simulate fail and refunds in full", async () => {
     const created = await api("POST", "/orders", { body: orderBody({ metadata: { domain: "fail.example.com", simulate: "fail" } }) });
-    const failed = await waitUntil(
+    const failed = await t.waitForAccount(
+      key,
       () => api("GET", `/orders/${created.body.data.order_id}`),
       (r) => r.body.data.status === "failed",
     );
     expect(failed.body.data).toMatchObject({ payment_status: "refunded", provisioning_status: "failed", failure_reason: expect.any(String) });
     const txns = await api("GET", `/billing/transactions?order_id=${created.body.data.order_id}`);
-    const types = txns.body.data.items.map((i: any) => i.type).sort();
+    const types = (txns.body.data.items as TransactionItem[]).map((i) => i.type).sort();
     expect(types).toEqual(["deduction", "refund"]);
-    expect(txns.body.data.items.reduce((sum: number, i: any) => sum + Math.round(i.amount * 1000), 0)).toBe(0);
+    expect((txns.body.data.items as TransactionItem[]).reduce((sum, i) => sum + Math.round(i.amount * 1000), 0)).toBe(0);
   });
 
   it("answers 422 validation_failed naming the field for each invalid field", async () => {
@@ -205,10 +215,14 @@ describe("orders", () => {
 
   it("renews an active order, charging for it and extending the resource's expiry", async () => {
     const order = await activeOrder();
-    const resourceBefore = (await api("GET", "/resources?customer_id=cust-1&limit=100")).body.data.items.find((r: any) => r.resource_id === order.resource_id);
+    const resourceBefore = ((await api("GET", "/resources?customer_id=cust-1&limit=100")).body.data.items as ResourceItem[]).find(
+      (r) => r.resource_id === order.resource_id,
+    )!;
     const renewed = await api("POST", `/orders/${order.order_id}/renew`, { body: { periods: 2 } });
     expect(renewed.status).toBe(200);
-    const resourceAfter = (await api("GET", "/resources?customer_id=cust-1&limit=100")).body.data.items.find((r: any) => r.resource_id === order.resource_id);
+    const resourceAfter = ((await api("GET", "/resources?customer_id=cust-1&limit=100")).body.data.items as ResourceItem[]).find(
+      (r) => r.resource_id === order.resource_id,
+    )!;
     expect(Date.parse(resourceAfter.expires_at)).toBeGreaterThan(Date.parse(resourceBefore.expires_at));
     const txns = await api("GET", `/billing/transactions?order_id=${order.order_id}&type=deduction`);
     expect(txns.body.data.items).toHaveLength(2);
@@ -216,7 +230,8 @@ describe("orders", () => {
 
   it("answers 409 conflict when renewing an order that is not active", async () => {
     const created = await api("POST", "/orders", { body: orderBody({ metadata: { domain: "f2.example.com", simulate: "fail" } }) });
-    await waitUntil(
+    await t.waitForAccount(
+      key,
       () => api("GET", `/orders/${created.body.data.order_id}`),
       (r) => r.body.data.status === "failed",
     );
@@ -258,11 +273,11 @@ describe("domains, purge and usage", () => {
     const bw = await api("GET", `/usage/bandwidth?resource_id=${order.resource_id}&start=${start}&end=${now.toISOString()}`);
     expect(bw.status).toBe(200);
     expect(bw.body.data).toMatchObject({ resource_id: order.resource_id, interval_seconds: expect.any(Number), peak_bps: expect.any(Number) });
-    expect(bw.body.data.peak_bps).toBe(Math.max(...bw.body.data.points.map((p: any) => p.bps)));
+    expect(bw.body.data.peak_bps).toBe(Math.max(...(bw.body.data.points as { bps: number }[]).map((p) => p.bps)));
     const day = now.toISOString().slice(0, 10);
     const traffic = await api("GET", `/usage/traffic?resource_id=${order.resource_id}&start=${day}&end=${day}`);
     expect(traffic.status).toBe(200);
-    expect(traffic.body.data.total_bytes).toBe(traffic.body.data.items.reduce((s: number, i: any) => s + i.bytes, 0));
+    expect(traffic.body.data.total_bytes).toBe((traffic.body.data.items as { bytes: number }[]).reduce((s, i) => s + i.bytes, 0));
   });
 
   it("answers 400 invalid_request for a range that ends before it starts, is unparsable, or is longer than 31 days", async () => {
@@ -319,7 +334,7 @@ describe("billing", () => {
     const [header, ...rows] = records!;
     expect(header).toEqual(["transaction_id", "customer_id", "order_id", "type", "amount", "balance_after", "created_at"]);
     const items = ready.body.data.items;
-    expect(items.map((i: any) => i.type)).toEqual(["topup", "topup", "topup", "deduction"]);
+    expect((items as TransactionItem[]).map((i) => i.type)).toEqual(["topup", "topup", "topup", "deduction"]);
     expect(rows).toHaveLength(items.length);
     rows.forEach((row, i) => {
       const item = items[i];
@@ -342,7 +357,7 @@ describe("billing", () => {
     for (const customer of ["cust-1", "cust-race"]) {
       const balance = (await api("GET", `/billing/balance?customer_id=${customer}`)).body.data.available;
       const items = (await api("GET", `/billing/transactions?customer_id=${customer}&limit=100`)).body.data.items;
-      expect(Math.round(balance * 1000)).toBe(items.reduce((s: number, i: any) => s + Math.round(i.amount * 1000), 0));
+      expect(Math.round(balance * 1000)).toBe((items as TransactionItem[]).reduce((s, i) => s + Math.round(i.amount * 1000), 0));
     }
     expect(await verifyLedger(t.stack.db!)).toEqual([]);
   });

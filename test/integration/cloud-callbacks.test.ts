@@ -2,10 +2,12 @@
  * Signed callbacks end to end (docs/api/cloud.md §6, docs/architecture.md §6): events caused through the router
  * reach a real HTTP receiver, signed, retried until it accepts, every attempt visible in GraphQL.
  */
+import { EventEmitter } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitForState } from "../support/events.ts";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { parseYuan } from "../../src/money.ts";
@@ -21,6 +23,7 @@ interface Received {
 async function startReceiver(secretOf: () => string) {
   const attempts = new Map<string, number>();
   const accepted: Received[] = [];
+  const events = new EventEmitter();
   const server = http.createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
@@ -38,11 +41,13 @@ async function startReceiver(secretOf: () => string) {
     const body = JSON.parse(raw);
     accepted.push({ event: body.event, deliveryId, body, signatureValid: v1 === expected && fresh });
     res.writeHead(200).end("ok");
+    events.emit("accepted");
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
     accepted,
+    events,
     attempts,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
@@ -82,7 +87,9 @@ describe("callbacks to the key's callback URL", () => {
     expect(created.status).toBe(201);
     const orderId = created.body.data.order_id;
     const wanted = ["order.created", "order.paid", "order.provisioned"];
-    await waitUntil(
+    await waitForState(
+      receiver.events,
+      "accepted",
       async () => receiver.accepted.filter((r) => r.body.data?.order_id === orderId).map((r) => r.event),
       (events) => wanted.every((e) => events.includes(e)),
     );
@@ -98,7 +105,8 @@ describe("callbacks to the key's callback URL", () => {
     const paid = forOrder.find((r) => r.event === "order.paid")!;
     expect(paid.body.request_id).toBe(created.body.request_id);
 
-    // The receiver answered 200 before the dispatcher recorded the attempt: wait for the record.
+    // The receiver answered 200 before the dispatcher recorded the attempt: wait for the record
+    // (no event announces it: the attempt is a row, written after the answer).
     const deliveries = await waitUntil(
       async () =>
         (await t.graphql(`query($id: ID!) { order(id: $id) { deliveries { event status attempts { status } } } }`, { id: orderId }, key)).body.data.order
@@ -111,7 +119,9 @@ describe("callbacks to the key's callback URL", () => {
   });
 
   it("delivers billing.transaction.created for the deduction of a paid order", async () => {
-    await waitUntil(
+    await waitForState(
+      receiver.events,
+      "accepted",
       async () => receiver.accepted.filter((r) => r.event === "billing.transaction.created").map((r) => r.body.data.type),
       (types) => types.includes("deduction"),
     );
@@ -121,7 +131,9 @@ describe("callbacks to the key's callback URL", () => {
     const submitted = await t.rest("POST", "/api/v1/images/generations", { key, body: { prompt: "a kite", model_id: 45 } });
     expect(submitted.status).toBe(200);
     const taskId = submitted.body.data.task_id;
-    const got = await waitUntil(
+    const got = await waitForState(
+      receiver.events,
+      "accepted",
       async () => receiver.accepted.find((r) => r.event === "task.succeeded" && r.body.data.task_id === taskId),
       (r) => r !== undefined,
     );

@@ -271,7 +271,11 @@ describe("usage thresholds", () => {
   const createdMs = Date.parse(created);
 
   async function events(resourceId: string) {
-    return (await db("outbox").where({ topic: "usage.threshold_reached", aggregate_id: resourceId }).orderBy("id")).map((row: any) => ({
+    return (
+      await db<{ payload: string; topic: string; aggregate_id: string }>("outbox")
+        .where({ topic: "usage.threshold_reached", aggregate_id: resourceId })
+        .orderBy("id")
+    ).map((row) => ({
       ...row,
       payload: JSON.parse(row.payload),
     }));

@@ -10,7 +10,7 @@ import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { upsertVendor } from "../../src/cloud/catalog.ts";
 import { parseYuan } from "../../src/money.ts";
 import { startCallbackReceiver, type CallbackReceiver } from "../support/callback-receiver.ts";
-import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { startTestStack, type TestStack } from "../support/stack.ts";
 
 const ADMIN_TOKEN = "admin-token-for-the-connection-tests";
 let t: TestStack;
@@ -49,7 +49,8 @@ beforeAll(async () => {
     orders.push(created.body.data.order_id);
   }
   for (const id of orders) {
-    await waitUntil(
+    await t.waitForAccount(
+      key,
       () => t.rest("GET", `/openapi/v1/orders/${id}`, { key }),
       (r) => r.body.data?.status === "active",
     );
@@ -105,7 +106,13 @@ async function page(list: List, variables: Record<string, unknown>) {
   return list.at(answer.body.data);
 }
 
-const itemId = (edge: any) => edge.node.id ?? edge.node.customerId;
+const itemId = (edge: { node: { id?: string; customerId?: string } }) => edge.node.id ?? edge.node.customerId;
+
+/** A vendor with one page of its products, as the Vendor.products test selects it. */
+type VendorPage = {
+  id: string;
+  products: { nodes: { id: string }[]; pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; endCursor: string } };
+};
 
 describe("connections page both ways", () => {
   for (const list of LISTS) {
@@ -175,10 +182,10 @@ describe("connections page both ways", () => {
   it("pages Vendor.products forward only: hasPreviousPage stays false after a cursor", async () => {
     const query = `query($after: String) { vendor: vendors(first: 100) { nodes { id products(first: 1, after: $after) { nodes { id } pageInfo { hasNextPage hasPreviousPage endCursor } } } } }`;
     const first = await t.graphql(query, {}, key);
-    const nimbus = first.body.data.vendor.nodes.find((v: any) => v.id === "vnd_nimbus");
+    const nimbus = (first.body.data.vendor.nodes as VendorPage[]).find((v) => v.id === "vnd_nimbus")!;
     expect(nimbus.products.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: false });
     const next = await t.graphql(query, { after: nimbus.products.pageInfo.endCursor }, key);
-    const again = next.body.data.vendor.nodes.find((v: any) => v.id === "vnd_nimbus");
+    const again = (next.body.data.vendor.nodes as VendorPage[]).find((v) => v.id === "vnd_nimbus")!;
     expect(again.products.nodes[0].id).not.toBe(nimbus.products.nodes[0].id);
     expect(again.products.pageInfo.hasPreviousPage).toBe(false);
   });

@@ -3,7 +3,7 @@
  * router, GraphQL and the REST shims answer exactly the text each row stores.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { startTestStack, type TestStack } from "../support/stack.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { parseYuan } from "../../src/money.ts";
 
@@ -49,7 +49,8 @@ describe("DateTime on the wire", () => {
     });
     expect(created.status).toBe(201);
     const id = created.body.data.order_id;
-    await waitUntil(
+    await t.waitForAccount(
+      key,
       () => t.rest("GET", `/openapi/v1/orders/${id}`, { key }),
       (answer) => answer.body.data.status === "active",
     );

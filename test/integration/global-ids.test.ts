@@ -14,7 +14,7 @@ import { upsertVendor } from "../../src/cloud/catalog.ts";
 import { parseYuan } from "../../src/money.ts";
 import { LIMITS } from "../../router/limits.ts";
 import { measureOperation } from "../../bench/measure.ts";
-import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { startTestStack, type GraphqlError, type TestStack } from "../support/stack.ts";
 import { measureStatements } from "../support/sql-count.ts";
 
 let t: TestStack;
@@ -55,7 +55,8 @@ async function activeOrder(key: string, accountId: string, tag: string) {
     key,
   );
   expect(created.status).toBe(201);
-  const active = await waitUntil(
+  const active = await t.waitForAccount(
+    key,
     () => cloud("GET", `/orders/${created.body.data.order_id}`, undefined, key),
     (r) => r.body.data?.status === "active",
   );
@@ -115,8 +116,17 @@ const EVERY_TYPE = `__typename id
   ... on Statement { period totalAmount { amount } }
   ... on Account { balance { amount } }`;
 
+/** A node as a test selects it: its id, its type and the fields the selection adds. */
+type NodeView = { id: string; __typename: string; [field: string]: unknown };
+
+/** The data of a root read below: the object `x`, or a page of them. */
+type RootRead = { x: NodeView & { nodes: NodeView[] } };
+
 /** What each type's own root field answers for the same fields. */
-const ROOT_READS: Record<keyof typeof ids, { typename: string; query: string; variables?: () => Record<string, unknown>; select: (data: any) => any }> = {
+const ROOT_READS: Record<
+  keyof typeof ids,
+  { typename: string; query: string; variables?: () => Record<string, unknown>; select: (data: RootRead) => NodeView | undefined }
+> = {
   task: {
     typename: "Task",
     query: `query($id: ID!) { x: task(id: $id) { taskStatus: status prompt price { amount } } }`,
@@ -131,7 +141,7 @@ const ROOT_READS: Record<keyof typeof ids, { typename: string; query: string; va
     typename: "Resource",
     query: `{ x: resources(first: 100) { nodes { id expiresAt customerId } } }`,
     variables: () => ({}),
-    select: (d) => d.x.nodes.find((r: any) => r.id === ids.resource),
+    select: (d) => d.x.nodes.find((r) => r.id === ids.resource),
   },
   domain: {
     typename: "Domain",
@@ -145,13 +155,13 @@ const ROOT_READS: Record<keyof typeof ids, { typename: string; query: string; va
     typename: "Vendor",
     query: `{ x: vendors(first: 100) { nodes { id name } } }`,
     variables: () => ({}),
-    select: (d) => d.x.nodes.find((v: any) => v.id === ids.vendor),
+    select: (d) => d.x.nodes.find((v) => v.id === ids.vendor),
   },
   transaction: {
     typename: "Transaction",
     query: `{ x: transactions(first: 100) { nodes { id type amount { amount } } } }`,
     variables: () => ({}),
-    select: (d) => d.x.nodes.find((x: any) => x.id === ids.transaction),
+    select: (d) => d.x.nodes.find((x) => x.id === ids.transaction),
   },
   statement: { typename: "Statement", query: `query($id: ID!) { x: statement(id: $id) { period totalAmount { amount } } }`, select: (d) => d.x },
   account: { typename: "Account", query: `{ x: viewer { balance { amount } } }`, variables: () => ({}), select: (d) => d.x },
@@ -169,7 +179,7 @@ describe("node(id:) and nodes(ids:)", () => {
       expect(own.body.errors, kind).toBeUndefined();
       const { __typename, id, ...fields } = node.body.data.node;
       expect({ kind, __typename, id }).toEqual({ kind, __typename: read.typename, id: ids[kind] });
-      const { id: _same, ...expected } = read.select(own.body.data);
+      const { id: _same, ...expected } = read.select(own.body.data)!;
       expect(fields, kind).toEqual(expected);
     }
   });
@@ -186,9 +196,9 @@ describe("node(id:) and nodes(ids:)", () => {
     const answer = await t.graphql(`query($ids: [ID!]!) { nodes(ids: $ids) { ${EVERY_TYPE} } }`, { ids: asked }, keys.owner);
     expect(answer.status).toBe(200);
     expect(answer.body.errors).toBeUndefined();
-    const nodes = answer.body.data.nodes;
-    expect(nodes.map((n: any) => n.id)).toEqual(asked);
-    expect(nodes.map((n: any) => n.__typename)).toEqual([
+    const nodes: NodeView[] = answer.body.data.nodes;
+    expect(nodes.map((n) => n.id)).toEqual(asked);
+    expect(nodes.map((n) => n.__typename)).toEqual([
       "Task",
       "Order",
       "Vendor",
@@ -281,7 +291,7 @@ describe("node(id:) and nodes(ids:)", () => {
       );
       expect(answer.status, kind).toBe(200);
       expect(answer.body.data.nodes, kind).toEqual([{ __typename: "Account", id: ids.account }, null, null]);
-      const errors = answer.body.errors.map((e: any) => ({
+      const errors = (answer.body.errors as GraphqlError[]).map((e) => ({
         path: e.path,
         code: e.extensions.code,
         scope: e.extensions.scope,
@@ -328,8 +338,8 @@ describe("the database work of nodes(ids:)", () => {
     }
     const tasks = await t.graphql(`{ tasks(first: 4) { nodes { id } } }`, {}, keys.owner);
     const transactions = await t.graphql(`{ transactions(first: 10) { nodes { id } } }`, {}, keys.owner);
-    const taskIds: string[] = tasks.body.data.tasks.nodes.map((n: any) => n.id);
-    const transactionIds: string[] = transactions.body.data.transactions.nodes.map((n: any) => n.id);
+    const taskIds = (tasks.body.data.tasks.nodes as NodeView[]).map((n) => n.id);
+    const transactionIds = (transactions.body.data.transactions.nodes as NodeView[]).map((n) => n.id);
     expect(taskIds.length).toBe(4);
     expect(transactionIds.length).toBeGreaterThanOrEqual(2);
     const others = [ids.order, ids.resource, ids.purge, ids.domain, ids.product, ids.vendor, ids.account];
@@ -337,7 +347,7 @@ describe("the database work of nodes(ids:)", () => {
     const measure = async (asked: string[]) => {
       const { result, statements } = await measureStatements(t.stack.db!, () => t.graphql(query, { ids: asked }, keys.owner));
       expect(result.body.errors).toBeUndefined();
-      expect(result.body.data.nodes.every((n: any) => n !== null)).toBe(true);
+      expect((result.body.data.nodes as (NodeView | null)[]).every((n) => n !== null)).toBe(true);
       return statements.length;
     };
     await measure([taskIds[0]!, transactionIds[0]!, ...others]); // warm-up
@@ -409,9 +419,9 @@ describe("_entities of every Node type on the subgraphs' ports", () => {
   it("answers a Statement to each account as that account's own month: the owner's total, not another's", async () => {
     const selection = "... on Statement { id totalAmount { amount } items { transactionId } }";
     const mine = await entities("cloud", { __typename: "Statement", id: ids.statement }, selection, keys.owner);
-    expect(mine.data._entities[0].items.map((i: any) => i.transactionId)).toContain(ids.transaction);
+    expect((mine.data._entities[0].items as { transactionId: string }[]).map((i) => i.transactionId)).toContain(ids.transaction);
     const theirs = await entities("cloud", { __typename: "Statement", id: ids.statement }, selection, keys.stranger);
-    expect(theirs.data._entities[0].items.map((i: any) => i.transactionId)).not.toContain(ids.transaction);
+    expect((theirs.data._entities[0].items as { transactionId: string }[]).map((i) => i.transactionId)).not.toContain(ids.transaction);
     const malformed = await entities("cloud", { __typename: "Statement", id: "stm_nope" }, selection, keys.owner);
     expect(malformed.data).toEqual({ _entities: [null] });
   });

@@ -16,6 +16,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serverAudits } from "graphql-http";
 import WebSocket from "ws";
+import { waitForState } from "../support/events.ts";
 import { startTestStack, type TestStack } from "../support/stack.ts";
 import { GRAPHQL_WS_INIT_TIMEOUT_MS } from "../../router/limits.ts";
 
@@ -79,15 +80,14 @@ function rawSocket() {
   );
   socket.on("message", (data) => messages.push(JSON.parse(data.toString())));
   const send = (message: unknown) => socket.send(JSON.stringify(message));
-  const next = async (type: string, timeoutMs = 5_000) => {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      const found = messages.find((m) => m.type === type);
-      if (found) return found;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    throw new Error(`no ${type} message; got ${JSON.stringify(messages)}`);
-  };
+  const next = (type: string, timeoutMs = 5_000) =>
+    waitForState(
+      socket,
+      "message",
+      async () => messages.find((m) => m.type === type),
+      (found) => found !== undefined,
+      timeoutMs,
+    );
   return { socket, opened, closed, send, next, messages };
 }
 

@@ -12,7 +12,7 @@ import { setKeyStatus } from "../../src/auth/keys.ts";
 import pino from "pino";
 import { startRouter } from "../../router/server.ts";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
-import { MAX_STREAMS_PER_KEY } from "../../router/http/sse-single.ts";
+import { MAX_STREAMS_PER_KEY } from "../../router/graph/sse-single.ts";
 
 const TASK_SUB = `subscription($id: ID!) { taskStatusChanged(taskId: $id) { id status } }`;
 const BALANCE = "query Balance { viewer { balance { amount } } }";

@@ -129,9 +129,9 @@ describe("work-queue leases shared by two instances", () => {
     // One status event at submission and one at success per task; one debit, no refund.
     const events = await dbA("outbox").whereIn("aggregate_id", ids).select("aggregate_id");
     expect(events).toHaveLength(2 * count);
-    const entries = await dbA("ledger_entries").whereIn("task_id", ids).select("kind");
-    expect(entries.filter((e: any) => e.kind === "debit")).toHaveLength(count);
-    expect(entries.filter((e: any) => e.kind === "refund")).toHaveLength(0);
+    const entries = await dbA<{ kind: string }>("ledger_entries").whereIn("task_id", ids).select("kind");
+    expect(entries.filter((e) => e.kind === "debit")).toHaveLength(count);
+    expect(entries.filter((e) => e.kind === "refund")).toHaveLength(0);
     expect(await verifyLedger(dbA)).toEqual([]);
   });
 
@@ -172,12 +172,15 @@ describe("work-queue leases shared by two instances", () => {
 
     // Every order settled by exactly one call: the settled counts add up, one event each.
     expect(settled).toBe(count);
-    const statuses = await dbA("orders").whereIn("id", orderIds).select("status");
-    expect(statuses.filter((o: any) => o.status === "failed")).toHaveLength(count / 5);
-    expect(statuses.filter((o: any) => o.status === "active")).toHaveLength(count - count / 5);
-    const settledEvents = await dbA("outbox").whereIn("aggregate_id", orderIds).whereIn("topic", ["order.provisioned", "order.failed"]).select("aggregate_id");
+    const statuses = await dbA<{ status: string }>("orders").whereIn("id", orderIds).select("status");
+    expect(statuses.filter((o) => o.status === "failed")).toHaveLength(count / 5);
+    expect(statuses.filter((o) => o.status === "active")).toHaveLength(count - count / 5);
+    const settledEvents = await dbA<{ aggregate_id: string; topic: string }>("outbox")
+      .whereIn("aggregate_id", orderIds)
+      .whereIn("topic", ["order.provisioned", "order.failed"])
+      .select("aggregate_id");
     expect(settledEvents).toHaveLength(count);
-    expect(new Set(settledEvents.map((e: any) => e.aggregate_id)).size).toBe(count);
+    expect(new Set(settledEvents.map((e) => e.aggregate_id)).size).toBe(count);
     expect(await dbA("resources").whereIn("order_id", orderIds)).toHaveLength(count - count / 5);
     expect(await dbA("ledger_entries").whereIn("order_id", orderIds).where("kind", "refund")).toHaveLength(count / 5);
     expect(await verifyLedger(dbA)).toEqual([]);

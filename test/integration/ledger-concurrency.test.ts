@@ -6,6 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyLedger } from "../../src/ledger/index.ts";
 import { startTestStack, type TestStack } from "../support/stack.ts";
 
+/** The ledger columns these tests read (milli-yuan, as the driver returns them). */
+type LedgerRow = { kind: string; amount: number | string; balance_after: number | string };
+
 /** Model 52, 5 s, count 1: 5.00 yuan. */
 const FIVE_YUAN_VIDEO = { prompt: "a red kite over a beach", model_id: 52, seconds: 5 };
 
@@ -38,22 +41,20 @@ describe("concurrent submissions against one balance", () => {
     expect(usage.status).toBe(200);
     expect(usage.body.data.balance).toBe(0);
     expect(usage.body.data.spent).toBe(50);
-    expect(usage.body.data.tasks.map((task: any) => task.task_id).sort()).toEqual([...taskIds].sort());
+    expect((usage.body.data.tasks as { task_id: string }[]).map((task) => task.task_id).sort()).toEqual([...taskIds].sort());
 
     const db = t.stack.db!;
-    const tasks = await db("tasks").where("key_id", key.id).select("id");
-    expect(tasks.map((row: any) => row.id).sort()).toEqual([...taskIds].sort());
+    const tasks = await db<{ id: string }>("tasks").where("key_id", key.id).select("id");
+    expect(tasks.map((row) => row.id).sort()).toEqual([...taskIds].sort());
     const account = await db("accounts").where("id", key.account_id).first("balance");
     expect(Number(account.balance)).toBe(0);
-    const entries = await db("ledger_entries").where("account_id", key.account_id).select("kind", "amount", "balance_after");
-    expect(entries.filter((e: any) => e.kind === "topup")).toHaveLength(1);
-    const debits = entries.filter((e: any) => e.kind === "debit");
+    const entries = await db<LedgerRow>("ledger_entries").where("account_id", key.account_id).select("kind", "amount", "balance_after");
+    expect(entries.filter((e) => e.kind === "topup")).toHaveLength(1);
+    const debits = entries.filter((e) => e.kind === "debit");
     expect(debits).toHaveLength(10);
     for (const e of debits) expect(Number(e.amount)).toBe(-5000);
     // Each debit saw the balance of the one before: 45, 40, ... 0, none below zero.
-    expect(debits.map((e: any) => Number(e.balance_after)).sort((a: number, b: number) => b - a)).toEqual(
-      Array.from({ length: 10 }, (_, i) => 45_000 - i * 5000),
-    );
+    expect(debits.map((e) => Number(e.balance_after)).sort((a, b) => b - a)).toEqual(Array.from({ length: 10 }, (_, i) => 45_000 - i * 5000));
     expect(entries).toHaveLength(11);
     expect(await verifyLedger(db)).toEqual([]);
   });
@@ -67,8 +68,8 @@ describe("concurrent submissions against one balance", () => {
     const db = t.stack.db!;
     expect(await db("tasks").where("key_id", key.id).select("id")).toEqual([]);
     expect(await db("tasks").where("account_id", key.account_id).select("id")).toEqual([]);
-    const entries = await db("ledger_entries").where("account_id", key.account_id).select("kind", "amount");
-    expect(entries.map((e: any) => ({ kind: e.kind, amount: Number(e.amount) }))).toEqual([{ kind: "topup", amount: 4999 }]);
+    const entries = await db<LedgerRow>("ledger_entries").where("account_id", key.account_id).select("kind", "amount");
+    expect(entries.map((e) => ({ kind: e.kind, amount: Number(e.amount) }))).toEqual([{ kind: "topup", amount: 4999 }]);
 
     const usage = await t.rest("GET", "/api/v1/usage", { key: key.key });
     expect(usage.body.data).toMatchObject({ balance: 4.999, spent: 0, billed_seconds: 0, tasks: [] });

@@ -6,7 +6,7 @@
  */
 import { signSubgraphRequest } from "../../subgraphs/shared/internal-context.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { startTestStack, type GraphqlError, type TestStack } from "../support/stack.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { DEMO_CATALOG } from "../../src/cloud/demo-seed.ts";
 import { verifyLedger } from "../../src/ledger/index.ts";
@@ -29,10 +29,14 @@ async function balanceOf(key: string): Promise<string> {
 
 /** Task ids debited from an account, in ledger order, and the ids of its refunds. */
 async function ledgerOf(accountId: string): Promise<{ debited: string[]; refunded: string[] }> {
-  const rows = await t.stack.db!("ledger_entries").where("account_id", accountId).whereIn("kind", ["debit", "refund"]).orderBy("id").select("kind", "task_id");
+  const rows = await t.stack.db!<{ kind: string; task_id: string }>("ledger_entries")
+    .where("account_id", accountId)
+    .whereIn("kind", ["debit", "refund"])
+    .orderBy("id")
+    .select("kind", "task_id");
   return {
-    debited: rows.filter((r: any) => r.kind === "debit").map((r: any) => r.task_id),
-    refunded: rows.filter((r: any) => r.kind === "refund").map((r: any) => r.task_id),
+    debited: rows.filter((r) => r.kind === "debit").map((r) => r.task_id),
+    refunded: rows.filter((r) => r.kind === "refund").map((r) => r.task_id),
   };
 }
 
@@ -149,7 +153,7 @@ describe.each(["auto", "http"])("with SUBGRAPH_TRANSPORT=%s", (transport) => {
       for (const [, payload] of charged) expect(payload).toMatchObject({ task: { price: { amount: VIDEO_PRICE }, charged: { amount: VIDEO_PRICE } } });
       const refusedAliases = Array.from({ length: 26 }, (_, i) => `m${i + 4}`);
       for (const alias of refusedAliases) expect(r.body.data[alias]).toBeNull();
-      expect(r.body.errors.map((e: any) => e.path)).toEqual(refusedAliases.map((alias) => [alias]));
+      expect((r.body.errors as GraphqlError[]).map((e) => e.path)).toEqual(refusedAliases.map((alias) => [alias]));
       for (const error of r.body.errors) {
         expect(error).toMatchObject({ message: "Insufficient balance", extensions: { code: "insufficient_balance", http: { status: 402 } } });
       }
@@ -217,7 +221,8 @@ describe.each(["auto", "http"])("with SUBGRAPH_TRANSPORT=%s", (transport) => {
       await topUpCustomer(t.stack.db!, { accountId: account_id, customerId: "cust-renew", amount: parseYuan("60") });
       const created = await t.graphql(`mutation { createOrder(input: ${orderInput("cust-renew")}) { ${ORDER_FIELDS} } }`, {}, key);
       const orderId = created.body.data.createOrder.order.id;
-      await waitUntil(
+      await t.waitForAccount(
+        key,
         () => t.graphql(`query($id: ID!) { order(id: $id) { status } }`, { id: orderId }, key),
         (q) => q.body.data?.order?.status === "ACTIVE",
       );

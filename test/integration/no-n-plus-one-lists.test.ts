@@ -6,6 +6,7 @@
  * describes; the subgraphs run over HTTP so the cloud subgraph's statements are told apart.
  */
 import { signSubgraphRequest } from "../../subgraphs/shared/internal-context.ts";
+import type { Knex } from "knex";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 import { measureStatements, type CountedStatement } from "../support/sql-count.ts";
@@ -18,6 +19,11 @@ import { listPurgeTasks, purgeDomain } from "../../src/cloud/purge.ts";
 import { listDeliveries } from "../../src/events/deliveries.ts";
 import { parseYuan } from "../../src/money.ts";
 import type { Page } from "../../src/pagination.ts";
+
+/** What the queries below select of each parent and its list. */
+type VendorView = { id: string; products: { totalCount: number; nodes: { id: string }[]; pageInfo: { hasNextPage: boolean } } };
+type OrderView = { id: string; deliveries: { id: string; event: string; status: string; attempts: unknown[] }[] };
+type DomainView = { domain: string; purgeTasks: { id: string }[] };
 
 let t: TestStack;
 let receiver: CallbackReceiver;
@@ -97,12 +103,13 @@ beforeAll(async () => {
     );
   }
   // Settled: every order active, every event published and every callback delivered.
-  const count = (query: any) =>
+  const count = (query: Knex.QueryBuilder) =>
     query
       .count({ n: "*" })
       .first()
-      .then((row: any) => Number(row.n));
-  await waitUntil(
+      .then((row) => Number(row?.n));
+  await t.waitForAccount(
+    owner.key,
     () => count(db("orders").where({ account_id: owner.account_id, status: "active" })),
     (n) => n === 100,
     60_000,
@@ -143,17 +150,17 @@ describe("lists under many parents", () => {
     const { few, many, both } = await atTenAndMany(run);
     for (const [measured, n] of both) {
       expect(measured.result.body.errors, JSON.stringify(measured.result.body.errors)).toBeUndefined();
-      const vendors = measured.result.body.data.vendors.nodes;
+      const vendors: VendorView[] = measured.result.body.data.vendors.nodes;
       expect(vendors).toHaveLength(n);
       // Each vendor's page is what listProducts gives for that vendor alone.
       for (const vendor of vendors) {
         const alone = await listProducts(t.stack.db!, { vendorId: vendor.id }, { first: 2 });
         expect(vendor.products.totalCount).toBe(alone.totalCount);
-        expect(vendor.products.nodes.map((p: any) => p.id)).toEqual(alone.items.map((p) => p.id));
+        expect(vendor.products.nodes.map((p) => p.id)).toEqual(alone.items.map((p) => p.id));
         expect(vendor.products.pageInfo.hasNextPage).toBe(alone.hasNextPage);
       }
     }
-    expect(new Set(many.result.body.data.vendors.nodes.map((v: any) => v.products.totalCount))).toEqual(new Set([0, 1, 2, 3]));
+    expect(new Set((many.result.body.data.vendors.nodes as VendorView[]).map((v) => v.products.totalCount))).toEqual(new Set([0, 1, 2, 3]));
     const fewCloud = inCloud(few.statements);
     const manyCloud = inCloud(many.statements);
     expect(manyCloud.length, manyCloud.map((s) => s.sql).join("\n")).toBe(fewCloud.length);
@@ -168,12 +175,12 @@ describe("lists under many parents", () => {
     const { few, many, both } = await atTenAndMany(run);
     for (const [measured, n] of both) {
       expect(measured.result.body.errors, JSON.stringify(measured.result.body.errors)).toBeUndefined();
-      const orders = measured.result.body.data.orders.nodes;
+      const orders: OrderView[] = measured.result.body.data.orders.nodes;
       expect(orders).toHaveLength(n);
       for (const order of orders) {
         const alone = await listDeliveries(t.stack.db!, { accountId: owner.account_id, aggregateId: order.id, first: 5 });
         expect(alone.length).toBeGreaterThan(0);
-        expect(order.deliveries.map((d: any) => [d.id, d.event, d.status, d.attempts.length])).toEqual(
+        expect(order.deliveries.map((d) => [d.id, d.event, d.status, d.attempts.length])).toEqual(
           alone.map((d) => [String(d.id), d.event, d.status, d.attempts.length]),
         );
       }
@@ -194,14 +201,14 @@ describe("lists under many parents", () => {
     const caller = { accountId: owner.account_id };
     for (const [measured, n] of both) {
       expect(measured.result.body.errors, JSON.stringify(measured.result.body.errors)).toBeUndefined();
-      const entities = measured.result.body.data._entities;
-      expect(entities.map((d: any) => d.domain)).toEqual(domains.slice(0, n));
+      const entities: DomainView[] = measured.result.body.data._entities;
+      expect(entities.map((d) => d.domain)).toEqual(domains.slice(0, n));
       for (const domain of entities) {
         const alone = await listPurgeTasks(t.stack.db!, caller, domain.domain, 2, 50);
-        expect(domain.purgeTasks.map((p: any) => p.id)).toEqual(alone.map((p) => p.id));
+        expect(domain.purgeTasks.map((p) => p.id)).toEqual(alone.map((p) => p.id));
       }
     }
-    expect(new Set(many.result.body.data._entities.map((d: any) => d.purgeTasks.length))).toEqual(new Set([0, 1, 2]));
+    expect(new Set((many.result.body.data._entities as DomainView[]).map((d) => d.purgeTasks.length))).toEqual(new Set([0, 1, 2]));
     expect(many.statements.length, many.statements.map((s) => s.sql).join("\n")).toBe(few.statements.length);
     // Key lookup, one statement for the 100 domains and one for their purge tasks.
     expect(many.statements.filter((s) => /from [`"]domains[`"]/.test(s.sql))).toHaveLength(1);

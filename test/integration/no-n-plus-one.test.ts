@@ -9,7 +9,7 @@
  */
 import { measureStatements } from "../support/sql-count.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { startTestStack, type TestStack } from "../support/stack.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { DEMO_CATALOG } from "../../src/cloud/demo-seed.ts";
 import { parseYuan } from "../../src/money.ts";
@@ -69,14 +69,16 @@ async function seedAccount(tasks: number, orders: number): Promise<{ key: string
     await Promise.all(batch);
   }
   // Settled: every task terminal, every order active with its resource.
-  await waitUntil(
+  await t.waitForAccount(
+    key,
     () => t.stack.db!("tasks").where("key_id", created.id).whereIn("status", [1, 2]).count({ n: "*" }).first(),
-    (row: any) => Number(row.n) === tasks,
+    (row) => Number(row?.n) === tasks,
     30_000,
   );
-  await waitUntil(
+  await t.waitForAccount(
+    key,
     () => t.stack.db!("orders").where({ account_id: accountId, status: "active" }).count({ n: "*" }).first(),
-    (row: any) => Number(row.n) === orders,
+    (row) => Number(row?.n) === orders,
     30_000,
   );
   return { key, accountId };

@@ -424,7 +424,8 @@ describe("cloud answers match the cloud document", () => {
   }
 
   async function settled(orderId: string) {
-    const answer = await waitUntil(
+    const answer = await t.waitForAccount(
+      key.key,
       () => t.rest("GET", `/openapi/v1/orders/${orderId}`, { key: key.key }),
       (r) => r.body.data.status === "active" || r.body.data.status === "failed",
     );

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrate } from "../../src/db/index.ts";
 import { startDispatcher } from "../../src/events/dispatcher/index.ts";
 import { createInProcessPubSub } from "../../src/events/pubsub.ts";
-import { CheckFailure, createReadiness, migrationsCheck, type ReadinessCheck } from "../../src/observability/readiness.ts";
+import { CheckFailure, createReadiness, type ReadinessCheck } from "../../src/observability/readiness.ts";
+import { migrationsCheck } from "../../src/db/readiness.ts";
 import { openTestDb, type TestDb } from "../support/db.ts";
 import { startTestStack, type TestStack } from "../support/stack.ts";
 

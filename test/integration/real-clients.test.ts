@@ -7,7 +7,7 @@
 import { signSubgraphRequest } from "../../subgraphs/shared/internal-context.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApolloClient, HttpLink, InMemoryCache, gql } from "@apollo/client";
-import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { startTestStack, type TestStack } from "../support/stack.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { DEMO_CATALOG } from "../../src/cloud/demo-seed.ts";
 import { parseYuan } from "../../src/money.ts";
@@ -73,7 +73,8 @@ async function seedAccount(tasks: number, orders: number, customerYuan: string):
   }
   for (const id of taskIds) await t.waitForTask(created.key, id);
   for (const id of orderIds) {
-    await waitUntil(
+    await t.waitForAccount(
+      created.key,
       () => t.rest("GET", `/openapi/v1/orders/${id}`, { key: created.key }),
       (r) => r.body?.data?.status === "active",
     );

@@ -6,6 +6,7 @@
  * starts with its own prefix, deleted at the end.
  */
 import { randomUUID } from "node:crypto";
+import { EventEmitter } from "node:events";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -16,6 +17,7 @@ import { loadConfig } from "../../src/config.ts";
 import { accountTopic, eventStream, type OutboxMessage } from "../../src/events/pubsub.ts";
 import { createPubSub, createRedisPubSub, type RedisPubSub } from "../../src/events/redis-pubsub.ts";
 import { startStack, type Stack } from "../../bin/stack.ts";
+import { waitForEvent, waitForState } from "../support/events.ts";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 import { collect, wsClient } from "../support/graphql-ws.ts";
 
@@ -55,8 +57,6 @@ async function numsub(topic: string, prefix = PREFIX): Promise<number> {
   return Number(count);
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe("Redis pub/sub", () => {
   it("delivers each instance's events to the other, on separate connections, in publish order", async () => {
     const a = pubsub();
@@ -64,8 +64,15 @@ describe("Redis pub/sub", () => {
     const topic = `orders-${randomUUID()}`;
     const seenByA: any[] = [];
     const seenByB: any[] = [];
-    a.subscribe(topic, (event) => seenByA.push(event));
-    b.subscribe(topic, (event) => seenByB.push(event));
+    const arrived = new EventEmitter();
+    a.subscribe(topic, (event) => {
+      seenByA.push(event);
+      arrived.emit("seen");
+    });
+    b.subscribe(topic, (event) => {
+      seenByB.push(event);
+      arrived.emit("seen");
+    });
     await Promise.all([a.whenSubscribed(topic), b.whenSubscribed(topic)]);
     expect(await numsub(topic)).toBe(2);
 
@@ -75,7 +82,9 @@ describe("Redis pub/sub", () => {
       ...Array.from({ length: 200 }, (_, i) => b.publish(topic, { from: "b", n: i })),
     ];
     await Promise.all(sent);
-    await waitUntil(
+    await waitForState(
+      arrived,
+      "seen",
       async () => [seenByA.length, seenByB.length],
       ([x, y]) => x === 400 && y === 400,
       5_000,
@@ -95,13 +104,19 @@ describe("Redis pub/sub", () => {
     const topic = `t-${randomUUID()}`;
     const first: unknown[] = [];
     const second: unknown[] = [];
+    const arrived = new EventEmitter();
     const offFirst = a.subscribe(topic, (e) => first.push(e));
-    const offSecond = a.subscribe(topic, (e) => second.push(e));
+    const offSecond = a.subscribe(topic, (e) => {
+      second.push(e);
+      arrived.emit("seen");
+    });
     await a.whenSubscribed(topic);
     expect(await numsub(topic)).toBe(1); // one Redis subscription for both handlers
 
     await b.publish(topic, 1);
-    await waitUntil(
+    await waitForState(
+      arrived,
+      "seen",
       async () => second.length,
       (n) => n === 1,
     );
@@ -110,7 +125,9 @@ describe("Redis pub/sub", () => {
     offFirst();
     offFirst(); // idempotent
     await b.publish(topic, 2);
-    await waitUntil(
+    await waitForState(
+      arrived,
+      "seen",
       async () => second.length,
       (n) => n === 2,
     );
@@ -125,12 +142,20 @@ describe("Redis pub/sub", () => {
 
     // Subscribing again after the last one left works (SUBSCRIBE after UNSUBSCRIBE on one connection).
     const again: unknown[] = [];
-    const offAgain = a.subscribe(topic, (e) => again.push(e));
+    const offAgain = a.subscribe(topic, (e) => {
+      again.push(e);
+      arrived.emit("seen");
+    });
     offAgain();
-    const last = a.subscribe(topic, (e) => again.push(e));
+    const last = a.subscribe(topic, (e) => {
+      again.push(e);
+      arrived.emit("seen");
+    });
     await a.whenSubscribed(topic);
     await b.publish(topic, 3);
-    await waitUntil(
+    await waitForState(
+      arrived,
+      "seen",
       async () => again,
       (list) => list.length === 1,
     );
@@ -144,21 +169,30 @@ describe("Redis pub/sub", () => {
     const topic = `t-${randomUUID()}`;
     const got: unknown[] = [];
     const foreign: unknown[] = [];
+    const arrived = new EventEmitter();
     const originalError = console.error;
     console.error = () => {};
     try {
       a.subscribe(topic, () => {
         throw new Error("handler bug");
       });
-      a.subscribe(topic, (e) => got.push(e));
-      other.subscribe(topic, (e) => foreign.push(e));
+      a.subscribe(topic, (e) => {
+        got.push(e);
+        arrived.emit("seen");
+      });
+      other.subscribe(topic, (e) => {
+        foreign.push(e);
+        arrived.emit("seen");
+      });
       await Promise.all([a.whenSubscribed(topic), other.whenSubscribed(topic)]);
       await a.publish(topic, { ok: true });
       // A marker published after it on each prefix: once it arrives, anything else would have too
       // (one Redis connection delivers in publish order).
       await a.publish(topic, { marker: true });
       await other.publish(topic, { marker: true });
-      await waitUntil(
+      await waitForState(
+        arrived,
+        "seen",
         async () => got.length + foreign.length,
         (n) => n >= 3,
       );
@@ -318,11 +352,9 @@ describe("two routers on one Redis", () => {
     const client = wsClient(second.url!, { Authorization: `Bearer ${key}` });
     cleanups.push(() => client.dispose());
     let taskId = "";
-    let resolveTerminal: () => void = () => {};
-    const terminal = new Promise<void>((resolve) => (resolveTerminal = resolve));
-    const sub = collect(client, `subscription { tasks { id statusCode } }`, {}, (event) => {
-      if (event.data?.tasks?.id === taskId && event.data.tasks.statusCode === 1) resolveTerminal();
-    });
+    const nexts = new EventEmitter();
+    const terminal = waitForEvent<any>(nexts, "next", (event) => event.data?.tasks?.id === taskId && event.data.tasks.statusCode === 1, 15_000);
+    const sub = collect(client, `subscription { tasks { id statusCode } }`, {}, (event) => nexts.emit("next", event));
     // The subscription is live once the subgraph's Redis subscriber joined the observer on the channel.
     await waitUntil(
       () => numsub(topic),
@@ -332,7 +364,7 @@ describe("two routers on one Redis", () => {
     const submitted = await first.rest("POST", "/api/v1/video/generations", { key, body: { prompt: "a heron over a lake", model_id: 52 } });
     expect(submitted.status).toBe(200);
     taskId = submitted.body.data.task_id;
-    await Promise.race([terminal, sleep(15_000).then(() => Promise.reject(new Error("no terminal event on the second router")))]);
+    await terminal; // the terminal event on the second router
     sub.stop();
     const { events, error } = await sub.done;
     expect(error).toBeUndefined();

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
-import { startTestStack, type TestStack } from "../support/stack.ts";
+import { startTestStack, type GraphqlError, type TestStack } from "../support/stack.ts";
 import { measureStatements } from "../support/sql-count.ts";
 import { isSqlite, migrate, openDb, type Db } from "../../src/db/index.ts";
 import { enforceRequestBudgets, RequestBudget, runWithBudget } from "../../src/db/budget.ts";
@@ -81,7 +81,7 @@ describe("a request's database budget", () => {
     expect(await db("budget_probe").count({ n: "*" }).first()).toMatchObject({ n: 0 });
     // The pool's connections are clean: a new request writes and commits.
     await runWithBudget(new RequestBudget(), () => db.transaction((trx) => trx("budget_probe").insert({ note: "after" })));
-    expect((await db("budget_probe").select("note")).map((r: any) => r.note)).toEqual(["after"]);
+    expect((await db<{ note: string }>("budget_probe").select("note")).map((r) => r.note)).toEqual(["after"]);
     await db("budget_probe").del();
   });
 
@@ -155,7 +155,7 @@ describe("the statement budget through the router", () => {
     const measured = await measureStatements(t.stack.db!, () => Promise.all([t.graphql(heavy, {}, greedy), t.graphql(light, {}, other)]));
     const [cut, served] = measured.result;
     expect(served.body).toEqual({ data: { viewer: { orders: { totalCount: 0, nodes: [] } } } });
-    const errors = cut.body.errors as any[];
+    const errors = cut.body.errors as GraphqlError[];
     expect(errors.length).toBeGreaterThan(0);
     for (const error of errors) {
       expect(error.message).toBe(`The request needs more than ${BUDGET} database statements`);

@@ -18,11 +18,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setKeyStatus, createKey } from "../../src/auth/keys.ts";
 import { KEY_DISABLED_EVENT, KEYS_TOPIC } from "../../src/auth/revocation.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
+import { accountTopic, type OutboxMessage } from "../../src/events/pubsub.ts";
 import { loadConfig } from "../../src/config.ts";
 import { parseYuan } from "../../src/money.ts";
 import type { Db } from "../../src/db/index.ts";
 import { startStack, type Stack } from "../../bin/stack.ts";
 import { GRAPHQL_WS_MAX_OPERATIONS } from "../../router/websocket.ts";
+import { waitForEvent } from "../support/events.ts";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
 import { runCli } from "../support/process.ts";
@@ -267,18 +269,16 @@ describe("disabling a key ends its subscriptions on the router (one process)", (
       const cut = cutAt([orderSub]);
       const tasksAtDisable = taskSub.events.length;
       // The task finishes after the disable: an event of the key, never delivered to it.
+      const published = waitForEvent<OutboxMessage>(
+        t.stack.pubsub!,
+        accountTopic(doomed.account_id),
+        (m) => m.aggregateId === taskId && m.payload.status === 1,
+      );
       upstream.setTask(upstreamId, { status: 1, result: "https://cdn.example.com/heron.mp4" });
 
       expect(await within(closed, "the socket to close")).toMatchObject({ code: 4403 });
       await expectNoEventAfterDisable(control, controlSub, [orderSub], cut);
-      await waitUntil(
-        () => t.stack.db!("tasks").where("id", taskId).first("status"),
-        (row) => row.status === 1,
-      );
-      await waitUntil(
-        () => t.stack.db!("outbox").where({ aggregate_id: taskId }).whereNull("published_at").count({ n: "*" }).first(),
-        (row: any) => Number(row.n) === 0,
-      );
+      await published;
       expect(taskSub.events.slice(tasksAtDisable).filter((e) => e.data?.tasks)).toEqual([]);
     } finally {
       await client.dispose();

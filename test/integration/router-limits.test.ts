@@ -8,7 +8,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
-import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { startTestStack, waitUntil, type GraphqlError, type TestStack } from "../support/stack.ts";
 import { startRouter } from "../../router/server.ts";
 import fc from "fast-check";
 import {
@@ -288,7 +288,7 @@ describe("limits at the router", () => {
     it("refuses a costly subscription over SSE and over graphql-ws before it starts", async () => {
       const variables = { n: 100 };
       expect(measureOperation(COSTLY_SUBSCRIPTION, variables).cost).toBeGreaterThan(LIMITS.cost);
-      const codes = (events: any[]) => events.flatMap((e) => e.errors ?? []).map((e: any) => e.extensions?.code);
+      const codes = (events: { errors?: GraphqlError[] }[]) => events.flatMap((e) => e.errors ?? []).map((e) => e.extensions?.code);
       // One result with the error, then the end of the stream: the subscription never started.
       const sse = await collectSse(t.url, COSTLY_SUBSCRIPTION, variables, { authorization: `Bearer ${key}` });
       expect(codes(sse.events)).toEqual(["query_too_costly"]);
@@ -511,11 +511,12 @@ describe("every REST shim operation within the limits", () => {
       },
       201,
     );
-    const active = await waitUntil(
+    const active = await t.waitForAccount(
+      key,
       () => t.rest("GET", `${api}/orders/${order.order_id}`, { key }),
       (r) => r.body.data?.status === "active",
     );
-    expect((await ok("GET", `${api}/orders?limit=100`)).items.map((o: any) => o.order_id)).toContain(order.order_id);
+    expect(((await ok("GET", `${api}/orders?limit=100`)).items as { order_id: string }[]).map((o) => o.order_id)).toContain(order.order_id);
     await ok("POST", `${api}/orders/${order.order_id}/renew`, { periods: 1 });
     const domain = `www${Date.now()}.example.com`;
     await ok(

@@ -120,7 +120,8 @@ beforeAll(async () => {
   const created = await cloudApi("POST", "/orders", orderBody());
   expect(created.status).toBe(201);
   fx.orderId = created.body.data.order_id;
-  const active = await waitUntil(
+  const active = await t.waitForAccount(
+    fx.setupKey,
     () => cloudApi("GET", `/orders/${fx.orderId}`),
     (r) => r.body.data?.status === "active",
   );

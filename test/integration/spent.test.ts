@@ -7,7 +7,7 @@
  * PostgreSQL, and `verify` holds the stored total to the rule.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { startTestStack, type TestStack } from "../support/stack.ts";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { topUpKey } from "../../src/auth/keys.ts";
 import { verifyLedger } from "../../src/ledger/index.ts";
@@ -54,7 +54,8 @@ async function order(key: string, customerId: string, n: number, metadata: Recor
     },
   });
   expect(created.status).toBe(201);
-  await waitUntil(
+  await t.waitForAccount(
+    key,
     () => t.rest("GET", `/openapi/v1/orders/${created.body.data.order_id}`, { key }),
     (r) => r.body.data.status === "active" || r.body.data.status === "failed",
   );

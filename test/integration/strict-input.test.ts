@@ -71,10 +71,12 @@ beforeAll(async () => {
     const submitted = await t.rest("POST", "/api/v1/images/generations", { key, body: { prompt: `strict ${n}`, model_id: 45 } });
     expect(submitted.status, JSON.stringify(submitted.body)).toBe(200);
   }
-  await waitUntil(
+  await t.waitForAccount(
+    key,
     () => t.rest("GET", "/openapi/v1/resources?limit=100", { key }),
     (r) => r.body?.data?.items?.length === 2,
   );
+  // A delivery row is written by the dispatcher after it published the event: nothing announces it.
   await waitUntil(
     () => asAdmin("{ adminWebhookDeliveries(first: 1) { totalCount } }"),
     (r) => r.body.data?.adminWebhookDeliveries?.totalCount >= 2,
@@ -247,7 +249,8 @@ describe("Idempotency-Key: per account and operation (docs/api/cloud.md §5.3)",
     const created = await t.rest("POST", "/openapi/v1/orders", { key, body: orderBody(n), headers: { "idempotency-key": idempotencyKey } });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const id = created.body.data.order_id;
-    await waitUntil(
+    await t.waitForAccount(
+      key,
       () => t.rest("GET", `/openapi/v1/orders/${id}`, { key }),
       (r) => r.body.data?.status === "active",
     );

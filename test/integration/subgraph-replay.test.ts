@@ -23,7 +23,7 @@ import { createTestDatabase, type TestDatabase } from "../support/db.ts";
 import { json, lineSink } from "../support/log-sink.ts";
 import { startRecordingProxy, type RecordingProxy } from "../support/recording-proxy.ts";
 import { wsClient } from "../support/graphql-ws.ts";
-import { waitUntil } from "../support/stack.ts";
+import { waitForState } from "../support/events.ts";
 import { signSubgraphRequest } from "../../subgraphs/shared/internal-context.ts";
 
 const SECRET = randomBytes(32).toString("hex");
@@ -219,7 +219,9 @@ describe("a captured router → subgraph request posted again", () => {
     });
     try {
       // The router's subscription is live once its subscribe message went through the proxy.
-      const subscribe = await waitUntil(
+      const subscribe = await waitForState(
+        d.proxies.generation.events,
+        "message",
         async () => d.proxies.generation.messages.find((m) => m.type === "subscribe"),
         (m) => m !== undefined,
       );

@@ -5,6 +5,7 @@
  * GraphQL operation and subgraph fetch spans, and under the fetch the subgraph's HTTP, operation
  * and resolver spans, linked only by the W3C `traceparent` header the router sends.
  */
+import { EventEmitter } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
@@ -15,7 +16,7 @@ import { parseYuan } from "../../src/money.ts";
 import { startStack, type Stack } from "../../bin/stack.ts";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
 import { startCli, type RunningProcess } from "../support/process.ts";
-import { waitUntil } from "../support/stack.ts";
+import { waitForState } from "../support/events.ts";
 import { collect, wsClient } from "../support/graphql-ws.ts";
 
 const SERVER = 2;
@@ -35,6 +36,7 @@ interface ReceivedSpan {
 /** A real OTLP/HTTP receiver: accepts JSON `POST /v1/traces` and keeps every span. */
 async function startReceiver() {
   const spans: ReceivedSpan[] = [];
+  const events = new EventEmitter();
   const server = http.createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -62,11 +64,13 @@ async function startReceiver() {
       }
     }
     res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    events.emit("exported");
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     spans,
+    events,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
@@ -114,7 +118,7 @@ describe("tracing across the router and subgraph processes", () => {
 
   /** Spans of one trace, once both processes have exported what `done` needs. */
   const traceOf = (traceId: string, done: (spans: ReceivedSpan[]) => boolean) =>
-    waitUntil(async () => receiver.spans.filter((s) => s.traceId === traceId), done, 15_000);
+    waitForState(receiver.events, "exported", async () => receiver.spans.filter((s) => s.traceId === traceId), done, 15_000);
 
   it("puts the router's spans and the subgraphs' spans of one GraphQL request in one trace, continuing the caller's", async () => {
     const traceId = randomBytes(16).toString("hex");
@@ -168,7 +172,9 @@ describe("tracing across the router and subgraph processes", () => {
       body: JSON.stringify({ prompt: "a traced fox", model_id: 69, seconds: 5 }),
     });
     expect(response.status).toBe(200);
-    const routerHttp = await waitUntil(
+    const routerHttp = await waitForState(
+      receiver.events,
+      "exported",
       async () => receiver.spans.find((s) => s.service === "switchyard-router" && s.name === "POST /api/v1/video/generations"),
       (span) => span !== undefined,
       15_000,
@@ -196,7 +202,9 @@ describe("tracing across the router and subgraph processes", () => {
     } finally {
       await client.dispose();
     }
-    await waitUntil(
+    await waitForState(
+      receiver.events,
+      "exported",
       async () => receiver.spans.filter((s) => s.service === "switchyard-router" && s.name === "graphql.operation TraceWatch"),
       (found) => found.length === 1,
       15_000,

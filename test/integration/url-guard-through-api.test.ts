@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { topUpCustomer } from "../../src/cloud/customers.ts";
 import { parseYuan } from "../../src/money.ts";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.ts";
-import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { startTestStack, type TestStack } from "../support/stack.ts";
 
 const PUBLIC_HOST = "media.public-cdn.example";
 
@@ -132,7 +132,8 @@ describe("reference URLs through the API with a real DNS server", () => {
       });
       expect(order.status).toBe(201);
       orderId = order.body.data.order_id;
-      await waitUntil(
+      await t.waitForAccount(
+        cloudKey,
         () => cloud(`/orders/${orderId}`),
         (r) => r.body.data.status === "active",
       );

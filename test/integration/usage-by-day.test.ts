@@ -9,6 +9,9 @@ import { isSqlite, type Db } from "../../src/db/index.ts";
 import { usageByDayQuery } from "../../src/generation/usage.ts";
 import { startTestStack, type TestStack } from "../support/stack.ts";
 
+/** One day of `Viewer.usageByDay`, as the queries below select it. */
+type UsageDay = { date: string; spent: { amount: string; currency?: string }; billedSeconds: number; billedImages?: number };
+
 const USAGE = `query Usage($days: Int) { viewer { usageByDay(days: $days) { date spent { amount currency } billedSeconds billedImages } } }`;
 const DAY_MS = 86_400_000;
 const day = (daysAgo: number) => new Date(Date.now() - daysAgo * DAY_MS).toISOString().slice(0, 10);
@@ -80,7 +83,7 @@ describe("viewer.usageByDay", () => {
     const { status, body } = await t.graphql(USAGE, {}, owner.key);
     expect(status).toBe(200);
     expect(body.errors).toBeUndefined();
-    const series = body.data.viewer.usageByDay as any[];
+    const series = body.data.viewer.usageByDay as UsageDay[];
     expect(series).toHaveLength(30);
     expect(series.map((d) => d.date)).toEqual(Array.from({ length: 30 }, (_, i) => day(29 - i)));
     const byDate = new Map(series.map((d) => [d.date, d]));
@@ -95,7 +98,7 @@ describe("viewer.usageByDay", () => {
 
     // 90 days reach the old task; the sum of the days is then the key's whole spending.
     const wide = await t.graphql(`{ viewer { spent { amount } usageByDay(days: 90) { date spent { amount } billedSeconds } } }`, {}, owner.key);
-    const all = wide.body.data.viewer.usageByDay as any[];
+    const all = wide.body.data.viewer.usageByDay as UsageDay[];
     expect(all).toHaveLength(90);
     expect(all.find((d) => d.date === day(40))).toMatchObject({ spent: { amount: "5.00" }, billedSeconds: 5 });
     const milli = (amount: string) => Math.round(Number(amount) * 1000);

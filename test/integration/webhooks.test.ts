@@ -161,8 +161,10 @@ describe("webhook callbacks", () => {
     const deliveries = await db("webhook_deliveries").where("account_id", key.account_id);
     expect(deliveries).toHaveLength(1);
     expect(deliveries[0]).toMatchObject({ status: "delivered", attempts: 3, next_attempt_at: null, delivered_at: new Date(next2).toISOString() });
-    const attempts = await db("webhook_attempts").where("delivery_id", delivery.id).orderBy("id");
-    expect(attempts.map((a: any) => [a.at, a.status, a.error])).toEqual([
+    const attempts = await db<{ at: string; status: number; error: string | null; duration_ms: number; delivery_id: number }>("webhook_attempts")
+      .where("delivery_id", delivery.id)
+      .orderBy("id");
+    expect(attempts.map((a) => [a.at, a.status, a.error])).toEqual([
       [new Date(t0).toISOString(), 500, "HTTP 500"],
       [new Date(next1).toISOString(), 500, "HTTP 500"],
       [new Date(next2).toISOString(), 200, null],
@@ -286,9 +288,9 @@ describe("webhook callbacks", () => {
     expect(sent.find((b) => b.event === "task.refunded" && b.data.task_id === "task_img").data.refunded).toBe(0.5);
     // No request caused these events: the request id names the outbox row.
     for (const b of sent) expect(b.request_id).toMatch(/^evt_\d+$/);
-    const deliveries = await db("webhook_deliveries").where("key_id", key.id);
+    const deliveries = await db<{ status: string }>("webhook_deliveries").where("key_id", key.id);
     expect(deliveries).toHaveLength(5);
-    expect(new Set(deliveries.map((r: any) => r.status))).toEqual(new Set(["delivered"]));
+    expect(new Set(deliveries.map((r) => r.status))).toEqual(new Set(["delivered"]));
     expect(new Set(receiver.received.map((r) => r.headers["x-service-delivery"])).size).toBe(5);
   });
 
@@ -434,12 +436,12 @@ describe("webhook callbacks", () => {
     expect(seen.size).toBe(count);
     for (const n of seen.values()) expect(n).toBe(2);
     expect(published.sort((x, y) => x - y)).toEqual(ids);
-    const deliveries = await db("webhook_deliveries").where("key_id", key.id);
+    const deliveries = await db<{ id: number; status: string; attempts: number }>("webhook_deliveries").where("key_id", key.id);
     expect(deliveries).toHaveLength(count);
     for (const delivery of deliveries) expect(delivery).toMatchObject({ status: "delivered", attempts: 2 });
     const attempts = await db("webhook_attempts").whereIn(
       "delivery_id",
-      deliveries.map((r: any) => r.id),
+      deliveries.map((r) => r.id),
     );
     expect(attempts).toHaveLength(2 * count);
   });

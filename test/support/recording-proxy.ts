@@ -3,6 +3,7 @@
  * sends: the bodies of its HTTP requests and the messages of its graphql-ws connections. What an
  * attacker on the router ↔ subgraph network would capture (README "Security model").
  */
+import { EventEmitter } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import WebSocket, { WebSocketServer } from "ws";
@@ -15,6 +16,8 @@ export interface RecordingProxy {
   requests: string[];
   /** The graphql-ws messages the router sent, in order, parsed. */
   messages: any[];
+  /** Emits `message` with each graphql-ws message as it is recorded (test/support/events.ts). */
+  events: EventEmitter;
   close(): Promise<void>;
 }
 
@@ -25,6 +28,7 @@ export interface RecordingProxy {
 export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
   const requests: string[] = [];
   const messages: any[] = [];
+  const events = new EventEmitter();
   const server = http.createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -45,7 +49,9 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
       for (const data of pending.splice(0)) upstream.send(data.toString());
     });
     client.on("message", (data) => {
-      messages.push(JSON.parse(data.toString()));
+      const message = JSON.parse(data.toString());
+      messages.push(message);
+      events.emit("message", message);
       if (upstream.readyState === WebSocket.OPEN) upstream.send(data.toString());
       else pending.push(data);
     });
@@ -64,6 +70,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
     url: `http://127.0.0.1:${port}/graphql`,
     requests,
     messages,
+    events,
     async close() {
       for (const client of sockets.clients) client.terminate();
       sockets.close();

@@ -18,6 +18,7 @@ import { openApiChanges } from "../../router/contract/changes.ts";
 import { checkContract, formatReport, loadContractInputs } from "../../router/contract/check.ts";
 import { OPENAPI_DOCUMENTS, PRODUCED, RELEASED, REPOSITORY, writeProducedFiles } from "../../router/contract/files.ts";
 import { releaseContract } from "../../router/contract/release.ts";
+import { SUBGRAPHS } from "../../router/subgraphs.ts";
 
 const run = promisify(execFile);
 const copies: string[] = [];
@@ -25,19 +26,20 @@ afterEach(() => {
   for (const dir of copies.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** A copy of what the check reads: schema/ (subgraph SDL, produced files, baseline), docs/api/openapi/, CHANGELOG.md. */
+/** A copy of what the check reads: the subgraph SDL, schema/ (produced files, baseline), docs/api/openapi/, CHANGELOG.md. */
 function copyRepository(): URL {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "switchyard-contract-"));
   copies.push(dir);
   const root = pathToFileURL(`${dir}/`);
-  for (const part of ["schema/", "docs/api/openapi/"]) fs.cpSync(new URL(part, REPOSITORY), new URL(part, root), { recursive: true });
+  for (const part of ["schema/", "docs/api/openapi/", ...SUBGRAPHS.map((s) => s.schemaFile)])
+    fs.cpSync(new URL(part, REPOSITORY), new URL(part, root), { recursive: true });
   fs.copyFileSync(new URL("CHANGELOG.md", REPOSITORY), new URL("CHANGELOG.md", root));
   return root;
 }
 
 /** Removes `Task.prompt` from the generation subgraph and runs `npm run compose`, as one commit would. */
 function removeTaskPrompt(root: URL): void {
-  const file = new URL("schema/generation.graphql", root);
+  const file = new URL("subgraphs/generation/schema.graphql", root);
   const sdl = fs.readFileSync(file, "utf8");
   const changed = sdl.replace('  "The prompt as submitted."\n  prompt: String!\n', "");
   expect(changed).not.toBe(sdl);

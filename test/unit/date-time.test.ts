@@ -59,8 +59,8 @@ describe("DateTime", () => {
   });
 
   it("is declared alike by both subgraphs, with its description and @specifiedBy RFC 3339", () => {
-    for (const file of ["generation.graphql", "cloud.graphql"]) {
-      const sdl = buildASTSchema(parse(fs.readFileSync(new URL(`../../schema/${file}`, import.meta.url), "utf8")), { assumeValidSDL: true });
+    for (const file of ["generation/schema.graphql", "cloud/schema.graphql"]) {
+      const sdl = buildASTSchema(parse(fs.readFileSync(new URL(`../../subgraphs/${file}`, import.meta.url), "utf8")), { assumeValidSDL: true });
       const scalar = sdl.getType("DateTime");
       expect(scalar?.description, file).toBe(DATE_TIME_DESCRIPTION);
       expect((scalar as { specifiedByURL?: string }).specifiedByURL, file).toBe(DATE_TIME_SPECIFIED_BY);

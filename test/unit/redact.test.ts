@@ -19,6 +19,8 @@ describe("redactSecrets", () => {
       ["header x-api-key: k3y-value-1, retry", "header x-api-key: [redacted], retry"],
       ["GET /v1?api_key=QWERTY123&x=1", "GET /v1?api_key=[redacted]&x=1"],
       ["org key sk-proj-Zx81bQ2m9LkP4r7T and sk_live_51HxYzAbCdEf", "org key [redacted] and [redacted]"],
+      ["API key AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q not valid", "API key [redacted] not valid"],
+      ["x-goog-api-key: AIza-short", "x-goog-api-key: [redacted]"],
       ["see https://billing:hunter2@provider.example/q and ftp://token@host/x", "see https://[redacted]@provider.example/q and ftp://[redacted]@host/x"],
     ];
     for (const [said, kept] of cases) expect(redactSecrets(said)).toBe(kept);

@@ -57,7 +57,7 @@ describe("schema/api.graphql, the API schema", () => {
 
   it("keeps @deprecated and its reason from a subgraph", () => {
     const generation = fs
-      .readFileSync(new URL("schema/generation.graphql", REPOSITORY), "utf8")
+      .readFileSync(new URL("subgraphs/generation/schema.graphql", REPOSITORY), "utf8")
       .replace(/(\n\s+statusName: String!)/, '$1 @deprecated(reason: "Use `status`.")');
     const api = composeSchemas(undefined, { generation }).api;
     expect(api).toContain('statusName: String! @deprecated(reason: "Use `status`.")');

@@ -7,10 +7,12 @@
  * The CSRF token of a session is derived from its id ({@link csrfTokenOf}): only a page that was
  * handed it (same origin: the cookie is HttpOnly) can send it back with a write.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
 import type { Db } from "../../db/index.ts";
 import { secretDigest, type Operator } from "./store.ts";
 import type { OperatorRole } from "./roles.ts";
+import { SESSION_ID_PATTERN, csrfMatches, csrfTokenOf } from "./session-token.ts";
+
+export { SESSION_ID_PATTERN, csrfMatches, csrfTokenOf };
 
 /** How long sessions live. */
 export interface SessionSettings {
@@ -20,24 +22,8 @@ export interface SessionSettings {
   absoluteSeconds: number;
 }
 
-/** A session id as the router makes it: 43 base64url characters (32 random bytes). */
-export const SESSION_ID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
-
 /** Last-seen times are written at most this often (seconds): not one write per request. */
 const TOUCH_SECONDS = 30;
-
-/** The CSRF token of a session: base64url SHA-256 of a label and the session id. */
-export function csrfTokenOf(sessionId: string): string {
-  return createHash("sha256").update(`switchyard-csrf\0${sessionId}`).digest("base64url");
-}
-
-/** Whether `presented` is the CSRF token of the session (constant time). */
-export function csrfMatches(sessionId: string, presented: string | null | undefined): boolean {
-  if (typeof presented !== "string") return false;
-  const expected = Buffer.from(csrfTokenOf(sessionId));
-  const given = Buffer.from(presented);
-  return given.length === expected.length && timingSafeEqual(given, expected);
-}
 
 /**
  * Stores a new session of an operator.

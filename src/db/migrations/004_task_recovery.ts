@@ -9,7 +9,13 @@
  * Open tasks created before this migration get their model's deadline counted from creation.
  */
 import type { Knex } from "knex";
-import { getModel } from "../../generation/catalog.ts";
+
+/**
+ * The models' deadlines in seconds when this migration was written (src/generation/catalog.ts
+ * `deadlineSeconds`), kept here: a migration is history and imports no business module
+ * (docs/architecture.md §1.2). Model 45 is the image model (10 minutes); every other, 30 minutes.
+ */
+const DEADLINE_SECONDS: Readonly<Record<number, number>> = { 52: 1800, 51: 1800, 67: 1800, 69: 1800, 39: 1800, 45: 600 };
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable("tasks", (t) => {
@@ -21,7 +27,7 @@ export async function up(knex: Knex): Promise<void> {
   });
   const open = await knex("tasks").whereIn("status", [0, 3, 4]).whereNull("deadline_at").select("id", "model_id", "created_at");
   for (const row of open) {
-    const seconds = getModel(Number(row.model_id))?.deadlineSeconds ?? 30 * 60;
+    const seconds = DEADLINE_SECONDS[Number(row.model_id)] ?? 30 * 60;
     const deadline = new Date(Date.parse(row.created_at) + seconds * 1000).toISOString();
     await knex("tasks").where({ id: row.id }).whereNull("deadline_at").update({ deadline_at: deadline });
   }

@@ -13,7 +13,26 @@
  * (correlated subqueries: the same SQL on SQLite and PostgreSQL).
  */
 import type { Knex } from "knex";
-import { TOTALS_SQL } from "../../ledger/totals.ts";
+
+const TASK_BILLED_SECONDS = "case when kind = 'video' and refunded = 0 and status <> 2 then seconds * count else 0 end";
+const TASK_BILLED_IMAGES = "case when kind = 'image' and price > 0 then (price - refunded) * count / price else 0 end";
+
+/**
+ * The backfill's SQL: a copy of src/ledger/totals.ts `TOTALS_SQL` (the rule `switchyard verify`
+ * sums) as of migration 012, which recomputes `spent` with it. A migration is history: it keeps
+ * the SQL it ran with and imports no business module (docs/architecture.md §1.2); a later change
+ * of a rule comes with its own migration, as 012 did.
+ */
+export const TOTALS_SQL = {
+  keySpent: (keyId: string) =>
+    `select coalesce(0 - sum(amount), 0) from ledger_entries where key_id = ${keyId} and kind in ('debit', 'refund') and customer_id is null`,
+  keyBilledSeconds: (keyId: string) => `select coalesce(sum(${TASK_BILLED_SECONDS}), 0) from tasks where key_id = ${keyId}`,
+  keyBilledImages: (keyId: string) => `select coalesce(sum(${TASK_BILLED_IMAGES}), 0) from tasks where key_id = ${keyId}`,
+  keyTaskCount: (keyId: string) => `select count(*) from tasks where key_id = ${keyId}`,
+  accountOrderCount: (accountId: string) => `select count(*) from orders where account_id = ${accountId}`,
+  customerFrozen: (accountId: string, customerId: string) =>
+    `select coalesce(sum(amount), 0) from orders where account_id = ${accountId} and customer_id = ${customerId} and payment_status = 'paid' and status = 'provisioning'`,
+};
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable("api_keys", (t) => {

@@ -8,7 +8,7 @@
  * paid orders loses them from its `spent`. No ledger entry, balance or other total changes.
  */
 import type { Knex } from "knex";
-import { TOTALS_SQL } from "../../ledger/totals.ts";
+import { TOTALS_SQL } from "./009_running_totals.ts";
 
 export async function up(knex: Knex): Promise<void> {
   await knex("api_keys").update({ spent: knex.raw(`(${TOTALS_SQL.keySpent("api_keys.id")})`) });

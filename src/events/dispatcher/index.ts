@@ -4,7 +4,7 @@
  *
  * Each round of the dispatcher:
  * 1. **Publishes** unpublished outbox rows in id order (200 a round), each on its account's topic
- *    (a `key.disabled` row on the `keys` topic too, for the routers: src/auth/revocation.ts).
+ *    (a `key.disabled` row on the `keys` topic too, for the routers: src/events/key-topics.ts).
  *    The batch is claimed first with a lease (`outbox.lease_until`, {@link OUTBOX_LEASE_MS};
  *    `FOR UPDATE SKIP LOCKED` on PostgreSQL, see `claimBatch`), so dispatchers of several instances take different rows. For
  *    each row, in one transaction: marks it published (compare-and-swap on `published_at` and on

@@ -5,7 +5,7 @@
  * rows; each row is then published in its own transaction (see {@link publishRow}).
  */
 import { claimBatch } from "../../db/index.ts";
-import { topicsOfRow } from "../../auth/revocation.ts";
+import { topicsOfRow } from "../key-topics.ts";
 import { accountTopic, type OutboxMessage } from "../pubsub.ts";
 import { callbackBody, callbackEventsFor } from "../callbacks.ts";
 import { iso, type DispatcherDeps } from "./deps.ts";
@@ -96,7 +96,7 @@ export async function publishRow(deps: DispatcherDeps, row: OutboxRow, message: 
           .ignore();
       }
     }
-    // A disabled key's row also goes to every router (src/auth/revocation.ts).
+    // A disabled key's row also goes to every router (src/events/key-topics.ts).
     for (const topic of topicsOfRow(row.topic, accountTopic(row.account_id))) await deps.pubsub.publish(topic, message);
     return true;
   });

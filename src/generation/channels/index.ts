@@ -6,7 +6,7 @@
 import type { Logger } from "pino";
 import { ConfigError } from "../../config.ts";
 import type { Db } from "../../db/index.ts";
-import type { ResultStore } from "../media/results.ts";
+import type { ResultStore } from "../upstream/result-store.ts";
 import type { GenerationUpstream } from "../upstream/types.ts";
 import { createKeyBox, type KeyBox } from "./crypto.ts";
 import { createChannelHealth, type ChannelHealth } from "./health.ts";

@@ -29,7 +29,7 @@ import type { Logger } from "pino";
 import type { Db } from "../../db/index.ts";
 import type { GenerationRequest } from "../validation.ts";
 import { invalidFieldError } from "../../errors.ts";
-import type { ResultStore } from "../media/results.ts";
+import type { ResultStore } from "../upstream/result-store.ts";
 import { channelType, unpackCredentials } from "../upstream/channel-types.ts";
 import { redactingUpstream } from "../upstream/redact.ts";
 import { UpstreamError, type ChannelAttempt, type GenerationUpstream, type SubmitAccepted, type UpstreamTaskState } from "../upstream/types.ts";

@@ -29,7 +29,7 @@ export interface ChannelModelMapping {
 export interface ChannelRecord {
   id: string;
   name: string;
-  /** The protocol it speaks (src/generation/upstream/channel-types.ts): `switchyard`, `openai-compatible`, `kling`. */
+  /** The protocol it speaks (src/generation/upstream/channel-types.ts): `switchyard`, `openai-compatible`, `kling`, `ark`, `dashscope`, `minimax`, `gemini-veo`. */
   type: string;
   /** Never with credentials: refused on input; one stored before that is shown `scheme://[redacted]@host`. */
   baseUrl: string;

@@ -5,7 +5,7 @@
  */
 import path from "node:path";
 import { ConfigError } from "../../config.ts";
-import type { ResultStore } from "./results.ts";
+import type { ResultStore } from "../upstream/result-store.ts";
 import { createLocalMedia, diskMediaSource, mediaSigningKey, sweepMedia, type MediaSource } from "./local.ts";
 
 /** The settings read here (src/config.ts). */

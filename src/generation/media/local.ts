@@ -13,67 +13,24 @@
  *
  * The S3-compatible alternative (MEDIA_STORE=s3) is ./s3.ts; ./index.ts picks one.
  */
-import { createHash, createHmac, hkdfSync, timingSafeEqual } from "node:crypto";
+import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { UpstreamError } from "../upstream/types.ts";
-import type { ResultStore } from "./results.ts";
+import type { ResultStore } from "../upstream/result-store.ts";
+import { MEDIA_NAME, MEDIA_TYPES, mediaSigningKey, signedMediaUrl, verifyMediaSignature, type MediaSource } from "./signed-url.ts";
 
-/** Extensions a kept result may have, with the content type it is served as. */
-export const MEDIA_TYPES: Readonly<Record<string, string>> = {
-  mp4: "video/mp4",
-  png: "image/png",
-  jpg: "image/jpeg",
-  webp: "image/webp",
-};
-
-/** A kept file's name: 40 hex digits and an extension of {@link MEDIA_TYPES}. */
-export const MEDIA_NAME = /^[0-9a-f]{40}\.(mp4|png|jpg|webp)$/;
+export { MEDIA_NAME, MEDIA_TYPES, mediaSigningKey, signedMediaUrl, verifyMediaSignature, type MediaSource };
 
 /** Largest result kept (bytes): 2 GiB. */
 const MAX_BYTES = 2 * 1024 ** 3;
 
-/** The URL-signing key of a SUBGRAPH_SECRET. */
-export function mediaSigningKey(secret: string): Buffer {
-  return Buffer.from(hkdfSync("sha256", Buffer.from(secret, "utf8"), Buffer.alloc(0), "switchyard media url v1", 32));
-}
-
-function signature(key: Buffer, name: string, exp: number): string {
-  return createHmac("sha256", key).update(`${name}.${exp}`).digest("base64url");
-}
-
-/**
- * Whether a `/media/p/` request is signed and not expired.
- * @param exp the `exp` parameter (unix seconds), `sig` the `sig` parameter
- */
-export function verifyMediaSignature(key: Buffer, name: string, exp: string | null, sig: string | null, nowMs = Date.now()): "ok" | "expired" | "invalid" {
-  if (!exp || !sig || !/^\d{1,12}$/.test(exp)) return "invalid";
-  const expected = Buffer.from(signature(key, name, Number(exp)));
-  const given = Buffer.from(sig);
-  if (expected.length !== given.length || !timingSafeEqual(expected, given)) return "invalid";
-  return Number(exp) * 1000 < nowMs ? "expired" : "ok";
-}
-
-/** A signed URL of a kept result, valid for `ttlSeconds`. */
-export function signedMediaUrl(baseUrl: string, name: string, key: Buffer, ttlSeconds: number): string {
-  const exp = Math.floor(Date.now() / 1000) + ttlSeconds;
-  return `${baseUrl.replace(/\/+$/, "")}/media/p/${name}?exp=${exp}&sig=${signature(key, name, exp)}`;
-}
-
 /** The stored name of a channel's result (40 hex digits): tells nothing of the provider. */
 export function mediaHash(channelId: string, key: string): string {
   return createHash("sha256").update(`${channelId}\n${key}`).digest("hex").slice(0, 40);
-}
-
-/** Where the router reads kept results from (disk: {@link diskMediaSource}; S3: ./s3.ts). */
-export interface MediaSource {
-  /** The size of a kept result by its URL name, or null when it is not kept. */
-  stat(name: string): Promise<{ size: number } | null>;
-  /** Its bytes from `start` to `end` inclusive. */
-  open(name: string, start: number, end: number): Promise<NodeJS.ReadableStream>;
 }
 
 /** Kept results under `dir` (`DATA_DIR/media`). */

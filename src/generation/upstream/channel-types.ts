@@ -4,9 +4,13 @@
  * adapter module, one entry here, one fake provider (test/support/providers/<type>.ts) and one
  * entry of the contract suite (test/integration/channel-types.test.ts).
  */
-import type { ResultStore } from "../media/results.ts";
+import type { ResultStore } from "./result-store.ts";
 import type { GenerationRequest } from "../validation.ts";
+import { arkDefaultModel, arkUnsupported, createArkUpstream } from "./ark.ts";
+import { createDashScopeUpstream, dashscopeDefaultModel, dashscopeUnsupported } from "./dashscope.ts";
+import { createVeoUpstream, veoDefaultModel, veoUnsupported } from "./gemini-veo.ts";
 import { createHttpUpstream } from "./http.ts";
+import { createMiniMaxUpstream, minimaxDefaultModel, minimaxUnsupported } from "./minimax.ts";
 import { createKlingUpstream, klingDefaultModel, klingUnsupported } from "./kling.ts";
 import { createOpenAiCompatibleUpstream, openAiDefaultModel, openAiUnsupported } from "./openai-compatible.ts";
 import type { GenerationUpstream } from "./types.ts";
@@ -72,6 +76,36 @@ export const CHANNEL_TYPES: Readonly<Record<string, ChannelTypeSpec>> = Object.f
         modelFor: s.modelFor,
         results: s.results,
       }),
+  },
+  ark: {
+    id: "ark",
+    credentials: ["apiKey"],
+    unsupported: arkUnsupported,
+    defaultModel: arkDefaultModel,
+    create: (s) => createArkUpstream({ baseUrl: s.baseUrl, apiKey: s.credentials.apiKey, timeoutMs: s.timeoutMs, modelFor: s.modelFor, results: s.results }),
+  },
+  dashscope: {
+    id: "dashscope",
+    credentials: ["apiKey"],
+    unsupported: dashscopeUnsupported,
+    defaultModel: dashscopeDefaultModel,
+    create: (s) =>
+      createDashScopeUpstream({ baseUrl: s.baseUrl, apiKey: s.credentials.apiKey, timeoutMs: s.timeoutMs, modelFor: s.modelFor, results: s.results }),
+  },
+  minimax: {
+    id: "minimax",
+    credentials: ["apiKey"],
+    unsupported: minimaxUnsupported,
+    defaultModel: minimaxDefaultModel,
+    create: (s) =>
+      createMiniMaxUpstream({ baseUrl: s.baseUrl, apiKey: s.credentials.apiKey, timeoutMs: s.timeoutMs, modelFor: s.modelFor, results: s.results }),
+  },
+  "gemini-veo": {
+    id: "gemini-veo",
+    credentials: ["apiKey"],
+    unsupported: veoUnsupported,
+    defaultModel: veoDefaultModel,
+    create: (s) => createVeoUpstream({ baseUrl: s.baseUrl, apiKey: s.credentials.apiKey, timeoutMs: s.timeoutMs, modelFor: s.modelFor, results: s.results }),
   },
 } satisfies Record<string, ChannelTypeSpec>);
 

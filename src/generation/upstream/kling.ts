@@ -33,7 +33,7 @@
  *   `count` 1 for video; one reference image (or `frame_start`), `frame_end` only with one; no audio
  *   or video references. Everything else is refused with 400 before any debit.
  */
-import type { ResultStore } from "../media/results.ts";
+import type { ResultStore } from "./result-store.ts";
 import type { GenerationRequest } from "../validation.ts";
 import { signHs256 } from "./jwt.ts";
 import { createProviderClient, fieldsOf, providerId, type ProviderClient } from "./provider-call.ts";

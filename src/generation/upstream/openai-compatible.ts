@@ -29,7 +29,7 @@
  * - The probe is `GET /v1/models` (the cheapest authenticated read of both OpenAI and relays).
  */
 import type { GenerationRequest } from "../validation.ts";
-import type { ResultStore } from "../media/results.ts";
+import type { ResultStore } from "./result-store.ts";
 import { createProviderClient, fieldsOf, providerId } from "./provider-call.ts";
 import type { GenerationUpstream, TaskStatusCode, UpstreamTaskState } from "./types.ts";
 

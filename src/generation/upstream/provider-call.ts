@@ -1,6 +1,6 @@
 /**
  * One HTTP call to a provider, shared by the channel-type adapters (./openai-compatible.ts,
- * ./kling.ts; ADR 0023): the timeout, the failure kinds of {@link UpstreamError}, a `Retry-After`
+ * ./kling.ts, ./ark.ts, ./dashscope.ts, ./minimax.ts, ./gemini-veo.ts; ADR 0023): the timeout, the failure kinds of {@link UpstreamError}, a `Retry-After`
  * kept as milliseconds, and the provider's own words redacted with the channel's secrets before
  * they leave the adapter (./redact.ts).
  */
@@ -42,12 +42,16 @@ export interface ProviderClientOptions {
   headers(): Record<string, string>;
   /** The provider's words in an error body (its JSON shape), or null. */
   messageOf(body: Record<string, unknown>): string | null;
+  /** The wait (ms) an error body asks for when the answer has no `Retry-After` (Google's `RetryInfo`). */
+  retryAfterOf?(body: Record<string, unknown>): number | undefined;
 }
 
 /** An answer with a JSON object body. */
 export interface ProviderAnswer {
   status: number;
   body: Record<string, unknown>;
+  /** The answer's `Retry-After` in ms (a provider that refuses in a 200 body, MiniMax), else undefined. */
+  retryAfterMs?: number;
 }
 
 /** A client for one provider account. */
@@ -55,9 +59,10 @@ export interface ProviderClient {
   /**
    * Calls `path` with a JSON body (or none) and reads a JSON object.
    * @param allow HTTP statuses answered rather than thrown (for example 404 of a lookup)
+   * @param headers headers of this call only (DashScope's `X-DashScope-Async`)
    * @throws UpstreamError `timeout`, or `failed` with reason transport / http / body
    */
-  json(method: string, path: string, body?: unknown, allow?: readonly number[], timeoutMs?: number): Promise<ProviderAnswer>;
+  json(method: string, path: string, body?: unknown, allow?: readonly number[], timeoutMs?: number, headers?: Record<string, string>): Promise<ProviderAnswer>;
   /** GETs `url` (absolute, or a path under the base URL) with the credential when `withCredential`. @throws UpstreamError */
   download(url: string, withCredential: boolean): Promise<Response>;
   /** Redacts the channel's secrets and credential shapes from a text. */
@@ -95,15 +100,25 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
     return folded ? folded.slice(0, PROVIDER_MESSAGE_CHARS) : null;
   }
 
+  /** The wait an error body asks for, when the type reads one. */
+  function bodyWait(text: string): number | undefined {
+    if (!options.retryAfterOf) return undefined;
+    try {
+      return options.retryAfterOf(fieldsOf(JSON.parse(text)));
+    } catch {
+      return undefined;
+    }
+  }
+
   return {
     clean,
     failed,
-    async json(method, path, body, allow = [], timeoutMs = options.timeoutMs) {
+    async json(method, path, body, allow = [], timeoutMs = options.timeoutMs, headers = {}) {
       const response = await send(
         `${base}${path}`,
         {
           method,
-          headers: { ...options.headers(), accept: "application/json", ...(body === undefined ? {} : { "content-type": "application/json" }) },
+          headers: { ...headers, ...options.headers(), accept: "application/json", ...(body === undefined ? {} : { "content-type": "application/json" }) },
           ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         },
         timeoutMs,
@@ -117,7 +132,7 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
         throw new UpstreamError("failed", "body could not be read");
       }
       if (!response.ok && !allow.includes(response.status)) {
-        const wait = retryAfterMs(response.headers.get("retry-after"));
+        const wait = retryAfterMs(response.headers.get("retry-after")) ?? bodyWait(text);
         const said = words(text);
         const head = `HTTP ${response.status}${said ? `: ${said}` : ""}`;
         throw failed(wait === undefined ? head : `${head} (retry after ${Math.ceil(wait / 1000)} s)`, "http", wait);
@@ -128,7 +143,7 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
       } catch {
         throw new UpstreamError("failed", "unparsable body", "body");
       }
-      return { status: response.status, body: fieldsOf(parsed) };
+      return { status: response.status, body: fieldsOf(parsed), retryAfterMs: retryAfterMs(response.headers.get("retry-after")) };
     },
     async download(url, withCredential) {
       const absolute = /^https?:\/\//i.test(url) ? url : `${base}${url}`;

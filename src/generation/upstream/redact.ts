@@ -44,6 +44,8 @@ const SHAPES: readonly (readonly [RegExp, string])[] = [
   [/\b(Bearer|Basic)(\s+)[A-Za-z0-9\-._~+/]{8,}=*/gi, `$1$2${REDACTED}`],
   // Keys in the common secret-key shape: sk-…, sk_live_…, sk-proj-….
   [/\bsk[-_][A-Za-z0-9_-]{8,}/g, REDACTED],
+  // A Google API key (a gemini-veo channel's credential): AIza and 35 more characters.
+  [/\bAIza[0-9A-Za-z_-]{35}\b/g, REDACTED],
   // A JSON Web Token (Kling's bearer credential, made from the channel's secret key): header.payload.signature.
   [/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, REDACTED],
 ];

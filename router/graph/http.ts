@@ -1,18 +1,19 @@
 /**
  * `/graphql` over HTTP (docs/architecture.md §9): the router hands a request it has already read
- * and limited to the gateway's fetch handler and writes the answer back.
+ * and limited to the gateway's fetch handler and writes the answer back. Part of the graph, not of
+ * router/http/ (what every route shares), which imports nothing of graph/ (docs/architecture.md §1.2).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Gateway } from "../graph/gateway.ts";
-import { postParsed } from "../graph/client.ts";
-import { isJsonContentType } from "./body.ts";
+import type { Gateway } from "./gateway.ts";
+import { postParsed } from "./client.ts";
+import { isJsonContentType } from "../http/body.ts";
 import { answerBatch, type BatchContext } from "./batch.ts";
 
 /** Request headers that describe the client's connection or body framing, not the request itself. */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "expect", "upgrade", "te", "trailer"]);
 
 /**
- * A JSON request body as GraphQL parameters: a JSON object, or an array (a batch, router/http/batch.ts),
+ * A JSON request body as GraphQL parameters: a JSON object, or an array (a batch, router/graph/batch.ts),
  * else null (the gateway answers anything else itself).
  */
 function jsonParams(contentType: string | undefined, body: Buffer | undefined): Record<string, unknown> | unknown[] | null {
@@ -31,7 +32,7 @@ function jsonParams(contentType: string | undefined, body: Buffer | undefined): 
  * and limited (router/http/body.ts `limitGraphqlBody`): a JSON object goes in parsed (router/plugins/usePreparsedParams.ts), any other
  * body as it came; the answer is written back whole. The gateway's node:http adapter would stream
  * the body a second time and tie an AbortSignal to the socket (measured in bench/README.md).
- * Event streams (SSE) keep the adapter. A JSON array is a batch, answered by router/http/batch.ts.
+ * Event streams (SSE) keep the adapter. A JSON array is a batch, answered by router/graph/batch.ts.
  * @param url the request URL (path and query string are passed on)
  * @param body the raw body (POST), or undefined
  * @param batch what a batch needs (its limit, the report registry and this request's report)

@@ -4,10 +4,12 @@
  * handed to the router's revocation registry (router/revocation.ts: the stream ends when the key
  * is disabled). graphql-ws connections were checked when they connected (router/websocket.ts).
  * The router creates it (router/server.ts) and hands it to the gateway's pipeline: it runs an
- * operation through that gateway, so router/graph/gateway.ts cannot import it without a cycle.
+ * operation through that gateway, so router/graph/gateway.ts cannot import it without a cycle, and
+ * it sits here beside key-check.ts rather than in router/plugins/, which imports nothing of graph/
+ * (docs/architecture.md §1.2).
  */
-import type { Gateway } from "../graph/gateway.ts";
-import { checkKey } from "../graph/key-check.ts";
+import type { Gateway } from "./gateway.ts";
+import { checkKey } from "./key-check.ts";
 import { requestKeyIdentified } from "../revocation.ts";
 
 /** What the check reads of a subscription's context: graphql-ws's connection params, or the SSE request's headers and node request. */

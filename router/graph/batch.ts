@@ -13,10 +13,10 @@
 import { randomUUID } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import { ERROR_CODES, graphqlExtensions, type ErrorCode } from "../../src/errors.ts";
-import type { Gateway } from "../graph/gateway.ts";
-import { postParsed } from "../graph/client.ts";
+import type { Gateway } from "./gateway.ts";
+import { postParsed } from "./client.ts";
 import type { RequestReport, RequestReports } from "../request-report.ts";
-import { sendGraphqlError } from "./graphql-error.ts";
+import { sendGraphqlError } from "../http/graphql-error.ts";
 
 /** GRAPHQL_BATCH_MAX's default: operations one batch may hold. */
 export const DEFAULT_BATCH_MAX = 10;

@@ -14,11 +14,11 @@
  */
 import { randomUUID } from "node:crypto";
 import type http from "node:http";
-import type { Gateway } from "../graph/gateway.ts";
-import { postParsed } from "../graph/client.ts";
-import { checkKey } from "../graph/key-check.ts";
+import type { Gateway } from "./gateway.ts";
+import { postParsed } from "./client.ts";
+import { checkKey } from "./key-check.ts";
 import { KEY_DISABLED_RESULT, type Revocations } from "../revocation.ts";
-import { sendGraphqlError } from "./graphql-error.ts";
+import { sendGraphqlError } from "../http/graphql-error.ts";
 import { ERROR_CODES, graphqlExtensions, registryCodeOf, type ErrorDetails } from "../../src/errors.ts";
 
 /** graphql-sse's header (and query parameter `token`) naming a reserved stream. */
@@ -77,7 +77,7 @@ function tokenOf(req: http.IncomingMessage, url: URL): string | null {
   return url.searchParams.get("token") || null;
 }
 
-/** Request headers for the gateway, as router/http/graphql.ts passes them (no hop-by-hop ones). */
+/** Request headers for the gateway, as router/graph/http.ts passes them (no hop-by-hop ones). */
 function gatewayHeaders(req: http.IncomingMessage): Record<string, string> {
   const skip = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "expect", "upgrade", "te", "trailer", STREAM_TOKEN_HEADER]);
   const headers: Record<string, string> = {};

@@ -2,8 +2,9 @@
  * Where a channel-type adapter puts a provider's result that a customer could not fetch
  * (README "Channels", "Results"; ADR 0023): content behind the provider's key (OpenAI's
  * `/content`) or at a URL that expires (Kling's CDN links). The adapter hands the content over
- * once; the customer gets a signed, expiring Switchyard URL (`/media/p/...`, ./local.ts), never
- * the provider's URL, key or base URL.
+ * once; the customer gets a signed, expiring Switchyard URL (`/media/p/...`, ../media/local.ts), never
+ * the provider's URL, key or base URL. The adapters' port: it is defined here, beside them, and
+ * the stores of src/generation/media/ implement it (docs/architecture.md §1.2: media → upstream).
  */
 
 /** A store for provider results. */
