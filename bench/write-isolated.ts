@@ -11,7 +11,7 @@ import path from "node:path";
 import { migrate, openDb } from "../src/db/index.ts";
 import { createKey } from "../src/auth/keys.ts";
 import type { Caller } from "../src/auth/caller.ts";
-import { createGenerationService } from "../src/generation/tasks.ts";
+import { createGenerationService } from "../src/generation/tasks/index.ts";
 import type { GenerationUpstream } from "../src/generation/upstream/types.ts";
 
 const total = Number(process.argv[2] ?? 4000);

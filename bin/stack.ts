@@ -8,7 +8,7 @@ import pino, { type DestinationStream, type Logger } from "pino";
 import type { Config } from "../src/config.ts";
 import { migrate, openDb, type Db } from "../src/db/index.ts";
 import { createUrlGuard } from "../src/net/url-guard.ts";
-import { createGenerationService, type GenerationService } from "../src/generation/tasks.ts";
+import { createGenerationService, type GenerationService } from "../src/generation/tasks/index.ts";
 import { startPoller, type Poller } from "../src/generation/poller.ts";
 import { startRecovery } from "../src/generation/recovery.ts";
 import { MODELS } from "../src/generation/catalog.ts";

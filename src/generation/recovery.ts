@@ -31,7 +31,7 @@ import pLimit, { type LimitFunction } from "p-limit";
 import type { Logger } from "pino";
 import { nowIso, type Db } from "../db/index.ts";
 import { startPacedLoop } from "../loop.ts";
-import { toTaskRecord, type GenerationService, type TaskRow } from "./tasks.ts";
+import { toTaskRecord, type GenerationService, type TaskRow } from "./tasks/index.ts";
 import type { GenerationRequest } from "./validation.ts";
 import type { GenerationUpstream, UpstreamTaskState } from "./upstream/types.ts";
 

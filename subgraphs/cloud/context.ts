@@ -13,7 +13,7 @@ import type { ResourceRecord } from "../../src/cloud/resources.ts";
 import { getDomainsByNames, type DomainRecord } from "../../src/cloud/domains.ts";
 import { getPurgeTasksByIds, listPurgeTasksOfDomains, type PurgeTaskRecord } from "../../src/cloud/purge.ts";
 import { getStatement, getTransactionsByIds, type StatementRecord, type TransactionRecord } from "../../src/cloud/billing.ts";
-import { getTasksOfKey, type TaskRecord } from "../../src/generation/tasks.ts";
+import { getTasksOfKey, type TaskRecord } from "../../src/generation/tasks/index.ts";
 import { listDeliveriesOfAggregates, type WebhookDeliveryRecord } from "../../src/events/deliveries.ts";
 import type { Page } from "../../src/pagination.ts";
 import type { OperatorAuth, Principal } from "../../src/auth/operators/access.ts";

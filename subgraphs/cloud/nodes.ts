@@ -10,7 +10,7 @@
  * unknown, malformed, another account's or another key's — is null without an error, so an
  * answer never tells them apart.
  *
- * A task id is checked here (the calling key's task, src/generation/tasks.ts `getTasksOfKey`, on
+ * A task id is checked here (the calling key's task, src/generation/tasks/reads.ts `getTasksOfKey`, on
  * the database both subgraphs share) and answered as an entity reference `{ __typename: "Task",
  * id }`: the gateway fetches the fields a query selects from the generation subgraph's
  * `_entities`, which applies its scope and visibility again. Checked here so that `node(id:) { id }`,

@@ -7,7 +7,7 @@ import type { Caller } from "../../src/auth/keys.ts";
 import type { RateLimiter } from "../../src/auth/rate-limit.ts";
 import type { PubSub } from "../../src/events/pubsub.ts";
 import type { Db } from "../../src/db/index.ts";
-import type { GenerationService, TaskRecord } from "../../src/generation/tasks.ts";
+import type { GenerationService, TaskRecord } from "../../src/generation/tasks/index.ts";
 import { usageReader, type UsageReader } from "../../src/generation/usage.ts";
 import { negotiateLocale, type Locale } from "../shared/locale.ts";
 import { callerAccess, headerOf, type RequestLike } from "../shared/auth.ts";

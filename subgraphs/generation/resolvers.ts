@@ -5,7 +5,7 @@
 import { MODELS, getModel, type ModelSpec } from "../../src/generation/catalog.ts";
 import { quote } from "../../src/generation/pricing.ts";
 import type { ImageGenerationInput, PriceParams, VideoGenerationInput } from "../../src/generation/validation.ts";
-import { isTerminal, type TaskRecord } from "../../src/generation/tasks.ts";
+import { isTerminal, type TaskRecord } from "../../src/generation/tasks/index.ts";
 import type { OutboxMessage } from "../../src/events/pubsub.ts";
 import { recentRequests, usageByDay, usageDays } from "../../src/generation/usage.ts";
 import { AppError, isAppError } from "../../src/errors.ts";
@@ -49,7 +49,7 @@ async function taskConnection(ctx: GenerationContext, args: TaskPageArgs) {
  * subgraph's fields, so they are never stale joins.
  */
 function taskAtEvent(row: TaskRecord, event: OutboxMessage): TaskRecord {
-  // The payload of a `task.status_changed` event (src/generation/tasks.ts).
+  // The payload of a `task.status_changed` event (src/generation/tasks/records.ts).
   const p = event.payload as {
     status: TaskRecord["status"];
     result?: string | null;

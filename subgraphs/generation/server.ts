@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import { nowIso, type Db } from "../../src/db/index.ts";
 import type { RateLimiter } from "../../src/auth/rate-limit.ts";
 import type { PubSub } from "../../src/events/pubsub.ts";
-import type { GenerationService } from "../../src/generation/tasks.ts";
+import type { GenerationService } from "../../src/generation/tasks/index.ts";
 import { flushRequestLog, recordRequest } from "../../src/generation/usage.ts";
 import { statusOfErrors } from "../shared/errors.ts";
 import type { NonceStore } from "../shared/hop-nonces.ts";

@@ -13,7 +13,7 @@ import type { Knex } from "knex";
 import { createKey } from "../../src/auth/keys.ts";
 import { audited, CLI_ACTOR } from "../../src/audit/log.ts";
 import { parseYuan } from "../../src/money.ts";
-import { createGenerationService, toTaskRecord } from "../../src/generation/tasks.ts";
+import { createGenerationService, toTaskRecord } from "../../src/generation/tasks/index.ts";
 import { runCli, startCli, type RunningProcess } from "../support/process.ts";
 import { createTestDatabase } from "../support/db.ts";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.ts";

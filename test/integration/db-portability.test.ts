@@ -8,7 +8,7 @@ import { isUniqueViolation, migrate, type Db } from "../../src/db/index.ts";
 import { authenticate, createKey } from "../../src/auth/keys.ts";
 import { balanceOf, credit, verifyLedger } from "../../src/ledger/index.ts";
 import { parseYuan } from "../../src/money.ts";
-import { createGenerationService } from "../../src/generation/tasks.ts";
+import { createGenerationService } from "../../src/generation/tasks/index.ts";
 import type { GenerationUpstream } from "../../src/generation/upstream/types.ts";
 import { upsertProduct, upsertVendor } from "../../src/cloud/catalog.ts";
 import { usageTotals } from "../../src/generation/usage.ts";

@@ -10,7 +10,7 @@ import { claimBatch, migrate, type Db } from "../../src/db/index.ts";
 import { authenticate, createKey, type Caller } from "../../src/auth/keys.ts";
 import { verifyLedger } from "../../src/ledger/index.ts";
 import { parseYuan } from "../../src/money.ts";
-import { createGenerationService } from "../../src/generation/tasks.ts";
+import { createGenerationService } from "../../src/generation/tasks/index.ts";
 import { startPoller } from "../../src/generation/poller.ts";
 import type { GenerationUpstream, UpstreamTaskState } from "../../src/generation/upstream/types.ts";
 import { DEMO_CATALOG, seedDemoCatalog } from "../../src/cloud/demo-seed.ts";

@@ -12,7 +12,7 @@ import { openTestDb, type TestDb } from "../support/db.ts";
 import { authenticate, createKey, type Caller } from "../../src/auth/keys.ts";
 import { verifyLedger } from "../../src/ledger/index.ts";
 import { parseYuan } from "../../src/money.ts";
-import { createGenerationService, toTaskRecord, type GenerationService } from "../../src/generation/tasks.ts";
+import { createGenerationService, toTaskRecord, type GenerationService } from "../../src/generation/tasks/index.ts";
 import { startRecovery, type RecoveryOptions } from "../../src/generation/recovery.ts";
 import { UpstreamError, type GenerationUpstream, type UpstreamTaskState } from "../../src/generation/upstream/types.ts";
 import { createHttpUpstream } from "../../src/generation/upstream/http.ts";

@@ -10,7 +10,7 @@ import { migrationSource } from "../../src/db/migrations/index.ts";
 import { authenticate, createKey, type Caller } from "../../src/auth/keys.ts";
 import { verifyLedger } from "../../src/ledger/index.ts";
 import { parseYuan } from "../../src/money.ts";
-import { createGenerationService } from "../../src/generation/tasks.ts";
+import { createGenerationService } from "../../src/generation/tasks/index.ts";
 import { usageTotals } from "../../src/generation/usage.ts";
 import { UpstreamError, type GenerationUpstream } from "../../src/generation/upstream/types.ts";
 import { createOrderService } from "../../src/cloud/orders/index.ts";

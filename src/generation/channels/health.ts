@@ -44,88 +44,117 @@ export interface ChannelHealth {
   stop(): Promise<void>;
 }
 
-/** Creates the recorder and its once-a-second flush. */
-export function createChannelHealth(options: ChannelHealthOptions): ChannelHealth {
-  const { db, logger } = options;
-  const pending = new Map<string, { successes: number; latency: number }>();
+/** The recorder's state: its settings and the successes summed since the last flush, per channel id. */
+export interface HealthState {
+  options: ChannelHealthOptions;
+  pending: Map<string, { successes: number; latency: number }>;
+}
 
-  async function flush(): Promise<void> {
-    const batch = [...pending.entries()];
-    pending.clear();
-    for (const [id, d] of batch) {
-      await db("channels")
-        .where({ id })
-        .update({
-          submissions: db.raw("submissions + ?", [d.successes]),
-          successes: db.raw("successes + ?", [d.successes]),
-          latency_ms_total: db.raw("latency_ms_total + ?", [d.latency]),
-        });
-    }
-  }
-  const timer = setInterval(() => flush().catch((err) => logger.warn({ err }, "channel counters not written")), 1000);
-  timer.unref?.();
-
-  return {
-    async success(channel, latencyMs) {
-      const d = pending.get(channel.id) ?? { successes: 0, latency: 0 };
-      d.successes += 1;
-      d.latency += Math.round(latencyMs);
-      pending.set(channel.id, d);
-      if (channel.consecutiveFailures > 0) {
-        await db("channels").where({ id: channel.id }).andWhere("consecutive_failures", ">", 0).update({ consecutive_failures: 0 });
-        channel.consecutiveFailures = 0;
-      }
-    },
-    async failure(channel, reason, latencyMs) {
-      const [counted] = await db("channels")
-        .where({ id: channel.id })
-        .update({
-          submissions: db.raw("submissions + 1"),
-          failures: db.raw("failures + 1"),
-          latency_ms_total: db.raw("latency_ms_total + ?", [Math.round(latencyMs)]),
-          consecutive_failures: db.raw("consecutive_failures + 1"),
-        })
-        .returning("consecutive_failures");
-      channel.consecutiveFailures += 1;
-      if (!counted || Number(counted.consecutive_failures) < options.threshold) return false;
-      const outcome = await db.transaction(async (trx) => {
-        // Every enabled row, locked in one order: a concurrent disable of another channel waits,
-        // then this one sees it gone. SQLite has one writer: writing first takes its lock (waiting
-        // for another process's), so the read below is current.
-        const query = trx("channels").where({ status: "ENABLED" }).orderBy("id");
-        if (isSqlite(trx))
-          await trx("channels")
-            .where({ id: channel.id })
-            .update({ consecutive_failures: trx.raw("consecutive_failures") });
-        const enabled = ((await (isSqlite(trx) ? query : query.forUpdate())) as ChannelRow[]).map(toChannelRecord);
-        const self = enabled.find((c) => c.id === channel.id);
-        if (!self || self.consecutiveFailures < options.threshold) return { disabled: false, alone: [] as number[] };
-        const alone = modelsServedOnlyBy(self, enabled);
-        if (alone.length > 0) return { disabled: false, alone };
-        const updated = await trx("channels")
-          .where({ id: channel.id, status: "ENABLED" })
-          .update({
-            status: "AUTO_DISABLED",
-            disabled_reason: `${options.threshold} failed submissions in a row; last: ${reason}`.slice(0, 500),
-            probe_failures: 0,
-            next_probe_at: new Date(Date.now() + options.probeBaseMs).toISOString(),
-            updated_at: nowIso(),
-          });
-        return { disabled: updated === 1, alone };
+/** Writes the summed successes (counters and latency) to their channels' rows. */
+export async function flushSuccesses(state: HealthState): Promise<void> {
+  const { db } = state.options;
+  const batch = [...state.pending.entries()];
+  state.pending.clear();
+  for (const [id, d] of batch) {
+    await db("channels")
+      .where({ id })
+      .update({
+        submissions: db.raw("submissions + ?", [d.successes]),
+        successes: db.raw("successes + ?", [d.successes]),
+        latency_ms_total: db.raw("latency_ms_total + ?", [d.latency]),
       });
-      if (outcome.alone.length > 0 && Number(counted.consecutive_failures) === options.threshold) {
-        logger.warn(
-          { channel_id: channel.id, models: outcome.alone, reason },
-          "channel kept in rotation after failed submissions in a row: it is the last enabled channel of these models",
-        );
-      }
-      if (outcome.disabled) {
-        logger.warn({ channel_id: channel.id, reason }, "channel auto-disabled after failed submissions in a row");
-        channel.status = "AUTO_DISABLED";
-        options.onDisabled?.(channel.id);
-      }
-      return outcome.disabled;
-    },
+  }
+}
+
+/**
+ * Counts an accepted submission in memory (written by {@link flushSuccesses}); ends a failure
+ * streak at once.
+ * @param latencyMs how long the provider took to accept, in milliseconds
+ */
+export async function recordSuccess(state: HealthState, channel: ChannelRecord, latencyMs: number): Promise<void> {
+  const { db } = state.options;
+  const d = state.pending.get(channel.id) ?? { successes: 0, latency: 0 };
+  d.successes += 1;
+  d.latency += Math.round(latencyMs);
+  state.pending.set(channel.id, d);
+  if (channel.consecutiveFailures > 0) {
+    await db("channels").where({ id: channel.id }).andWhere("consecutive_failures", ">", 0).update({ consecutive_failures: 0 });
+    channel.consecutiveFailures = 0;
+  }
+}
+
+/**
+ * Counts a refused submission at once, and auto-disables the channel at the threshold unless it
+ * is the last enabled channel of a model ({@link ChannelHealth.failure}).
+ * @param reason the failure's text, already redacted
+ * @param latencyMs how long the attempt took, in milliseconds
+ * @returns true when this failure auto-disabled the channel
+ */
+export async function recordFailure(state: HealthState, channel: ChannelRecord, reason: string, latencyMs: number): Promise<boolean> {
+  const { db, logger, threshold, probeBaseMs } = state.options;
+  const [counted] = await db("channels")
+    .where({ id: channel.id })
+    .update({
+      submissions: db.raw("submissions + 1"),
+      failures: db.raw("failures + 1"),
+      latency_ms_total: db.raw("latency_ms_total + ?", [Math.round(latencyMs)]),
+      consecutive_failures: db.raw("consecutive_failures + 1"),
+    })
+    .returning("consecutive_failures");
+  channel.consecutiveFailures += 1;
+  if (!counted || Number(counted.consecutive_failures) < threshold) return false;
+  const outcome = await db.transaction(async (trx) => {
+    // Every enabled row, locked in one order: a concurrent disable of another channel waits,
+    // then this one sees it gone. SQLite has one writer: writing first takes its lock (waiting
+    // for another process's), so the read below is current.
+    const query = trx("channels").where({ status: "ENABLED" }).orderBy("id");
+    if (isSqlite(trx))
+      await trx("channels")
+        .where({ id: channel.id })
+        .update({ consecutive_failures: trx.raw("consecutive_failures") });
+    const enabled = ((await (isSqlite(trx) ? query : query.forUpdate())) as ChannelRow[]).map(toChannelRecord);
+    const self = enabled.find((c) => c.id === channel.id);
+    if (!self || self.consecutiveFailures < threshold) return { disabled: false, alone: [] as number[] };
+    const alone = modelsServedOnlyBy(self, enabled);
+    if (alone.length > 0) return { disabled: false, alone };
+    const updated = await trx("channels")
+      .where({ id: channel.id, status: "ENABLED" })
+      .update({
+        status: "AUTO_DISABLED",
+        disabled_reason: `${threshold} failed submissions in a row; last: ${reason}`.slice(0, 500),
+        probe_failures: 0,
+        next_probe_at: new Date(Date.now() + probeBaseMs).toISOString(),
+        updated_at: nowIso(),
+      });
+    return { disabled: updated === 1, alone };
+  });
+  if (outcome.alone.length > 0 && Number(counted.consecutive_failures) === threshold) {
+    logger.warn(
+      { channel_id: channel.id, models: outcome.alone, reason },
+      "channel kept in rotation after failed submissions in a row: it is the last enabled channel of these models",
+    );
+  }
+  if (outcome.disabled) {
+    logger.warn({ channel_id: channel.id, reason }, "channel auto-disabled after failed submissions in a row");
+    channel.status = "AUTO_DISABLED";
+    state.options.onDisabled?.(channel.id);
+  }
+  return outcome.disabled;
+}
+
+/**
+ * Creates the recorder and its once-a-second flush.
+ * @param options database, logger, failure threshold, first probe delay (milliseconds), disable callback
+ * @returns the {@link ChannelHealth}
+ */
+export function createChannelHealth(options: ChannelHealthOptions): ChannelHealth {
+  const state: HealthState = { options, pending: new Map() };
+  const flush = () => flushSuccesses(state);
+  const timer = setInterval(() => flush().catch((err) => options.logger.warn({ err }, "channel counters not written")), 1000);
+  timer.unref?.();
+  return {
+    success: (channel, latencyMs) => recordSuccess(state, channel, latencyMs),
+    failure: (channel, reason, latencyMs) => recordFailure(state, channel, reason, latencyMs),
     flush,
     async stop() {
       clearInterval(timer);

@@ -9,7 +9,7 @@ import type { Db } from "../../db/index.ts";
 import type { ResultStore } from "../upstream/result-store.ts";
 import type { GenerationUpstream } from "../upstream/types.ts";
 import { createKeyBox, type KeyBox } from "./crypto.ts";
-import { createChannelHealth } from "./health.ts";
+import { createChannelHealth, type ChannelHealth } from "./health.ts";
 import { withSubmitMetrics, type ChannelMetrics } from "./metrics.ts";
 import { probeAdapter, startProbeLoop, type ProbeResult } from "./probe.ts";
 import { createChannelRouter, type ChannelRouter } from "./router.ts";
@@ -73,6 +73,59 @@ export async function assertChannelKeys(db: Db, box: KeyBox | null): Promise<voi
   }
 }
 
+/** What the admin operations need: the database, the logger, the key box, the router and the health recorder. */
+export interface ChannelAdminDeps {
+  db: Db;
+  logger: Logger;
+  box: KeyBox | null;
+  upstream: ChannelRouter;
+  health: ChannelHealth;
+}
+
+/** After a write: this process sees it at once. */
+async function changed(deps: ChannelAdminDeps, channel: ChannelRecord, exec: Db = deps.db): Promise<ChannelView> {
+  deps.upstream.invalidate();
+  return channelView(exec, channel);
+}
+
+/** Every channel as the admin sees it, with the successes counted so far written first. */
+export async function adminList(deps: ChannelAdminDeps): Promise<ChannelView[]> {
+  await deps.health.flush();
+  return channelViews(deps.db);
+}
+
+/** {@link Channels.add}: stores a channel (its key sealed) and serves it in this process at once. */
+export async function adminAdd(deps: ChannelAdminDeps, input: Parameters<typeof addChannel>[2], exec: Db = deps.db): Promise<ChannelView> {
+  return changed(deps, await addChannel(exec, deps.box, input), exec);
+}
+
+/** {@link Channels.update}: changes a channel and serves the change in this process at once. */
+export async function adminUpdate(deps: ChannelAdminDeps, id: string, input: ChannelInput, exec: Db = deps.db): Promise<ChannelView> {
+  return changed(deps, await updateChannel(exec, deps.box, id, input), exec);
+}
+
+/** {@link Channels.setStatus}: enables or disables a channel by hand, warning when a model is left unserved. */
+export async function adminSetStatus(deps: ChannelAdminDeps, id: string, enabled: boolean, exec: Db = deps.db): Promise<ChannelView> {
+  const channel = await setChannelStatus(exec, id, enabled);
+  const unserved = enabled ? [] : modelsServedOnlyBy(channel, await listChannels(exec));
+  if (unserved.length > 0)
+    deps.logger.warn({ channel_id: id, models: unserved }, "channel disabled by an operator: no enabled channel serves these models now");
+  return changed(deps, channel, exec);
+}
+
+/** {@link Channels.test}: probes one channel now; a success re-enables an AUTO_DISABLED one. */
+export async function adminTest(deps: ChannelAdminDeps, id: string): Promise<{ channel: ChannelView; result: ProbeResult }> {
+  const channel = await getChannel(deps.db, id);
+  let result: ProbeResult;
+  try {
+    result = await probeAdapter(deps.upstream.adapterFor(channel));
+  } catch (error) {
+    result = { ok: false, latencyMs: 0, error: (error as Error).message };
+  }
+  if (result.ok && channel.status === "AUTO_DISABLED") return { channel: await changed(deps, await setChannelStatus(deps.db, id, true)), result };
+  return { channel: await channelView(deps.db, channel), result };
+}
+
 /**
  * Starts the channels of a generation process: writes the `chn_default` row, checks the key
  * secret, starts the health recorder and the probe loop.
@@ -121,40 +174,14 @@ export async function startChannels(
     onEnabled: () => upstream.invalidate(),
   });
 
-  async function view(channel: ChannelRecord, exec: Db = db): Promise<ChannelView> {
-    return channelView(exec, channel);
-  }
-  /** After a write: this process sees it at once. */
-  async function changed(channel: ChannelRecord, exec: Db = db): Promise<ChannelView> {
-    upstream.invalidate();
-    return view(channel, exec);
-  }
-
+  const deps: ChannelAdminDeps = { db, logger, box, upstream, health };
   return {
     upstream,
-    async list() {
-      await health.flush();
-      return channelViews(db);
-    },
-    add: async (input, exec = db) => changed(await addChannel(exec, box, input), exec),
-    update: async (id, input, exec = db) => changed(await updateChannel(exec, box, id, input), exec),
-    async setStatus(id, enabled, exec = db) {
-      const channel = await setChannelStatus(exec, id, enabled);
-      const unserved = enabled ? [] : modelsServedOnlyBy(channel, await listChannels(exec));
-      if (unserved.length > 0) logger.warn({ channel_id: id, models: unserved }, "channel disabled by an operator: no enabled channel serves these models now");
-      return changed(channel, exec);
-    },
-    async test(id) {
-      const channel = await getChannel(db, id);
-      let result: ProbeResult;
-      try {
-        result = await probeAdapter(upstream.adapterFor(channel));
-      } catch (error) {
-        result = { ok: false, latencyMs: 0, error: (error as Error).message };
-      }
-      if (result.ok && channel.status === "AUTO_DISABLED") return { channel: await changed(await setChannelStatus(db, id, true)), result };
-      return { channel: await view(channel), result };
-    },
+    list: () => adminList(deps),
+    add: (input, exec) => adminAdd(deps, input, exec),
+    update: (id, input, exec) => adminUpdate(deps, id, input, exec),
+    setStatus: (id, enabled, exec) => adminSetStatus(deps, id, enabled, exec),
+    test: (id) => adminTest(deps, id),
     async stop() {
       await probes.stop();
       await health.stop();

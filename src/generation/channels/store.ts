@@ -358,7 +358,7 @@ const whole = (value: number | undefined) => (typeof value === "number" && Numbe
 
 /**
  * Adds a task's reported usage to its channel's running totals, inside the transaction that
- * writes the report (src/generation/tasks.ts), so the totals move exactly once with it.
+ * writes the report (src/generation/tasks/apply-state.ts), so the totals move exactly once with it.
  * @param taskId the task (its `channel_id`; null: `chn_default`)
  */
 export async function addProviderUsage(
