@@ -106,6 +106,10 @@ describe.each(["auto", "http"])("with SUBGRAPH_TRANSPORT=%s", (transport) => {
           "adminUpdateChannel",
           "adminSetChannelStatus",
           "adminTestChannel",
+          "adminSignIn",
+          "adminSignOut",
+          "adminCreateOperator",
+          "adminSetOperatorStatus",
         ].sort(),
       );
       for (const field of fields) expect(field.type, field.name).toEqual({ kind: "OBJECT", name: expect.stringMatching(/Payload$/) });

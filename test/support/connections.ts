@@ -87,4 +87,11 @@ export const CONNECTIONS: { name: string; field: string; query: string; admin?: 
     query: "query($after: String) { adminWebhookDeliveries(first: 1, after: $after) { edges { cursor } } }",
     pick: (d) => d.adminWebhookDeliveries,
   },
+  {
+    name: "adminAuditLog",
+    field: "Query.adminAuditLog",
+    admin: true,
+    query: "query($after: String) { adminAuditLog(first: 1, after: $after) { edges { cursor } } }",
+    pick: (d) => d.adminAuditLog,
+  },
 ];
