@@ -1,24 +1,30 @@
+// @ts-check
 // The console's audit log view (/admin; README "Console", "The audit log"): filtered by operator,
 // object and time, newest first, each row's before and after. `ctx` is the console's: run, fail.
-import { h, t, when } from "./common.js";
+import { $, h, t, when } from "./common.js";
 import { cell, code, labelCells, table, word } from "./admin-forms.js";
 
-const $ = (id) => document.getElementById(id);
 let auditAfter = null;
 
 /** A local datetime-local value as ISO 8601 UTC, or null. */
 const isoOf = (value) => (value ? new Date(value).toISOString() : null);
 
 export async function loadAudit(ctx, append = false) {
-  const actor = $("audit-actor").value.trim() || null;
-  const objectId = $("audit-object").value.trim() || null;
+  const actor = $("audit-actor", HTMLInputElement).value.trim() || null;
+  const objectId = $("audit-object", HTMLInputElement).value.trim() || null;
   const data = await ctx.run(
     `query($actor: String, $objectId: String, $since: DateTime, $until: DateTime, $after: String) { adminAuditLog(actor: $actor, objectId: $objectId, since: $since, until: $until, after: $after, first: 50) { pageInfo { hasNextPage endCursor } nodes { id at actor role action objectType objectId requestId before after ledgerEntryId } } }`,
-    { actor, objectId, since: isoOf($("audit-since").value), until: isoOf($("audit-until").value), after: append ? auditAfter : null },
+    {
+      actor,
+      objectId,
+      since: isoOf($("audit-since", HTMLInputElement).value),
+      until: isoOf($("audit-until", HTMLInputElement).value),
+      after: append ? auditAfter : null,
+    },
   );
   const conn = data.adminAuditLog;
   auditAfter = conn.pageInfo.endCursor;
-  $("audit-more").hidden = !conn.pageInfo.hasNextPage;
+  $("audit-more", HTMLButtonElement).hidden = !conn.pageInfo.hasNextPage;
   const change = (e) =>
     h(
       "details",
@@ -39,10 +45,10 @@ export async function loadAudit(ctx, append = false) {
       cell(change(e)),
     ),
   );
-  const body = $("audit-table").tBodies[0];
+  const body = $("audit-table", HTMLTableElement).tBodies[0];
   if (append && body) {
     const labels = headers.map((key) => t(key));
     labelCells(rows, labels);
     body.append(...rows);
-  } else table($("audit-table"), headers, rows);
+  } else table($("audit-table", HTMLTableElement), headers, rows);
 }

@@ -1,9 +1,8 @@
+// @ts-check
 // The console's forms and tables (/admin; README "Console"): exact money in milli-yuan, the one
 // dialog every write goes through (fields checked before anything is sent, a summary of what will
 // change and what it costs), and tables that become labelled cards on a phone.
-import { h, t } from "./common.js";
-
-const $ = (id) => document.getElementById(id);
+import { $, h, t } from "./common.js";
 
 // -- Money: exact milli-yuan in the page too ------------------------------------------------------
 
@@ -38,7 +37,7 @@ export const word = (group, value) => {
  *   summary: (values: Record<string, string>) => string, submit: (values: Record<string, string>) => Promise<unknown> }} spec
  */
 export function openDialog(spec) {
-  const dialog = $("op-dialog");
+  const dialog = $("op-dialog", HTMLDialogElement);
   const fields = spec.fields ?? [];
   $("op-dialog-title").textContent = spec.title;
   $("op-error").hidden = true;
@@ -72,10 +71,10 @@ export function openDialog(spec) {
   for (const i of inputs) i.input.addEventListener("input", update);
   update();
   return new Promise((resolve) => {
-    const form = $("op-form");
+    const form = $("op-form", HTMLFormElement);
     const close = (result) => {
       form.removeEventListener("submit", onSubmit);
-      $("op-cancel").removeEventListener("click", onCancel);
+      $("op-cancel", HTMLButtonElement).removeEventListener("click", onCancel);
       dialog.removeEventListener("cancel", onCancel);
       dialog.close();
       resolve(result);
@@ -87,21 +86,21 @@ export function openDialog(spec) {
     const onSubmit = async (event) => {
       event.preventDefault();
       if (!check()) return;
-      $("op-confirm").disabled = true;
+      $("op-confirm", HTMLButtonElement).disabled = true;
       try {
         close(await spec.submit(values()));
       } catch (error) {
         $("op-error").hidden = false;
         $("op-error").textContent = `${t("admin.failed")} ${error.message || error.code || ""}`;
       } finally {
-        $("op-confirm").disabled = false;
+        $("op-confirm", HTMLButtonElement).disabled = false;
       }
     };
     form.addEventListener("submit", onSubmit);
-    $("op-cancel").addEventListener("click", onCancel);
+    $("op-cancel", HTMLButtonElement).addEventListener("click", onCancel);
     dialog.addEventListener("cancel", onCancel);
     dialog.showModal();
-    (inputs[0]?.input ?? $("op-confirm")).focus();
+    (inputs[0]?.input ?? $("op-confirm", HTMLButtonElement)).focus();
   });
 }
 

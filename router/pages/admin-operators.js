@@ -1,10 +1,10 @@
+// @ts-check
 // The console's operators view (/admin; README "Console", "Operator roles"): the owner lists,
 // creates, disables and enables operators, each through the form dialog (and audited by the
 // server). `ctx` is the console's: run, can, write.
-import { h, t, when } from "./common.js";
+import { $, h, t, when } from "./common.js";
 import { button, cell, table, word } from "./admin-forms.js";
 
-const $ = (id) => document.getElementById(id);
 const ROLES = ["OWNER", "FINANCE", "SUPPORT", "VIEWER"];
 const OPERATOR = "id email role status createdAt";
 
@@ -46,10 +46,10 @@ function setStatus(ctx, o) {
 
 /** Loads the view. */
 export async function loadOperators(ctx) {
-  $("operator-create").hidden = !ctx.can("Mutation.adminCreateOperator");
+  $("operator-create", HTMLButtonElement).hidden = !ctx.can("Mutation.adminCreateOperator");
   const data = await ctx.run(`{ adminOperators { ${OPERATOR} } }`);
   table(
-    $("operators-table"),
+    $("operators-table", HTMLTableElement),
     ["admin.col.operator", "admin.operatorRole", "admin.col.status", "admin.col.created", "admin.col.actions"],
     data.adminOperators.map((o) =>
       h(
@@ -67,5 +67,5 @@ export async function loadOperators(ctx) {
 
 /** Wires the view's create button. */
 export function setUpOperators(ctx) {
-  $("operator-create").addEventListener("click", () => createOperator(ctx));
+  $("operator-create", HTMLButtonElement).addEventListener("click", () => createOperator(ctx));
 }

@@ -1,7 +1,8 @@
+// @ts-check
 // The console's wallets, orders and webhook deliveries views (/admin; README "Console"): reads
 // across accounts, the money writes on wallets and the resend of a delivery, each through the
 // form dialog. `ctx` is the console's: run, can, write, showEntry.
-import { h, t, when, yuan } from "./common.js";
+import { $, h, t, when, yuan } from "./common.js";
 import { button, cell, code, fmt, milli, moneyMilli, positiveYuan, table, word, yuanOrZero } from "./admin-forms.js";
 
 /** The fields of a ledger entry a money write answers (a module-level constant: the trusted-documents manifest resolves it). */
@@ -57,7 +58,7 @@ export async function loadWallets(ctx) {
     `{ adminCustomerWallets(first: 50) { nodes { accountId customerId contact available { amount } frozen { amount } creditLine { amount } } } }`,
   );
   table(
-    $("wallets-table"),
+    $("wallets-table", HTMLTableElement),
     ["admin.col.account", "admin.col.customer", "admin.col.available", "admin.col.frozen", "admin.col.credit", "admin.col.actions"],
     data.adminCustomerWallets.nodes.map((w) =>
       h(
@@ -79,7 +80,7 @@ export async function loadOrders(ctx) {
     `{ adminOrders(first: 50) { nodes { id accountId customerId status paymentStatus failureReason amount { amount } createdAt ledgerEntries { kind amount { amount } } } } }`,
   );
   table(
-    $("orders-table"),
+    $("orders-table", HTMLTableElement),
     ["admin.col.order", "admin.col.account", "admin.col.status", "admin.col.amount", "admin.col.payments", "admin.col.created"],
     data.adminOrders.nodes.map((o) =>
       h(
@@ -104,7 +105,7 @@ export async function loadDeliveries(ctx) {
     `{ adminWebhookDeliveries(first: 50) { nodes { id accountId event status attemptCount url createdAt attempts { at status error } } } }`,
   );
   table(
-    $("deliveries-table"),
+    $("deliveries-table", HTMLTableElement),
     ["admin.col.delivery", "admin.col.event", "admin.col.status", "admin.col.attempts", "admin.col.actions"],
     data.adminWebhookDeliveries.nodes.map((d) =>
       h(

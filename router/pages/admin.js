@@ -1,3 +1,4 @@
+// @ts-check
 // The operator console (/admin; README "Console"; docs/adr/0022-operators-and-audit.md). Operators
 // sign in with email and password (an HttpOnly session cookie the page never sees, plus a CSRF
 // token it keeps in memory and sends with every write), or with an operator token or the
@@ -5,7 +6,7 @@
 // GraphQL on the router's /graphql. The page shows only the views and buttons the operator's
 // role may use (`adminMe { allowedFields }`); the server refuses the rest anyway. Every write is a
 // form in a dialog that states what will change and what it costs before it runs.
-import { gql, h, initLang, onLangChange, t, when, yuan } from "./common.js";
+import { $, gql, h, initLang, onLangChange, t, when, yuan } from "./common.js";
 import {
   button,
   cell,
@@ -36,7 +37,6 @@ let view = "overview";
 let pollTimer = null;
 let keysAfter = null;
 
-const $ = (id) => document.getElementById(id);
 const KEY = "id name accountId status scopes allowedIps rateLimit callbackUrl balance { amount } spent { amount } taskCount createdAt";
 const IDENTITY = "role actor operatorId via allowedFields";
 
@@ -136,14 +136,14 @@ function keyActions(k) {
 }
 
 async function loadKeys(append = false) {
-  $("key-create").hidden = !can("Mutation.adminCreateApiKey");
+  $("key-create", HTMLFormElement).hidden = !can("Mutation.adminCreateApiKey");
   const data = await run(
     `query($search: String, $after: String) { adminApiKeys(search: $search, after: $after, first: 20) { totalCount pageInfo { hasNextPage endCursor } nodes { ${KEY} } } }`,
-    { search: $("key-query").value.trim() || null, after: append ? keysAfter : null },
+    { search: $("key-query", HTMLInputElement).value.trim() || null, after: append ? keysAfter : null },
   );
   const conn = data.adminApiKeys;
   keysAfter = conn.pageInfo.endCursor;
-  $("keys-more").hidden = !conn.pageInfo.hasNextPage;
+  $("keys-more", HTMLButtonElement).hidden = !conn.pageInfo.hasNextPage;
   const headers = [
     "admin.col.key",
     "admin.col.account",
@@ -168,18 +168,18 @@ async function loadKeys(append = false) {
       cell(...keyActions(k)),
     ),
   );
-  const body = $("keys-table").tBodies[0];
+  const body = $("keys-table", HTMLTableElement).tBodies[0];
   if (append && body) {
     const labels = headers.map((key) => t(key));
     labelCells(rows, labels);
     body.append(...rows);
-  } else table($("keys-table"), headers, rows);
+  } else table($("keys-table", HTMLTableElement), headers, rows);
 }
 
 async function createKey(event) {
   event.preventDefault();
-  const name = $("new-name").value.trim();
-  const balance = $("new-balance").value.trim();
+  const name = $("new-name", HTMLInputElement).value.trim();
+  const balance = $("new-balance", HTMLInputElement).value.trim();
   if (!name || optionalYuan(balance)) {
     fail({ message: !name ? t("admin.nameNeeded") : t("admin.badAmount") });
     return;
@@ -198,8 +198,8 @@ async function createKey(event) {
   const secret = $("new-secret");
   secret.hidden = false;
   secret.replaceChildren(h("strong", { textContent: t("admin.secretOnce") }), " ", h("code", { id: "new-key", textContent: c.key }), ` (${c.id})`);
-  $("new-name").value = "";
-  $("new-balance").value = "";
+  $("new-name", HTMLInputElement).value = "";
+  $("new-balance", HTMLInputElement).value = "";
 }
 
 // -- Overview ------------------------------------------------------------------------------------
@@ -266,8 +266,9 @@ async function refresh() {
 
 function show(name) {
   view = name;
-  for (const section of document.querySelectorAll(".view")) section.hidden = section.id !== `view-${name}`;
-  for (const b of document.querySelectorAll("[data-view]")) b.setAttribute("aria-pressed", String(b.dataset.view === name));
+  for (const section of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll(".view"))) section.hidden = section.id !== `view-${name}`;
+  for (const b of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-view]")))
+    b.setAttribute("aria-pressed", String(b.dataset.view === name));
   clearInterval(pollTimer);
   // The overview is a short poll: one bounded query every 5 s while it is shown.
   if (name === "overview") pollTimer = setInterval(() => refresh(), 5000);
@@ -278,10 +279,10 @@ function show(name) {
 async function enter(me, credentials) {
   auth = { ...credentials, role: me.role, actor: me.actor, via: me.via, allowed: new Set(me.allowedFields) };
   $("signin-error").hidden = true;
-  $("signin").hidden = true;
+  $("signin", HTMLFormElement).hidden = true;
   $("console").hidden = false;
   $("whoami").textContent = t("admin.whoami", { actor: me.actor, role: word("role", me.role) });
-  for (const b of document.querySelectorAll("[data-view]")) b.hidden = !can(VIEWS[b.dataset.view][0]);
+  for (const b of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-view]"))) b.hidden = !can(VIEWS[b.dataset.view][0]);
   const first = Object.keys(VIEWS).find((name) => can(VIEWS[name][0]));
   if (first) await show(first);
 }
@@ -290,19 +291,19 @@ function signedOut() {
   auth = null;
   clearInterval(pollTimer);
   $("console").hidden = true;
-  $("signin").hidden = false;
-  $("token").value = "";
-  $("password").value = "";
+  $("signin", HTMLFormElement).hidden = false;
+  $("token", HTMLInputElement).value = "";
+  $("password", HTMLInputElement).value = "";
 }
 
 async function signIn(event) {
   event.preventDefault();
   const box = $("signin-error");
-  const token = $("token").value.trim();
-  const email = $("email").value.trim();
-  const password = $("password").value;
-  $("token").value = "";
-  $("password").value = "";
+  const token = $("token", HTMLInputElement).value.trim();
+  const email = $("email", HTMLInputElement).value.trim();
+  const password = $("password", HTMLInputElement).value;
+  $("token", HTMLInputElement).value = "";
+  $("password", HTMLInputElement).value = "";
   try {
     if (token) {
       const me = (await gql(`{ adminMe { ${IDENTITY} } }`, {}, token)).adminMe;
@@ -353,22 +354,22 @@ onLangChange(() => {
   $("whoami").textContent = t("admin.whoami", { actor: auth.actor, role: word("role", auth.role) });
   refresh();
 });
-$("signin").addEventListener("submit", signIn);
-$("signout").addEventListener("click", signOut);
-for (const b of document.querySelectorAll("[data-view]")) b.addEventListener("click", () => show(b.dataset.view));
-$("key-search").addEventListener("submit", (event) => {
+$("signin", HTMLFormElement).addEventListener("submit", signIn);
+$("signout", HTMLButtonElement).addEventListener("click", signOut);
+for (const b of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-view]"))) b.addEventListener("click", () => show(b.dataset.view));
+$("key-search", HTMLFormElement).addEventListener("submit", (event) => {
   event.preventDefault();
   refresh();
 });
-$("keys-more").addEventListener("click", () => loadKeys(true).catch(fail));
-$("key-create").addEventListener("submit", createKey);
-$("audit-filter").addEventListener("submit", (event) => {
+$("keys-more", HTMLButtonElement).addEventListener("click", () => loadKeys(true).catch(fail));
+$("key-create", HTMLFormElement).addEventListener("submit", createKey);
+$("audit-filter", HTMLFormElement).addEventListener("submit", (event) => {
   event.preventDefault();
   refresh();
 });
 setUpOperators(ctx);
 setUpChannelForm(ctx);
-$("audit-more").addEventListener("click", () => loadAudit(ctx, true).catch(fail));
+$("audit-more", HTMLButtonElement).addEventListener("click", () => loadAudit(ctx, true).catch(fail));
 resume().finally(() => {
-  $("signin").dataset.ready = "true";
+  $("signin", HTMLFormElement).dataset.ready = "true";
 });

@@ -1,7 +1,9 @@
+// @ts-check
 // /client: the customer's balance page. The key is sent with each GraphQL request and kept in the
 // page (sessionStorage only when "remember in this tab" is ticked). While an account is shown, a
 // graphql-ws subscription to the key's own task changes (`tasks`) refreshes it live.
 import {
+  $,
   PageError,
   gql,
   h,
@@ -29,9 +31,8 @@ const CHANGES = `subscription PageTaskChanges { tasks { id status } }`;
 const RECENT = 20;
 const CHART_DAYS = 30;
 
-const $ = (id) => document.getElementById(id);
-const form = $("lookup");
-const keyInput = $("key");
+const form = $("lookup", HTMLFormElement);
+const keyInput = $("key", HTMLInputElement);
 const keyError = $("key-error");
 const account = $("account");
 const usageChart = createUsageChart($("usage"));
@@ -46,7 +47,7 @@ let stopLive = () => {};
 let loadSeq = 0;
 
 initLang("title.client");
-const restored = setupKeyField(keyInput, $("remember"));
+const restored = setupKeyField(keyInput, $("remember", HTMLInputElement));
 
 let lastKeyError = null;
 
@@ -202,7 +203,7 @@ function render() {
   void usageChart.update(viewer.usageByDay);
   const nodes = viewer.tasks?.nodes ?? [];
   $("no-tasks").hidden = nodes.length > 0;
-  $("tasks-table").hidden = nodes.length === 0;
+  $("tasks-table", HTMLTableElement).hidden = nodes.length === 0;
   const cell = (label, ...children) => h("td", { dataset: { label: t(label) } }, h("span", {}, ...children));
   $("tasks").replaceChildren(
     ...nodes.map((task) =>
@@ -237,7 +238,7 @@ form.addEventListener("submit", (event) => {
   load(key, { announceBalance: true });
 });
 
-$("refresh").addEventListener("click", () => shownKey && load(shownKey));
+$("refresh", HTMLButtonElement).addEventListener("click", () => shownKey && load(shownKey));
 keyInput.addEventListener("input", () => {
   if (shownKey && keyInput.value.trim() !== shownKey) forget();
 });

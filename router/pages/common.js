@@ -1,3 +1,4 @@
+// @ts-check
 // Shared by /client and /test: language, GraphQL over fetch, live updates over graphql-ws (the
 // graphql-ws client library, one WebSocket per page and key), the API key field, money and dates.
 import { createClient } from "./graphql-ws.js";
@@ -43,15 +44,17 @@ export function onLangChange(listener) {
 function applyLang(titleKey) {
   document.documentElement.lang = lang === "zh" ? "zh-CN" : "en";
   document.title = t(titleKey);
-  for (const el of document.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);
-  for (const el of document.querySelectorAll("[data-i18n-aria-label]")) el.setAttribute("aria-label", t(el.dataset.i18nAriaLabel));
-  for (const button of document.querySelectorAll("[data-lang]")) button.setAttribute("aria-pressed", String(button.dataset.lang === lang));
+  for (const el of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-i18n]"))) el.textContent = t(el.dataset.i18n);
+  for (const el of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-i18n-aria-label]")))
+    el.setAttribute("aria-label", t(el.dataset.i18nAriaLabel));
+  for (const button of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-lang]")))
+    button.setAttribute("aria-pressed", String(button.dataset.lang === lang));
 }
 
 /** Applies the first language and wires the switch buttons (`[data-lang]`). */
 export function initLang(titleKey) {
   applyLang(titleKey);
-  for (const button of document.querySelectorAll("[data-lang]")) {
+  for (const button of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-lang]"))) {
     button.addEventListener("click", () => {
       lang = button.dataset.lang === "zh" ? "zh" : "en";
       try {
@@ -188,6 +191,7 @@ export function pageErrorOf(error, status) {
  * @throws {PageError} on a GraphQL error or a network failure
  */
 export async function gql(query, variables = {}, key, extraHeaders = {}) {
+  /** @type {Record<string, string>} */
   const headers = { "content-type": "application/json", accept: "application/json", "accept-language": lang === "zh" ? "zh-CN" : "en", ...extraHeaders };
   // A key is printable ASCII; anything else cannot even be sent as a header.
   if (key && !/^[\x21-\x7e]+$/.test(key)) throw new PageError({ code: "unauthorized", status: 401, message: "Invalid or missing API key" });
@@ -232,6 +236,7 @@ function backoff(retries) {
   return new Promise((resolve) => setTimeout(resolve, ceiling / 2 + Math.random() * (ceiling / 2)));
 }
 
+/** @type {(value: unknown) => value is CloseEvent} */
 const isCloseEvent = (value) => typeof value === "object" && value !== null && "code" in value && "reason" in value;
 
 /** @type {Map<string, { client: import("./graphql-ws.js").Client, members: Set<{ connected(wasRetry: boolean): void, disconnected(): void }> }>} */
@@ -385,7 +390,29 @@ export function safeUrls(urls) {
   return urls.filter((url) => typeof url === "string" && /^https?:\/\//i.test(url));
 }
 
-/** Creates an element with properties, attributes (`attrs`) and children. */
+/**
+ * The page's element with this id (null when the page has none). `type`, the element's class,
+ * types the answer and is checked: a page whose markup changed fails here, not at a later `.value`.
+ * @template {abstract new () => HTMLElement} [C=typeof HTMLElement]
+ * @param {string} id
+ * @param {C} [type]
+ * @returns {InstanceType<C>}
+ * @throws TypeError when the element is not a `type`
+ */
+export function $(id, type) {
+  const el = document.getElementById(id);
+  if (el && type && !(el instanceof type)) throw new TypeError(`#${id} is not an ${type.name}`);
+  return /** @type {InstanceType<C>} */ (el);
+}
+
+/**
+ * Creates an element with properties, attributes (`attrs`) and children.
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Record<string, any>} [props]
+ * @param {...(Node | string | null | undefined | false | (Node | string | null | undefined | false)[])} children
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 export function h(tag, props = {}, ...children) {
   const el = document.createElement(tag);
   for (const [name, value] of Object.entries(props)) {

@@ -1,3 +1,4 @@
+// @ts-check
 // The API reference at /docs (router/devtools/pages.ts): Swagger UI over the OpenAPI document the
 // page names, from this origin only (no validator badge, which would call swagger.io).
 (() => {

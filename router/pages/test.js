@@ -1,8 +1,10 @@
+// @ts-check
 // /test: the test bench. The form is built from the server's catalog (GraphQL `models`), the price
 // preview is the server's own `quote`, a submission is the user's GraphQL mutation with their key,
 // and each task's status comes live over graphql-ws (`taskStatusChanged`, every task on the page's
 // one WebSocket), or every 3 s from `task(id)` while that socket is down.
 import {
+  $,
   PageError,
   currentLang,
   gql,
@@ -34,16 +36,15 @@ const BALANCE = `query PageBalance { viewer { balance { amount } } }`;
 const TERMINAL = new Set(["SUCCEEDED", "FAILED"]);
 const POLL_MS = 3000;
 
-const $ = (id) => document.getElementById(id);
-const form = $("form");
-const keyInput = $("key");
-const modelSelect = $("model");
-const resolutionSelect = $("resolution");
-const secondsSelect = $("seconds");
-const sizeSelect = $("size");
-const countSelect = $("count");
+const form = $("form", HTMLFormElement);
+const keyInput = $("key", HTMLInputElement);
+const modelSelect = $("model", HTMLSelectElement);
+const resolutionSelect = $("resolution", HTMLSelectElement);
+const secondsSelect = $("seconds", HTMLSelectElement);
+const sizeSelect = $("size", HTMLSelectElement);
+const countSelect = $("count", HTMLSelectElement);
 const priceOutput = $("price");
-const generateButton = $("generate");
+const generateButton = $("generate", HTMLButtonElement);
 const formError = $("form-error");
 const announce = $("announce");
 
@@ -64,7 +65,7 @@ let models = new Map();
 const tasks = new Map();
 
 initLang("title.test");
-setupKeyField(keyInput, $("remember"));
+setupKeyField(keyInput, $("remember", HTMLInputElement));
 
 // ---------------------------------------------------------------------------------------------
 // The model-driven form
@@ -107,12 +108,12 @@ function renderSeconds(model) {
 function renderReferences(model) {
   const refs = model.references;
   for (const list of REFERENCE_LISTS) {
-    const box = form.querySelector(`[data-field="${list.field}"]`);
+    const box = /** @type {HTMLElement} */ (form.querySelector(`[data-field="${list.field}"]`));
     const max = refs[list.max];
     box.hidden = !refs.kinds.includes(list.kind) || max === 0;
     $(`${list.field}-hint`).textContent = [t("refs.onePerLine"), max ? t("refs.max", { n: max }) : ""].filter(Boolean).join(currentLang() === "zh" ? "" : " ");
   }
-  for (const frame of FRAMES) form.querySelector(`[data-field="${frame.field}"]`).hidden = !refs.frames;
+  for (const frame of FRAMES) /** @type {HTMLElement} */ (form.querySelector(`[data-field="${frame.field}"]`)).hidden = !refs.frames;
   const rules = [];
   if (refs.maxTotal) rules.push(t("refs.total", { n: refs.maxTotal }));
   if (refs.audioNeedsVisual && refs.kinds.includes("audio")) rules.push(t("refs.audioNeedsVisual"));
@@ -234,7 +235,7 @@ function setFieldError(field, text, original = "") {
 }
 
 function clearErrors() {
-  for (const box of form.querySelectorAll(".field-error")) {
+  for (const box of /** @type {NodeListOf<HTMLElement>} */ (form.querySelectorAll(".field-error"))) {
     box.hidden = true;
     box.textContent = "";
   }
@@ -263,7 +264,7 @@ function showSubmitError(error) {
     const field = fieldOf(error);
     if (field && setFieldError(field, error.text, error.detail)) {
       focus = field === "model_id" ? modelSelect : $(field);
-      if (field.startsWith("reference_") || field.startsWith("frame_")) $("refs").open = true;
+      if (field.startsWith("reference_") || field.startsWith("frame_")) $("refs", HTMLDetailsElement).open = true;
     }
   }
   focus?.focus();
@@ -273,7 +274,7 @@ function showSubmitError(error) {
 // Submission
 
 const lines = (id) =>
-  $(id)
+  $(id, HTMLTextAreaElement)
     .value.split(/\s+/)
     .map((s) => s.trim())
     .filter(Boolean);
@@ -282,10 +283,10 @@ const lines = (id) =>
 function localErrors(model) {
   const errors = [];
   if (!keyInput.value.trim()) errors.push({ field: "key", text: t("err.key.required") });
-  if (!$("prompt").value.trim()) errors.push({ field: "prompt", text: t("err.prompt.required") });
+  if (!$("prompt", HTMLTextAreaElement).value.trim()) errors.push({ field: "prompt", text: t("err.prompt.required") });
   let total = 0;
   for (const list of REFERENCE_LISTS) {
-    const box = form.querySelector(`[data-field="${list.field}"]`);
+    const box = /** @type {HTMLElement} */ (form.querySelector(`[data-field="${list.field}"]`));
     if (box.hidden) continue;
     const n = lines(list.field).length;
     total += n;
@@ -299,17 +300,17 @@ function localErrors(model) {
 }
 
 function buildInput(model) {
-  const input = { prompt: $("prompt").value, modelId: model.id, resolution: resolutionSelect.value, count: Number(countSelect.value) };
+  const input = { prompt: $("prompt", HTMLTextAreaElement).value, modelId: model.id, resolution: resolutionSelect.value, count: Number(countSelect.value) };
   if (model.kind === "VIDEO") input.seconds = Number(secondsSelect.value);
   if (sizeSelect.value) input.size = sizeSelect.value;
   for (const list of REFERENCE_LISTS) {
-    if (form.querySelector(`[data-field="${list.field}"]`).hidden) continue;
+    if (/** @type {HTMLElement} */ (form.querySelector(`[data-field="${list.field}"]`)).hidden) continue;
     const urls = lines(list.field);
     if (urls.length) input[list.input] = urls;
   }
   if (model.references.frames) {
     for (const frame of FRAMES) {
-      const value = $(frame.field).value.trim();
+      const value = $(frame.field, HTMLInputElement).value.trim();
       if (value) input[frame.input] = value;
     }
   }
@@ -327,7 +328,7 @@ form.addEventListener("submit", async (event) => {
   const problems = localErrors(model);
   if (problems.length) {
     for (const problem of problems) setFieldError(problem.field, problem.text);
-    if (problems.some((p) => p.field.startsWith("reference_"))) $("refs").open = true;
+    if (problems.some((p) => p.field.startsWith("reference_"))) $("refs", HTMLDetailsElement).open = true;
     (problems[0].field === "key" ? keyInput : $(problems[0].field)).focus();
     return;
   }

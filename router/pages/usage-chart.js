@@ -1,3 +1,4 @@
+// @ts-check
 // The /client usage chart: the key's spending and its billed seconds and images per UTC day
 // (`viewer.usageByDay`), drawn with uPlot (served from node_modules as a local asset, loaded the
 // first time an account is shown), with the totals in words and the numbers in a table for those
@@ -166,7 +167,7 @@ export function createUsageChart(section) {
           ),
         ),
     );
-    section.querySelector("#usage-details").hidden = used.length === 0;
+    /** @type {HTMLElement} */ (section.querySelector("#usage-details")).hidden = used.length === 0;
   }
 
   return {
