@@ -3,22 +3,24 @@
 // dialog every write goes through (fields checked before anything is sent, a summary of what will
 // change and what it costs), and tables that become labelled cards on a phone.
 import { $, h, t } from "./common.js";
+import { amountMilli, readYuan, signedYuanLabel } from "./money.js";
 
 // -- Money: exact milli-yuan in the page too ------------------------------------------------------
 
-/** Milli-yuan of a decimal yuan text (at most three decimals), or null when it is not one. */
+/**
+ * Milli-yuan of a typed yuan amount (surrounding blanks ignored, at most three decimals, no
+ * sign), or null when it is not one.
+ * @param {string | null | undefined} text
+ * @returns {number | null}
+ */
 export function milli(text) {
-  const m = /^(\d{1,12})(?:\.(\d{1,3}))?$/.exec(String(text ?? "").trim());
-  return m ? Number(m[1]) * 1000 + Number((m[2] ?? "").padEnd(3, "0")) : null;
+  const typed = String(text ?? "").trim();
+  return typed.startsWith("-") ? null : readYuan(typed);
 }
-/** Milli-yuan as yuan: two decimals, three when the last digit is not 0. */
-export const fmt = (ml) => {
-  const sign = ml < 0 ? "-" : "";
-  const abs = Math.abs(ml);
-  const text = `${Math.floor(abs / 1000)}.${String(abs % 1000).padStart(3, "0")}`;
-  return `${sign}¥${text.endsWith("0") ? text.slice(0, -1) : text}`;
-};
-export const moneyMilli = (money) => milli(String(money?.amount ?? "").replace(/^-/, "")) * (String(money?.amount ?? "").startsWith("-") ? -1 : 1);
+/** Milli-yuan as yuan: two decimals, three when the last digit is not 0; the sign before ¥. */
+export const fmt = signedYuanLabel;
+/** Milli-yuan of a graph Money (0 for none). */
+export const moneyMilli = amountMilli;
 
 /** A value translated when the page has words for it (statuses, payment states, ledger kinds, roles). */
 export const word = (group, value) => {

@@ -138,7 +138,7 @@ function keyActions(k) {
 async function loadKeys(append = false) {
   $("key-create", HTMLFormElement).hidden = !can("Mutation.adminCreateApiKey");
   const data = await run(
-    `query($search: String, $after: String) { adminApiKeys(search: $search, after: $after, first: 20) { totalCount pageInfo { hasNextPage endCursor } nodes { ${KEY} } } }`,
+    `query($search: String, $after: String) { adminApiKeys(search: $search, after: $after) { totalCount pageInfo { hasNextPage endCursor } nodes { ${KEY} } } }`,
     { search: $("key-query", HTMLInputElement).value.trim() || null, after: append ? keysAfter : null },
   );
   const conn = data.adminApiKeys;

@@ -19,6 +19,7 @@ import {
   when,
   yuan,
 } from "./common.js";
+import { DEFAULT_PAGE_SIZE } from "./page-size.js";
 import { createUsageChart } from "./usage-chart.js";
 
 const VIEWER = `query PageViewer($first: Int!, $days: Int!) { viewer {
@@ -28,7 +29,8 @@ const VIEWER = `query PageViewer($first: Int!, $days: Int!) { viewer {
     id status result images error createdAt count seconds resolution
     price { amount } refunded { amount } charged { amount } providerUsage { seconds images points tokens } model { id name kind } } } } }`;
 const CHANGES = `subscription PageTaskChanges { tasks { id status } }`;
-const RECENT = 20;
+/** Tasks listed: the service's default page. */
+const RECENT = DEFAULT_PAGE_SIZE;
 const CHART_DAYS = 30;
 
 const form = $("lookup", HTMLFormElement);

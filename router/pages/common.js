@@ -3,6 +3,7 @@
 // graphql-ws client library, one WebSocket per page and key), the API key field, money and dates.
 import { createClient } from "./graphql-ws.js";
 import { FIELD_LABELS, TASK_ERRORS, messages } from "./i18n.js";
+import { yuanLabel } from "./money.js";
 
 const LANG_STORE = "switchyard.lang";
 const KEY_STORE = "switchyard.key";
@@ -71,10 +72,8 @@ export function initLang(titleKey) {
 // ---------------------------------------------------------------------------------------------
 // Money and dates
 
-/** Money from the graph (`{ amount: "1.125" }`, an exact decimal string) shown in yuan. */
-export function yuan(money) {
-  return money ? `¥${money.amount}` : "—";
-}
+/** Money from the graph (`{ amount: "1.125" }`, an exact decimal string) shown in yuan: "¥1.125", "—" for none. */
+export const yuan = yuanLabel;
 
 /** An ISO time as a short local date and time. */
 export function when(iso) {

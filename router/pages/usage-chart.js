@@ -4,6 +4,7 @@
 // first time an account is shown), with the totals in words and the numbers in a table for those
 // who cannot see the canvas.
 import { currentLang, h, t, yuan } from "./common.js";
+import { amountMilli, formatYuan, MILLI_PER_YUAN } from "./money.js";
 
 const DAY_S = 86_400;
 const COLORS = { spent: "#1d4ed8", seconds: "#0f766e", images: "#c2410c", grid: "#e6e9ee", axis: "#57606a" };
@@ -14,16 +15,7 @@ let uPlotLoading = null;
 const loadUPlot = () => (uPlotLoading ??= import("./uPlot.esm.js").then((module) => module.default));
 
 /** Milli-yuan of a Money amount ("1.125"): whole numbers, so the totals add up exactly. */
-const milli = (money) => Math.round(Number(money?.amount ?? 0) * 1000);
-/** Milli-yuan as an amount string, two or three decimals like the service's ("5.60", "1.125"). */
-const yuanOf = (milliYuan) => {
-  const sign = milliYuan < 0 ? "-" : "";
-  const abs = Math.abs(milliYuan);
-  const fraction = String(abs % 1000)
-    .padStart(3, "0")
-    .replace(/0$/, "");
-  return `${sign}${Math.floor(abs / 1000)}.${fraction}`;
-};
+const milli = amountMilli;
 
 /**
  * The usage section of /client.
@@ -49,7 +41,7 @@ export function createUsageChart(section) {
   const data = () => {
     const x = days.map((d) => Date.parse(`${d.date}T00:00:00Z`) / 1000);
     return {
-      spent: [x, days.map((d) => milli(d.spent) / 1000)],
+      spent: [x, days.map((d) => milli(d.spent) / MILLI_PER_YUAN)],
       units: [x, days.map((d) => d.billedSeconds), days.map((d) => d.billedImages)],
     };
   };
@@ -148,7 +140,7 @@ export function createUsageChart(section) {
     const used = days.filter((d) => milli(d.spent) !== 0 || d.billedSeconds || d.billedImages);
     section.querySelector("#usage-heading").textContent = t("usage.heading", { n: days.length });
     section.querySelector("#usage-summary").textContent = used.length
-      ? t("usage.total", { n: days.length, spent: yuan({ amount: yuanOf(spent) }), seconds, images })
+      ? t("usage.total", { n: days.length, spent: yuan({ amount: formatYuan(spent) }), seconds, images })
       : t("usage.empty", { n: days.length });
     const locale = currentLang() === "zh" ? "zh-CN" : "en-GB";
     const long = new Intl.DateTimeFormat(locale, { dateStyle: "medium", timeZone: "UTC" });
