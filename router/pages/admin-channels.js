@@ -57,7 +57,7 @@ function showCredentialFields() {
   const wanted = CHANNEL_CREDENTIALS[$("ch-type", HTMLSelectElement).value];
   for (const [field, id] of Object.entries(CREDENTIAL_INPUTS)) {
     const on = wanted.includes(field);
-    $(id).closest("label").hidden = !on;
+    /** @type {HTMLLabelElement} */ ($(id).closest("label")).hidden = !on;
     $(id, HTMLInputElement).required = on;
   }
 }

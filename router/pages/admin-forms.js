@@ -17,6 +17,17 @@ export function milli(text) {
   const typed = String(text ?? "").trim();
   return typed.startsWith("-") ? null : readYuan(typed);
 }
+/**
+ * {@link milli} of a value its field's check already accepted (a dialog's summary and submit).
+ * @param {string} text
+ * @returns {number}
+ * @throws {TypeError} when the value was not checked
+ */
+export function checkedMilli(text) {
+  const amount = milli(text);
+  if (amount === null) throw new TypeError(`not a checked yuan amount: ${text}`);
+  return amount;
+}
 /** Milli-yuan as yuan: two decimals, three when the last digit is not 0; the sign before ¥. */
 export const fmt = signedYuanLabel;
 /** Milli-yuan of a graph Money (0 for none). */

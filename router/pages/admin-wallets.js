@@ -3,7 +3,7 @@
 // across accounts, the money writes on wallets and the resend of a delivery, each through the
 // form dialog. `ctx` is the console's: run, can, write, showEntry.
 import { $, h, t, when, yuan } from "./common.js";
-import { button, cell, code, fmt, milli, moneyMilli, positiveYuan, table, word, yuanOrZero } from "./admin-forms.js";
+import { button, cell, checkedMilli, code, fmt, moneyMilli, positiveYuan, table, word, yuanOrZero } from "./admin-forms.js";
 
 /** The fields of a ledger entry a money write answers (a module-level constant: the trusted-documents manifest resolves it). */
 const ENTRY = "id accountId customerId keyId kind amount { amount } balanceAfter { amount } orderId reason createdAt";
@@ -16,9 +16,9 @@ function walletActions(ctx, w) {
       summary: ({ amount }) =>
         t("admin.topupSummary", {
           id: `${w.customerId} (${w.accountId})`,
-          amount: fmt(milli(amount)),
+          amount: fmt(checkedMilli(amount)),
           before: fmt(moneyMilli(w.available)),
-          after: fmt(moneyMilli(w.available) + milli(amount)),
+          after: fmt(moneyMilli(w.available) + checkedMilli(amount)),
         }),
       submit: async ({ amount }) => {
         const data = await ctx.run(`mutation($input: AdminTopUpCustomerInput!) { adminTopUpCustomer(input: $input) { ledgerEntry { ${ENTRY} } } }`, {
@@ -36,8 +36,8 @@ function walletActions(ctx, w) {
         t("admin.creditSummary", {
           id: `${w.customerId} (${w.accountId})`,
           before: fmt(moneyMilli(w.creditLine)),
-          after: fmt(milli(limit)),
-          floor: fmt(-milli(limit)),
+          after: fmt(checkedMilli(limit)),
+          floor: fmt(-checkedMilli(limit)),
         }),
       submit: async ({ limit }) => {
         ctx.showEntry(null);

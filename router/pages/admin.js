@@ -14,7 +14,7 @@ import {
   fmt,
   labelCells,
   listOf,
-  milli,
+  checkedMilli,
   moneyMilli,
   openDialog,
   optionalYuan,
@@ -77,7 +77,12 @@ function topUpKeyDialog(k) {
     title: t("admin.topupTitle", { id: k.id }),
     fields: [{ name: "amount", label: t("admin.topupAmount"), inputmode: "decimal", check: positiveYuan }],
     summary: ({ amount }) =>
-      t("admin.topupSummary", { id: k.id, amount: fmt(milli(amount)), before: fmt(moneyMilli(k.balance)), after: fmt(moneyMilli(k.balance) + milli(amount)) }),
+      t("admin.topupSummary", {
+        id: k.id,
+        amount: fmt(checkedMilli(amount)),
+        before: fmt(moneyMilli(k.balance)),
+        after: fmt(moneyMilli(k.balance) + checkedMilli(amount)),
+      }),
     submit: async ({ amount }) => {
       const data = await run(`mutation($input: AdminTopUpAccountInput!) { adminTopUpAccount(input: $input) { ledgerEntry { ${ENTRY} } } }`, {
         input: { keyId: k.id, amount },
@@ -186,7 +191,8 @@ async function createKey(event) {
   }
   const created = await write({
     title: t("admin.createTitle"),
-    summary: () => t(balance && milli(balance) > 0 ? "admin.createSummaryMoney" : "admin.createSummary", { name, amount: balance ? fmt(milli(balance)) : "" }),
+    summary: () =>
+      t(balance && checkedMilli(balance) > 0 ? "admin.createSummaryMoney" : "admin.createSummary", { name, amount: balance ? fmt(checkedMilli(balance)) : "" }),
     submit: () =>
       run(`mutation($input: AdminCreateApiKeyInput!) { adminCreateApiKey(input: $input) { key id ledgerEntry { ${ENTRY} } } }`, {
         input: { name, balance: balance || null },

@@ -4,7 +4,7 @@
 (() => {
   // biome-ignore lint/suspicious/noRedundantUseStrict: loaded as a classic script (<script defer src>), not a module
   "use strict";
-  var root = document.getElementById("reference");
+  var root = /** @type {HTMLElement} */ (document.getElementById("reference"));
   window.SwaggerUIBundle({
     domNode: root,
     url: root.dataset.url,

@@ -15,6 +15,6 @@
     globalAPI: false,
     getWorkerUrl: (_moduleId, label) => workers[label] || workers.editorWorkerService,
   };
-  var options = JSON.parse(document.getElementById("graphiql-options").textContent);
+  var options = JSON.parse(/** @type {HTMLElement} */ (document.getElementById("graphiql-options")).textContent ?? "");
   window.YogaGraphiQL.renderYogaGraphiQL(document.getElementById("root"), options);
 })();

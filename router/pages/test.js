@@ -227,7 +227,8 @@ function setFieldError(field, text, original = "") {
   const control = field === "key" ? keyInput : field === "model_id" ? modelSelect : $(field);
   if (!box || !control) return false;
   box.replaceChildren(text ?? "");
-  if (text && original) box.append(originalLine(original));
+  const line = text ? originalLine(original) : null;
+  if (line) box.append(line);
   box.hidden = !text;
   if (text) control.setAttribute("aria-invalid", "true");
   else control.removeAttribute("aria-invalid");
@@ -367,7 +368,7 @@ function record(entry, task) {
 }
 
 function track(task, key) {
-  const entry = { task, history: [], note: "", error: null, stop: () => {} };
+  const entry = { task, history: [], note: "", error: /** @type {PageError | null} */ (null), stop: () => {} };
   record(entry, task);
   tasks.set(task.id, entry);
   render(entry);

@@ -25,7 +25,9 @@ const milli = amountMilli;
  *   and language change
  */
 export function createUsageChart(section) {
-  const plots = { spent: section.querySelector("#chart-spent .plot"), units: section.querySelector("#chart-units .plot") };
+  /** One of the section's parts, which its markup always has. */
+  const part = (/** @type {string} */ selector) => /** @type {HTMLElement} */ (section.querySelector(selector));
+  const plots = { spent: part("#chart-spent .plot"), units: part("#chart-units .plot") };
   /** @type {{ spent?: any, units?: any }} */
   let charts = {};
   let days = [];
@@ -138,13 +140,13 @@ export function createUsageChart(section) {
     const seconds = days.reduce((sum, d) => sum + d.billedSeconds, 0);
     const images = days.reduce((sum, d) => sum + d.billedImages, 0);
     const used = days.filter((d) => milli(d.spent) !== 0 || d.billedSeconds || d.billedImages);
-    section.querySelector("#usage-heading").textContent = t("usage.heading", { n: days.length });
-    section.querySelector("#usage-summary").textContent = used.length
+    part("#usage-heading").textContent = t("usage.heading", { n: days.length });
+    part("#usage-summary").textContent = used.length
       ? t("usage.total", { n: days.length, spent: yuan({ amount: formatYuan(spent) }), seconds, images })
       : t("usage.empty", { n: days.length });
     const locale = currentLang() === "zh" ? "zh-CN" : "en-GB";
     const long = new Intl.DateTimeFormat(locale, { dateStyle: "medium", timeZone: "UTC" });
-    section.querySelector("#usage-table tbody").replaceChildren(
+    part("#usage-table tbody").replaceChildren(
       ...used
         .slice()
         .reverse()
@@ -159,7 +161,7 @@ export function createUsageChart(section) {
           ),
         ),
     );
-    /** @type {HTMLElement} */ (section.querySelector("#usage-details")).hidden = used.length === 0;
+    part("#usage-details").hidden = used.length === 0;
   }
 
   return {
