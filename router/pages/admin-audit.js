@@ -4,11 +4,19 @@
 import { $, h, t, when } from "./common.js";
 import { cell, code, labelCells, table, word } from "./admin-forms.js";
 
+/** @typedef {import("./admin-forms.js").ConsoleContext} ConsoleContext */
+/** @typedef {import("./admin-forms.js").GraphRow} GraphRow */
+
+/** @type {string | null} */
 let auditAfter = null;
 
 /** A local datetime-local value as ISO 8601 UTC, or null. */
-const isoOf = (value) => (value ? new Date(value).toISOString() : null);
+const isoOf = (/** @type {string} */ value) => (value ? new Date(value).toISOString() : null);
 
+/**
+ * Loads the audit log with the form's filters; `append` adds the next page below.
+ * @param {ConsoleContext} ctx
+ */
 export async function loadAudit(ctx, append = false) {
   const actor = $("audit-actor", HTMLInputElement).value.trim() || null;
   const objectId = $("audit-object", HTMLInputElement).value.trim() || null;
@@ -25,7 +33,7 @@ export async function loadAudit(ctx, append = false) {
   const conn = data.adminAuditLog;
   auditAfter = conn.pageInfo.endCursor;
   $("audit-more", HTMLButtonElement).hidden = !conn.pageInfo.hasNextPage;
-  const change = (e) =>
+  const change = (/** @type {GraphRow} */ e) =>
     h(
       "details",
       {},
@@ -33,7 +41,7 @@ export async function loadAudit(ctx, append = false) {
       h("div", { className: "audit-json", textContent: `${t("admin.auditBefore")} ${e.before ?? "—"}\n${t("admin.auditAfter")} ${e.after ?? "—"}` }),
     );
   const headers = ["admin.col.time", "admin.col.operator", "admin.col.action", "admin.col.object", "admin.col.request", "admin.col.change"];
-  const rows = conn.nodes.map((e) =>
+  const rows = conn.nodes.map((/** @type {GraphRow} */ e) =>
     h(
       "tr",
       { dataset: { audit: e.id } },

@@ -4,6 +4,13 @@
 import { $, h, t, when } from "./common.js";
 import { button, cell, code, table, word } from "./admin-forms.js";
 
+/** @typedef {import("./admin-forms.js").ConsoleContext} ConsoleContext */
+/** @typedef {import("./admin-forms.js").GraphRow} GraphRow */
+
+/**
+ * @param {ConsoleContext} ctx
+ * @param {GraphRow} c a channel
+ */
 function channelActions(ctx, c) {
   return [
     !c.implicit && ctx.can("Mutation.adminSetChannelStatus")
@@ -36,7 +43,10 @@ function channelActions(ctx, c) {
   ];
 }
 
-/** What the channel's provider reported its tasks used (its cost to us), in its own units. */
+/**
+ * What the channel's provider reported its tasks used (its cost to us), in its own units.
+ * @param {GraphRow} stats
+ */
 function providerCost(stats) {
   const u = stats.providerUsage;
   const parts = [
@@ -49,7 +59,9 @@ function providerCost(stats) {
 }
 
 /** The credential fields of each channel type (src/generation/upstream/channel-types.ts). */
+/** @type {Record<string, string[]>} */
 const CHANNEL_CREDENTIALS = { SWITCHYARD: ["apiKey"], OPENAI_COMPATIBLE: ["apiKey"], KLING: ["accessKey", "secretKey"] };
+/** @type {Record<string, string>} */
 const CREDENTIAL_INPUTS = { apiKey: "ch-api-key", accessKey: "ch-access-key", secretKey: "ch-secret-key" };
 
 /** Shows the credential fields of the chosen type only (and requires them). */
@@ -63,12 +75,14 @@ function showCredentialFields() {
 }
 
 /** Wires the add-channel form: the type decides the credential fields; the write goes through the confirmation dialog. */
+/** @param {ConsoleContext} ctx */
 export function setUpChannelForm(ctx) {
   $("ch-type", HTMLSelectElement).addEventListener("change", showCredentialFields);
   showCredentialFields();
   $("channel-create", HTMLFormElement).addEventListener("submit", async (event) => {
     event.preventDefault();
     const type = $("ch-type", HTMLSelectElement).value;
+    /** @type {{ type: string, name: string, baseUrl: string, models: number[], [credential: string]: unknown }} */
     const input = {
       type,
       name: $("ch-name", HTMLInputElement).value.trim(),
@@ -90,6 +104,7 @@ export function setUpChannelForm(ctx) {
   });
 }
 
+/** @param {ConsoleContext} ctx */
 export async function loadChannels(ctx) {
   $("channel-create", HTMLFormElement).hidden = !ctx.can("Mutation.adminAddChannel");
   let data;
@@ -117,7 +132,7 @@ export async function loadChannels(ctx) {
       "admin.col.health",
       "admin.col.actions",
     ],
-    data.adminChannels.map((c) =>
+    data.adminChannels.map((/** @type {GraphRow} */ c) =>
       h(
         "tr",
         { dataset: { channel: c.id } },

@@ -5,6 +5,29 @@
 import { $, h, t } from "./common.js";
 import { amountMilli, readYuan, signedYuanLabel } from "./money.js";
 
+/**
+ * A node as a console document selects it (its fields are the document's; the documents are
+ * checked against the schema by the trusted-documents check, not here).
+ * @typedef {Record<string, any>} GraphRow
+ */
+/**
+ * A field of the form dialog; `check` answers the problem to show, or null.
+ * @typedef {{ name: string, label: string, value?: string, inputmode?: string, type?: string, check?: (v: string) => string | null }} DialogField
+ */
+/**
+ * A write through the form dialog: its fields, the summary of what will change, the call.
+ * @typedef {{ title: string, fields?: DialogField[], summary: (values: Record<string, string>) => string,
+ *   submit: (values: Record<string, string>) => Promise<any> }} DialogSpec
+ */
+/**
+ * What the view modules use of the console (admin.js makes it): `run` a document with the
+ * operator's credentials, whether the role `can` use a field (`Mutation.adminTopUpAccount`),
+ * `write` through the dialog then refresh, show a failure or a ledger entry.
+ * @typedef {{ run(query: string, variables?: Record<string, unknown>): Promise<any>, can(field: string): boolean,
+ *   write(spec: DialogSpec): Promise<any>, fail(error: { message?: string, code?: string } | null): void,
+ *   showEntry(entry: GraphRow | null): void }} ConsoleContext
+ */
+
 // -- Money: exact milli-yuan in the page too ------------------------------------------------------
 
 /**
@@ -33,7 +56,11 @@ export const fmt = signedYuanLabel;
 /** Milli-yuan of a graph Money (0 for none). */
 export const moneyMilli = amountMilli;
 
-/** A value translated when the page has words for it (statuses, payment states, ledger kinds, roles). */
+/**
+ * A value translated when the page has words for it (statuses, payment states, ledger kinds, roles).
+ * @param {string} group
+ * @param {string} value
+ */
 export const word = (group, value) => {
   const key = `admin.${group}.${value}`;
   const text = t(key);
@@ -46,8 +73,8 @@ export const word = (group, value) => {
  * Opens the dialog: fields with validation, a summary of what will change and what it costs
  * (recomputed as the operator types), Confirm and Cancel. Confirm checks every field, then runs
  * `submit(values)`; its error stays in the dialog. Resolves with submit's result, or null.
- * @param {{ title: string, fields?: { name: string, label: string, value?: string, inputmode?: string, type?: string, check?: (v: string) => string | null }[],
- *   summary: (values: Record<string, string>) => string, submit: (values: Record<string, string>) => Promise<unknown> }} spec
+ * @param {DialogSpec} spec
+ * @returns {Promise<any>} submit's answer (a document's data), or null
  */
 export function openDialog(spec) {
   const dialog = $("op-dialog", HTMLDialogElement);
@@ -64,7 +91,7 @@ export function openDialog(spec) {
   });
   $("op-fields").replaceChildren(...inputs.map((i) => i.wrap));
   // A password is taken as typed; other values without stray spaces.
-  const typedValue = (i) => (i.f.type === "password" ? i.input.value : i.input.value.trim());
+  const typedValue = (/** @type {{ f: DialogField, input: HTMLInputElement }} */ i) => (i.f.type === "password" ? i.input.value : i.input.value.trim());
   const values = () => Object.fromEntries(inputs.map((i) => [i.f.name, typedValue(i)]));
   const check = () => {
     let ok = true;
@@ -85,18 +112,18 @@ export function openDialog(spec) {
   update();
   return new Promise((resolve) => {
     const form = $("op-form", HTMLFormElement);
-    const close = (result) => {
+    const close = (/** @type {unknown} */ result) => {
       form.removeEventListener("submit", onSubmit);
       $("op-cancel", HTMLButtonElement).removeEventListener("click", onCancel);
       dialog.removeEventListener("cancel", onCancel);
       dialog.close();
       resolve(result);
     };
-    const onCancel = (event) => {
+    const onCancel = (/** @type {Event} */ event) => {
       event.preventDefault();
       close(null);
     };
-    const onSubmit = async (event) => {
+    const onSubmit = async (/** @type {SubmitEvent} */ event) => {
       event.preventDefault();
       if (!check()) return;
       $("op-confirm", HTMLButtonElement).disabled = true;
@@ -118,27 +145,35 @@ export function openDialog(spec) {
 }
 
 /** Field checks: a positive yuan amount, a yuan amount of zero or more, a list, a rate. */
-export const positiveYuan = (v) => (milli(v) === null || milli(v) === 0 ? t("admin.badAmount") : null);
-export const yuanOrZero = (v) => (milli(v) === null ? t("admin.badAmount") : null);
-export const optionalYuan = (v) => (v === "" ? null : yuanOrZero(v));
-export const rateCheck = (v) => (v === "" || /^\d{1,10}$/.test(v) ? null : t("admin.badRate"));
-export const listOf = (text) =>
+export const positiveYuan = (/** @type {string} */ v) => (milli(v) === null || milli(v) === 0 ? t("admin.badAmount") : null);
+export const yuanOrZero = (/** @type {string} */ v) => (milli(v) === null ? t("admin.badAmount") : null);
+export const optionalYuan = (/** @type {string} */ v) => (v === "" ? null : yuanOrZero(v));
+export const rateCheck = (/** @type {string} */ v) => (v === "" || /^\d{1,10}$/.test(v) ? null : t("admin.badRate"));
+export const listOf = (/** @type {string} */ text) =>
   text
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean);
 
-/** Runs a write through the dialog, then refreshes the view. */
 // -- Tables ----------------------------------------------------------------------------------------
 
-/** Gives each cell its column's label (phones show one labelled card per row). */
+/**
+ * Gives each cell its column's label (phones show one labelled card per row).
+ * @param {HTMLTableRowElement[]} rows
+ * @param {string[]} labels
+ */
 export function labelCells(rows, labels) {
   for (const row of rows) {
     for (const [i, td] of [...row.children].entries()) td.setAttribute("data-label", labels[i] ?? "");
   }
 }
 
-/** A table whose cells carry their column's label (phones show one labelled card per row). */
+/**
+ * A table whose cells carry their column's label (phones show one labelled card per row).
+ * @param {HTMLTableElement} el
+ * @param {string[]} headers the columns' message keys
+ * @param {HTMLTableRowElement[]} rows
+ */
 export function table(el, headers, rows) {
   const labels = headers.map((key) => t(key));
   labelCells(rows, labels);
@@ -156,6 +191,7 @@ export function table(el, headers, rows) {
   );
 }
 // One wrapper per cell: on a phone the cell is a grid of its label and this.
-export const cell = (...children) => h("td", {}, h("div", {}, ...children));
-export const button = (label, onclick) => h("button", { type: "button", className: "secondary small", textContent: t(label), onclick });
-export const code = (text) => h("code", { textContent: text });
+export const cell = (/** @type {(Node | string | null | undefined | false)[]} */ ...children) => h("td", {}, h("div", {}, ...children));
+export const button = (/** @type {string} */ label, /** @type {() => unknown} */ onclick) =>
+  h("button", { type: "button", className: "secondary small", textContent: t(label), onclick });
+export const code = (/** @type {string} */ text) => h("code", { textContent: text });

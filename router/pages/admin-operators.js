@@ -8,18 +8,29 @@ import { button, cell, table, word } from "./admin-forms.js";
 const ROLES = ["OWNER", "FINANCE", "SUPPORT", "VIEWER"];
 const OPERATOR = "id email role status createdAt";
 
-/** The create form: email, role, password (12-256 characters, or empty for a token-only operator). */
+/** @typedef {import("./admin-forms.js").ConsoleContext} ConsoleContext */
+/** @typedef {import("./admin-forms.js").GraphRow} GraphRow */
+
+/**
+ * The create form: email, role, password (12-256 characters, or empty for a token-only operator).
+ * @param {ConsoleContext} ctx
+ */
 function createOperator(ctx) {
   return ctx.write({
     title: t("admin.operatorCreateTitle"),
     fields: [
-      { name: "email", label: t("admin.email"), check: (v) => (/^[^\s@]+@[^\s@]+$/.test(v) ? null : t("admin.badEmail")) },
-      { name: "role", label: t("admin.operatorRole"), value: "viewer", check: (v) => (ROLES.includes(v.toUpperCase()) ? null : t("admin.badRole")) },
+      { name: "email", label: t("admin.email"), check: (/** @type {string} */ v) => (/^[^\s@]+@[^\s@]+$/.test(v) ? null : t("admin.badEmail")) },
+      {
+        name: "role",
+        label: t("admin.operatorRole"),
+        value: "viewer",
+        check: (/** @type {string} */ v) => (ROLES.includes(v.toUpperCase()) ? null : t("admin.badRole")),
+      },
       {
         name: "password",
         label: t("admin.password"),
         type: "password",
-        check: (v) => (v === "" || (v.length >= 12 && v.length <= 256) ? null : t("admin.badPassword")),
+        check: (/** @type {string} */ v) => (v === "" || (v.length >= 12 && v.length <= 256) ? null : t("admin.badPassword")),
       },
     ],
     summary: ({ email, role, password }) =>
@@ -31,7 +42,11 @@ function createOperator(ctx) {
   });
 }
 
-/** Disables or enables an operator. */
+/**
+ * Disables or enables an operator.
+ * @param {ConsoleContext} ctx
+ * @param {GraphRow} o the operator
+ */
 function setStatus(ctx, o) {
   const status = o.status === "ACTIVE" ? "DISABLED" : "ACTIVE";
   return ctx.write({
@@ -45,13 +60,14 @@ function setStatus(ctx, o) {
 }
 
 /** Loads the view. */
+/** @param {ConsoleContext} ctx */
 export async function loadOperators(ctx) {
   $("operator-create", HTMLButtonElement).hidden = !ctx.can("Mutation.adminCreateOperator");
   const data = await ctx.run(`{ adminOperators { ${OPERATOR} } }`);
   table(
     $("operators-table", HTMLTableElement),
     ["admin.col.operator", "admin.operatorRole", "admin.col.status", "admin.col.created", "admin.col.actions"],
-    data.adminOperators.map((o) =>
+    data.adminOperators.map((/** @type {GraphRow} */ o) =>
       h(
         "tr",
         { dataset: { operator: o.email } },
@@ -66,6 +82,7 @@ export async function loadOperators(ctx) {
 }
 
 /** Wires the view's create button. */
+/** @param {ConsoleContext} ctx */
 export function setUpOperators(ctx) {
   $("operator-create", HTMLButtonElement).addEventListener("click", () => createOperator(ctx));
 }

@@ -8,6 +8,13 @@ import { button, cell, checkedMilli, code, fmt, moneyMilli, positiveYuan, table,
 /** The fields of a ledger entry a money write answers (a module-level constant: the trusted-documents manifest resolves it). */
 const ENTRY = "id accountId customerId keyId kind amount { amount } balanceAfter { amount } orderId reason createdAt";
 
+/** @typedef {import("./admin-forms.js").ConsoleContext} ConsoleContext */
+/** @typedef {import("./admin-forms.js").GraphRow} GraphRow */
+
+/**
+ * @param {ConsoleContext} ctx
+ * @param {GraphRow} w a customer wallet
+ */
 function walletActions(ctx, w) {
   const topUp = () =>
     ctx.write({
@@ -53,6 +60,7 @@ function walletActions(ctx, w) {
   ];
 }
 
+/** @param {ConsoleContext} ctx */
 export async function loadWallets(ctx) {
   const data = await ctx.run(
     `{ adminCustomerWallets(first: 50) { nodes { accountId customerId contact available { amount } frozen { amount } creditLine { amount } } } }`,
@@ -60,7 +68,7 @@ export async function loadWallets(ctx) {
   table(
     $("wallets-table", HTMLTableElement),
     ["admin.col.account", "admin.col.customer", "admin.col.available", "admin.col.frozen", "admin.col.credit", "admin.col.actions"],
-    data.adminCustomerWallets.nodes.map((w) =>
+    data.adminCustomerWallets.nodes.map((/** @type {GraphRow} */ w) =>
       h(
         "tr",
         { dataset: { customer: w.customerId } },
@@ -75,6 +83,7 @@ export async function loadWallets(ctx) {
   );
 }
 
+/** @param {ConsoleContext} ctx */
 export async function loadOrders(ctx) {
   const data = await ctx.run(
     `{ adminOrders(first: 50) { nodes { id accountId customerId status paymentStatus failureReason amount { amount } createdAt ledgerEntries { kind amount { amount } } } } }`,
@@ -82,7 +91,7 @@ export async function loadOrders(ctx) {
   table(
     $("orders-table", HTMLTableElement),
     ["admin.col.order", "admin.col.account", "admin.col.status", "admin.col.amount", "admin.col.payments", "admin.col.created"],
-    data.adminOrders.nodes.map((o) =>
+    data.adminOrders.nodes.map((/** @type {GraphRow} */ o) =>
       h(
         "tr",
         {},
@@ -93,13 +102,14 @@ export async function loadOrders(ctx) {
           o.failureReason ? h("div", { className: "hint", textContent: o.failureReason }) : null,
         ),
         cell(yuan(o.amount)),
-        cell(o.ledgerEntries.map((e) => `${word("kind", e.kind)} ${yuan(e.amount)}`).join("; ") || "—"),
+        cell(o.ledgerEntries.map((/** @type {GraphRow} */ e) => `${word("kind", e.kind)} ${yuan(e.amount)}`).join("; ") || "—"),
         cell(when(o.createdAt)),
       ),
     ),
   );
 }
 
+/** @param {ConsoleContext} ctx */
 export async function loadDeliveries(ctx) {
   const data = await ctx.run(
     `{ adminWebhookDeliveries(first: 50) { nodes { id accountId event status attemptCount url createdAt attempts { at status error } } } }`,
@@ -107,14 +117,14 @@ export async function loadDeliveries(ctx) {
   table(
     $("deliveries-table", HTMLTableElement),
     ["admin.col.delivery", "admin.col.event", "admin.col.status", "admin.col.attempts", "admin.col.actions"],
-    data.adminWebhookDeliveries.nodes.map((d) =>
+    data.adminWebhookDeliveries.nodes.map((/** @type {GraphRow} */ d) =>
       h(
         "tr",
         {},
         cell(`#${d.id}`, h("br"), code(d.accountId)),
         cell(d.event, h("div", { className: "hint", textContent: d.url })),
         cell(word("delivery", d.status)),
-        cell(d.attempts.map((a) => `${when(a.at)} ${a.status ?? a.error ?? ""}`).join("\n") || "—"),
+        cell(d.attempts.map((/** @type {GraphRow} */ a) => `${when(a.at)} ${a.status ?? a.error ?? ""}`).join("\n") || "—"),
         cell(
           ctx.can("Mutation.adminResendDelivery")
             ? button("admin.resend", () =>
