@@ -6,6 +6,7 @@
   // biome-ignore lint/suspicious/noRedundantUseStrict: loaded as a classic script (<script defer src>), not a module
   "use strict";
   var base = new URL(".", /** @type {HTMLScriptElement} */ (document.currentScript).src).href;
+  /** @type {Record<string, string>} */
   var workers = {
     editorWorkerService: `${base}graphiql-editor.worker.js`,
     json: `${base}graphiql-json.worker.js`,
