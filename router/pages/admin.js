@@ -31,27 +31,39 @@ import { loadDeliveries, loadOrders, loadWallets } from "./admin-wallets.js";
 /** The fields of a ledger entry a money write answers (a module-level constant: the trusted-documents manifest resolves it). */
 const ENTRY = "id accountId customerId keyId kind amount { amount } balanceAfter { amount } orderId reason createdAt";
 
-/** Who is signed in: `{ token?, csrf?, role, actor, via, allowed: Set<string> }`, or null. */
+/** @typedef {import("./admin-forms.js").GraphRow} GraphRow */
+/** @typedef {import("./admin-forms.js").DialogSpec} DialogSpec */
+/** @typedef {import("./uPlot.esm.js").default} UPlot */
+
+/**
+ * Who is signed in, or null.
+ * @type {{ token?: string, csrf?: string, role: string, actor: string, via: string, allowed: Set<string> } | null}
+ */
 let auth = null;
 let view = "overview";
-let pollTimer = null;
+/** @type {ReturnType<typeof setInterval> | undefined} */
+let pollTimer;
+/** @type {string | null} */
 let keysAfter = null;
 
 const KEY = "id name accountId status scopes allowedIps rateLimit callbackUrl balance { amount } spent { amount } taskCount createdAt";
 const IDENTITY = "role actor operatorId via allowedFields";
 
-const run = (query, variables) => gql(query, variables, auth?.token, auth?.csrf ? { "x-csrf-token": auth.csrf } : {});
+const run = (/** @type {string} */ query, /** @type {Record<string, unknown>} */ variables = {}) =>
+  gql(query, variables, auth?.token, auth?.csrf ? { "x-csrf-token": auth.csrf } : {});
 /** Whether the operator's role may use an admin field (`Mutation.adminTopUpAccount`). */
-const can = (field) => Boolean(auth?.allowed.has(field));
+const can = (/** @type {string} */ field) => Boolean(auth?.allowed.has(field));
 
 // -- Messages --------------------------------------------------------------------------------------
 
+/** @param {{ message?: string, code?: string } | null} error */
 function fail(error) {
   const box = $("error");
   box.hidden = !error;
   box.textContent = error ? `${t("admin.failed")} ${error.message || error.code || ""}` : "";
 }
 
+/** @param {GraphRow | null} entry */
 function showEntry(entry) {
   $("ledger").hidden = !entry;
   $("ledger-entry").textContent = entry
@@ -60,6 +72,7 @@ function showEntry(entry) {
 }
 
 /** Runs a write through the dialog (admin-forms.js), then refreshes the view. */
+/** @param {DialogSpec} spec */
 async function write(spec) {
   fail(null);
   const result = await openDialog(spec);
@@ -72,6 +85,7 @@ const ctx = { run, can, write, fail, showEntry };
 
 // -- API keys ------------------------------------------------------------------------------------
 
+/** @param {GraphRow} k */
 function topUpKeyDialog(k) {
   return write({
     title: t("admin.topupTitle", { id: k.id }),
@@ -93,6 +107,7 @@ function topUpKeyDialog(k) {
   });
 }
 
+/** @param {GraphRow} k */
 function keyStatusDialog(k) {
   const status = k.status === "ACTIVE" ? "DISABLED" : "ACTIVE";
   return write({
@@ -107,6 +122,7 @@ function keyStatusDialog(k) {
   });
 }
 
+/** @param {GraphRow} k */
 function keySettingsDialog(k) {
   return write({
     title: t("admin.settingsTitle", { id: k.id }),
@@ -130,9 +146,10 @@ function keySettingsDialog(k) {
   });
 }
 
+/** @param {GraphRow} k */
 function keyActions(k) {
   // Support may disable a key, not enable one (README "Operator roles").
-  const mayToggle = can("Mutation.adminSetApiKeyStatus") && (auth.role !== "SUPPORT" || k.status === "ACTIVE");
+  const mayToggle = can("Mutation.adminSetApiKeyStatus") && (auth?.role !== "SUPPORT" || k.status === "ACTIVE");
   return [
     can("Mutation.adminTopUpAccount") ? button("admin.topup", () => topUpKeyDialog(k)) : null,
     mayToggle ? button(k.status === "ACTIVE" ? "admin.disable" : "admin.enable", () => keyStatusDialog(k)) : null,
@@ -159,7 +176,7 @@ async function loadKeys(append = false) {
     "admin.col.rate",
     "admin.col.actions",
   ];
-  const rows = conn.nodes.map((k) =>
+  const rows = conn.nodes.map((/** @type {GraphRow} */ k) =>
     h(
       "tr",
       { dataset: { key: k.id } },
@@ -181,6 +198,7 @@ async function loadKeys(append = false) {
   } else table($("keys-table", HTMLTableElement), headers, rows);
 }
 
+/** @param {SubmitEvent} event */
 async function createKey(event) {
   event.preventDefault();
   const name = $("new-name", HTMLInputElement).value.trim();
@@ -210,7 +228,9 @@ async function createKey(event) {
 
 // -- Overview ------------------------------------------------------------------------------------
 
+/** @type {UPlot | null} */
 let chart = null;
+/** @type {Promise<typeof import("./uPlot.esm.js").default> | null} */
 let uPlotLoading = null;
 
 async function loadOverview() {
@@ -227,8 +247,13 @@ async function loadOverview() {
   $("ov-at").textContent = `${t("admin.updated")} ${when(o.at)}`;
   uPlotLoading ??= import("./uPlot.esm.js").then((m) => m.default);
   const uPlot = await uPlotLoading;
-  const x = o.tasksPerMinute.map((p) => Date.parse(`${p.minute}:00Z`) / 1000);
-  const data = [x, o.tasksPerMinute.map((p) => p.submitted), o.tasksPerMinute.map((p) => p.succeeded), o.tasksPerMinute.map((p) => p.failed)];
+  const x = o.tasksPerMinute.map((/** @type {GraphRow} */ p) => Date.parse(`${p.minute}:00Z`) / 1000);
+  const data = [
+    x,
+    o.tasksPerMinute.map((/** @type {GraphRow} */ p) => p.submitted),
+    o.tasksPerMinute.map((/** @type {GraphRow} */ p) => p.succeeded),
+    o.tasksPerMinute.map((/** @type {GraphRow} */ p) => p.failed),
+  ];
   const el = $("ov-chart");
   if (chart) return chart.setData(data);
   chart = new uPlot(
@@ -249,7 +274,10 @@ async function loadOverview() {
 
 // -- Views, sign-in and sign-out ---------------------------------------------------------------------
 
-/** Each view, the admin field it reads (a role without it does not see the view), and its loader. */
+/**
+ * Each view, the admin field it reads (a role without it does not see the view), and its loader.
+ * @type {Record<string, [string, () => Promise<unknown>]>}
+ */
 const VIEWS = {
   overview: ["Query.adminOverview", loadOverview],
   keys: ["Query.adminApiKeys", () => loadKeys()],
@@ -270,6 +298,7 @@ async function refresh() {
   }
 }
 
+/** @param {string} name */
 function show(name) {
   view = name;
   for (const section of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll(".view"))) section.hidden = section.id !== `view-${name}`;
@@ -281,14 +310,18 @@ function show(name) {
   return refresh();
 }
 
-/** Shows the console for the identity `me` (`adminMe`, or the session route's answer). */
+/**
+ * Shows the console for the identity `me` (`adminMe`, or the session route's answer).
+ * @param {GraphRow} me
+ * @param {{ token?: string, csrf?: string }} credentials
+ */
 async function enter(me, credentials) {
   auth = { ...credentials, role: me.role, actor: me.actor, via: me.via, allowed: new Set(me.allowedFields) };
   $("signin-error").hidden = true;
   $("signin", HTMLFormElement).hidden = true;
   $("console").hidden = false;
   $("whoami").textContent = t("admin.whoami", { actor: me.actor, role: word("role", me.role) });
-  for (const b of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-view]"))) b.hidden = !can(VIEWS[b.dataset.view][0]);
+  for (const b of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-view]"))) b.hidden = !can(VIEWS[b.dataset.view ?? ""][0]);
   const first = Object.keys(VIEWS).find((name) => can(VIEWS[name][0]));
   if (first) await show(first);
 }
@@ -302,6 +335,7 @@ function signedOut() {
   $("password", HTMLInputElement).value = "";
 }
 
+/** @param {SubmitEvent} event */
 async function signIn(event) {
   event.preventDefault();
   const box = $("signin-error");
@@ -362,7 +396,8 @@ onLangChange(() => {
 });
 $("signin", HTMLFormElement).addEventListener("submit", signIn);
 $("signout", HTMLButtonElement).addEventListener("click", signOut);
-for (const b of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-view]"))) b.addEventListener("click", () => show(b.dataset.view));
+for (const b of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-view]")))
+  b.addEventListener("click", () => show(b.dataset.view ?? ""));
 $("key-search", HTMLFormElement).addEventListener("submit", (event) => {
   event.preventDefault();
   refresh();
