@@ -2,7 +2,7 @@
 // The console's channels view (/admin; README "Channels"): display and role gating only; the
 // channel contract is the generation subgraph's. `ctx` is the console's: run, can, write, fail.
 import { $, h, t, when } from "./common.js";
-import { button, cell, code, table, word } from "./admin-forms.js";
+import { button, cell, code, failureOf, table, word } from "./admin-forms.js";
 
 /** @typedef {import("./admin-forms.js").ConsoleContext} ConsoleContext */
 /** @typedef {import("./admin-forms.js").GraphRow} GraphRow */
@@ -116,7 +116,7 @@ export async function loadChannels(ctx) {
     table(
       $("channels-table", HTMLTableElement),
       ["admin.col.channel"],
-      [h("tr", {}, cell(t("admin.channelsUnavailable"), h("div", { className: "hint", textContent: error.message })))],
+      [h("tr", {}, cell(t("admin.channelsUnavailable"), h("div", { className: "hint", textContent: failureOf(error).message })))],
     );
     return;
   }

@@ -57,6 +57,14 @@ export const fmt = signedYuanLabel;
 export const moneyMilli = amountMilli;
 
 /**
+ * What the console shows of a failure it caught (a {@link PageError} from `run`, or any error):
+ * its message, code and status, each absent when it has none.
+ * @param {unknown} error
+ * @returns {{ message?: string, code?: string, status?: number }}
+ */
+export const failureOf = (error) => (typeof error === "object" && error !== null ? error : {});
+
+/**
  * A value translated when the page has words for it (statuses, payment states, ledger kinds, roles).
  * @param {string} group
  * @param {string} value
@@ -131,7 +139,8 @@ export function openDialog(spec) {
         close(await spec.submit(values()));
       } catch (error) {
         $("op-error").hidden = false;
-        $("op-error").textContent = `${t("admin.failed")} ${error.message || error.code || ""}`;
+        const failure = failureOf(error);
+        $("op-error").textContent = `${t("admin.failed")} ${failure.message || failure.code || ""}`;
       } finally {
         $("op-confirm", HTMLButtonElement).disabled = false;
       }

@@ -15,6 +15,7 @@ import {
   labelCells,
   listOf,
   checkedMilli,
+  failureOf,
   moneyMilli,
   openDialog,
   optionalYuan,
@@ -293,8 +294,9 @@ async function refresh() {
   try {
     await VIEWS[view][1]();
   } catch (error) {
-    if (error.status === 401) return signedOut();
-    fail(error);
+    const failure = failureOf(error);
+    if (failure.status === 401) return signedOut();
+    fail(failure);
   }
 }
 
@@ -361,16 +363,10 @@ async function signIn(event) {
     if (!response.ok) throw { status: response.status, message: body.message };
     await enter(body, { csrf: body.csrfToken });
   } catch (error) {
+    const { status } = failureOf(error);
     auth = null;
     box.hidden = false;
-    box.textContent =
-      error.status === 403
-        ? t("admin.disabled")
-        : error.status === 429
-          ? t("admin.throttled")
-          : error.status === 400
-            ? t("admin.needBoth")
-            : t("admin.badToken");
+    box.textContent = status === 403 ? t("admin.disabled") : status === 429 ? t("admin.throttled") : status === 400 ? t("admin.needBoth") : t("admin.badToken");
   }
 }
 

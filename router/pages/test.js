@@ -70,7 +70,25 @@ setupKeyField(keyInput, $("remember", HTMLInputElement));
 // ---------------------------------------------------------------------------------------------
 // The model-driven form
 
-/** Replaces a select's options, keeping `keep` selected when it is still allowed. */
+/**
+ * A node of a page document (its fields are the document's; the documents are checked against
+ * the schema by the trusted-documents check, not here): a model of PageModels, a task.
+ * @typedef {Record<string, any>} GraphRow
+ */
+/**
+ * A task followed on the page: its last state, the statuses seen, a note, the last error, and
+ * the function that stops following it.
+ * @typedef {{ task: GraphRow, history: { status: string, at: Date }[], note: string, error: PageError | null, stop: () => void }} Entry
+ */
+
+/**
+ * Replaces a select's options, keeping `keep` selected when it is still allowed.
+ * @template {string | number} V
+ * @param {HTMLSelectElement} select
+ * @param {V[]} values
+ * @param {unknown} keep
+ * @param {(v: V) => string} [label]
+ */
 function setOptions(select, values, keep, label = (v) => String(v)) {
   const wanted = values.map(String).includes(String(keep)) ? String(keep) : undefined;
   select.replaceChildren(...values.map((value) => h("option", { value: String(value), textContent: label(value) })));
@@ -94,17 +112,24 @@ function renderModelOptions() {
   if (keep && models.has(Number(keep))) modelSelect.value = keep;
 }
 
-/** Durations allowed at the chosen resolution. */
+/**
+ * Durations allowed at the chosen resolution.
+ * @param {GraphRow} model
+ * @param {string} resolution
+ * @returns {number[]}
+ */
 function durationsFor(model, resolution) {
-  return model.durations.find((d) => d.resolution === resolution)?.seconds ?? [];
+  return model.durations.find((/** @type {GraphRow} */ d) => d.resolution === resolution)?.seconds ?? [];
 }
 
+/** @param {GraphRow} model */
 function renderSeconds(model) {
   const allowed = durationsFor(model, resolutionSelect.value);
   const keep = allowed.includes(Number(secondsSelect.value)) ? secondsSelect.value : model.defaultSeconds;
   setOptions(secondsSelect, allowed, keep);
 }
 
+/** @param {GraphRow} model */
 function renderReferences(model) {
   const refs = model.references;
   for (const list of REFERENCE_LISTS) {
@@ -132,7 +157,7 @@ function renderForm() {
   const keepSize = sizeSelect.value;
   sizeSelect.replaceChildren(
     h("option", { value: "", textContent: t("size.default") }),
-    ...model.sizes.map((size) => h("option", { value: size, textContent: size })),
+    ...model.sizes.map((/** @type {string} */ size) => h("option", { value: size, textContent: size })),
   );
   if (model.sizes.includes(keepSize)) sizeSelect.value = keepSize;
   setOptions(
@@ -155,6 +180,7 @@ async function updatePrice() {
   if (!model) return;
   const seq = ++quoteSeq;
   const video = model.kind === "VIDEO";
+  /** @type {{ id: number, resolution: string, count: number, seconds?: number }} */
   const variables = { id: model.id, resolution: resolutionSelect.value, count: Number(countSelect.value) };
   if (video) variables.seconds = Number(secondsSelect.value);
   priceOutput.setAttribute("aria-busy", "true");
@@ -222,6 +248,12 @@ keyInput.addEventListener("change", refreshBalance);
 // ---------------------------------------------------------------------------------------------
 // Errors shown inline
 
+/**
+ * Shows (or, with no text, clears) a field's inline error; false when the page has no such field.
+ * @param {string} field
+ * @param {string | null | undefined} text
+ * @param {string | null} [original] the service's own wording, shown below a translated text
+ */
 function setFieldError(field, text, original = "") {
   const box = $(`${field}-error`);
   const control = field === "key" ? keyInput : field === "model_id" ? modelSelect : $(field);
@@ -244,7 +276,10 @@ function clearErrors() {
   showError(formError, null);
 }
 
-/** The field of a server error (`reference_images[2]` → `reference_images`). */
+/**
+ * The field of a server error (`reference_images[2]` → `reference_images`).
+ * @param {{ field?: string }} error
+ */
 function fieldOf(error) {
   const field = error.field?.replace(/\[.*$/, "").replace(/\..*$/, "");
   if (!field) return undefined;
@@ -254,7 +289,10 @@ function fieldOf(error) {
   return field;
 }
 
-/** Shows a submission error next to its field (or the key) and in the form's alert. */
+/**
+ * Shows a submission error next to its field (or the key) and in the form's alert.
+ * @param {PageError} error
+ */
 function showSubmitError(error) {
   showError(formError, error);
   let focus = null;
@@ -274,13 +312,17 @@ function showSubmitError(error) {
 // ---------------------------------------------------------------------------------------------
 // Submission
 
-const lines = (id) =>
+const lines = (/** @type {string} */ id) =>
   $(id, HTMLTextAreaElement)
     .value.split(/\s+/)
     .map((s) => s.trim())
     .filter(Boolean);
 
-/** Checks what the page can check by itself; the server checks everything again. */
+/**
+ * Checks what the page can check by itself; the server checks everything again.
+ * @param {GraphRow} model
+ * @returns {{ field: string, text: string }[]}
+ */
 function localErrors(model) {
   const errors = [];
   if (!keyInput.value.trim()) errors.push({ field: "key", text: t("err.key.required") });
@@ -300,7 +342,9 @@ function localErrors(model) {
   return errors;
 }
 
+/** @param {GraphRow} model */
 function buildInput(model) {
+  /** @type {{ prompt: string, modelId: number, resolution: string, count: number, seconds?: number, size?: string, [list: string]: unknown }} */
   const input = { prompt: $("prompt", HTMLTextAreaElement).value, modelId: model.id, resolution: resolutionSelect.value, count: Number(countSelect.value) };
   if (model.kind === "VIDEO") input.seconds = Number(secondsSelect.value);
   if (sizeSelect.value) input.size = sizeSelect.value;
@@ -358,7 +402,11 @@ form.addEventListener("submit", async (event) => {
 // ---------------------------------------------------------------------------------------------
 // Tasks: live status and results
 
-/** Records a task state; returns true when its status changed. */
+/**
+ * Records a task state; returns true when its status changed.
+ * @param {Entry} entry
+ * @param {GraphRow} task
+ */
 function record(entry, task) {
   const last = entry.history.at(-1);
   entry.task = task;
@@ -367,14 +415,20 @@ function record(entry, task) {
   return true;
 }
 
+/**
+ * Follows a submitted task live (polling while the live connection is down).
+ * @param {GraphRow} task
+ * @param {string} key
+ */
 function track(task, key) {
-  const entry = { task, history: [], note: "", error: /** @type {PageError | null} */ (null), stop: () => {} };
+  /** @type {Entry} */
+  const entry = { task, history: [], note: "", error: null, stop: () => {} };
   record(entry, task);
   tasks.set(task.id, entry);
   render(entry);
   say(entry);
 
-  const onTask = (next) => {
+  const onTask = (/** @type {GraphRow | null} */ next) => {
     if (!next) return;
     if (record(entry, next)) say(entry);
     render(entry);
@@ -382,9 +436,10 @@ function track(task, key) {
   };
   // Polling every 3 s while the live connection is down (spec: poll when there is no socket),
   // stopped when it is back.
-  let polling = null;
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let polling;
   const poll = async () => {
-    polling = null;
+    polling = undefined;
     try {
       const data = await gql(TASK, { id: task.id }, key);
       onTask(data.task);
@@ -412,7 +467,7 @@ function track(task, key) {
       connected: () => {
         if (!entry.note) return;
         clearTimeout(polling);
-        polling = null;
+        polling = undefined;
         entry.note = "";
         render(entry);
       },
@@ -434,11 +489,15 @@ function track(task, key) {
   });
 }
 
-/** A time of day with seconds, in the page's language. */
+/**
+ * A time of day with seconds, in the page's language.
+ * @param {Date} date
+ */
 function clock(date) {
   return date.toLocaleTimeString(currentLang() === "zh" ? "zh-CN" : "en-GB", { hour: "2-digit", minute: "2-digit", second: "2-digit" });
 }
 
+/** @param {Entry} entry */
 function say(entry) {
   announce.textContent = t("status.announce", { id: entry.task.id, status: t(`status.${entry.task.status}`) });
 }
@@ -447,6 +506,7 @@ function aiMark() {
   return h("span", { className: "ai-mark", textContent: t("ai.mark") });
 }
 
+/** @param {GraphRow} task */
 function describe(task) {
   const parts = [];
   if (task.resolution) parts.push(task.resolution);
@@ -456,6 +516,7 @@ function describe(task) {
   return parts.join(" · ");
 }
 
+/** @param {GraphRow} task */
 function resultsOf(task) {
   if (task.status !== "SUCCEEDED") return null;
   if (task.model.kind === "IMAGE") {
@@ -497,12 +558,16 @@ function resultsOf(task) {
   );
 }
 
-/** Why a task failed, in the page's language (the service's own words below when they are not known). */
+/**
+ * Why a task failed, in the page's language (the service's own words below when they are not known).
+ * @param {GraphRow} task
+ */
 function failureNote(task) {
   const failure = taskFailure(task.error);
   return h("p", { className: "alert", dataset: { role: "failure" } }, t("task.error", { error: failure.text }), originalLine(failure.original));
 }
 
+/** @param {Entry} entry */
 function render(entry) {
   const { task } = entry;
   const money = [`${t("task.price")} ${yuan(task.price)}`];
@@ -559,7 +624,7 @@ onLangChange(() => {
 async function start() {
   try {
     const data = await gql(MODELS);
-    models = new Map(data.models.map((model) => [model.id, model]));
+    models = new Map(data.models.map((/** @type {GraphRow} */ model) => [model.id, model]));
   } catch (error) {
     showError(formError, error instanceof PageError ? error : new PageError({ code: "unknown", status: 0, message: "" }));
     return;
