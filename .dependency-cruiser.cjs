@@ -15,6 +15,7 @@ const ROUTER_MAY_IMPORT_FROM_SRC = [
   "^src/observability/",
   "^src/generation/media/signed-url[.]ts$",
   "^src/auth/operators/session-token[.]ts$",
+  "^src/shared/money[.]js$",
 ];
 
 /** What the router may import from `subgraphs/` (§1.2): the router↔subgraph contract and the locale rule. */

@@ -28,10 +28,8 @@ import {
   type OperationDefinitionNode,
   type GraphQLSchema,
 } from "graphql";
+import { DEFAULT_PAGE_SIZE } from "../src/pagination.ts";
 import { operationOf } from "./operation.ts";
-
-/** Items a paginated field returns when the request gives no size (the schema's and resolvers' default). */
-const DEFAULT_PAGE_SIZE = 20;
 
 /** Items counted for a list field that takes no page argument. */
 const ASSUMED_LIST_SIZE = 1;

@@ -36,6 +36,13 @@ const ASSET_FILES = [
 ] as const;
 
 /**
+ * Dependency-free modules of src/shared/ that the server imports and the pages load by the same
+ * name (ADR 0026): money's text forms and the page sizes, written once.
+ */
+const SHARED_FILES = ["money.js", "page-size.js"] as const;
+const SHARED_DIR = new URL("../src/shared/", import.meta.url);
+
+/**
  * Files of npm packages served under `/assets/<version>/` byte for byte (no CDN, no build step),
  * by the name the pages import them with: graphql-ws's browser ES module (the pages' live
  * connection) and uPlot's ES module and stylesheet (the /client chart). Files an ES module
@@ -85,7 +92,11 @@ export interface PageRoutes {
  */
 export function createPages(dir: URL = DIR): PageRoutes {
   const read = (name: string) => fs.readFileSync(new URL(name, dir));
-  const raw = new Map<string, Buffer>([...readLibraries(), ...ASSET_FILES.map((name) => [name, read(name)] as const)]);
+  const raw = new Map<string, Buffer>([
+    ...readLibraries(),
+    ...SHARED_FILES.map((name) => [name, fs.readFileSync(new URL(name, SHARED_DIR))] as const),
+    ...ASSET_FILES.map((name) => [name, read(name)] as const),
+  ]);
   const assets = assetSet(assetVersion([...raw].flat()), Object.fromEntries([...raw].map(([name, body]) => [name, () => body])));
 
   const page = (name: "client" | "test" | "admin") => {

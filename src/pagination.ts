@@ -6,11 +6,10 @@ import type { Knex } from "knex";
 import { AppError } from "./errors.ts";
 import { parseInteger } from "./integers.ts";
 
-/** Items in a page when the client names no size. */
-export const DEFAULT_PAGE_SIZE = 20;
+// The sizes live in one dependency-free module that the pages load too (ADR 0026).
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./shared/page-size.js";
 
-/** The most items one page may hold. */
-export const MAX_PAGE_SIZE = 100;
+export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./shared/page-size.js";
 
 /**
  * The one page-size rule (docs/api/generation.md §4, docs/api/cloud.md §4): an integer from 1 to

@@ -1,10 +1,16 @@
+// @ts-check
 // The console's channels view (/admin; README "Channels"): display and role gating only; the
 // channel contract is the generation subgraph's. `ctx` is the console's: run, can, write, fail.
-import { h, t, when } from "./common.js";
-import { button, cell, code, table, word } from "./admin-forms.js";
+import { $, h, t, when } from "./common.js";
+import { button, cell, code, failureOf, table, word } from "./admin-forms.js";
 
-const $ = (id) => document.getElementById(id);
+/** @typedef {import("./admin-forms.js").ConsoleContext} ConsoleContext */
+/** @typedef {import("./admin-forms.js").GraphRow} GraphRow */
 
+/**
+ * @param {ConsoleContext} ctx
+ * @param {GraphRow} c a channel
+ */
 function channelActions(ctx, c) {
   return [
     !c.implicit && ctx.can("Mutation.adminSetChannelStatus")
@@ -37,7 +43,10 @@ function channelActions(ctx, c) {
   ];
 }
 
-/** What the channel's provider reported its tasks used (its cost to us), in its own units. */
+/**
+ * What the channel's provider reported its tasks used (its cost to us), in its own units.
+ * @param {GraphRow} stats
+ */
 function providerCost(stats) {
   const u = stats.providerUsage;
   const parts = [
@@ -50,6 +59,7 @@ function providerCost(stats) {
 }
 
 /** The credential fields of each channel type (src/generation/upstream/channel-types.ts). */
+/** @type {Record<string, string[]>} */
 const CHANNEL_CREDENTIALS = {
   SWITCHYARD: ["apiKey"],
   OPENAI_COMPATIBLE: ["apiKey"],
@@ -59,48 +69,52 @@ const CHANNEL_CREDENTIALS = {
   MINIMAX: ["apiKey"],
   GEMINI_VEO: ["apiKey"],
 };
+/** @type {Record<string, string>} */
 const CREDENTIAL_INPUTS = { apiKey: "ch-api-key", accessKey: "ch-access-key", secretKey: "ch-secret-key" };
 
 /** Shows the credential fields of the chosen type only (and requires them). */
 function showCredentialFields() {
-  const wanted = CHANNEL_CREDENTIALS[$("ch-type").value];
+  const wanted = CHANNEL_CREDENTIALS[$("ch-type", HTMLSelectElement).value];
   for (const [field, id] of Object.entries(CREDENTIAL_INPUTS)) {
     const on = wanted.includes(field);
-    $(id).closest("label").hidden = !on;
-    $(id).required = on;
+    /** @type {HTMLLabelElement} */ ($(id).closest("label")).hidden = !on;
+    $(id, HTMLInputElement).required = on;
   }
 }
 
 /** Wires the add-channel form: the type decides the credential fields; the write goes through the confirmation dialog. */
+/** @param {ConsoleContext} ctx */
 export function setUpChannelForm(ctx) {
-  $("ch-type").addEventListener("change", showCredentialFields);
+  $("ch-type", HTMLSelectElement).addEventListener("change", showCredentialFields);
   showCredentialFields();
-  $("channel-create").addEventListener("submit", async (event) => {
+  $("channel-create", HTMLFormElement).addEventListener("submit", async (event) => {
     event.preventDefault();
-    const type = $("ch-type").value;
+    const type = $("ch-type", HTMLSelectElement).value;
+    /** @type {{ type: string, name: string, baseUrl: string, models: number[], [credential: string]: unknown }} */
     const input = {
       type,
-      name: $("ch-name").value.trim(),
-      baseUrl: $("ch-base-url").value.trim(),
-      models: $("ch-models")
+      name: $("ch-name", HTMLInputElement).value.trim(),
+      baseUrl: $("ch-base-url", HTMLInputElement).value.trim(),
+      models: $("ch-models", HTMLInputElement)
         .value.split(",")
         .map((m) => Number(m.trim()))
         .filter((m) => Number.isInteger(m) && m > 0),
     };
-    for (const field of CHANNEL_CREDENTIALS[type]) input[field] = $(CREDENTIAL_INPUTS[field]).value;
+    for (const field of CHANNEL_CREDENTIALS[type]) input[field] = $(CREDENTIAL_INPUTS[field], HTMLInputElement).value;
     const added = await ctx.write({
       title: t("admin.addChannel"),
       summary: () => t("admin.confirmAddChannel", { name: input.name }),
       submit: () => ctx.run(`mutation($input: AdminAddChannelInput!) { adminAddChannel(input: $input) { channel { id } } }`, { input }),
     });
     // The keys leave the page once added (or refused): never kept in the form.
-    for (const id of Object.values(CREDENTIAL_INPUTS)) $(id).value = "";
-    if (added) for (const id of ["ch-name", "ch-base-url", "ch-models"]) $(id).value = "";
+    for (const id of Object.values(CREDENTIAL_INPUTS)) $(id, HTMLInputElement).value = "";
+    if (added) for (const id of ["ch-name", "ch-base-url", "ch-models"]) $(id, HTMLInputElement).value = "";
   });
 }
 
+/** @param {ConsoleContext} ctx */
 export async function loadChannels(ctx) {
-  $("channel-create").hidden = !ctx.can("Mutation.adminAddChannel");
+  $("channel-create", HTMLFormElement).hidden = !ctx.can("Mutation.adminAddChannel");
   let data;
   try {
     data = await ctx.run(
@@ -108,14 +122,14 @@ export async function loadChannels(ctx) {
     );
   } catch (error) {
     table(
-      $("channels-table"),
+      $("channels-table", HTMLTableElement),
       ["admin.col.channel"],
-      [h("tr", {}, cell(t("admin.channelsUnavailable"), h("div", { className: "hint", textContent: error.message })))],
+      [h("tr", {}, cell(t("admin.channelsUnavailable"), h("div", { className: "hint", textContent: failureOf(error).message })))],
     );
     return;
   }
   table(
-    $("channels-table"),
+    $("channels-table", HTMLTableElement),
     [
       "admin.col.channel",
       "admin.col.status",
@@ -126,7 +140,7 @@ export async function loadChannels(ctx) {
       "admin.col.health",
       "admin.col.actions",
     ],
-    data.adminChannels.map((c) =>
+    data.adminChannels.map((/** @type {GraphRow} */ c) =>
       h(
         "tr",
         { dataset: { channel: c.id } },

@@ -1,27 +1,74 @@
+// @ts-check
 // The console's forms and tables (/admin; README "Console"): exact money in milli-yuan, the one
 // dialog every write goes through (fields checked before anything is sent, a summary of what will
 // change and what it costs), and tables that become labelled cards on a phone.
-import { h, t } from "./common.js";
+import { $, h, t } from "./common.js";
+import { amountMilli, readYuan, signedYuanLabel } from "./money.js";
 
-const $ = (id) => document.getElementById(id);
+/**
+ * A node as a console document selects it (its fields are the document's; the documents are
+ * checked against the schema by the trusted-documents check, not here).
+ * @typedef {Record<string, any>} GraphRow
+ */
+/**
+ * A field of the form dialog; `check` answers the problem to show, or null.
+ * @typedef {{ name: string, label: string, value?: string, inputmode?: string, type?: string, check?: (v: string) => string | null }} DialogField
+ */
+/**
+ * A write through the form dialog: its fields, the summary of what will change, the call.
+ * @typedef {{ title: string, fields?: DialogField[], summary: (values: Record<string, string>) => string,
+ *   submit: (values: Record<string, string>) => Promise<any> }} DialogSpec
+ */
+/**
+ * What the view modules use of the console (admin.js makes it): `run` a document with the
+ * operator's credentials, whether the role `can` use a field (`Mutation.adminTopUpAccount`),
+ * `write` through the dialog then refresh, show a failure or a ledger entry.
+ * @typedef {{ run(query: string, variables?: Record<string, unknown>): Promise<any>, can(field: string): boolean,
+ *   write(spec: DialogSpec): Promise<any>, fail(error: { message?: string, code?: string } | null): void,
+ *   showEntry(entry: GraphRow | null): void }} ConsoleContext
+ */
 
 // -- Money: exact milli-yuan in the page too ------------------------------------------------------
 
-/** Milli-yuan of a decimal yuan text (at most three decimals), or null when it is not one. */
+/**
+ * Milli-yuan of a typed yuan amount (surrounding blanks ignored, at most three decimals, no
+ * sign), or null when it is not one.
+ * @param {string | null | undefined} text
+ * @returns {number | null}
+ */
 export function milli(text) {
-  const m = /^(\d{1,12})(?:\.(\d{1,3}))?$/.exec(String(text ?? "").trim());
-  return m ? Number(m[1]) * 1000 + Number((m[2] ?? "").padEnd(3, "0")) : null;
+  const typed = String(text ?? "").trim();
+  return typed.startsWith("-") ? null : readYuan(typed);
 }
-/** Milli-yuan as yuan: two decimals, three when the last digit is not 0. */
-export const fmt = (ml) => {
-  const sign = ml < 0 ? "-" : "";
-  const abs = Math.abs(ml);
-  const text = `${Math.floor(abs / 1000)}.${String(abs % 1000).padStart(3, "0")}`;
-  return `${sign}¥${text.endsWith("0") ? text.slice(0, -1) : text}`;
-};
-export const moneyMilli = (money) => milli(String(money?.amount ?? "").replace(/^-/, "")) * (String(money?.amount ?? "").startsWith("-") ? -1 : 1);
+/**
+ * {@link milli} of a value its field's check already accepted (a dialog's summary and submit).
+ * @param {string} text
+ * @returns {number}
+ * @throws {TypeError} when the value was not checked
+ */
+export function checkedMilli(text) {
+  const amount = milli(text);
+  if (amount === null) throw new TypeError(`not a checked yuan amount: ${text}`);
+  return amount;
+}
+/** Milli-yuan as yuan: two decimals, three when the last digit is not 0; the sign before ¥. */
+export const fmt = signedYuanLabel;
+/** Milli-yuan of a graph Money (0 for none). */
+export const moneyMilli = amountMilli;
 
-/** A value translated when the page has words for it (statuses, payment states, ledger kinds, roles). */
+/**
+ * What the console shows of a failure it caught (a {@link PageError} from `run`, or any error):
+ * its message, code and status, each absent when it has none.
+ * @param {unknown} error
+ * @returns {{ message?: string, code?: string, status?: number }}
+ */
+export const failureOf = (error) => (typeof error === "object" && error !== null ? error : {});
+
+/**
+ * A value translated when the page has words for it (statuses, payment states, ledger kinds, roles).
+ * @param {string} group
+ * @param {string} value
+ */
 export const word = (group, value) => {
   const key = `admin.${group}.${value}`;
   const text = t(key);
@@ -34,11 +81,11 @@ export const word = (group, value) => {
  * Opens the dialog: fields with validation, a summary of what will change and what it costs
  * (recomputed as the operator types), Confirm and Cancel. Confirm checks every field, then runs
  * `submit(values)`; its error stays in the dialog. Resolves with submit's result, or null.
- * @param {{ title: string, fields?: { name: string, label: string, value?: string, inputmode?: string, type?: string, check?: (v: string) => string | null }[],
- *   summary: (values: Record<string, string>) => string, submit: (values: Record<string, string>) => Promise<unknown> }} spec
+ * @param {DialogSpec} spec
+ * @returns {Promise<any>} submit's answer (a document's data), or null
  */
 export function openDialog(spec) {
-  const dialog = $("op-dialog");
+  const dialog = $("op-dialog", HTMLDialogElement);
   const fields = spec.fields ?? [];
   $("op-dialog-title").textContent = spec.title;
   $("op-error").hidden = true;
@@ -52,7 +99,7 @@ export function openDialog(spec) {
   });
   $("op-fields").replaceChildren(...inputs.map((i) => i.wrap));
   // A password is taken as typed; other values without stray spaces.
-  const typedValue = (i) => (i.f.type === "password" ? i.input.value : i.input.value.trim());
+  const typedValue = (/** @type {{ f: DialogField, input: HTMLInputElement }} */ i) => (i.f.type === "password" ? i.input.value : i.input.value.trim());
   const values = () => Object.fromEntries(inputs.map((i) => [i.f.name, typedValue(i)]));
   const check = () => {
     let ok = true;
@@ -72,61 +119,70 @@ export function openDialog(spec) {
   for (const i of inputs) i.input.addEventListener("input", update);
   update();
   return new Promise((resolve) => {
-    const form = $("op-form");
-    const close = (result) => {
+    const form = $("op-form", HTMLFormElement);
+    const close = (/** @type {unknown} */ result) => {
       form.removeEventListener("submit", onSubmit);
-      $("op-cancel").removeEventListener("click", onCancel);
+      $("op-cancel", HTMLButtonElement).removeEventListener("click", onCancel);
       dialog.removeEventListener("cancel", onCancel);
       dialog.close();
       resolve(result);
     };
-    const onCancel = (event) => {
+    const onCancel = (/** @type {Event} */ event) => {
       event.preventDefault();
       close(null);
     };
-    const onSubmit = async (event) => {
+    const onSubmit = async (/** @type {SubmitEvent} */ event) => {
       event.preventDefault();
       if (!check()) return;
-      $("op-confirm").disabled = true;
+      $("op-confirm", HTMLButtonElement).disabled = true;
       try {
         close(await spec.submit(values()));
       } catch (error) {
         $("op-error").hidden = false;
-        $("op-error").textContent = `${t("admin.failed")} ${error.message || error.code || ""}`;
+        const failure = failureOf(error);
+        $("op-error").textContent = `${t("admin.failed")} ${failure.message || failure.code || ""}`;
       } finally {
-        $("op-confirm").disabled = false;
+        $("op-confirm", HTMLButtonElement).disabled = false;
       }
     };
     form.addEventListener("submit", onSubmit);
-    $("op-cancel").addEventListener("click", onCancel);
+    $("op-cancel", HTMLButtonElement).addEventListener("click", onCancel);
     dialog.addEventListener("cancel", onCancel);
     dialog.showModal();
-    (inputs[0]?.input ?? $("op-confirm")).focus();
+    (inputs[0]?.input ?? $("op-confirm", HTMLButtonElement)).focus();
   });
 }
 
 /** Field checks: a positive yuan amount, a yuan amount of zero or more, a list, a rate. */
-export const positiveYuan = (v) => (milli(v) === null || milli(v) === 0 ? t("admin.badAmount") : null);
-export const yuanOrZero = (v) => (milli(v) === null ? t("admin.badAmount") : null);
-export const optionalYuan = (v) => (v === "" ? null : yuanOrZero(v));
-export const rateCheck = (v) => (v === "" || /^\d{1,10}$/.test(v) ? null : t("admin.badRate"));
-export const listOf = (text) =>
+export const positiveYuan = (/** @type {string} */ v) => (milli(v) === null || milli(v) === 0 ? t("admin.badAmount") : null);
+export const yuanOrZero = (/** @type {string} */ v) => (milli(v) === null ? t("admin.badAmount") : null);
+export const optionalYuan = (/** @type {string} */ v) => (v === "" ? null : yuanOrZero(v));
+export const rateCheck = (/** @type {string} */ v) => (v === "" || /^\d{1,10}$/.test(v) ? null : t("admin.badRate"));
+export const listOf = (/** @type {string} */ text) =>
   text
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean);
 
-/** Runs a write through the dialog, then refreshes the view. */
 // -- Tables ----------------------------------------------------------------------------------------
 
-/** Gives each cell its column's label (phones show one labelled card per row). */
+/**
+ * Gives each cell its column's label (phones show one labelled card per row).
+ * @param {HTMLTableRowElement[]} rows
+ * @param {string[]} labels
+ */
 export function labelCells(rows, labels) {
   for (const row of rows) {
     for (const [i, td] of [...row.children].entries()) td.setAttribute("data-label", labels[i] ?? "");
   }
 }
 
-/** A table whose cells carry their column's label (phones show one labelled card per row). */
+/**
+ * A table whose cells carry their column's label (phones show one labelled card per row).
+ * @param {HTMLTableElement} el
+ * @param {string[]} headers the columns' message keys
+ * @param {HTMLTableRowElement[]} rows
+ */
 export function table(el, headers, rows) {
   const labels = headers.map((key) => t(key));
   labelCells(rows, labels);
@@ -144,6 +200,7 @@ export function table(el, headers, rows) {
   );
 }
 // One wrapper per cell: on a phone the cell is a grid of its label and this.
-export const cell = (...children) => h("td", {}, h("div", {}, ...children));
-export const button = (label, onclick) => h("button", { type: "button", className: "secondary small", textContent: t(label), onclick });
-export const code = (text) => h("code", { textContent: text });
+export const cell = (/** @type {(Node | string | null | undefined | false)[]} */ ...children) => h("td", {}, h("div", {}, ...children));
+export const button = (/** @type {string} */ label, /** @type {() => unknown} */ onclick) =>
+  h("button", { type: "button", className: "secondary small", textContent: t(label), onclick });
+export const code = (/** @type {string} */ text) => h("code", { textContent: text });

@@ -1,25 +1,36 @@
+// @ts-check
 // The console's operators view (/admin; README "Console", "Operator roles"): the owner lists,
 // creates, disables and enables operators, each through the form dialog (and audited by the
 // server). `ctx` is the console's: run, can, write.
-import { h, t, when } from "./common.js";
+import { $, h, t, when } from "./common.js";
 import { button, cell, table, word } from "./admin-forms.js";
 
-const $ = (id) => document.getElementById(id);
 const ROLES = ["OWNER", "FINANCE", "SUPPORT", "VIEWER"];
 const OPERATOR = "id email role status createdAt";
 
-/** The create form: email, role, password (12-256 characters, or empty for a token-only operator). */
+/** @typedef {import("./admin-forms.js").ConsoleContext} ConsoleContext */
+/** @typedef {import("./admin-forms.js").GraphRow} GraphRow */
+
+/**
+ * The create form: email, role, password (12-256 characters, or empty for a token-only operator).
+ * @param {ConsoleContext} ctx
+ */
 function createOperator(ctx) {
   return ctx.write({
     title: t("admin.operatorCreateTitle"),
     fields: [
-      { name: "email", label: t("admin.email"), check: (v) => (/^[^\s@]+@[^\s@]+$/.test(v) ? null : t("admin.badEmail")) },
-      { name: "role", label: t("admin.operatorRole"), value: "viewer", check: (v) => (ROLES.includes(v.toUpperCase()) ? null : t("admin.badRole")) },
+      { name: "email", label: t("admin.email"), check: (/** @type {string} */ v) => (/^[^\s@]+@[^\s@]+$/.test(v) ? null : t("admin.badEmail")) },
+      {
+        name: "role",
+        label: t("admin.operatorRole"),
+        value: "viewer",
+        check: (/** @type {string} */ v) => (ROLES.includes(v.toUpperCase()) ? null : t("admin.badRole")),
+      },
       {
         name: "password",
         label: t("admin.password"),
         type: "password",
-        check: (v) => (v === "" || (v.length >= 12 && v.length <= 256) ? null : t("admin.badPassword")),
+        check: (/** @type {string} */ v) => (v === "" || (v.length >= 12 && v.length <= 256) ? null : t("admin.badPassword")),
       },
     ],
     summary: ({ email, role, password }) =>
@@ -31,7 +42,11 @@ function createOperator(ctx) {
   });
 }
 
-/** Disables or enables an operator. */
+/**
+ * Disables or enables an operator.
+ * @param {ConsoleContext} ctx
+ * @param {GraphRow} o the operator
+ */
 function setStatus(ctx, o) {
   const status = o.status === "ACTIVE" ? "DISABLED" : "ACTIVE";
   return ctx.write({
@@ -45,13 +60,14 @@ function setStatus(ctx, o) {
 }
 
 /** Loads the view. */
+/** @param {ConsoleContext} ctx */
 export async function loadOperators(ctx) {
-  $("operator-create").hidden = !ctx.can("Mutation.adminCreateOperator");
+  $("operator-create", HTMLButtonElement).hidden = !ctx.can("Mutation.adminCreateOperator");
   const data = await ctx.run(`{ adminOperators { ${OPERATOR} } }`);
   table(
-    $("operators-table"),
+    $("operators-table", HTMLTableElement),
     ["admin.col.operator", "admin.operatorRole", "admin.col.status", "admin.col.created", "admin.col.actions"],
-    data.adminOperators.map((o) =>
+    data.adminOperators.map((/** @type {GraphRow} */ o) =>
       h(
         "tr",
         { dataset: { operator: o.email } },
@@ -66,6 +82,7 @@ export async function loadOperators(ctx) {
 }
 
 /** Wires the view's create button. */
+/** @param {ConsoleContext} ctx */
 export function setUpOperators(ctx) {
-  $("operator-create").addEventListener("click", () => createOperator(ctx));
+  $("operator-create", HTMLButtonElement).addEventListener("click", () => createOperator(ctx));
 }

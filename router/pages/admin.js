@@ -1,3 +1,4 @@
+// @ts-check
 // The operator console (/admin; README "Console"; docs/adr/0022-operators-and-audit.md). Operators
 // sign in with email and password (an HttpOnly session cookie the page never sees, plus a CSRF
 // token it keeps in memory and sends with every write), or with an operator token or the
@@ -5,7 +6,7 @@
 // GraphQL on the router's /graphql. The page shows only the views and buttons the operator's
 // role may use (`adminMe { allowedFields }`); the server refuses the rest anyway. Every write is a
 // form in a dialog that states what will change and what it costs before it runs.
-import { gql, h, initLang, onLangChange, t, when, yuan } from "./common.js";
+import { $, gql, h, initLang, onLangChange, t, when, yuan } from "./common.js";
 import {
   button,
   cell,
@@ -13,7 +14,8 @@ import {
   fmt,
   labelCells,
   listOf,
-  milli,
+  checkedMilli,
+  failureOf,
   moneyMilli,
   openDialog,
   optionalYuan,
@@ -30,28 +32,39 @@ import { loadDeliveries, loadOrders, loadWallets } from "./admin-wallets.js";
 /** The fields of a ledger entry a money write answers (a module-level constant: the trusted-documents manifest resolves it). */
 const ENTRY = "id accountId customerId keyId kind amount { amount } balanceAfter { amount } orderId reason createdAt";
 
-/** Who is signed in: `{ token?, csrf?, role, actor, via, allowed: Set<string> }`, or null. */
+/** @typedef {import("./admin-forms.js").GraphRow} GraphRow */
+/** @typedef {import("./admin-forms.js").DialogSpec} DialogSpec */
+/** @typedef {import("./uPlot.esm.js").default} UPlot */
+
+/**
+ * Who is signed in, or null.
+ * @type {{ token?: string, csrf?: string, role: string, actor: string, via: string, allowed: Set<string> } | null}
+ */
 let auth = null;
 let view = "overview";
-let pollTimer = null;
+/** @type {ReturnType<typeof setInterval> | undefined} */
+let pollTimer;
+/** @type {string | null} */
 let keysAfter = null;
 
-const $ = (id) => document.getElementById(id);
 const KEY = "id name accountId status scopes allowedIps rateLimit callbackUrl balance { amount } spent { amount } taskCount createdAt";
 const IDENTITY = "role actor operatorId via allowedFields";
 
-const run = (query, variables) => gql(query, variables, auth?.token, auth?.csrf ? { "x-csrf-token": auth.csrf } : {});
+const run = (/** @type {string} */ query, /** @type {Record<string, unknown>} */ variables = {}) =>
+  gql(query, variables, auth?.token, auth?.csrf ? { "x-csrf-token": auth.csrf } : {});
 /** Whether the operator's role may use an admin field (`Mutation.adminTopUpAccount`). */
-const can = (field) => Boolean(auth?.allowed.has(field));
+const can = (/** @type {string} */ field) => Boolean(auth?.allowed.has(field));
 
 // -- Messages --------------------------------------------------------------------------------------
 
+/** @param {{ message?: string, code?: string } | null} error */
 function fail(error) {
   const box = $("error");
   box.hidden = !error;
   box.textContent = error ? `${t("admin.failed")} ${error.message || error.code || ""}` : "";
 }
 
+/** @param {GraphRow | null} entry */
 function showEntry(entry) {
   $("ledger").hidden = !entry;
   $("ledger-entry").textContent = entry
@@ -60,6 +73,7 @@ function showEntry(entry) {
 }
 
 /** Runs a write through the dialog (admin-forms.js), then refreshes the view. */
+/** @param {DialogSpec} spec */
 async function write(spec) {
   fail(null);
   const result = await openDialog(spec);
@@ -72,12 +86,18 @@ const ctx = { run, can, write, fail, showEntry };
 
 // -- API keys ------------------------------------------------------------------------------------
 
+/** @param {GraphRow} k */
 function topUpKeyDialog(k) {
   return write({
     title: t("admin.topupTitle", { id: k.id }),
     fields: [{ name: "amount", label: t("admin.topupAmount"), inputmode: "decimal", check: positiveYuan }],
     summary: ({ amount }) =>
-      t("admin.topupSummary", { id: k.id, amount: fmt(milli(amount)), before: fmt(moneyMilli(k.balance)), after: fmt(moneyMilli(k.balance) + milli(amount)) }),
+      t("admin.topupSummary", {
+        id: k.id,
+        amount: fmt(checkedMilli(amount)),
+        before: fmt(moneyMilli(k.balance)),
+        after: fmt(moneyMilli(k.balance) + checkedMilli(amount)),
+      }),
     submit: async ({ amount }) => {
       const data = await run(`mutation($input: AdminTopUpAccountInput!) { adminTopUpAccount(input: $input) { ledgerEntry { ${ENTRY} } } }`, {
         input: { keyId: k.id, amount },
@@ -88,6 +108,7 @@ function topUpKeyDialog(k) {
   });
 }
 
+/** @param {GraphRow} k */
 function keyStatusDialog(k) {
   const status = k.status === "ACTIVE" ? "DISABLED" : "ACTIVE";
   return write({
@@ -102,6 +123,7 @@ function keyStatusDialog(k) {
   });
 }
 
+/** @param {GraphRow} k */
 function keySettingsDialog(k) {
   return write({
     title: t("admin.settingsTitle", { id: k.id }),
@@ -125,9 +147,10 @@ function keySettingsDialog(k) {
   });
 }
 
+/** @param {GraphRow} k */
 function keyActions(k) {
   // Support may disable a key, not enable one (README "Operator roles").
-  const mayToggle = can("Mutation.adminSetApiKeyStatus") && (auth.role !== "SUPPORT" || k.status === "ACTIVE");
+  const mayToggle = can("Mutation.adminSetApiKeyStatus") && (auth?.role !== "SUPPORT" || k.status === "ACTIVE");
   return [
     can("Mutation.adminTopUpAccount") ? button("admin.topup", () => topUpKeyDialog(k)) : null,
     mayToggle ? button(k.status === "ACTIVE" ? "admin.disable" : "admin.enable", () => keyStatusDialog(k)) : null,
@@ -136,14 +159,14 @@ function keyActions(k) {
 }
 
 async function loadKeys(append = false) {
-  $("key-create").hidden = !can("Mutation.adminCreateApiKey");
+  $("key-create", HTMLFormElement).hidden = !can("Mutation.adminCreateApiKey");
   const data = await run(
-    `query($search: String, $after: String) { adminApiKeys(search: $search, after: $after, first: 20) { totalCount pageInfo { hasNextPage endCursor } nodes { ${KEY} } } }`,
-    { search: $("key-query").value.trim() || null, after: append ? keysAfter : null },
+    `query($search: String, $after: String) { adminApiKeys(search: $search, after: $after) { totalCount pageInfo { hasNextPage endCursor } nodes { ${KEY} } } }`,
+    { search: $("key-query", HTMLInputElement).value.trim() || null, after: append ? keysAfter : null },
   );
   const conn = data.adminApiKeys;
   keysAfter = conn.pageInfo.endCursor;
-  $("keys-more").hidden = !conn.pageInfo.hasNextPage;
+  $("keys-more", HTMLButtonElement).hidden = !conn.pageInfo.hasNextPage;
   const headers = [
     "admin.col.key",
     "admin.col.account",
@@ -154,7 +177,7 @@ async function loadKeys(append = false) {
     "admin.col.rate",
     "admin.col.actions",
   ];
-  const rows = conn.nodes.map((k) =>
+  const rows = conn.nodes.map((/** @type {GraphRow} */ k) =>
     h(
       "tr",
       { dataset: { key: k.id } },
@@ -168,25 +191,27 @@ async function loadKeys(append = false) {
       cell(...keyActions(k)),
     ),
   );
-  const body = $("keys-table").tBodies[0];
+  const body = $("keys-table", HTMLTableElement).tBodies[0];
   if (append && body) {
     const labels = headers.map((key) => t(key));
     labelCells(rows, labels);
     body.append(...rows);
-  } else table($("keys-table"), headers, rows);
+  } else table($("keys-table", HTMLTableElement), headers, rows);
 }
 
+/** @param {SubmitEvent} event */
 async function createKey(event) {
   event.preventDefault();
-  const name = $("new-name").value.trim();
-  const balance = $("new-balance").value.trim();
+  const name = $("new-name", HTMLInputElement).value.trim();
+  const balance = $("new-balance", HTMLInputElement).value.trim();
   if (!name || optionalYuan(balance)) {
     fail({ message: !name ? t("admin.nameNeeded") : t("admin.badAmount") });
     return;
   }
   const created = await write({
     title: t("admin.createTitle"),
-    summary: () => t(balance && milli(balance) > 0 ? "admin.createSummaryMoney" : "admin.createSummary", { name, amount: balance ? fmt(milli(balance)) : "" }),
+    summary: () =>
+      t(balance && checkedMilli(balance) > 0 ? "admin.createSummaryMoney" : "admin.createSummary", { name, amount: balance ? fmt(checkedMilli(balance)) : "" }),
     submit: () =>
       run(`mutation($input: AdminCreateApiKeyInput!) { adminCreateApiKey(input: $input) { key id ledgerEntry { ${ENTRY} } } }`, {
         input: { name, balance: balance || null },
@@ -198,13 +223,15 @@ async function createKey(event) {
   const secret = $("new-secret");
   secret.hidden = false;
   secret.replaceChildren(h("strong", { textContent: t("admin.secretOnce") }), " ", h("code", { id: "new-key", textContent: c.key }), ` (${c.id})`);
-  $("new-name").value = "";
-  $("new-balance").value = "";
+  $("new-name", HTMLInputElement).value = "";
+  $("new-balance", HTMLInputElement).value = "";
 }
 
 // -- Overview ------------------------------------------------------------------------------------
 
+/** @type {UPlot | null} */
 let chart = null;
+/** @type {Promise<typeof import("./uPlot.esm.js").default> | null} */
 let uPlotLoading = null;
 
 async function loadOverview() {
@@ -221,8 +248,13 @@ async function loadOverview() {
   $("ov-at").textContent = `${t("admin.updated")} ${when(o.at)}`;
   uPlotLoading ??= import("./uPlot.esm.js").then((m) => m.default);
   const uPlot = await uPlotLoading;
-  const x = o.tasksPerMinute.map((p) => Date.parse(`${p.minute}:00Z`) / 1000);
-  const data = [x, o.tasksPerMinute.map((p) => p.submitted), o.tasksPerMinute.map((p) => p.succeeded), o.tasksPerMinute.map((p) => p.failed)];
+  const x = o.tasksPerMinute.map((/** @type {GraphRow} */ p) => Date.parse(`${p.minute}:00Z`) / 1000);
+  const data = [
+    x,
+    o.tasksPerMinute.map((/** @type {GraphRow} */ p) => p.submitted),
+    o.tasksPerMinute.map((/** @type {GraphRow} */ p) => p.succeeded),
+    o.tasksPerMinute.map((/** @type {GraphRow} */ p) => p.failed),
+  ];
   const el = $("ov-chart");
   if (chart) return chart.setData(data);
   chart = new uPlot(
@@ -243,7 +275,10 @@ async function loadOverview() {
 
 // -- Views, sign-in and sign-out ---------------------------------------------------------------------
 
-/** Each view, the admin field it reads (a role without it does not see the view), and its loader. */
+/**
+ * Each view, the admin field it reads (a role without it does not see the view), and its loader.
+ * @type {Record<string, [string, () => Promise<unknown>]>}
+ */
 const VIEWS = {
   overview: ["Query.adminOverview", loadOverview],
   keys: ["Query.adminApiKeys", () => loadKeys()],
@@ -259,29 +294,36 @@ async function refresh() {
   try {
     await VIEWS[view][1]();
   } catch (error) {
-    if (error.status === 401) return signedOut();
-    fail(error);
+    const failure = failureOf(error);
+    if (failure.status === 401) return signedOut();
+    fail(failure);
   }
 }
 
+/** @param {string} name */
 function show(name) {
   view = name;
-  for (const section of document.querySelectorAll(".view")) section.hidden = section.id !== `view-${name}`;
-  for (const b of document.querySelectorAll("[data-view]")) b.setAttribute("aria-pressed", String(b.dataset.view === name));
+  for (const section of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll(".view"))) section.hidden = section.id !== `view-${name}`;
+  for (const b of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-view]")))
+    b.setAttribute("aria-pressed", String(b.dataset.view === name));
   clearInterval(pollTimer);
   // The overview is a short poll: one bounded query every 5 s while it is shown.
   if (name === "overview") pollTimer = setInterval(() => refresh(), 5000);
   return refresh();
 }
 
-/** Shows the console for the identity `me` (`adminMe`, or the session route's answer). */
+/**
+ * Shows the console for the identity `me` (`adminMe`, or the session route's answer).
+ * @param {GraphRow} me
+ * @param {{ token?: string, csrf?: string }} credentials
+ */
 async function enter(me, credentials) {
   auth = { ...credentials, role: me.role, actor: me.actor, via: me.via, allowed: new Set(me.allowedFields) };
   $("signin-error").hidden = true;
-  $("signin").hidden = true;
+  $("signin", HTMLFormElement).hidden = true;
   $("console").hidden = false;
   $("whoami").textContent = t("admin.whoami", { actor: me.actor, role: word("role", me.role) });
-  for (const b of document.querySelectorAll("[data-view]")) b.hidden = !can(VIEWS[b.dataset.view][0]);
+  for (const b of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-view]"))) b.hidden = !can(VIEWS[b.dataset.view ?? ""][0]);
   const first = Object.keys(VIEWS).find((name) => can(VIEWS[name][0]));
   if (first) await show(first);
 }
@@ -290,19 +332,20 @@ function signedOut() {
   auth = null;
   clearInterval(pollTimer);
   $("console").hidden = true;
-  $("signin").hidden = false;
-  $("token").value = "";
-  $("password").value = "";
+  $("signin", HTMLFormElement).hidden = false;
+  $("token", HTMLInputElement).value = "";
+  $("password", HTMLInputElement).value = "";
 }
 
+/** @param {SubmitEvent} event */
 async function signIn(event) {
   event.preventDefault();
   const box = $("signin-error");
-  const token = $("token").value.trim();
-  const email = $("email").value.trim();
-  const password = $("password").value;
-  $("token").value = "";
-  $("password").value = "";
+  const token = $("token", HTMLInputElement).value.trim();
+  const email = $("email", HTMLInputElement).value.trim();
+  const password = $("password", HTMLInputElement).value;
+  $("token", HTMLInputElement).value = "";
+  $("password", HTMLInputElement).value = "";
   try {
     if (token) {
       const me = (await gql(`{ adminMe { ${IDENTITY} } }`, {}, token)).adminMe;
@@ -320,16 +363,10 @@ async function signIn(event) {
     if (!response.ok) throw { status: response.status, message: body.message };
     await enter(body, { csrf: body.csrfToken });
   } catch (error) {
+    const { status } = failureOf(error);
     auth = null;
     box.hidden = false;
-    box.textContent =
-      error.status === 403
-        ? t("admin.disabled")
-        : error.status === 429
-          ? t("admin.throttled")
-          : error.status === 400
-            ? t("admin.needBoth")
-            : t("admin.badToken");
+    box.textContent = status === 403 ? t("admin.disabled") : status === 429 ? t("admin.throttled") : status === 400 ? t("admin.needBoth") : t("admin.badToken");
   }
 }
 
@@ -353,22 +390,23 @@ onLangChange(() => {
   $("whoami").textContent = t("admin.whoami", { actor: auth.actor, role: word("role", auth.role) });
   refresh();
 });
-$("signin").addEventListener("submit", signIn);
-$("signout").addEventListener("click", signOut);
-for (const b of document.querySelectorAll("[data-view]")) b.addEventListener("click", () => show(b.dataset.view));
-$("key-search").addEventListener("submit", (event) => {
+$("signin", HTMLFormElement).addEventListener("submit", signIn);
+$("signout", HTMLButtonElement).addEventListener("click", signOut);
+for (const b of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-view]")))
+  b.addEventListener("click", () => show(b.dataset.view ?? ""));
+$("key-search", HTMLFormElement).addEventListener("submit", (event) => {
   event.preventDefault();
   refresh();
 });
-$("keys-more").addEventListener("click", () => loadKeys(true).catch(fail));
-$("key-create").addEventListener("submit", createKey);
-$("audit-filter").addEventListener("submit", (event) => {
+$("keys-more", HTMLButtonElement).addEventListener("click", () => loadKeys(true).catch(fail));
+$("key-create", HTMLFormElement).addEventListener("submit", createKey);
+$("audit-filter", HTMLFormElement).addEventListener("submit", (event) => {
   event.preventDefault();
   refresh();
 });
 setUpOperators(ctx);
 setUpChannelForm(ctx);
-$("audit-more").addEventListener("click", () => loadAudit(ctx, true).catch(fail));
+$("audit-more", HTMLButtonElement).addEventListener("click", () => loadAudit(ctx, true).catch(fail));
 resume().finally(() => {
-  $("signin").dataset.ready = "true";
+  $("signin", HTMLFormElement).dataset.ready = "true";
 });

@@ -1,7 +1,9 @@
+// @ts-check
 // /client: the customer's balance page. The key is sent with each GraphQL request and kept in the
 // page (sessionStorage only when "remember in this tab" is ticked). While an account is shown, a
 // graphql-ws subscription to the key's own task changes (`tasks`) refreshes it live.
 import {
+  $,
   PageError,
   gql,
   h,
@@ -17,6 +19,8 @@ import {
   when,
   yuan,
 } from "./common.js";
+import { amountMilli } from "./money.js";
+import { DEFAULT_PAGE_SIZE } from "./page-size.js";
 import { createUsageChart } from "./usage-chart.js";
 
 const VIEWER = `query PageViewer($first: Int!, $days: Int!) { viewer {
@@ -26,19 +30,27 @@ const VIEWER = `query PageViewer($first: Int!, $days: Int!) { viewer {
     id status result images error createdAt count seconds resolution
     price { amount } refunded { amount } charged { amount } providerUsage { seconds images points tokens } model { id name kind } } } } }`;
 const CHANGES = `subscription PageTaskChanges { tasks { id status } }`;
-const RECENT = 20;
+/** Tasks listed: the service's default page. */
+const RECENT = DEFAULT_PAGE_SIZE;
 const CHART_DAYS = 30;
 
-const $ = (id) => document.getElementById(id);
-const form = $("lookup");
-const keyInput = $("key");
+const form = $("lookup", HTMLFormElement);
+const keyInput = $("key", HTMLInputElement);
 const keyError = $("key-error");
 const account = $("account");
 const usageChart = createUsageChart($("usage"));
 
+/**
+ * A node of a page document, as VIEWER selects it (its fields are the document's; the documents
+ * are checked against the schema by the trusted-documents check, not here).
+ * @typedef {Record<string, any>} GraphRow
+ */
+
 /** The key whose account is shown, and its last answer. */
 let shownKey = "";
+/** @type {GraphRow | null} */
 let viewer = null;
+/** @type {Date | null} */
 let updatedAt = null;
 /** State of the live updates: "connecting", "live", "reconnecting" or "stopped". */
 let live = "stopped";
@@ -46,10 +58,12 @@ let stopLive = () => {};
 let loadSeq = 0;
 
 initLang("title.client");
-const restored = setupKeyField(keyInput, $("remember"));
+const restored = setupKeyField(keyInput, $("remember", HTMLInputElement));
 
+/** @type {PageError | null} */
 let lastKeyError = null;
 
+/** @param {PageError | null} error */
 function setKeyError(error) {
   lastKeyError = error;
   showError(keyError, error);
@@ -57,7 +71,10 @@ function setKeyError(error) {
   else keyInput.removeAttribute("aria-invalid");
 }
 
-/** Loads the account of `key`; shows an inline error instead when the key is refused. */
+/**
+ * Loads the account of `key`; shows an inline error instead when the key is refused.
+ * @param {string} key
+ */
 async function load(key, { announceBalance = false } = {}) {
   const seq = ++loadSeq;
   account.setAttribute("aria-busy", "true");
@@ -65,12 +82,13 @@ async function load(key, { announceBalance = false } = {}) {
     const data = await gql(VIEWER, { first: RECENT, days: CHART_DAYS }, key);
     if (seq !== loadSeq || key !== shownKey) return;
     const before = viewer?.balance?.amount;
-    viewer = data.viewer;
+    const next = data.viewer;
+    viewer = next;
     updatedAt = new Date();
     setKeyError(null);
     render();
-    if (announceBalance || (before !== undefined && before !== viewer.balance?.amount)) {
-      $("announce").textContent = `${t("balance.colon")}${yuan(viewer.balance)}`;
+    if (announceBalance || (before !== undefined && before !== next.balance?.amount)) {
+      $("announce").textContent = `${t("balance.colon")}${yuan(next.balance)}`;
     }
   } catch (error) {
     if (seq !== loadSeq) return;
@@ -95,7 +113,8 @@ function forget() {
   live = "stopped";
 }
 
-let refreshTimer = null;
+/** @type {ReturnType<typeof setTimeout> | undefined} */
+let refreshTimer;
 /** Refreshes soon, once for a burst of task events. */
 function refreshSoon() {
   clearTimeout(refreshTimer);
@@ -105,10 +124,11 @@ function refreshSoon() {
 /**
  * Follows the key's task changes on the page's one live connection. A change, and every
  * (re)connection (changes made while no socket was up were missed), reloads the account.
+ * @param {string} key
  */
 function goLive(key) {
   stopLive();
-  const setLive = (value) => {
+  const setLive = (/** @type {string} */ value) => {
     if (key !== shownKey || live === value) return;
     live = value;
     renderLiveState();
@@ -137,10 +157,12 @@ function renderLiveState() {
   $("live-state").dataset.state = live;
 }
 
+/** @param {string} status */
 function statusBadge(status) {
   return h("span", { className: `badge status-${status.toLowerCase()}`, textContent: t(`status.${status}`) });
 }
 
+/** @param {GraphRow} task */
 function resultLinks(task) {
   if (task.status === "FAILED") {
     const failure = taskFailure(task.error);
@@ -159,7 +181,10 @@ function resultLinks(task) {
   );
 }
 
-/** What the provider reported the task used, in its units (shown beside our price), or null. */
+/**
+ * What the provider reported the task used, in its units (shown beside our price), or null.
+ * @param {GraphRow} task
+ */
 function providerUsage(task) {
   const u = task.providerUsage;
   if (!u) return null;
@@ -172,8 +197,9 @@ function providerUsage(task) {
   return parts.length ? h("div", { className: "muted provider-usage", textContent: `${t("task.providerUsage")} ${parts.join(" · ")}` }) : null;
 }
 
+/** @param {GraphRow} task */
 function chargedCell(task) {
-  const refunded = task.refunded && Number(task.refunded.amount) !== 0;
+  const refunded = amountMilli(task.refunded) !== 0;
   const usage = providerUsage(task);
   return [
     yuan(task.charged),
@@ -182,6 +208,7 @@ function chargedCell(task) {
   ].filter(Boolean);
 }
 
+/** @param {GraphRow} task */
 function describe(task) {
   const parts = [];
   if (task.resolution) parts.push(task.resolution);
@@ -202,10 +229,13 @@ function render() {
   void usageChart.update(viewer.usageByDay);
   const nodes = viewer.tasks?.nodes ?? [];
   $("no-tasks").hidden = nodes.length > 0;
-  $("tasks-table").hidden = nodes.length === 0;
-  const cell = (label, ...children) => h("td", { dataset: { label: t(label) } }, h("span", {}, ...children));
+  $("tasks-table", HTMLTableElement).hidden = nodes.length === 0;
+  const cell = (
+    /** @type {string} */ label,
+    /** @type {(Node | string | null | undefined | false | (Node | string | null | undefined | false)[])[]} */ ...children
+  ) => h("td", { dataset: { label: t(label) } }, h("span", {}, ...children));
   $("tasks").replaceChildren(
-    ...nodes.map((task) =>
+    ...nodes.map((/** @type {GraphRow} */ task) =>
       h(
         "tr",
         { dataset: { taskId: task.id, status: task.status } },
@@ -237,7 +267,7 @@ form.addEventListener("submit", (event) => {
   load(key, { announceBalance: true });
 });
 
-$("refresh").addEventListener("click", () => shownKey && load(shownKey));
+$("refresh", HTMLButtonElement).addEventListener("click", () => shownKey && load(shownKey));
 keyInput.addEventListener("input", () => {
   if (shownKey && keyInput.value.trim() !== shownKey) forget();
 });

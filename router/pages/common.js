@@ -1,7 +1,9 @@
+// @ts-check
 // Shared by /client and /test: language, GraphQL over fetch, live updates over graphql-ws (the
 // graphql-ws client library, one WebSocket per page and key), the API key field, money and dates.
 import { createClient } from "./graphql-ws.js";
 import { FIELD_LABELS, TASK_ERRORS, messages } from "./i18n.js";
+import { yuanLabel } from "./money.js";
 
 const LANG_STORE = "switchyard.lang";
 const KEY_STORE = "switchyard.key";
@@ -23,35 +25,55 @@ function firstLang() {
 }
 
 let lang = firstLang();
+/** @type {Set<(lang: "en" | "zh") => void>} */
 const langListeners = new Set();
 
 /** The current language. */
 export const currentLang = () => lang;
 
-/** A message in the current language, with `{name}` placeholders filled. */
+/** Every language's messages by key (router/pages/i18n.js). */
+const MESSAGES = /** @type {Record<"en" | "zh", Record<string, string | undefined>>} */ (messages);
+
+/**
+ * A message in the current language, with `{name}` placeholders filled.
+ * @param {string} key a key of router/pages/i18n.js (the key itself when there is none)
+ * @param {Record<string, string | number | null | undefined>} [vars]
+ * @returns {string}
+ */
 export function t(key, vars = {}) {
-  const text = messages[lang][key] ?? messages.en[key] ?? key;
+  const text = MESSAGES[lang][key] ?? MESSAGES.en[key] ?? key;
   return text.replace(/\{(\w+)\}/g, (_, name) => String(vars[name] ?? ""));
 }
 
-/** Runs `listener` after every language change. */
+/**
+ * Runs `listener` after every language change.
+ * @param {(lang: "en" | "zh") => void} listener
+ */
 export function onLangChange(listener) {
   langListeners.add(listener);
 }
 
-/** Puts the current language on the static parts of the page (`data-i18n*` attributes). */
+/**
+ * Puts the current language on the static parts of the page (`data-i18n*` attributes).
+ * @param {string} titleKey the message key of the page's title
+ */
 function applyLang(titleKey) {
   document.documentElement.lang = lang === "zh" ? "zh-CN" : "en";
   document.title = t(titleKey);
-  for (const el of document.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);
-  for (const el of document.querySelectorAll("[data-i18n-aria-label]")) el.setAttribute("aria-label", t(el.dataset.i18nAriaLabel));
-  for (const button of document.querySelectorAll("[data-lang]")) button.setAttribute("aria-pressed", String(button.dataset.lang === lang));
+  for (const el of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-i18n]"))) el.textContent = t(el.dataset.i18n ?? "");
+  for (const el of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-i18n-aria-label]")))
+    el.setAttribute("aria-label", t(el.dataset.i18nAriaLabel ?? ""));
+  for (const button of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-lang]")))
+    button.setAttribute("aria-pressed", String(button.dataset.lang === lang));
 }
 
-/** Applies the first language and wires the switch buttons (`[data-lang]`). */
+/**
+ * Applies the first language and wires the switch buttons (`[data-lang]`).
+ * @param {string} titleKey the message key of the page's title
+ */
 export function initLang(titleKey) {
   applyLang(titleKey);
-  for (const button of document.querySelectorAll("[data-lang]")) {
+  for (const button of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-lang]"))) {
     button.addEventListener("click", () => {
       lang = button.dataset.lang === "zh" ? "zh" : "en";
       try {
@@ -68,12 +90,14 @@ export function initLang(titleKey) {
 // ---------------------------------------------------------------------------------------------
 // Money and dates
 
-/** Money from the graph (`{ amount: "1.125" }`, an exact decimal string) shown in yuan. */
-export function yuan(money) {
-  return money ? `¥${money.amount}` : "—";
-}
+/** Money from the graph (`{ amount: "1.125" }`, an exact decimal string) shown in yuan: "¥1.125", "—" for none. */
+export const yuan = yuanLabel;
 
-/** An ISO time as a short local date and time. */
+/**
+ * An ISO time as a short local date and time (the text itself when it is not a time).
+ * @param {string} iso
+ * @returns {string}
+ */
 export function when(iso) {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return iso;
@@ -86,15 +110,24 @@ export function when(iso) {
 /** Error codes whose English message is the page's own (the rest show the service's message in English). */
 const LOCALIZED_CODES = new Set(["unauthorized", "key_disabled", "insufficient_balance", "upstream_failed", "upstream_timeout", "rate_limited"]);
 
-/** The label of a request field named in a service message (`reference_images[2]` → its label). */
+/** Message keys of the request fields' labels, by field name. */
+const FIELD_LABEL_KEYS = /** @type {Record<string, string | undefined>} */ (FIELD_LABELS);
+
+/**
+ * The label of a request field named in a service message (`reference_images[2]` → its label).
+ * @param {string} field
+ */
 function fieldLabel(field) {
   const name = field.replace(/\[\d+\]$/, "");
-  return FIELD_LABELS[name] ? t(FIELD_LABELS[name]) : name;
+  const key = FIELD_LABEL_KEYS[name];
+  return key ? t(key) : name;
 }
 
 /**
  * The service's validation messages (src/errors.ts `validationMessages`), in the page's language;
  * null for any other message.
+ * @param {string} message
+ * @returns {string | null}
  */
 function localFieldMessage(message) {
   if (message === messages.en["err.prompt.required"]) return t("err.prompt.required");
@@ -163,11 +196,16 @@ export class PageError extends Error {
 export function taskFailure(error) {
   const raw = typeof error === "string" ? error.trim() : "";
   if (!raw) return { text: t("task.errorOther"), original: "" };
-  if (TASK_ERRORS[raw]) return { text: t(TASK_ERRORS[raw]), original: "" };
+  const key = /** @type {Record<string, string | undefined>} */ (TASK_ERRORS)[raw];
+  if (key) return { text: t(key), original: "" };
   return lang === "en" ? { text: raw, original: "" } : { text: t("task.errorOther"), original: raw };
 }
 
-/** The first GraphQL error of a result as a {@link PageError}. */
+/**
+ * The first GraphQL error of a result as a {@link PageError}.
+ * @param {any} error a GraphQL error as it came over the wire (anything, checked field by field)
+ * @param {number} [status] the HTTP status, when the error has none of its own
+ */
 export function pageErrorOf(error, status) {
   const extensions = error?.extensions ?? {};
   return new PageError({
@@ -188,6 +226,7 @@ export function pageErrorOf(error, status) {
  * @throws {PageError} on a GraphQL error or a network failure
  */
 export async function gql(query, variables = {}, key, extraHeaders = {}) {
+  /** @type {Record<string, string>} */
   const headers = { "content-type": "application/json", accept: "application/json", "accept-language": lang === "zh" ? "zh-CN" : "en", ...extraHeaders };
   // A key is printable ASCII; anything else cannot even be sent as a header.
   if (key && !/^[\x21-\x7e]+$/.test(key)) throw new PageError({ code: "unauthorized", status: 401, message: "Invalid or missing API key" });
@@ -227,11 +266,13 @@ const LIVE_ACK_WAIT_MS = 10_000;
  * most 30 s, each with "equal jitter" (half fixed, half random) so that the pages of a restarted
  * server do not all come back at the same instant.
  */
+/** @param {number} retries */
 function backoff(retries) {
   const ceiling = Math.min(LIVE_RETRY_MAX_MS, 1000 * 2 ** retries);
   return new Promise((resolve) => setTimeout(resolve, ceiling / 2 + Math.random() * (ceiling / 2)));
 }
 
+/** @type {(value: unknown) => value is CloseEvent} */
 const isCloseEvent = (value) => typeof value === "object" && value !== null && "code" in value && "reason" in value;
 
 /** @type {Map<string, { client: import("./graphql-ws.js").Client, members: Set<{ connected(wasRetry: boolean): void, disconnected(): void }> }>} */
@@ -242,11 +283,13 @@ const liveClients = new Map();
  * shares one WebSocket. It connects on the first subscription, reconnects with {@link backoff}
  * (never after 4403, a refused key), pings every 15 s, and closes a minute after its last
  * subscription ends.
+ * @param {string} key
  */
 function liveClient(key) {
   let live = liveClients.get(key);
   if (live) return live;
   const members = new Set();
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
   let pongTimer;
   const client = createClient({
     url: `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/graphql`,
@@ -280,7 +323,10 @@ function liveClient(key) {
   return live;
 }
 
-/** What a subscription's sink gets on failure: a {@link PageError}, or `{ closeCode }` when the socket cannot be used. */
+/**
+ * What a subscription's sink gets on failure: a {@link PageError}, or `{ closeCode }` when the socket cannot be used.
+ * @param {unknown} error graphql-ws's: GraphQL errors, a CloseEvent, or anything else
+ */
 function liveError(error) {
   if (Array.isArray(error)) return pageErrorOf(error[0]);
   if (isCloseEvent(error) && error.code === 4403) return new PageError({ code: "unauthorized", status: 401, message: "Invalid or missing API key" });
@@ -303,7 +349,7 @@ function liveError(error) {
 export function subscribe(key, query, variables, sink) {
   const live = liveClient(key);
   let done = false;
-  const member = { connected: (wasRetry) => !done && sink.connected?.(wasRetry), disconnected: () => !done && sink.disconnected?.() };
+  const member = { connected: (/** @type {boolean} */ wasRetry) => !done && sink.connected?.(wasRetry), disconnected: () => !done && sink.disconnected?.() };
   live.members.add(member);
   const finish = () => {
     done = true;
@@ -351,6 +397,8 @@ window.addEventListener("pagehide", () => {
  * Wires an API key input and its "remember in this tab" checkbox: the key lives in the input
  * (page memory); only when the box is ticked is it copied to sessionStorage, and unticking
  * removes it.
+ * @param {HTMLInputElement} input
+ * @param {HTMLInputElement} remember
  * @returns the key restored from sessionStorage, if any
  */
 export function setupKeyField(input, remember) {
@@ -380,30 +428,65 @@ export function setupKeyField(input, remember) {
 // ---------------------------------------------------------------------------------------------
 // Small DOM helpers
 
-/** Result addresses from the service, kept only when they are http(s) (never javascript: or data:). */
+/**
+ * Result addresses from the service, kept only when they are http(s) (never javascript: or data:).
+ * @param {unknown[]} urls
+ * @returns {string[]}
+ */
 export function safeUrls(urls) {
-  return urls.filter((url) => typeof url === "string" && /^https?:\/\//i.test(url));
+  return /** @type {string[]} */ (urls.filter((url) => typeof url === "string" && /^https?:\/\//i.test(url)));
 }
 
-/** Creates an element with properties, attributes (`attrs`) and children. */
+/**
+ * The page's element with this id (null when the page has none). `type`, the element's class,
+ * types the answer and is checked: a page whose markup changed fails here, not at a later `.value`.
+ * @template {abstract new () => HTMLElement} [C=typeof HTMLElement]
+ * @param {string} id
+ * @param {C} [type]
+ * @returns {InstanceType<C>}
+ * @throws TypeError when the element is not a `type`
+ */
+export function $(id, type) {
+  const el = document.getElementById(id);
+  if (el && type && !(el instanceof type)) throw new TypeError(`#${id} is not an ${type.name}`);
+  return /** @type {InstanceType<C>} */ (el);
+}
+
+/**
+ * Creates an element with properties, attributes (`attrs`) and children.
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Record<string, any>} [props]
+ * @param {...(Node | string | null | undefined | false | (Node | string | null | undefined | false)[])} children
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 export function h(tag, props = {}, ...children) {
   const el = document.createElement(tag);
+  /** The element's properties by name (any of them may be set). */
+  const fields = /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (el));
   for (const [name, value] of Object.entries(props)) {
     if (value === undefined || value === null || value === false) continue;
     if (name === "attrs") for (const [attr, v] of Object.entries(value)) el.setAttribute(attr, String(v));
     else if (name === "dataset") Object.assign(el.dataset, value);
-    else el[name] = value;
+    else fields[name] = value;
   }
   for (const child of children.flat()) if (child !== null && child !== undefined && child !== false) el.append(child);
   return el;
 }
 
-/** A second line with the service's own (English) wording of a message shown translated. */
+/**
+ * A second line with the service's own (English) wording of a message shown translated.
+ * @param {string | null | undefined} text
+ */
 export function originalLine(text) {
   return text ? h("span", { className: "original" }, t("err.original", { text: "" }), h("span", { lang: "en", textContent: text })) : null;
 }
 
-/** Shows an error in an inline message element (role="alert"), or clears it with null. */
+/**
+ * Shows an error in an inline message element (role="alert"), or clears it with null.
+ * @param {HTMLElement} box
+ * @param {{ text: string, hint?: string | null, detail?: string | null } | null} error
+ */
 export function showError(box, error) {
   box.replaceChildren();
   box.hidden = !error;

@@ -1,9 +1,10 @@
+// @ts-check
 // The API reference at /docs (router/devtools/pages.ts): Swagger UI over the OpenAPI document the
 // page names, from this origin only (no validator badge, which would call swagger.io).
 (() => {
   // biome-ignore lint/suspicious/noRedundantUseStrict: loaded as a classic script (<script defer src>), not a module
   "use strict";
-  var root = document.getElementById("reference");
+  var root = /** @type {HTMLElement} */ (document.getElementById("reference"));
   window.SwaggerUIBundle({
     domNode: root,
     url: root.dataset.url,

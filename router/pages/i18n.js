@@ -1,3 +1,4 @@
+// @ts-check
 // Labels and messages of the two pages, English and Chinese. The page's first language is the one
 // the router negotiated from Accept-Language (<html lang>); the switch in the header overrides it
 // and is remembered in localStorage (a preference, not a secret).

@@ -1,8 +1,10 @@
+// @ts-check
 // /test: the test bench. The form is built from the server's catalog (GraphQL `models`), the price
 // preview is the server's own `quote`, a submission is the user's GraphQL mutation with their key,
 // and each task's status comes live over graphql-ws (`taskStatusChanged`, every task on the page's
 // one WebSocket), or every 3 s from `task(id)` while that socket is down.
 import {
+  $,
   PageError,
   currentLang,
   gql,
@@ -34,16 +36,15 @@ const BALANCE = `query PageBalance { viewer { balance { amount } } }`;
 const TERMINAL = new Set(["SUCCEEDED", "FAILED"]);
 const POLL_MS = 3000;
 
-const $ = (id) => document.getElementById(id);
-const form = $("form");
-const keyInput = $("key");
-const modelSelect = $("model");
-const resolutionSelect = $("resolution");
-const secondsSelect = $("seconds");
-const sizeSelect = $("size");
-const countSelect = $("count");
+const form = $("form", HTMLFormElement);
+const keyInput = $("key", HTMLInputElement);
+const modelSelect = $("model", HTMLSelectElement);
+const resolutionSelect = $("resolution", HTMLSelectElement);
+const secondsSelect = $("seconds", HTMLSelectElement);
+const sizeSelect = $("size", HTMLSelectElement);
+const countSelect = $("count", HTMLSelectElement);
 const priceOutput = $("price");
-const generateButton = $("generate");
+const generateButton = $("generate", HTMLButtonElement);
 const formError = $("form-error");
 const announce = $("announce");
 
@@ -64,12 +65,30 @@ let models = new Map();
 const tasks = new Map();
 
 initLang("title.test");
-setupKeyField(keyInput, $("remember"));
+setupKeyField(keyInput, $("remember", HTMLInputElement));
 
 // ---------------------------------------------------------------------------------------------
 // The model-driven form
 
-/** Replaces a select's options, keeping `keep` selected when it is still allowed. */
+/**
+ * A node of a page document (its fields are the document's; the documents are checked against
+ * the schema by the trusted-documents check, not here): a model of PageModels, a task.
+ * @typedef {Record<string, any>} GraphRow
+ */
+/**
+ * A task followed on the page: its last state, the statuses seen, a note, the last error, and
+ * the function that stops following it.
+ * @typedef {{ task: GraphRow, history: { status: string, at: Date }[], note: string, error: PageError | null, stop: () => void }} Entry
+ */
+
+/**
+ * Replaces a select's options, keeping `keep` selected when it is still allowed.
+ * @template {string | number} V
+ * @param {HTMLSelectElement} select
+ * @param {V[]} values
+ * @param {unknown} keep
+ * @param {(v: V) => string} [label]
+ */
 function setOptions(select, values, keep, label = (v) => String(v)) {
   const wanted = values.map(String).includes(String(keep)) ? String(keep) : undefined;
   select.replaceChildren(...values.map((value) => h("option", { value: String(value), textContent: label(value) })));
@@ -93,26 +112,33 @@ function renderModelOptions() {
   if (keep && models.has(Number(keep))) modelSelect.value = keep;
 }
 
-/** Durations allowed at the chosen resolution. */
+/**
+ * Durations allowed at the chosen resolution.
+ * @param {GraphRow} model
+ * @param {string} resolution
+ * @returns {number[]}
+ */
 function durationsFor(model, resolution) {
-  return model.durations.find((d) => d.resolution === resolution)?.seconds ?? [];
+  return model.durations.find((/** @type {GraphRow} */ d) => d.resolution === resolution)?.seconds ?? [];
 }
 
+/** @param {GraphRow} model */
 function renderSeconds(model) {
   const allowed = durationsFor(model, resolutionSelect.value);
   const keep = allowed.includes(Number(secondsSelect.value)) ? secondsSelect.value : model.defaultSeconds;
   setOptions(secondsSelect, allowed, keep);
 }
 
+/** @param {GraphRow} model */
 function renderReferences(model) {
   const refs = model.references;
   for (const list of REFERENCE_LISTS) {
-    const box = form.querySelector(`[data-field="${list.field}"]`);
+    const box = /** @type {HTMLElement} */ (form.querySelector(`[data-field="${list.field}"]`));
     const max = refs[list.max];
     box.hidden = !refs.kinds.includes(list.kind) || max === 0;
     $(`${list.field}-hint`).textContent = [t("refs.onePerLine"), max ? t("refs.max", { n: max }) : ""].filter(Boolean).join(currentLang() === "zh" ? "" : " ");
   }
-  for (const frame of FRAMES) form.querySelector(`[data-field="${frame.field}"]`).hidden = !refs.frames;
+  for (const frame of FRAMES) /** @type {HTMLElement} */ (form.querySelector(`[data-field="${frame.field}"]`)).hidden = !refs.frames;
   const rules = [];
   if (refs.maxTotal) rules.push(t("refs.total", { n: refs.maxTotal }));
   if (refs.audioNeedsVisual && refs.kinds.includes("audio")) rules.push(t("refs.audioNeedsVisual"));
@@ -131,7 +157,7 @@ function renderForm() {
   const keepSize = sizeSelect.value;
   sizeSelect.replaceChildren(
     h("option", { value: "", textContent: t("size.default") }),
-    ...model.sizes.map((size) => h("option", { value: size, textContent: size })),
+    ...model.sizes.map((/** @type {string} */ size) => h("option", { value: size, textContent: size })),
   );
   if (model.sizes.includes(keepSize)) sizeSelect.value = keepSize;
   setOptions(
@@ -154,6 +180,7 @@ async function updatePrice() {
   if (!model) return;
   const seq = ++quoteSeq;
   const video = model.kind === "VIDEO";
+  /** @type {{ id: number, resolution: string, count: number, seconds?: number }} */
   const variables = { id: model.id, resolution: resolutionSelect.value, count: Number(countSelect.value) };
   if (video) variables.seconds = Number(secondsSelect.value);
   priceOutput.setAttribute("aria-busy", "true");
@@ -221,12 +248,19 @@ keyInput.addEventListener("change", refreshBalance);
 // ---------------------------------------------------------------------------------------------
 // Errors shown inline
 
+/**
+ * Shows (or, with no text, clears) a field's inline error; false when the page has no such field.
+ * @param {string} field
+ * @param {string | null | undefined} text
+ * @param {string | null} [original] the service's own wording, shown below a translated text
+ */
 function setFieldError(field, text, original = "") {
   const box = $(`${field}-error`);
   const control = field === "key" ? keyInput : field === "model_id" ? modelSelect : $(field);
   if (!box || !control) return false;
   box.replaceChildren(text ?? "");
-  if (text && original) box.append(originalLine(original));
+  const line = text ? originalLine(original) : null;
+  if (line) box.append(line);
   box.hidden = !text;
   if (text) control.setAttribute("aria-invalid", "true");
   else control.removeAttribute("aria-invalid");
@@ -234,7 +268,7 @@ function setFieldError(field, text, original = "") {
 }
 
 function clearErrors() {
-  for (const box of form.querySelectorAll(".field-error")) {
+  for (const box of /** @type {NodeListOf<HTMLElement>} */ (form.querySelectorAll(".field-error"))) {
     box.hidden = true;
     box.textContent = "";
   }
@@ -242,7 +276,10 @@ function clearErrors() {
   showError(formError, null);
 }
 
-/** The field of a server error (`reference_images[2]` → `reference_images`). */
+/**
+ * The field of a server error (`reference_images[2]` → `reference_images`).
+ * @param {{ field?: string }} error
+ */
 function fieldOf(error) {
   const field = error.field?.replace(/\[.*$/, "").replace(/\..*$/, "");
   if (!field) return undefined;
@@ -252,7 +289,10 @@ function fieldOf(error) {
   return field;
 }
 
-/** Shows a submission error next to its field (or the key) and in the form's alert. */
+/**
+ * Shows a submission error next to its field (or the key) and in the form's alert.
+ * @param {PageError} error
+ */
 function showSubmitError(error) {
   showError(formError, error);
   let focus = null;
@@ -263,7 +303,7 @@ function showSubmitError(error) {
     const field = fieldOf(error);
     if (field && setFieldError(field, error.text, error.detail)) {
       focus = field === "model_id" ? modelSelect : $(field);
-      if (field.startsWith("reference_") || field.startsWith("frame_")) $("refs").open = true;
+      if (field.startsWith("reference_") || field.startsWith("frame_")) $("refs", HTMLDetailsElement).open = true;
     }
   }
   focus?.focus();
@@ -272,20 +312,24 @@ function showSubmitError(error) {
 // ---------------------------------------------------------------------------------------------
 // Submission
 
-const lines = (id) =>
-  $(id)
+const lines = (/** @type {string} */ id) =>
+  $(id, HTMLTextAreaElement)
     .value.split(/\s+/)
     .map((s) => s.trim())
     .filter(Boolean);
 
-/** Checks what the page can check by itself; the server checks everything again. */
+/**
+ * Checks what the page can check by itself; the server checks everything again.
+ * @param {GraphRow} model
+ * @returns {{ field: string, text: string }[]}
+ */
 function localErrors(model) {
   const errors = [];
   if (!keyInput.value.trim()) errors.push({ field: "key", text: t("err.key.required") });
-  if (!$("prompt").value.trim()) errors.push({ field: "prompt", text: t("err.prompt.required") });
+  if (!$("prompt", HTMLTextAreaElement).value.trim()) errors.push({ field: "prompt", text: t("err.prompt.required") });
   let total = 0;
   for (const list of REFERENCE_LISTS) {
-    const box = form.querySelector(`[data-field="${list.field}"]`);
+    const box = /** @type {HTMLElement} */ (form.querySelector(`[data-field="${list.field}"]`));
     if (box.hidden) continue;
     const n = lines(list.field).length;
     total += n;
@@ -298,18 +342,20 @@ function localErrors(model) {
   return errors;
 }
 
+/** @param {GraphRow} model */
 function buildInput(model) {
-  const input = { prompt: $("prompt").value, modelId: model.id, resolution: resolutionSelect.value, count: Number(countSelect.value) };
+  /** @type {{ prompt: string, modelId: number, resolution: string, count: number, seconds?: number, size?: string, [list: string]: unknown }} */
+  const input = { prompt: $("prompt", HTMLTextAreaElement).value, modelId: model.id, resolution: resolutionSelect.value, count: Number(countSelect.value) };
   if (model.kind === "VIDEO") input.seconds = Number(secondsSelect.value);
   if (sizeSelect.value) input.size = sizeSelect.value;
   for (const list of REFERENCE_LISTS) {
-    if (form.querySelector(`[data-field="${list.field}"]`).hidden) continue;
+    if (/** @type {HTMLElement} */ (form.querySelector(`[data-field="${list.field}"]`)).hidden) continue;
     const urls = lines(list.field);
     if (urls.length) input[list.input] = urls;
   }
   if (model.references.frames) {
     for (const frame of FRAMES) {
-      const value = $(frame.field).value.trim();
+      const value = $(frame.field, HTMLInputElement).value.trim();
       if (value) input[frame.input] = value;
     }
   }
@@ -327,7 +373,7 @@ form.addEventListener("submit", async (event) => {
   const problems = localErrors(model);
   if (problems.length) {
     for (const problem of problems) setFieldError(problem.field, problem.text);
-    if (problems.some((p) => p.field.startsWith("reference_"))) $("refs").open = true;
+    if (problems.some((p) => p.field.startsWith("reference_"))) $("refs", HTMLDetailsElement).open = true;
     (problems[0].field === "key" ? keyInput : $(problems[0].field)).focus();
     return;
   }
@@ -356,7 +402,11 @@ form.addEventListener("submit", async (event) => {
 // ---------------------------------------------------------------------------------------------
 // Tasks: live status and results
 
-/** Records a task state; returns true when its status changed. */
+/**
+ * Records a task state; returns true when its status changed.
+ * @param {Entry} entry
+ * @param {GraphRow} task
+ */
 function record(entry, task) {
   const last = entry.history.at(-1);
   entry.task = task;
@@ -365,14 +415,20 @@ function record(entry, task) {
   return true;
 }
 
+/**
+ * Follows a submitted task live (polling while the live connection is down).
+ * @param {GraphRow} task
+ * @param {string} key
+ */
 function track(task, key) {
+  /** @type {Entry} */
   const entry = { task, history: [], note: "", error: null, stop: () => {} };
   record(entry, task);
   tasks.set(task.id, entry);
   render(entry);
   say(entry);
 
-  const onTask = (next) => {
+  const onTask = (/** @type {GraphRow | null} */ next) => {
     if (!next) return;
     if (record(entry, next)) say(entry);
     render(entry);
@@ -380,9 +436,10 @@ function track(task, key) {
   };
   // Polling every 3 s while the live connection is down (spec: poll when there is no socket),
   // stopped when it is back.
-  let polling = null;
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let polling;
   const poll = async () => {
-    polling = null;
+    polling = undefined;
     try {
       const data = await gql(TASK, { id: task.id }, key);
       onTask(data.task);
@@ -410,7 +467,7 @@ function track(task, key) {
       connected: () => {
         if (!entry.note) return;
         clearTimeout(polling);
-        polling = null;
+        polling = undefined;
         entry.note = "";
         render(entry);
       },
@@ -432,11 +489,15 @@ function track(task, key) {
   });
 }
 
-/** A time of day with seconds, in the page's language. */
+/**
+ * A time of day with seconds, in the page's language.
+ * @param {Date} date
+ */
 function clock(date) {
   return date.toLocaleTimeString(currentLang() === "zh" ? "zh-CN" : "en-GB", { hour: "2-digit", minute: "2-digit", second: "2-digit" });
 }
 
+/** @param {Entry} entry */
 function say(entry) {
   announce.textContent = t("status.announce", { id: entry.task.id, status: t(`status.${entry.task.status}`) });
 }
@@ -445,6 +506,7 @@ function aiMark() {
   return h("span", { className: "ai-mark", textContent: t("ai.mark") });
 }
 
+/** @param {GraphRow} task */
 function describe(task) {
   const parts = [];
   if (task.resolution) parts.push(task.resolution);
@@ -454,6 +516,7 @@ function describe(task) {
   return parts.join(" · ");
 }
 
+/** @param {GraphRow} task */
 function resultsOf(task) {
   if (task.status !== "SUCCEEDED") return null;
   if (task.model.kind === "IMAGE") {
@@ -495,12 +558,16 @@ function resultsOf(task) {
   );
 }
 
-/** Why a task failed, in the page's language (the service's own words below when they are not known). */
+/**
+ * Why a task failed, in the page's language (the service's own words below when they are not known).
+ * @param {GraphRow} task
+ */
 function failureNote(task) {
   const failure = taskFailure(task.error);
   return h("p", { className: "alert", dataset: { role: "failure" } }, t("task.error", { error: failure.text }), originalLine(failure.original));
 }
 
+/** @param {Entry} entry */
 function render(entry) {
   const { task } = entry;
   const money = [`${t("task.price")} ${yuan(task.price)}`];
@@ -557,7 +624,7 @@ onLangChange(() => {
 async function start() {
   try {
     const data = await gql(MODELS);
-    models = new Map(data.models.map((model) => [model.id, model]));
+    models = new Map(data.models.map((/** @type {GraphRow} */ model) => [model.id, model]));
   } catch (error) {
     showError(formError, error instanceof PageError ? error : new PageError({ code: "unknown", status: 0, message: "" }));
     return;

@@ -3,6 +3,8 @@
  * operation of each documented call, the shape of the data that comes back, and the spec's
  * snake_case REST body made from it (docs/api/cloud.md §2-6, docs/architecture.md §8).
  */
+import { yuanNumber } from "../../src/shared/money.js";
+
 const PRODUCT = `id category name description status stock requiredFields vendor { id } billingCycles { cycle months price { amount } }`;
 const ORDER = `id clientOrderNo quantity billingCycle metadata amount { amount } paymentStatus provisioningStatus status failureReason createdAt updatedAt
   product { id } customer { customerId contact } resource { id }`;
@@ -155,7 +157,7 @@ export interface CloudData {
   apiKey: { id: string; scopes: string[] };
 }
 
-const yuan = (money: { amount: string } | null | undefined) => (money ? Number(money.amount) : null);
+const yuan = (money: { amount: string } | null | undefined) => (money ? yuanNumber(money) : null);
 const lower = (value: string | null | undefined) => (value == null ? null : value.toLowerCase());
 
 /** REST shapes of docs/architecture.md §8. */

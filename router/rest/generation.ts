@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError, ERROR_CODES, invalidFieldError, type ErrorCode, type ErrorDetails } from "../../src/errors.ts";
 import { pageSize } from "../../src/pagination.ts";
+import { yuanNumber } from "../../src/shared/money.js";
 import type { Gateway } from "../graph/gateway.ts";
 import { bodyReadError, isJsonContentType, jsonTooDeep, parseJsonObject, readBody, tooDeepError } from "../http/body.ts";
 import { policyHeaders, runOperation, sha256Hex, toShimError, type CallContext, type ShimError } from "../graph/client.ts";
@@ -37,9 +38,6 @@ async function missingFieldError(kind: "video" | "image", input: GenerationInput
 // contract check reads them without loading the gateway).
 export { OPERATIONS };
 
-/** A decimal string from GraphQL Money as a JSON number (exact: at most three decimals). */
-const yuan = (money: { amount: string }): number => Number(money.amount);
-
 /** A task as the operations select it (TASK_FIELDS, ./generation-operations.ts). */
 interface TaskNode {
   id: string;
@@ -68,9 +66,9 @@ export function restTask(task: TaskNode): RestTask {
     result: task.result ?? null,
     images: task.images ?? null,
     error: task.error ?? null,
-    amount: yuan(task.charged),
-    price: yuan(task.price),
-    refunded: yuan(task.refunded),
+    amount: yuanNumber(task.charged),
+    price: yuanNumber(task.price),
+    refunded: yuanNumber(task.refunded),
     created_at: task.createdAt,
     updated_at: task.updatedAt,
   };
@@ -185,7 +183,7 @@ export function createGenerationShim(deps: GenerationShimDeps) {
         model_name: task.model.name,
         status: task.statusCode,
         status_name: task.statusName,
-        amount: yuan(task.price),
+        amount: yuanNumber(task.price),
       },
     });
   }
@@ -210,8 +208,8 @@ export function createGenerationShim(deps: GenerationShimDeps) {
     if (result.errors?.length) return sendGenerationError(call.res, toShimError(result.errors[0]!));
     const viewer = result.data!.viewer;
     const data: RestUsage = {
-      balance: yuan(viewer.balance),
-      spent: yuan(viewer.spent),
+      balance: yuanNumber(viewer.balance),
+      spent: yuanNumber(viewer.spent),
       billed_seconds: viewer.billedSeconds,
       billed_images: viewer.billedImages,
       tasks: viewer.tasks.nodes.map(restTask),

@@ -123,6 +123,20 @@ describe("/admin", () => {
     await page.context().close();
   });
 
+  it("shows the wallets, orders and webhook deliveries tables (the type check found that their module called an undefined $)", async () => {
+    const page = await signIn();
+    for (const [view, columns] of [
+      ["wallets", ["Account", "Customer", "Available", "Frozen", "Credit line", "Actions"]],
+      ["orders", ["Order", "Account", "Status", "Amount", "Payments and refunds", "Created"]],
+      ["deliveries", ["Delivery", "Event", "Status", "Attempts", "Actions"]],
+    ] as const) {
+      await page.locator(`[data-view="${view}"]`).click();
+      await page.locator(`#${view}-table thead th`).first().waitFor();
+      expect(await page.locator(`#${view}-table thead th`).allTextContents()).toEqual(columns);
+    }
+    await page.context().close();
+  });
+
   it("saves screenshots at desktop and phone width in both languages", async () => {
     for (const [name, viewport] of [
       ["desktop", DESKTOP],

@@ -1,6 +1,7 @@
 /**
  * The pages' serving rules (router/http/assets.ts, router/pages.ts): content negotiation of encodings and the CSP.
  */
+import fs from "node:fs";
 import { describe, expect, it } from "vitest";
 import { contentSecurityPolicy, pickEncoding } from "../../router/http/assets.ts";
 import { createPages } from "../../router/pages.ts";
@@ -34,5 +35,13 @@ describe("createPages", () => {
     const pages = createPages();
     expect(pages.assets.base).toMatch(/^\/assets\/[0-9a-f]{12}$/);
     expect(createPages().assets.base).toBe(pages.assets.base);
+  });
+
+  it("serves the server's own money and page-size modules to the pages, byte for byte", async () => {
+    const pages = createPages();
+    for (const name of ["money.js", "page-size.js"]) {
+      const served = await (await pages.assets.file(name)!).body("identity");
+      expect(served.equals(fs.readFileSync(new URL(`../../src/shared/${name}`, import.meta.url)))).toBe(true);
+    }
   });
 });
