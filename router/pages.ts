@@ -23,6 +23,8 @@ const ASSET_FILES = [
   "app.css",
   "common.js",
   "i18n.js",
+  "i18n-en.js",
+  "i18n-zh.js",
   "client.js",
   "test.js",
   "admin.js",
