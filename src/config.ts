@@ -1,6 +1,9 @@
 /**
  * Every setting, typed and validated once (docs/architecture.md §2). Read from an environment object so tests
  * and the CLI can pass their own.
+ *
+ * Longer than 400 lines on purpose: it is one table, the settings schema with the typed Config that
+ * mirrors it field by field and the one conversion between them, and reads best whole.
  */
 import path from "node:path";
 import { randomBytes } from "node:crypto";

@@ -3,6 +3,9 @@
  * `GET /openapi/v1/openapi.json`: the routes, their parameters and statuses (docs/api/cloud.md §2-7,
  * docs/architecture.md §4 and §8), with every body taken from its zod shape
  * (router/rest/shapes/cloud.ts). test/integration/openapi.test.ts validates real answers against it.
+ *
+ * Longer than 400 lines on purpose: it is one route table, one `operation(...)` per route of the
+ * cloud API (docs/api/cloud.md §2-7) over shared parameters and error responses, and reads best whole.
  */
 import type { RouteConfig } from "@asteasolutions/zod-to-openapi";
 import { PRODUCT_STATUSES, TRANSACTION_TYPES } from "../../src/cloud/states.ts";
