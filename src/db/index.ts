@@ -1,16 +1,18 @@
 /**
  * The knex instance (docs/architecture.md §2 storage): SQLite under DATA_DIR by default, PostgreSQL when
  * DATABASE_URL is `postgres://…`. The same migrations and queries run on both; what differs
- * between them lives here: connection set-up, unique-violation detection and work-queue claims.
+ * between them lives here (unique-violation detection, work-queue claims) and, for connection
+ * set-up, in sqlite.ts and postgres.ts.
  */
 import fs from "node:fs";
-import { createRequire } from "node:module";
-import path from "node:path";
-import knexFactory, { type Knex } from "knex";
-import type pg from "pg";
+import type { Knex } from "knex";
 import { ConfigError, type Config } from "../config.ts";
 import { migrationSource } from "./migrations/index.ts";
 import { MIGRATIONS_LOCK_TABLE, UnknownMigrationsError } from "./migration-status.ts";
+import { CONNECT_TIMEOUT_MS, openPostgres } from "./postgres.ts";
+import { openSqlite, sqliteFile } from "./sqlite.ts";
+
+export { CONNECT_TIMEOUT_MS, sqliteFile };
 
 export type Db = Knex;
 
@@ -23,56 +25,6 @@ export function isSqlite(db: Db | Knex.Transaction): boolean {
 export function isPostgresUrl(url: string | null | undefined): url is string {
   return typeof url === "string" && /^postgres(ql)?:\/\//i.test(url);
 }
-
-const PG_INT8 = 20;
-const PG_NUMERIC = 1700;
-
-/**
- * Type parsers of our PostgreSQL connections: `bigint` columns (money, counts) and `numeric`
- * results (`sum()` of a bigint) arrive as strings from pg; every value we store fits in a safe
- * integer (milli-yuan, bytes, counts), so they become numbers, as SQLite returns them.
- * pg is loaded only when PostgreSQL is used (SQLite processes start without it).
- */
-function pgTypes() {
-  const driver = createRequire(import.meta.url)("pg") as typeof pg;
-  const fallback = driver.types.getTypeParser as (oid: number, format?: "text" | "binary") => unknown;
-  return {
-    getTypeParser(oid: number, format?: "text" | "binary") {
-      if (oid === PG_INT8 || oid === PG_NUMERIC) return (value: string) => Number(value);
-      return fallback(oid, format);
-    },
-  };
-}
-
-/** What we use of a better-sqlite3 connection (the package ships no types). */
-interface SqliteConnection {
-  exec(sql: string): unknown;
-  prepare(sql: string): unknown;
-}
-
-/** How many distinct SQL texts keep their prepared statement per connection. */
-const STATEMENT_CACHE_SIZE = 500;
-
-/**
- * knex's better-sqlite3 client prepares (parses and plans) every query anew; this makes one
- * connection reuse the prepared statement of each distinct SQL text (least recently used first
- * out), so a hot query is planned once. SQLite re-prepares a statement itself after a schema change.
- */
-function reusePreparedStatements(conn: SqliteConnection): void {
-  const prepare = conn.prepare.bind(conn);
-  const cache = new Map<string, unknown>();
-  conn.prepare = (sql: string) => {
-    let statement = cache.get(sql);
-    if (statement) cache.delete(sql);
-    else statement = prepare(sql);
-    cache.set(sql, statement);
-    if (cache.size > STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
-    return statement;
-  };
-}
-
-/** The SQLite page cache of the one connection, in KiB (`PRAGMA cache_size = -N`). */
-const SQLITE_PAGE_CACHE_KIB = 65_536;
 
 /**
  * Opens the database.
@@ -93,12 +45,7 @@ const SQLITE_PAGE_CACHE_KIB = 65_536;
 export function openDb(config: Pick<Config, "databaseUrl" | "dataDir">): Db {
   const description = describeDatabase(config);
   if (isPostgresUrl(config.databaseUrl)) {
-    const db = knexFactory({
-      client: "pg",
-      connection: { connectionString: config.databaseUrl, types: pgTypes(), connectionTimeoutMillis: CONNECT_TIMEOUT_MS } as Knex.PgConnectionConfig,
-      pool: { min: 0, max: 10 },
-      log: knexLog,
-    });
+    const db = openPostgres(config.databaseUrl, knexLog);
     descriptions.set(db, { text: description, variable: "DATABASE_URL" });
     return db;
   }
@@ -108,41 +55,10 @@ export function openDb(config: Pick<Config, "databaseUrl" | "dataDir">): Db {
     throw new DatabaseUnavailableError(`database: cannot open ${description} (DATA_DIR): ${reasonOf(error)}`);
   }
   const filename = sqliteFile(config);
-  const db = knexFactory({
-    client: "better-sqlite3",
-    connection: { filename },
-    useNullAsDefault: true,
-    log: knexLog,
-    pool: {
-      min: 1,
-      max: 1,
-      afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: unknown) => void) {
-        try {
-          // A 64 MiB page cache (SQLite's default is 2 MiB): with one connection, an
-          // index search that misses it reads its pages through the OS again (bench/README.md "growth").
-          conn.exec(
-            `PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -${SQLITE_PAGE_CACHE_KIB};`,
-          );
-          reusePreparedStatements(conn);
-          done(null, conn);
-        } catch (error) {
-          done(error as Error, conn);
-        }
-      },
-    },
-  });
-  takeTurnsInProcess(db, filename);
+  const db = openSqlite(filename, knexLog);
   descriptions.set(db, { text: description, variable: "DATA_DIR" });
   return db;
 }
-
-/** The SQLite file of a configuration: `switchyard.db` in `DATA_DIR`, absolute. */
-export function sqliteFile(config: Pick<Config, "dataDir">): string {
-  return path.resolve(config.dataDir, "switchyard.db");
-}
-
-/** How long opening one PostgreSQL connection may take (a server that does not answer fails then). */
-export const CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * knex's own messages go to stderr, never among the JSON log lines on stdout. Its warning about
@@ -229,68 +145,6 @@ export async function checkDatabase(db: Db): Promise<void> {
     const what = known ? `${known.text} (${known.variable})` : "the database";
     throw new DatabaseUnavailableError(`database: cannot ${isSqlite(db) ? "open" : "connect to"} ${what}: ${reasonOf(error)}`);
   }
-}
-
-/** A FIFO lock: one holder, the others wait their turn without blocking the thread. */
-class TurnLock {
-  private held = false;
-  private readonly waiting: (() => void)[] = [];
-  async acquire(): Promise<void> {
-    if (!this.held) {
-      this.held = true;
-      return;
-    }
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
-  }
-  release(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.held = false;
-  }
-}
-
-/** One lock per SQLite file in this process. */
-const fileLocks = new Map<string, TurnLock>();
-
-/**
- * Several Db instances of one process on the same SQLite file (a tool or test opening a second
- * one, as another process would) take turns holding their connection, each for one query or one
- * transaction. better-sqlite3 waits for SQLite's lock on the calling thread: a second connection
- * waiting for the first's open transaction would stop the very event loop that transaction needs
- * to finish (and fail after the busy timeout); taking turns makes that wait asynchronous.
- *
- * Each turn also starts on a fresh turn of the event loop (setImmediate). better-sqlite3 answers
- * within the same microtask chain, so without it a loop that runs one query or transaction after
- * another (the poller settling a batch of 100 tasks against the in-process simulator) never lets
- * the event loop read a socket until it is done: measured, the event loop stalled 200-750 ms
- * every second under submissions, and requests waited seconds. sqlite3 yielded on every query
- * (its thread pool); this yields once per query or transaction, for about a microsecond.
- */
-function takeTurnsInProcess(db: Db, filename: string): void {
-  let lock = fileLocks.get(filename);
-  if (!lock) {
-    lock = new TurnLock();
-    fileLocks.set(filename, lock);
-  }
-  const turn = lock;
-  const client = db.client as { acquireConnection(): Promise<unknown>; releaseConnection(connection: unknown): Promise<void> };
-  const acquire = client.acquireConnection.bind(client);
-  const release = client.releaseConnection.bind(client);
-  client.acquireConnection = async () => {
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    await turn.acquire();
-    try {
-      return await acquire();
-    } catch (error) {
-      turn.release();
-      throw error;
-    }
-  };
-  client.releaseConnection = (connection) => {
-    const released = release(connection);
-    turn.release();
-    return released;
-  };
 }
 
 /**
