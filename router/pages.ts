@@ -22,6 +22,7 @@ const DIR = new URL("./pages/", import.meta.url);
 const ASSET_FILES = [
   "app.css",
   "common.js",
+  "live.js",
   "i18n.js",
   "i18n-en.js",
   "i18n-zh.js",

@@ -2,23 +2,8 @@
 // /client: the customer's balance page. The key is sent with each GraphQL request and kept in the
 // page (sessionStorage only when "remember in this tab" is ticked). While an account is shown, a
 // graphql-ws subscription to the key's own task changes (`tasks`) refreshes it live.
-import {
-  $,
-  PageError,
-  gql,
-  h,
-  initLang,
-  onLangChange,
-  originalLine,
-  safeUrls,
-  setupKeyField,
-  showError,
-  subscribe,
-  t,
-  taskFailure,
-  when,
-  yuan,
-} from "./common.js";
+import { $, PageError, gql, h, initLang, onLangChange, originalLine, safeUrls, setupKeyField, showError, t, taskFailure, when, yuan } from "./common.js";
+import { subscribe } from "./live.js";
 import { amountMilli } from "./money.js";
 import { DEFAULT_PAGE_SIZE } from "./page-size.js";
 import { createUsageChart } from "./usage-chart.js";

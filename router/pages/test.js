@@ -3,23 +3,8 @@
 // preview is the server's own `quote`, a submission is the user's GraphQL mutation with their key,
 // and each task's status comes live over graphql-ws (`taskStatusChanged`, every task on the page's
 // one WebSocket), or every 3 s from `task(id)` while that socket is down.
-import {
-  $,
-  PageError,
-  currentLang,
-  gql,
-  h,
-  initLang,
-  onLangChange,
-  originalLine,
-  safeUrls,
-  setupKeyField,
-  showError,
-  subscribe,
-  t,
-  taskFailure,
-  yuan,
-} from "./common.js";
+import { $, PageError, currentLang, gql, h, initLang, onLangChange, originalLine, safeUrls, setupKeyField, showError, t, taskFailure, yuan } from "./common.js";
+import { subscribe } from "./live.js";
 
 const MODEL_FIELDS = `id name kind sizes resolutions durations { resolution seconds } defaultSeconds maxCount available
   references { kinds frames maxImages maxAudios maxVideos maxTotal audioNeedsVisual }`;
