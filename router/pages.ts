@@ -28,6 +28,7 @@ const ASSET_FILES = [
   "i18n-zh.js",
   "client.js",
   "test.js",
+  "test-tasks.js",
   "admin.js",
   "admin-forms.js",
   "admin-wallets.js",
