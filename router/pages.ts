@@ -31,6 +31,7 @@ const ASSET_FILES = [
   "test-tasks.js",
   "admin.js",
   "admin-forms.js",
+  "admin-keys.js",
   "admin-wallets.js",
   "admin-channels.js",
   "admin-audit.js",

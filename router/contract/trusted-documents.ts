@@ -14,7 +14,7 @@
  * shorthand query; `{n}`, a translation's placeholder, is not). A template's `${NAME}` parts are resolved when NAME is a
  * module-level `const` of that file holding a literal (TASK_FIELDS, ENTRY); a document with any
  * other dynamic part cannot be known ahead and fails the generation, naming the file and line:
- * write such a document out in full (router/pages/admin.js's top-ups are). The id of each document
+ * write such a document out in full (router/pages/admin-keys.js's top-ups are). The id of each document
  * is the lowercase hex SHA-256 of its exact text, the text the client sends.
  *
  * Reads the TypeScript compiler's parser (a development dependency: `compose` is a development

@@ -22,8 +22,9 @@ import { amountMilli, readYuan, signedYuanLabel } from "./money.js";
 /**
  * What the view modules use of the console (admin.js makes it): `run` a document with the
  * operator's credentials, whether the role `can` use a field (`Mutation.adminTopUpAccount`),
- * `write` through the dialog then refresh, show a failure or a ledger entry.
- * @typedef {{ run(query: string, variables?: Record<string, unknown>): Promise<any>, can(field: string): boolean,
+ * the signed-in `role` (null when signed out), `write` through the dialog then refresh, show a
+ * failure or a ledger entry.
+ * @typedef {{ run(query: string, variables?: Record<string, unknown>): Promise<any>, can(field: string): boolean, role(): string | null,
  *   write(spec: DialogSpec): Promise<any>, fail(error: { message?: string, code?: string } | null): void,
  *   showEntry(entry: GraphRow | null): void }} ConsoleContext
  */

@@ -6,31 +6,13 @@
 // GraphQL on the router's /graphql. The page shows only the views and buttons the operator's
 // role may use (`adminMe { allowedFields }`); the server refuses the rest anyway. Every write is a
 // form in a dialog that states what will change and what it costs before it runs.
-import { $, gql, h, initLang, onLangChange, t, when, yuan } from "./common.js";
-import {
-  button,
-  cell,
-  code,
-  fmt,
-  labelCells,
-  listOf,
-  checkedMilli,
-  failureOf,
-  moneyMilli,
-  openDialog,
-  optionalYuan,
-  positiveYuan,
-  rateCheck,
-  table,
-  word,
-} from "./admin-forms.js";
+import { $, gql, initLang, onLangChange, t, when, yuan } from "./common.js";
+import { code, failureOf, openDialog, word } from "./admin-forms.js";
 import { loadChannels, setUpChannelForm } from "./admin-channels.js";
+import { createKey, loadKeys } from "./admin-keys.js";
 import { loadAudit } from "./admin-audit.js";
 import { loadOperators, setUpOperators } from "./admin-operators.js";
 import { loadDeliveries, loadOrders, loadWallets } from "./admin-wallets.js";
-
-/** The fields of a ledger entry a money write answers (a module-level constant: the trusted-documents manifest resolves it). */
-const ENTRY = "id accountId customerId keyId kind amount { amount } balanceAfter { amount } orderId reason createdAt";
 
 /** @typedef {import("./admin-forms.js").GraphRow} GraphRow */
 /** @typedef {import("./admin-forms.js").DialogSpec} DialogSpec */
@@ -44,10 +26,7 @@ let auth = null;
 let view = "overview";
 /** @type {ReturnType<typeof setInterval> | undefined} */
 let pollTimer;
-/** @type {string | null} */
-let keysAfter = null;
 
-const KEY = "id name accountId status scopes allowedIps rateLimit callbackUrl balance { amount } spent { amount } taskCount createdAt";
 const IDENTITY = "role actor operatorId via allowedFields";
 
 const run = (/** @type {string} */ query, /** @type {Record<string, unknown>} */ variables = {}) =>
@@ -81,151 +60,8 @@ async function write(spec) {
   return result;
 }
 
-/** What the view modules (admin-wallets.js, admin-channels.js, admin-audit.js, admin-operators.js) use of the console. */
-const ctx = { run, can, write, fail, showEntry };
-
-// -- API keys ------------------------------------------------------------------------------------
-
-/** @param {GraphRow} k */
-function topUpKeyDialog(k) {
-  return write({
-    title: t("admin.topupTitle", { id: k.id }),
-    fields: [{ name: "amount", label: t("admin.topupAmount"), inputmode: "decimal", check: positiveYuan }],
-    summary: ({ amount }) =>
-      t("admin.topupSummary", {
-        id: k.id,
-        amount: fmt(checkedMilli(amount)),
-        before: fmt(moneyMilli(k.balance)),
-        after: fmt(moneyMilli(k.balance) + checkedMilli(amount)),
-      }),
-    submit: async ({ amount }) => {
-      const data = await run(`mutation($input: AdminTopUpAccountInput!) { adminTopUpAccount(input: $input) { ledgerEntry { ${ENTRY} } } }`, {
-        input: { keyId: k.id, amount },
-      });
-      showEntry(data.adminTopUpAccount.ledgerEntry);
-      return data;
-    },
-  });
-}
-
-/** @param {GraphRow} k */
-function keyStatusDialog(k) {
-  const status = k.status === "ACTIVE" ? "DISABLED" : "ACTIVE";
-  return write({
-    title: t(status === "DISABLED" ? "admin.disableTitle" : "admin.enableTitle", { id: k.id }),
-    summary: () => t(status === "DISABLED" ? "admin.disableKeySummary" : "admin.enableKeySummary", { id: k.id, name: k.name }),
-    submit: async () => {
-      showEntry(null);
-      return run(`mutation($input: AdminSetApiKeyStatusInput!) { adminSetApiKeyStatus(input: $input) { apiKey { id status } } }`, {
-        input: { keyId: k.id, status },
-      });
-    },
-  });
-}
-
-/** @param {GraphRow} k */
-function keySettingsDialog(k) {
-  return write({
-    title: t("admin.settingsTitle", { id: k.id }),
-    fields: [
-      { name: "scopes", label: t("admin.scopesPrompt"), value: k.scopes.join(", ") },
-      { name: "ips", label: t("admin.ipsPrompt"), value: (k.allowedIps ?? []).join(", ") },
-      { name: "rate", label: t("admin.ratePrompt"), value: k.rateLimit == null ? "" : String(k.rateLimit), inputmode: "numeric", check: rateCheck },
-    ],
-    summary: ({ scopes, ips, rate }) =>
-      t("admin.settingsSummary", {
-        id: k.id,
-        scopes: listOf(scopes).join(", ") || t("admin.everyScope"),
-        ips: listOf(ips).join(", ") || t("admin.any"),
-        rate: rate === "" ? t("admin.unlimited") : rate,
-      }),
-    submit: async ({ scopes, ips, rate }) => {
-      showEntry(null);
-      const input = { keyId: k.id, scopes: listOf(scopes), allowedIps: listOf(ips).length ? listOf(ips) : null, rateLimit: rate === "" ? null : Number(rate) };
-      return run(`mutation($input: AdminUpdateApiKeyInput!) { adminUpdateApiKey(input: $input) { apiKey { id } } }`, { input });
-    },
-  });
-}
-
-/** @param {GraphRow} k */
-function keyActions(k) {
-  // Support may disable a key, not enable one (README "Operator roles").
-  const mayToggle = can("Mutation.adminSetApiKeyStatus") && (auth?.role !== "SUPPORT" || k.status === "ACTIVE");
-  return [
-    can("Mutation.adminTopUpAccount") ? button("admin.topup", () => topUpKeyDialog(k)) : null,
-    mayToggle ? button(k.status === "ACTIVE" ? "admin.disable" : "admin.enable", () => keyStatusDialog(k)) : null,
-    can("Mutation.adminUpdateApiKey") ? button("admin.settings", () => keySettingsDialog(k)) : null,
-  ];
-}
-
-async function loadKeys(append = false) {
-  $("key-create", HTMLFormElement).hidden = !can("Mutation.adminCreateApiKey");
-  const data = await run(
-    `query($search: String, $after: String) { adminApiKeys(search: $search, after: $after) { totalCount pageInfo { hasNextPage endCursor } nodes { ${KEY} } } }`,
-    { search: $("key-query", HTMLInputElement).value.trim() || null, after: append ? keysAfter : null },
-  );
-  const conn = data.adminApiKeys;
-  keysAfter = conn.pageInfo.endCursor;
-  $("keys-more", HTMLButtonElement).hidden = !conn.pageInfo.hasNextPage;
-  const headers = [
-    "admin.col.key",
-    "admin.col.account",
-    "admin.col.status",
-    "admin.col.balance",
-    "admin.col.scopes",
-    "admin.col.ips",
-    "admin.col.rate",
-    "admin.col.actions",
-  ];
-  const rows = conn.nodes.map((/** @type {GraphRow} */ k) =>
-    h(
-      "tr",
-      { dataset: { key: k.id } },
-      cell(code(k.id), h("br"), k.name),
-      cell(code(k.accountId)),
-      cell(h("span", { className: "key-status", textContent: word("status", k.status) })),
-      cell(h("span", { className: "key-balance", textContent: yuan(k.balance) })),
-      cell(k.scopes.join(", ") || t("admin.everyScope")),
-      cell(k.allowedIps ? k.allowedIps.join(", ") : t("admin.any")),
-      cell(k.rateLimit == null ? t("admin.unlimited") : String(k.rateLimit)),
-      cell(...keyActions(k)),
-    ),
-  );
-  const body = $("keys-table", HTMLTableElement).tBodies[0];
-  if (append && body) {
-    const labels = headers.map((key) => t(key));
-    labelCells(rows, labels);
-    body.append(...rows);
-  } else table($("keys-table", HTMLTableElement), headers, rows);
-}
-
-/** @param {SubmitEvent} event */
-async function createKey(event) {
-  event.preventDefault();
-  const name = $("new-name", HTMLInputElement).value.trim();
-  const balance = $("new-balance", HTMLInputElement).value.trim();
-  if (!name || optionalYuan(balance)) {
-    fail({ message: !name ? t("admin.nameNeeded") : t("admin.badAmount") });
-    return;
-  }
-  const created = await write({
-    title: t("admin.createTitle"),
-    summary: () =>
-      t(balance && checkedMilli(balance) > 0 ? "admin.createSummaryMoney" : "admin.createSummary", { name, amount: balance ? fmt(checkedMilli(balance)) : "" }),
-    submit: () =>
-      run(`mutation($input: AdminCreateApiKeyInput!) { adminCreateApiKey(input: $input) { key id ledgerEntry { ${ENTRY} } } }`, {
-        input: { name, balance: balance || null },
-      }),
-  });
-  if (!created) return;
-  const c = created.adminCreateApiKey;
-  showEntry(c.ledgerEntry);
-  const secret = $("new-secret");
-  secret.hidden = false;
-  secret.replaceChildren(h("strong", { textContent: t("admin.secretOnce") }), " ", h("code", { id: "new-key", textContent: c.key }), ` (${c.id})`);
-  $("new-name", HTMLInputElement).value = "";
-  $("new-balance", HTMLInputElement).value = "";
-}
+/** What the view modules (admin-keys.js, admin-wallets.js, admin-channels.js, admin-audit.js, admin-operators.js) use of the console. */
+const ctx = { run, can, role: () => auth?.role ?? null, write, fail, showEntry };
 
 // -- Overview ------------------------------------------------------------------------------------
 
@@ -281,7 +117,7 @@ async function loadOverview() {
  */
 const VIEWS = {
   overview: ["Query.adminOverview", loadOverview],
-  keys: ["Query.adminApiKeys", () => loadKeys()],
+  keys: ["Query.adminApiKeys", () => loadKeys(ctx)],
   wallets: ["Query.adminCustomerWallets", () => loadWallets(ctx)],
   orders: ["Query.adminOrders", () => loadOrders(ctx)],
   deliveries: ["Query.adminWebhookDeliveries", () => loadDeliveries(ctx)],
@@ -398,8 +234,8 @@ $("key-search", HTMLFormElement).addEventListener("submit", (event) => {
   event.preventDefault();
   refresh();
 });
-$("keys-more", HTMLButtonElement).addEventListener("click", () => loadKeys(true).catch(fail));
-$("key-create", HTMLFormElement).addEventListener("submit", createKey);
+$("keys-more", HTMLButtonElement).addEventListener("click", () => loadKeys(ctx, true).catch(fail));
+$("key-create", HTMLFormElement).addEventListener("submit", (event) => createKey(ctx, event));
 $("audit-filter", HTMLFormElement).addEventListener("submit", (event) => {
   event.preventDefault();
   refresh();
