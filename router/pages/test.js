@@ -1,7 +1,7 @@
 // @ts-check
 // /test: the test bench. The form is built from the server's catalog (GraphQL `models`), the price
 // preview is the server's own `quote`, and a submission is the user's GraphQL mutation with their
-// key; the submitted tasks are followed live by test-tasks.js.
+// key; test-tasks.js follows each submitted task live (`taskStatusChanged` over graphql-ws).
 import { $, PageError, currentLang, gql, h, initLang, onLangChange, originalLine, setupKeyField, showError, t, yuan } from "./common.js";
 import { SUBMIT_IMAGE, SUBMIT_VIDEO, renderTasks, track } from "./test-tasks.js";
 
