@@ -29,6 +29,7 @@ const ASSET_FILES = [
   "client.js",
   "test.js",
   "test-tasks.js",
+  "test-price.js",
   "admin.js",
   "admin-forms.js",
   "admin-keys.js",

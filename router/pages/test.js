@@ -3,13 +3,12 @@
 // preview is the server's own `quote`, and a submission is the user's GraphQL mutation with their
 // key; test-tasks.js follows each submitted task live (`taskStatusChanged` over graphql-ws).
 import { $, PageError, currentLang, gql, h, initLang, onLangChange, originalLine, setupKeyField, showError, t, yuan } from "./common.js";
+import { showQuote } from "./test-price.js";
 import { SUBMIT_IMAGE, SUBMIT_VIDEO, renderTasks, track } from "./test-tasks.js";
 
 const MODEL_FIELDS = `id name kind sizes resolutions durations { resolution seconds } defaultSeconds maxCount available
   references { kinds frames maxImages maxAudios maxVideos maxTotal audioNeedsVisual }`;
 const MODELS = `query PageModels { models { ${MODEL_FIELDS} } }`;
-const QUOTE = `query PageQuote($id: Int!, $seconds: Int, $resolution: String, $count: Int) {
-  model(id: $id) { quote(seconds: $seconds, resolution: $resolution, count: $count) { amount } } }`;
 const BALANCE = `query PageBalance { viewer { balance { amount } } }`;
 
 const form = $("form", HTMLFormElement);
@@ -19,7 +18,6 @@ const resolutionSelect = $("resolution", HTMLSelectElement);
 const secondsSelect = $("seconds", HTMLSelectElement);
 const sizeSelect = $("size", HTMLSelectElement);
 const countSelect = $("count", HTMLSelectElement);
-const priceOutput = $("price");
 const generateButton = $("generate", HTMLButtonElement);
 const formError = $("form-error");
 const announce = $("announce");
@@ -140,35 +138,12 @@ function renderForm() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The price preview: the server's quote for exactly these values
+// The price preview (test-price.js) follows the form
 
-let quoteSeq = 0;
-
-async function updatePrice() {
+/** Shows the server's quote for the form's current values. */
+function updatePrice() {
   const model = currentModel();
-  if (!model) return;
-  const seq = ++quoteSeq;
-  const video = model.kind === "VIDEO";
-  /** @type {{ id: number, resolution: string, count: number, seconds?: number }} */
-  const variables = { id: model.id, resolution: resolutionSelect.value, count: Number(countSelect.value) };
-  if (video) variables.seconds = Number(secondsSelect.value);
-  priceOutput.setAttribute("aria-busy", "true");
-  $("price-note").textContent = "";
-  try {
-    const data = await gql(QUOTE, variables);
-    if (seq !== quoteSeq) return;
-    const quote = data.model?.quote;
-    priceOutput.textContent = quote ? yuan(quote) : "—";
-    priceOutput.dataset.amount = quote?.amount ?? "";
-    $("price-note").textContent = quote ? t(video ? "price.video" : "price.image") : t("price.invalid");
-  } catch (error) {
-    if (seq !== quoteSeq) return;
-    priceOutput.textContent = "—";
-    priceOutput.dataset.amount = "";
-    $("price-note").textContent = error instanceof PageError ? error.text : "";
-  } finally {
-    if (seq === quoteSeq) priceOutput.removeAttribute("aria-busy");
-  }
+  if (model) showQuote(model, { resolution: resolutionSelect.value, count: Number(countSelect.value), seconds: Number(secondsSelect.value) });
 }
 
 modelSelect.addEventListener("change", () => {
