@@ -211,7 +211,10 @@ describe("serving the pages", () => {
     const jsResponse = await fetch(`${t.url}${js}`, { headers: { "accept-encoding": "gzip" } });
     expect(jsResponse.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
     expect(jsResponse.headers.get("content-encoding")).toBe("gzip");
-    expect(await jsResponse.text()).toContain("taskStatusChanged");
+    // The page script imports its task list, which follows tasks over taskStatusChanged.
+    expect(await jsResponse.text()).toContain("./test-tasks.js");
+    const tasksJs = html.match(/href="(\/assets\/[0-9a-f]+\/test-tasks\.js)"/)![1]!;
+    expect(await (await fetch(`${t.url}${tasksJs}`)).text()).toMatch(/subscription[^`]*taskStatusChanged/);
     const stale = await fetch(`${t.url}/assets/0000000000/app.css`);
     expect([stale.status, stale.headers.get("cache-control")]).toEqual([200, "no-cache"]);
     for (const path of ["/assets/0000000000/nope.js", "/assets/0000000000/..%2Fpages.ts", "/assets/0000000000/client.html"]) {
