@@ -4,7 +4,7 @@
  * results. Ark's error body `{"error": {"code", "message", "param", "type"}}`: 401
  * `AuthenticationError`, 429 `RateLimitExceeded` with `Retry-After`, 500 `InternalServiceError`.
  */
-import { sendJson, startFakeServer, type FakeProvider } from "./base.ts";
+import { sendJson, startFakeServer, type FakeProvider, fakeProviderOf } from "./base.ts";
 
 const error = (code: string, message: string, type: string) => ({ error: { code, message, param: "", type } });
 const RATE = error("RateLimitExceeded", "The request has exceeded the rate limit. Please try again later.", "TooManyRequests");
@@ -86,26 +86,10 @@ export async function startFakeArk(): Promise<FakeProvider> {
       return false;
     },
   });
-  return {
+  return fakeProviderOf(server, {
     type: "ark",
-    url: server.url,
     credentials: { apiKey },
     wrongCredentials: { apiKey: "ark-wrong-0123456789abcdef" },
-    requests: server.requests,
-    tasks: server.tasks,
-    content: server.content,
-    next: (answer) => server.ctx.setNext(answer),
-    rateLimitPolls: (seconds) => {
-      server.ctx.pollRetryAfter = seconds;
-    },
-    settle(id, outcome) {
-      const task = server.tasks.get(id)!;
-      if (outcome === "running") task.state = "running";
-      else if (outcome === "succeeded") task.state = "succeeded";
-      else Object.assign(task, { state: "failed", error: outcome.failed });
-    },
-    lastTaskId: () => [...server.tasks.keys()].at(-1)!,
-    waitForRequests: server.waitForRequests,
-    close: server.close,
-  };
+    states: { running: "running", succeeded: "succeeded", failed: "failed" },
+  });
 }

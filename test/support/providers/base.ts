@@ -179,3 +179,42 @@ export async function startFakeServer(parts: FakeServerParts): Promise<{
     },
   };
 }
+
+/** The provider's own state words that {@link FakeProvider.settle} moves a task to. */
+export interface FakeStates {
+  running: string;
+  succeeded: string;
+  failed: string;
+}
+
+/**
+ * The uniform handle over a started fake server (every type's fake returns one): the type's own
+ * credentials and state words over the shared recording, scripting and settling.
+ */
+export function fakeProviderOf(
+  server: Awaited<ReturnType<typeof startFakeServer>>,
+  own: { type: string; credentials: Record<string, string>; wrongCredentials: Record<string, string>; states: FakeStates },
+): FakeProvider {
+  return {
+    type: own.type,
+    url: server.url,
+    credentials: own.credentials,
+    wrongCredentials: own.wrongCredentials,
+    requests: server.requests,
+    tasks: server.tasks,
+    content: server.content,
+    next: (answer) => server.ctx.setNext(answer),
+    rateLimitPolls: (seconds) => {
+      server.ctx.pollRetryAfter = seconds;
+    },
+    settle(id, outcome) {
+      const task = server.tasks.get(id)!;
+      if (outcome === "running") task.state = own.states.running;
+      else if (outcome === "succeeded") task.state = own.states.succeeded;
+      else Object.assign(task, { state: own.states.failed, error: outcome.failed });
+    },
+    lastTaskId: () => [...server.tasks.keys()].at(-1)!,
+    waitForRequests: server.waitForRequests,
+    close: server.close,
+  };
+}

@@ -6,7 +6,7 @@
  * task list, and a CDN path for results. DashScope's error body `{request_id, code, message}`:
  * 401 `InvalidApiKey`, 429 `Throttling.RateQuota` with `Retry-After`, 500 `InternalError`.
  */
-import { sendJson, startFakeServer, type FakeProvider } from "./base.ts";
+import { sendJson, startFakeServer, type FakeProvider, fakeProviderOf } from "./base.ts";
 
 const requestId = () => `${Math.random().toString(16).slice(2, 10)}-0000-0000-0000-000000000000`;
 const error = (code: string, message: string) => ({ request_id: requestId(), code, message });
@@ -99,26 +99,10 @@ export async function startFakeDashScope(): Promise<FakeProvider> {
       return false;
     },
   });
-  return {
+  return fakeProviderOf(server, {
     type: "dashscope",
-    url: server.url,
     credentials: { apiKey },
     wrongCredentials: { apiKey: "sk-wrong0123456789abcdef" },
-    requests: server.requests,
-    tasks: server.tasks,
-    content: server.content,
-    next: (answer) => server.ctx.setNext(answer),
-    rateLimitPolls: (seconds) => {
-      server.ctx.pollRetryAfter = seconds;
-    },
-    settle(id, outcome) {
-      const task = server.tasks.get(id)!;
-      if (outcome === "running") task.state = "RUNNING";
-      else if (outcome === "succeeded") task.state = "SUCCEEDED";
-      else Object.assign(task, { state: "FAILED", error: outcome.failed });
-    },
-    lastTaskId: () => [...server.tasks.keys()].at(-1)!,
-    waitForRequests: server.waitForRequests,
-    close: server.close,
-  };
+    states: { running: "RUNNING", succeeded: "SUCCEEDED", failed: "FAILED" },
+  });
 }

@@ -8,7 +8,7 @@
  * header, 500 `INTERNAL`. `settle(…, "running")` leaves the operation not done (Veo has no other
  * open state).
  */
-import { sendJson, startFakeServer, type FakeProvider } from "./base.ts";
+import { sendJson, startFakeServer, type FakeProvider, fakeProviderOf } from "./base.ts";
 
 const error = (code: number, status: string, message: string, details: unknown[] = []) => ({ error: { code, message, status, details } });
 const exhausted = (seconds: number) =>
@@ -100,26 +100,10 @@ export async function startFakeVeo(): Promise<FakeProvider> {
       return false;
     },
   });
-  return {
+  return fakeProviderOf(server, {
     type: "gemini-veo",
-    url: server.url,
     credentials: { apiKey },
     wrongCredentials: { apiKey: "AIzaWrongKey0123456789" },
-    requests: server.requests,
-    tasks: server.tasks,
-    content: server.content,
-    next: (answer) => server.ctx.setNext(answer),
-    rateLimitPolls: (seconds) => {
-      server.ctx.pollRetryAfter = seconds;
-    },
-    settle(id, outcome) {
-      const task = server.tasks.get(id)!;
-      if (outcome === "running") task.state = "running";
-      else if (outcome === "succeeded") task.state = "succeeded";
-      else Object.assign(task, { state: "failed", error: outcome.failed });
-    },
-    lastTaskId: () => [...server.tasks.keys()].at(-1)!,
-    waitForRequests: server.waitForRequests,
-    close: server.close,
-  };
+    states: { running: "running", succeeded: "succeeded", failed: "failed" },
+  });
 }

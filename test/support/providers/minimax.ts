@@ -7,7 +7,7 @@
  * also carries `Retry-After` (MiniMax documents none; a gateway in front may add one), so the
  * contract suite checks the adapter keeps it when there is one.
  */
-import { sendJson, startFakeServer, type FakeProvider } from "./base.ts";
+import { sendJson, startFakeServer, type FakeProvider, fakeProviderOf } from "./base.ts";
 
 const base = (status_code: number, status_msg: string) => ({ base_resp: { status_code, status_msg } });
 
@@ -101,26 +101,10 @@ export async function startFakeMiniMax(): Promise<FakeProvider> {
       return false;
     },
   });
-  return {
+  return fakeProviderOf(server, {
     type: "minimax",
-    url: server.url,
     credentials: { apiKey },
     wrongCredentials: { apiKey: "eyJhbGciOiJSUzI1NiJ9.wrong0123456789" },
-    requests: server.requests,
-    tasks: server.tasks,
-    content: server.content,
-    next: (answer) => server.ctx.setNext(answer),
-    rateLimitPolls: (seconds) => {
-      server.ctx.pollRetryAfter = seconds;
-    },
-    settle(id, outcome) {
-      const task = server.tasks.get(id)!;
-      if (outcome === "running") task.state = "Processing";
-      else if (outcome === "succeeded") task.state = "Success";
-      else Object.assign(task, { state: "Fail", error: outcome.failed });
-    },
-    lastTaskId: () => [...server.tasks.keys()].at(-1)!,
-    waitForRequests: server.waitForRequests,
-    close: server.close,
-  };
+    states: { running: "Processing", succeeded: "Success", failed: "Fail" },
+  });
 }

@@ -5,7 +5,7 @@
  * `{"error": {"message", "type", "param", "code"}}`: 401 `invalid_api_key` (echoing the key it
  * was given, as OpenAI does), 429 `rate_limit_exceeded` with `Retry-After`, 500 `server_error`.
  */
-import { sendJson, startFakeServer, type FakeProvider } from "./base.ts";
+import { sendJson, startFakeServer, type FakeProvider, fakeProviderOf } from "./base.ts";
 
 const error = (message: string, type: string, code: string | null) => ({ error: { message, type, param: null, code } });
 
@@ -102,26 +102,10 @@ export async function startFakeOpenAi(): Promise<FakeProvider> {
       return false;
     },
   });
-  return {
+  return fakeProviderOf(server, {
     type: "openai-compatible",
-    url: server.url,
     credentials: { apiKey },
     wrongCredentials: { apiKey: "sk-wrong-0123456789abcdef" },
-    requests: server.requests,
-    tasks: server.tasks,
-    content: server.content,
-    next: (answer) => server.ctx.setNext(answer),
-    rateLimitPolls: (seconds) => {
-      server.ctx.pollRetryAfter = seconds;
-    },
-    settle(id, outcome) {
-      const task = server.tasks.get(id)!;
-      if (outcome === "running") task.state = "in_progress";
-      else if (outcome === "succeeded") task.state = "completed";
-      else Object.assign(task, { state: "failed", error: outcome.failed });
-    },
-    lastTaskId: () => [...server.tasks.keys()].at(-1)!,
-    waitForRequests: server.waitForRequests,
-    close: server.close,
-  };
+    states: { running: "in_progress", succeeded: "completed", failed: "failed" },
+  });
 }

@@ -7,7 +7,7 @@
  * `Retry-After`, 5xx. (test/support/fake-upstream.ts is the older, more scriptable fake of the
  * same protocol, used by the channel and recovery tests.)
  */
-import { sendJson, startFakeServer, type FakeProvider } from "./base.ts";
+import { sendJson, startFakeServer, type FakeProvider, fakeProviderOf } from "./base.ts";
 
 /** The spec's status code of each state word the contract suite uses. */
 const CODES: Record<string, number> = { queued: 0, running: 3, succeeded: 1, failed: 2 };
@@ -79,26 +79,10 @@ export async function startFakeSwitchyard(): Promise<FakeProvider> {
       return false;
     },
   });
-  return {
+  return fakeProviderOf(server, {
     type: "switchyard",
-    url: server.url,
     credentials: { apiKey },
     wrongCredentials: { apiKey: "sy_wrong_0123456789abcdef" },
-    requests: server.requests,
-    tasks: server.tasks,
-    content: server.content,
-    next: (answer) => server.ctx.setNext(answer),
-    rateLimitPolls: (seconds) => {
-      server.ctx.pollRetryAfter = seconds;
-    },
-    settle(id, outcome) {
-      const task = server.tasks.get(id)!;
-      if (outcome === "running") task.state = "running";
-      else if (outcome === "succeeded") task.state = "succeeded";
-      else Object.assign(task, { state: "failed", error: outcome.failed });
-    },
-    lastTaskId: () => [...server.tasks.keys()].at(-1)!,
-    waitForRequests: server.waitForRequests,
-    close: server.close,
-  };
+    states: { running: "running", succeeded: "succeeded", failed: "failed" },
+  });
 }
