@@ -84,7 +84,7 @@ for (let i = 0; i < profile.samples.length; i++) {
     // jsonStringifyResultWithoutInternals, fast-json-stringify...), so callers named for it count.
     bucket = "JSON (parse/stringify)";
     why = `${leafName} ${leafPkg ?? ""}`;
-  else {
+  } else {
     for (const frame of stack) {
       bucket = frameBucket(frame, stackHas);
       if (bucket) {
