@@ -76,7 +76,10 @@ for (let i = 0; i < profile.samples.length; i++) {
   else if (leafName === "(program)") bucket = "V8 (program: native, unattributed)";
   else if (stackHas("hmac-upstream-signature") || stackHas("/subgraphs/shared/internal-context.ts") || stackHas("/subgraphs/shared/hop-nonces.ts"))
     bucket = "HMAC sign/verify of the internal hop";
-  else if (stack.some((f) => SQL.has(pkgOf(f.url || "")) || /\/src\/db\//.test(f.url || ""))) {
+  else if (stackHas("/src/events/")) {
+    bucket = "outbox dispatch, pub/sub, webhooks (src/events)";
+    why = stack.some((f) => SQL.has(pkgOf(f.url || ""))) ? "its SQL" : "its JS";
+  } else if (stack.some((f) => SQL.has(pkgOf(f.url || "")) || /\/src\/db\//.test(f.url || ""))) {
     bucket = "SQL (knex + driver)";
     why = pkgOf(stack.find((f) => SQL.has(pkgOf(f.url || "")))?.url || "") ?? "src/db";
   } else if ((!leaf.callFrame.url && /^(stringify|parse)$/.test(leafName)) || /stringify|JSONParse|json(Parse|Serial)/i.test(leafName)) {

@@ -9,6 +9,7 @@
  * acquire events), Redis commands, and this process's CPU (it also runs the HTTP client: fetch).
  * Usage: `node --import tsx bench/profile-sql.ts submit|dashboard [requests=400] [concurrency=32]`.
  */
+import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import { AsyncLocalStorage } from "node:async_hooks";
@@ -128,17 +129,41 @@ const pass = async (count: number, inFlight: number) => {
   );
 };
 
+/** PostgreSQL's own count of this database's commits and rollbacks (every autocommit statement too). */
+const commits = async (): Promise<number | null> => {
+  if (!database.databaseUrl) return null;
+  // The statistics reach pg_stat_database at most once a second per backend.
+  await new Promise((resolve) => setTimeout(resolve, 1200));
+  const { default: pg } = await import("pg");
+  const client = new pg.Client({ connectionString: database.databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query("select xact_commit + xact_rollback as n from pg_stat_database where datname = current_database()");
+    return Number(rows[0].n);
+  } finally {
+    await client.end();
+  }
+};
+
 const report = async (label: string, count: number, inFlight: number) => {
+  const commitsBefore = await commits();
   reset();
   const cpu = process.cpuUsage();
   const t0 = performance.now();
+  const startUs = Number(process.hrtime.bigint() / 1000n);
   await pass(count, inFlight);
+  const endUs = Number(process.hrtime.bigint() / 1000n);
   const seconds = (performance.now() - t0) / 1000;
   const used = process.cpuUsage(cpu);
+  const commitsAfter = await commits();
+  // PROFILE_WINDOW=<dir> (with node --cpu-prof): the pass's window for bench/profile-buckets.mjs.
+  if (process.env.PROFILE_WINDOW)
+    fs.writeFileSync(`${process.env.PROFILE_WINDOW}/window-${process.pid}-${label}.json`, JSON.stringify({ pid: process.pid, startUs, endUs, requests: count, rps: Math.round(count / seconds), cpuMsPerRequest: (used.user + used.system) / 1000 / count, loadBefore: os.loadavg(), loadAfter: os.loadavg() }));
   const per = (n: number) => (n / count).toFixed(2);
   console.log(`\n### ${mode}, ${label}: ${count} requests, ${inFlight} in flight, ${(count / seconds).toFixed(0)}/s, load ${os.loadavg()[0]!.toFixed(2)}`);
   console.log(`- process CPU (server + fetch client) ${((used.user + used.system) / 1000 / count).toFixed(2)} ms/request`);
   console.log(`- statements in the request ${per(tally.request)}, transactions ${per(tally.transactions)} (all), background statements ${per(tally.background)}, outbox statements ${per(tally.outbox)}`);
+  if (commitsBefore !== null && commitsAfter !== null) console.log(`- PostgreSQL commits of this database (pg_stat_database, every loop and statement, less 1 for the reading): ${per(commitsAfter - commitsBefore - 1)}/request`);
   console.log(`- statement send→answer ${(tally.statementUs / 1000 / count).toFixed(2)} ms/request (sum, overlaps at concurrency); pool waits > 0.1 ms ${per(tally.poolWaits)}/request, pool wait ${(tally.poolWaitUs / 1000 / count).toFixed(3)} ms/request`);
   console.log(`- Redis commands/request: ${[...tally.redis].map(([k, v]) => `${k} ${per(v)}`).join(", ") || "none"}`);
   console.log("- statements of the request path:");
