@@ -94,6 +94,33 @@ function percentile(sorted: number[], q: number): number {
   return round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!, 1);
 }
 
+/**
+ * With BENCH_HEAP_SNAPSHOTS=<dir> (the server started with BENCH_SERVER_NODE_OPTIONS=
+ * "--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=<dir>"): asks the router for a heap snapshot
+ * and waits until the file is complete, then renames it `<label>.heapsnapshot`
+ * (bench/heap-diff.mjs compares two). Taking one grows the RSS: read the RSS figures from a run
+ * without snapshots.
+ */
+async function heapSnapshot(pid: number, label: string): Promise<void> {
+  const dir = process.env.BENCH_HEAP_SNAPSHOTS;
+  if (!dir) return;
+  const before = new Set(fs.readdirSync(dir));
+  process.kill(pid, "SIGUSR2");
+  for (let waited = 0; waited < 120_000; waited += 500) {
+    await new Promise((r) => setTimeout(r, 500));
+    const file = fs.readdirSync(dir).find((f) => f.endsWith(".heapsnapshot") && !before.has(f));
+    if (!file) continue;
+    // Written in one go by the main thread: complete once its size holds still for a second.
+    const size = fs.statSync(path.join(dir, file)).size;
+    await new Promise((r) => setTimeout(r, 1000));
+    if (fs.statSync(path.join(dir, file)).size === size && size > 0) {
+      fs.renameSync(path.join(dir, file), path.join(dir, `${label}.heapsnapshot`));
+      return;
+    }
+  }
+  throw new Error(`no heap snapshot from ${pid} in ${dir} after 120 s`);
+}
+
 const wall = () => performance.timeOrigin + performance.now();
 
 /**
@@ -129,6 +156,7 @@ export async function runLive(options: LiveOptions): Promise<LiveResult> {
     // Warm the router (first-request compilation) before the RSS baseline.
     await submit(0);
     const beforeKb = rssKb(server.routerPid);
+    await heapSnapshot(server.routerPid, "before");
 
     // Subscribers: key k → worker k % 2, subscribers spread evenly over the keys.
     const plans: { keyIndex: number; key: string }[][] = workers.map(() => []);
@@ -171,6 +199,7 @@ export async function runLive(options: LiveOptions): Promise<LiveResult> {
       log(`  warm-up: ${await pendingCount(workers, warmTasks)} of ${warmTasks.length} tasks did not finish at every subscriber in 30 s`);
     }
     const subscribedKb = rssKb(server.routerPid);
+    await heapSnapshot(server.routerPid, "subscribed");
     log(`  every subscription live (${warmTasks.length} warm-up tasks); measuring`);
 
     const markAt = wall();

@@ -13,7 +13,7 @@ import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import { AsyncLocalStorage } from "node:async_hooks";
-import Redis from "ioredis";
+import { Redis } from "ioredis";
 import { loadConfig } from "../src/config.ts";
 import { startStack } from "../bin/stack.ts";
 import { createBenchDatabase } from "./server.ts";
