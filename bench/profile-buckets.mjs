@@ -92,7 +92,8 @@ for (let i = 0; i < profile.samples.length; i++) {
       bucket = frameBucket(frame, stackHas);
       if (bucket) {
         why = pkgOf(frame.url || "") ?? (frame.url || "").replace(/^.*\/(router|subgraphs|src|bin)\//, "$1/");
-        if (!pkgOf(frame.url || "")) why = why.split("/").slice(0, 2).join("/");
+        // Our own code by file, a package by name.
+        if (!pkgOf(frame.url || "")) why = why.replace(/^file:\/\//, "");
         if (pkgOf(frame.url || "") === "graphql") why = "graphql (execution)";
         break;
       }
