@@ -121,6 +121,27 @@ async function heapSnapshot(pid: number, label: string): Promise<void> {
   throw new Error(`no heap snapshot from ${pid} in ${dir} after 120 s`);
 }
 
+/**
+ * With BENCH_GC_DIR=<dir> (the server preloading bench/gc-on-signal.mjs with --expose-gc): asks
+ * the router for two full collections and waits for its memory figures, kept as `<label>.json`,
+ * so the RSS read next holds live objects, not garbage not yet collected.
+ */
+async function collectGarbage(pid: number, label: string): Promise<void> {
+  const dir = process.env.BENCH_GC_DIR;
+  if (!dir) return;
+  const before = new Set(fs.readdirSync(dir));
+  process.kill(pid, "SIGUSR2");
+  for (let waited = 0; waited < 30_000; waited += 100) {
+    await new Promise((r) => setTimeout(r, 100));
+    const file = fs.readdirSync(dir).find((f) => f.startsWith(`memory-${pid}-`) && f.endsWith(".json") && !before.has(f));
+    if (file) {
+      fs.renameSync(path.join(dir, file), path.join(dir, `${label}.json`));
+      return;
+    }
+  }
+  throw new Error(`no memory figures from ${pid} in ${dir} after 30 s`);
+}
+
 const wall = () => performance.timeOrigin + performance.now();
 
 /**
@@ -155,6 +176,7 @@ export async function runLive(options: LiveOptions): Promise<LiveResult> {
     };
     // Warm the router (first-request compilation) before the RSS baseline.
     await submit(0);
+    await collectGarbage(server.routerPid, "before");
     const beforeKb = rssKb(server.routerPid);
     await heapSnapshot(server.routerPid, "before");
 
@@ -198,6 +220,7 @@ export async function runLive(options: LiveOptions): Promise<LiveResult> {
     if (!(await waitFor(async () => (await pendingCount(workers, warmTasks)) === 0, 30_000))) {
       log(`  warm-up: ${await pendingCount(workers, warmTasks)} of ${warmTasks.length} tasks did not finish at every subscriber in 30 s`);
     }
+    await collectGarbage(server.routerPid, "subscribed");
     const subscribedKb = rssKb(server.routerPid);
     await heapSnapshot(server.routerPid, "subscribed");
     log(`  every subscription live (${warmTasks.length} warm-up tasks); measuring`);
