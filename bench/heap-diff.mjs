@@ -55,6 +55,9 @@ for (const [kind, a] of after.kinds) {
 }
 growth.sort((x, y) => y.size - x.size);
 const kb = (bytes) => (bytes / 1024).toFixed(2);
-console.log(`heap self size ${kb(before.total)} KB → ${kb(after.total)} KB: +${kb((after.total - before.total) / subscribers)} KB per subscriber (${subscribers})\n`);
+console.log(
+  `heap self size ${kb(before.total)} KB → ${kb(after.total)} KB: +${kb((after.total - before.total) / subscribers)} KB per subscriber (${subscribers})\n`,
+);
 console.log("| kind | objects per subscriber | bytes per subscriber |\n|---|---|---|");
-for (const g of growth.slice(0, rows)) console.log(`| ${g.kind.replace(/\|/g, "\\|")} | ${(g.count / subscribers).toFixed(2)} | ${(g.size / subscribers).toFixed(0)} |`);
+for (const g of growth.slice(0, rows))
+  console.log(`| ${g.kind.replace(/\|/g, "\\|")} | ${(g.count / subscribers).toFixed(2)} | ${(g.size / subscribers).toFixed(0)} |`);

@@ -68,7 +68,11 @@ for (let i = 0; i < profile.samples.length; i++) {
   const stackHas = (needle) => urls.some((u) => u.includes(needle));
   const leafName = leaf.callFrame.functionName;
   const leafPkg = pkgOf(leaf.callFrame.url || "");
-  tally(selfFn, `${leafName || "(anonymous)"} ${leafPkg ?? (leaf.callFrame.url || "native").replace(/^.*\/(router|subgraphs|src|bin)\//, "$1/")}:${leaf.callFrame.lineNumber + 1}`, dt);
+  tally(
+    selfFn,
+    `${leafName || "(anonymous)"} ${leafPkg ?? (leaf.callFrame.url || "native").replace(/^.*\/(router|subgraphs|src|bin)\//, "$1/")}:${leaf.callFrame.lineNumber + 1}`,
+    dt,
+  );
   let bucket;
   let why = "";
   if (leafName === "(garbage collector)") bucket = "GC";
@@ -111,12 +115,18 @@ for (let i = 0; i < profile.samples.length; i++) {
 const requests = window.requests;
 const busy = inWindow - (buckets.get("idle") ?? 0);
 const ms = (us) => (us / 1000 / requests).toFixed(3);
-console.log(`${file}\nwindow ${((window.endUs - window.startUs) / 1e6).toFixed(1)} s, ${requests} requests (${window.rps}/s), /proc CPU ${window.cpuMsPerRequest} ms/request, load ${window.loadBefore?.[0]} → ${window.loadAfter?.[0]}`);
+console.log(
+  `${file}\nwindow ${((window.endUs - window.startUs) / 1e6).toFixed(1)} s, ${requests} requests (${window.rps}/s), /proc CPU ${window.cpuMsPerRequest} ms/request, load ${window.loadBefore?.[0]} → ${window.loadAfter?.[0]}`,
+);
 console.log(`main thread busy ${ms(busy)} ms/request (${((100 * busy) / inWindow).toFixed(0)}% of the window)\n`);
 console.log("| bucket | ms/request | share of busy |\n|---|---|---|");
-for (const [key, us] of [...buckets].sort((a, b) => b[1] - a[1])) if (key !== "idle") console.log(`| ${key} | ${ms(us)} | ${((100 * us) / busy).toFixed(1)}% |`);
+for (const [key, us] of [...buckets].sort((a, b) => b[1] - a[1]))
+  if (key !== "idle") console.log(`| ${key} | ${ms(us)} | ${((100 * us) / busy).toFixed(1)}% |`);
 console.log("\n| bucket ← deciding code | ms/request |\n|---|---|");
 for (const [key, us] of [...detail].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log(`| ${key} | ${ms(us)} |`);
 console.log(`\n| top ${rows} self time | ms/request | share of busy |\n|---|---|---|`);
-for (const [key, us] of [...selfFn].filter(([k]) => !k.startsWith("(idle)")).sort((a, b) => b[1] - a[1]).slice(0, rows))
+for (const [key, us] of [...selfFn]
+  .filter(([k]) => !k.startsWith("(idle)"))
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, rows))
   console.log(`| ${key} | ${ms(us)} | ${((100 * us) / busy).toFixed(1)}% |`);

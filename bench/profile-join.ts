@@ -34,7 +34,17 @@ try {
     const startUs = Number(process.hrtime.bigint() / 1000n);
     const result = await runLoad({ ...loadSpec(endpoint, { connections, durationSeconds: seconds, warmupSeconds: 0 }), serverPids: server.pids });
     const endUs = Number(process.hrtime.bigint() / 1000n);
-    const window = { pid: server.routerPid, startUs, endUs, requests: result.requests, rps: result.rps, cpuMsPerRequest: result.cpuMsPerRequest, failed: result.failed, loadBefore, loadAfter: os.loadavg() };
+    const window = {
+      pid: server.routerPid,
+      startUs,
+      endUs,
+      requests: result.requests,
+      rps: result.rps,
+      cpuMsPerRequest: result.cpuMsPerRequest,
+      failed: result.failed,
+      loadBefore,
+      loadAfter: os.loadavg(),
+    };
     fs.writeFileSync(path.join(dir, `window-${server.routerPid}.json`), JSON.stringify(window, null, 2));
     console.log(JSON.stringify(window));
   } finally {

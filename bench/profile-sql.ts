@@ -26,9 +26,7 @@ const concurrency = Number(process.argv[4] ?? 32);
 
 const database = await createBenchDatabase(`sql${mode}`);
 const key =
-  mode === "dashboard"
-    ? (await seedToScale(database, 1)).keys[0]!.key
-    : (await withDb(database, (db) => createBenchKeys(db, 1, "bench-sql")))[0]!.key;
+  mode === "dashboard" ? (await seedToScale(database, 1)).keys[0]!.key : (await withDb(database, (db) => createBenchKeys(db, 1, "bench-sql")))[0]!.key;
 const config = loadConfig({
   ...process.env,
   ...database.env,
@@ -74,7 +72,10 @@ db.on("query", (query: { sql: string; __knexQueryUid: string }) => {
   if (/^begin|^BEGIN/i.test(sql)) tally.transactions++;
   if (/outbox/i.test(sql)) tally.outbox++;
   if (inRequest) {
-    const kind = sql.replace(/\s+/g, " ").replace(/\$\d+|\?/g, "?").slice(0, 90);
+    const kind = sql
+      .replace(/\s+/g, " ")
+      .replace(/\$\d+|\?/g, "?")
+      .slice(0, 90);
     tally.kinds.set(kind, (tally.kinds.get(kind) ?? 0) + 1);
   }
   started.set(query.__knexQueryUid, process.hrtime.bigint());
@@ -158,13 +159,32 @@ const report = async (label: string, count: number, inFlight: number) => {
   const commitsAfter = await commits();
   // PROFILE_WINDOW=<dir> (with node --cpu-prof): the pass's window for bench/profile-buckets.mjs.
   if (process.env.PROFILE_WINDOW)
-    fs.writeFileSync(`${process.env.PROFILE_WINDOW}/window-${process.pid}-${label}.json`, JSON.stringify({ pid: process.pid, startUs, endUs, requests: count, rps: Math.round(count / seconds), cpuMsPerRequest: (used.user + used.system) / 1000 / count, loadBefore: os.loadavg(), loadAfter: os.loadavg() }));
+    fs.writeFileSync(
+      `${process.env.PROFILE_WINDOW}/window-${process.pid}-${label}.json`,
+      JSON.stringify({
+        pid: process.pid,
+        startUs,
+        endUs,
+        requests: count,
+        rps: Math.round(count / seconds),
+        cpuMsPerRequest: (used.user + used.system) / 1000 / count,
+        loadBefore: os.loadavg(),
+        loadAfter: os.loadavg(),
+      }),
+    );
   const per = (n: number) => (n / count).toFixed(2);
   console.log(`\n### ${mode}, ${label}: ${count} requests, ${inFlight} in flight, ${(count / seconds).toFixed(0)}/s, load ${os.loadavg()[0]!.toFixed(2)}`);
   console.log(`- process CPU (server + fetch client) ${((used.user + used.system) / 1000 / count).toFixed(2)} ms/request`);
-  console.log(`- statements in the request ${per(tally.request)}, transactions ${per(tally.transactions)} (all), background statements ${per(tally.background)}, outbox statements ${per(tally.outbox)}`);
-  if (commitsBefore !== null && commitsAfter !== null) console.log(`- PostgreSQL commits of this database (pg_stat_database, every loop and statement, less 1 for the reading): ${per(commitsAfter - commitsBefore - 1)}/request`);
-  console.log(`- statement send→answer ${(tally.statementUs / 1000 / count).toFixed(2)} ms/request (sum, overlaps at concurrency); pool waits > 0.1 ms ${per(tally.poolWaits)}/request, pool wait ${(tally.poolWaitUs / 1000 / count).toFixed(3)} ms/request`);
+  console.log(
+    `- statements in the request ${per(tally.request)}, transactions ${per(tally.transactions)} (all), background statements ${per(tally.background)}, outbox statements ${per(tally.outbox)}`,
+  );
+  if (commitsBefore !== null && commitsAfter !== null)
+    console.log(
+      `- PostgreSQL commits of this database (pg_stat_database, every loop and statement, less 1 for the reading): ${per(commitsAfter - commitsBefore - 1)}/request`,
+    );
+  console.log(
+    `- statement send→answer ${(tally.statementUs / 1000 / count).toFixed(2)} ms/request (sum, overlaps at concurrency); pool waits > 0.1 ms ${per(tally.poolWaits)}/request, pool wait ${(tally.poolWaitUs / 1000 / count).toFixed(3)} ms/request`,
+  );
   console.log(`- Redis commands/request: ${[...tally.redis].map(([k, v]) => `${k} ${per(v)}`).join(", ") || "none"}`);
   console.log("- statements of the request path:");
   for (const [kind, n] of [...tally.kinds].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`  - ${per(n)} × \`${kind}\``);

@@ -44,7 +44,9 @@ if (process.argv[2] === "--client") {
   await new Promise((resolve) => setTimeout(resolve, 500));
   const after = memory();
   const kb = (key) => ((after[key] - before[key]) / 1024 / count).toFixed(1);
-  console.log(`${count} sockets: per socket rss ${kb("rss")} KB, heapTotal ${kb("heapTotal")} KB, heapUsed ${kb("heapUsed")} KB, external ${kb("external")} KB; rss ${(before.rss / 2 ** 20).toFixed(0)} → ${(after.rss / 2 ** 20).toFixed(0)} MB`);
+  console.log(
+    `${count} sockets: per socket rss ${kb("rss")} KB, heapTotal ${kb("heapTotal")} KB, heapUsed ${kb("heapUsed")} KB, external ${kb("external")} KB; rss ${(before.rss / 2 ** 20).toFixed(0)} → ${(after.rss / 2 ** 20).toFixed(0)} MB`,
+  );
   child.send("done");
   child.kill();
   process.exit(0);
