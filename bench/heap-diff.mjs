@@ -16,17 +16,47 @@ if (!beforeFile || !afterFile || !subscribersArg) {
 const subscribers = Number(subscribersArg);
 const rows = Number(rowsArg ?? 30);
 
-/** Count and self size by kind, and the heap's total self size. */
+/**
+ * Count and self size by kind, and the heap's total self size. A closure's kind names the script
+ * and line of its function (its `shared` → `script` → `name` edges and the snapshot's
+ * `locations`), so the growth points at the code that made it.
+ */
 function summarise(file) {
   const snapshot = JSON.parse(fs.readFileSync(file, "utf8"));
   const meta = snapshot.snapshot.meta;
   const fields = meta.node_fields;
   const types = meta.node_types[0];
+  const edgeTypes = meta.edge_types[0];
   const width = fields.length;
+  const edgeWidth = meta.edge_fields.length;
   const typeAt = fields.indexOf("type");
   const nameAt = fields.indexOf("name");
   const sizeAt = fields.indexOf("self_size");
-  const { nodes, strings } = snapshot;
+  const edgeCountAt = fields.indexOf("edge_count");
+  const { nodes, edges, strings } = snapshot;
+  const firstEdge = new Int32Array(nodes.length / width);
+  for (let i = 0, e = 0; i < nodes.length; i += width) {
+    firstEdge[i / width] = e;
+    e += nodes[i + edgeCountAt] * edgeWidth;
+  }
+  const child = (node, name) => {
+    const start = firstEdge[node / width];
+    for (let j = start; j < start + nodes[node + edgeCountAt] * edgeWidth; j += edgeWidth) {
+      const type = edgeTypes[edges[j]];
+      if (type !== "element" && type !== "hidden" && strings[edges[j + 1]] === name) return edges[j + 2];
+    }
+    return undefined;
+  };
+  const lines = new Map();
+  for (let i = 0; i < (snapshot.locations?.length ?? 0); i += 4) lines.set(snapshot.locations[i], snapshot.locations[i + 2] + 1);
+  const scriptOf = (closure) => {
+    const shared = child(closure, "shared");
+    const script = shared === undefined ? undefined : (child(shared, "script") ?? child(shared, "script_or_debug_info"));
+    const name = script === undefined ? undefined : (child(script, "name") ?? child(script, "source_url"));
+    const url =
+      name === undefined ? "?" : strings[nodes[name + nameAt]].replace(/^file:\/\/.*?node_modules\//, "").replace(/^file:\/\/\/work\/[^/]+\/[^/]+\//, "");
+    return `${url}:${lines.get(closure) ?? "?"}`;
+  };
   const kinds = new Map();
   let total = 0;
   for (let i = 0; i < nodes.length; i += width) {
@@ -35,7 +65,7 @@ function summarise(file) {
     total += size;
     let kind;
     if (type === "object" || type === "native") kind = `${type} ${strings[nodes[i + nameAt]]}`;
-    else if (type === "closure") kind = `closure ${strings[nodes[i + nameAt]] || "(anonymous)"}`;
+    else if (type === "closure") kind = `closure ${strings[nodes[i + nameAt]] || "(anonymous)"} ${scriptOf(i)}`;
     else if (type === "hidden" || type === "code" || type === "object shape") kind = `${type} ${strings[nodes[i + nameAt]].slice(0, 40)}`;
     else kind = `(${type})`;
     const entry = kinds.get(kind) ?? { count: 0, size: 0 };
