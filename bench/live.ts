@@ -94,6 +94,54 @@ function percentile(sorted: number[], q: number): number {
   return round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!, 1);
 }
 
+/**
+ * With BENCH_HEAP_SNAPSHOTS=<dir> (the server started with BENCH_SERVER_NODE_OPTIONS=
+ * "--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=<dir>"): asks the router for a heap snapshot
+ * and waits until the file is complete, then renames it `<label>.heapsnapshot`
+ * (bench/heap-diff.mjs compares two). Taking one grows the RSS: read the RSS figures from a run
+ * without snapshots.
+ */
+async function heapSnapshot(pid: number, label: string): Promise<void> {
+  const dir = process.env.BENCH_HEAP_SNAPSHOTS;
+  if (!dir) return;
+  const before = new Set(fs.readdirSync(dir));
+  process.kill(pid, "SIGUSR2");
+  for (let waited = 0; waited < 120_000; waited += 500) {
+    await new Promise((r) => setTimeout(r, 500));
+    const file = fs.readdirSync(dir).find((f) => f.endsWith(".heapsnapshot") && !before.has(f));
+    if (!file) continue;
+    // Written in one go by the main thread: complete once its size holds still for a second.
+    const size = fs.statSync(path.join(dir, file)).size;
+    await new Promise((r) => setTimeout(r, 1000));
+    if (fs.statSync(path.join(dir, file)).size === size && size > 0) {
+      fs.renameSync(path.join(dir, file), path.join(dir, `${label}.heapsnapshot`));
+      return;
+    }
+  }
+  throw new Error(`no heap snapshot from ${pid} in ${dir} after 120 s`);
+}
+
+/**
+ * With BENCH_GC_DIR=<dir> (the server preloading bench/gc-on-signal.mjs with --expose-gc): asks
+ * the router for two full collections and waits for its memory figures, kept as `<label>.json`,
+ * so the RSS read next holds live objects, not garbage not yet collected.
+ */
+async function collectGarbage(pid: number, label: string): Promise<void> {
+  const dir = process.env.BENCH_GC_DIR;
+  if (!dir) return;
+  const before = new Set(fs.readdirSync(dir));
+  process.kill(pid, "SIGUSR2");
+  for (let waited = 0; waited < 30_000; waited += 100) {
+    await new Promise((r) => setTimeout(r, 100));
+    const file = fs.readdirSync(dir).find((f) => f.startsWith(`memory-${pid}-`) && f.endsWith(".json") && !before.has(f));
+    if (file) {
+      fs.renameSync(path.join(dir, file), path.join(dir, `${label}.json`));
+      return;
+    }
+  }
+  throw new Error(`no memory figures from ${pid} in ${dir} after 30 s`);
+}
+
 const wall = () => performance.timeOrigin + performance.now();
 
 /**
@@ -128,7 +176,9 @@ export async function runLive(options: LiveOptions): Promise<LiveResult> {
     };
     // Warm the router (first-request compilation) before the RSS baseline.
     await submit(0);
+    await collectGarbage(server.routerPid, "before");
     const beforeKb = rssKb(server.routerPid);
+    await heapSnapshot(server.routerPid, "before");
 
     // Subscribers: key k → worker k % 2, subscribers spread evenly over the keys.
     const plans: { keyIndex: number; key: string }[][] = workers.map(() => []);
@@ -170,7 +220,9 @@ export async function runLive(options: LiveOptions): Promise<LiveResult> {
     if (!(await waitFor(async () => (await pendingCount(workers, warmTasks)) === 0, 30_000))) {
       log(`  warm-up: ${await pendingCount(workers, warmTasks)} of ${warmTasks.length} tasks did not finish at every subscriber in 30 s`);
     }
+    await collectGarbage(server.routerPid, "subscribed");
     const subscribedKb = rssKb(server.routerPid);
+    await heapSnapshot(server.routerPid, "subscribed");
     log(`  every subscription live (${warmTasks.length} warm-up tasks); measuring`);
 
     const markAt = wall();
