@@ -8,8 +8,8 @@
  */
 import type http from "node:http";
 import type { Logger } from "pino";
-import { ERROR_CODES, graphqlExtensions } from "../src/errors.ts";
 import { completeEventStream } from "./http/event-stream.ts";
+import { graphqlErrorResult } from "./http/graphql-error.ts";
 
 /**
  * Where the router hears of disabled keys: called once with a listener, which it calls with the id
@@ -109,7 +109,7 @@ export function requestKeyIdentified(req: object | undefined, keyId: string): vo
 }
 
 /** The last `next` of an SSE stream whose key was disabled: the `key_disabled` error. */
-export const KEY_DISABLED_RESULT = { errors: [{ message: ERROR_CODES.key_disabled.message, extensions: graphqlExtensions("key_disabled") }] };
+export const KEY_DISABLED_RESULT = graphqlErrorResult("key_disabled");
 
 /**
  * Ends the SSE response of a disabled key: the `key_disabled` error and `complete` when the stream

@@ -12,11 +12,10 @@
  */
 import { randomUUID } from "node:crypto";
 import type { ServerResponse } from "node:http";
-import { ERROR_CODES, graphqlExtensions, type ErrorCode } from "../../src/errors.ts";
 import type { Gateway } from "./gateway.ts";
 import { postParsed } from "./client.ts";
 import type { RequestReport, RequestReports } from "../request-report.ts";
-import { sendGraphqlError } from "../http/graphql-error.ts";
+import { graphqlErrorResult, sendGraphqlError } from "../http/graphql-error.ts";
 
 /** GRAPHQL_BATCH_MAX's default: operations one batch may hold. */
 export const DEFAULT_BATCH_MAX = 10;
@@ -33,11 +32,6 @@ export interface BatchContext {
   report: RequestReport;
   /** GRAPHQL_BATCH_MAX: most operations in one batch. */
   max: number;
-}
-
-/** One GraphQL error result of a registry code. */
-function errorResult(code: ErrorCode, message: string = ERROR_CODES[code].message, extensions: Record<string, unknown> = {}) {
-  return { errors: [{ message, extensions: { ...graphqlExtensions(code), ...extensions } }] };
 }
 
 /**
@@ -68,7 +62,7 @@ function batchAccepted(res: ServerResponse, headers: Record<string, string>, ele
  */
 async function runElement(context: BatchContext, res: ServerResponse, target: string, headers: Record<string, string>, element: unknown) {
   if (element === null || typeof element !== "object" || Array.isArray(element)) {
-    return errorResult("invalid_request", "Each operation of a batch must be a JSON object with `query`");
+    return graphqlErrorResult("invalid_request", "Each operation of a batch must be a JSON object with `query`");
   }
   const countId = randomUUID();
   const report = context.reports.open(countId, res);
@@ -86,7 +80,7 @@ async function runElement(context: BatchContext, res: ServerResponse, target: st
       return JSON.parse(text) as unknown;
     } catch {
       // Not a GraphQL result: the gateway refused what the element asked for (a subscription wants a stream).
-      return errorResult("invalid_request", "A batch runs queries and mutations only: use graphql-ws or SSE for subscriptions");
+      return graphqlErrorResult("invalid_request", "A batch runs queries and mutations only: use graphql-ws or SSE for subscriptions");
     }
   } finally {
     context.reports.close(countId);

@@ -18,8 +18,8 @@ import type { Gateway } from "./gateway.ts";
 import { postParsed } from "./client.ts";
 import { checkKey } from "./key-check.ts";
 import { KEY_DISABLED_RESULT, type Revocations } from "../revocation.ts";
-import { sendGraphqlError } from "../http/graphql-error.ts";
-import { ERROR_CODES, graphqlExtensions, registryCodeOf, type ErrorDetails } from "../../src/errors.ts";
+import { graphqlErrorResult, sendGraphqlError } from "../http/graphql-error.ts";
+import { ERROR_CODES, registryCodeOf, type ErrorDetails } from "../../src/errors.ts";
 
 /** graphql-sse's header (and query parameter `token`) naming a reserved stream. */
 export const STREAM_TOKEN_HEADER = "x-graphql-event-stream-token";
@@ -181,7 +181,7 @@ export function createSingleConnectionStreams(
     const code = registryCodeOf(extensions.code, typeof extensions.http?.status === "number" ? extensions.http.status : undefined);
     // A rate-limited request keeps `Retry-After`, as on every other path (router/request-report.ts).
     const retryAfter = extensions.retry_after_seconds;
-    const body = JSON.stringify({ errors: [{ message: check.error.message, extensions: graphqlExtensions(code, extensions as ErrorDetails) }] });
+    const body = JSON.stringify(graphqlErrorResult(code, check.error.message, extensions as ErrorDetails));
     res.writeHead(ERROR_CODES[code].status, {
       "content-type": "application/json; charset=utf-8",
       ...(typeof retryAfter === "number" ? { "retry-after": String(retryAfter) } : {}),
@@ -317,10 +317,7 @@ export function createSingleConnectionStreams(
       }
     } catch {
       if (stopped()) return;
-      write(
-        reservation,
-        event("next", { id, payload: { errors: [{ message: ERROR_CODES.internal.message, extensions: { code: "internal", http: { status: 500 } } }] } }),
-      );
+      write(reservation, event("next", { id, payload: graphqlErrorResult("internal") }));
     }
     if (stopped() || reservation.ops.get(id) === undefined) return;
     reservation.ops.delete(id);

@@ -3,7 +3,16 @@
  * large, wrong content type): the GraphQL-over-HTTP body with the registry's code and status.
  */
 import type { ServerResponse } from "node:http";
-import { ERROR_CODES, graphqlExtensions, type ErrorCode } from "../../src/errors.ts";
+import { ERROR_CODES, graphqlExtensions, type ErrorCode, type ErrorDetails } from "../../src/errors.ts";
+
+/**
+ * The GraphQL result of one registry error: `{errors:[{message, extensions:{code, http:{status}, ...details}}]}`.
+ * @param message default: the registry's
+ * @param details further public extensions (as {@link graphqlExtensions} takes them)
+ */
+export function graphqlErrorResult(code: ErrorCode, message: string = ERROR_CODES[code].message, details: ErrorDetails = {}) {
+  return { errors: [{ message, extensions: graphqlExtensions(code, details) }] };
+}
 
 /**
  * Writes `{"errors":[{message, extensions:{code, http:{status}}}]}` with the code's status.
@@ -16,7 +25,7 @@ export function sendGraphqlError(
   message: string = ERROR_CODES[code].message,
   headers: Record<string, string> = {},
 ): void {
-  const body = JSON.stringify({ errors: [{ message, extensions: graphqlExtensions(code) }] });
+  const body = JSON.stringify(graphqlErrorResult(code, message));
   res.writeHead(ERROR_CODES[code].status, { ...headers, "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
   res.end(body);
 }

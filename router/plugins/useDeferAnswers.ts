@@ -4,7 +4,8 @@
  * 406; it gets the registry's `400 invalid_request` saying what to accept instead.
  */
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
-import { ERROR_CODES, graphqlExtensions } from "../../src/errors.ts";
+import { ERROR_CODES } from "../../src/errors.ts";
+import { graphqlErrorResult } from "../http/graphql-error.ts";
 
 /** The message of the refusal. */
 export const DEFER_NEEDS_STREAM = "An operation with @defer is answered incrementally: accept multipart/mixed or text/event-stream";
@@ -20,7 +21,7 @@ export const useDeferAnswers: GatewayPlugin = {
   },
   onResponse({ request, response, setResponse, fetchAPI }) {
     if (response.status !== 406 || !deferring.has(request)) return;
-    const body = JSON.stringify({ errors: [{ message: DEFER_NEEDS_STREAM, extensions: graphqlExtensions("invalid_request") }] });
+    const body = JSON.stringify(graphqlErrorResult("invalid_request", DEFER_NEEDS_STREAM));
     setResponse(new fetchAPI.Response(body, { status: ERROR_CODES.invalid_request.status, headers: { "content-type": "application/json; charset=utf-8" } }));
   },
 };

@@ -6,13 +6,14 @@
  * is not cut; graphql-ws operations do not pass here.
  */
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
-import { ERROR_CODES, graphqlExtensions, type ErrorCode } from "../../src/errors.ts";
+import { ERROR_CODES, type ErrorCode } from "../../src/errors.ts";
+import { graphqlErrorResult } from "../http/graphql-error.ts";
 import { LIMIT_CODES } from "../limits.ts";
 
 /** A JSON GraphQL error response (fetch API) with the registry code's status. */
 function graphqlErrorResponse(code: ErrorCode, message: string, headers: Record<string, string> = {}): Response {
   const status = ERROR_CODES[code].status;
-  return new Response(JSON.stringify({ errors: [{ message, extensions: graphqlExtensions(code) }] }), {
+  return new Response(JSON.stringify(graphqlErrorResult(code, message)), {
     status,
     headers: { "content-type": "application/json; charset=utf-8", ...headers },
   });
