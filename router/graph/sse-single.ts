@@ -15,11 +15,10 @@
 import { randomUUID } from "node:crypto";
 import type http from "node:http";
 import type { Gateway } from "./gateway.ts";
-import { postParsed } from "./client.ts";
+import { postParsed, toShimError } from "./client.ts";
 import { checkKey } from "./key-check.ts";
 import { KEY_DISABLED_RESULT, type Revocations } from "../revocation.ts";
 import { graphqlErrorResult, sendGraphqlError } from "../http/graphql-error.ts";
-import { ERROR_CODES, registryCodeOf, type ErrorDetails } from "../../src/errors.ts";
 
 /** graphql-sse's header (and query parameter `token`) naming a reserved stream. */
 export const STREAM_TOKEN_HEADER = "x-graphql-event-stream-token";
@@ -177,12 +176,11 @@ export function createSingleConnectionStreams(
       requestId: String(req.headers["x-request-id"] ?? randomUUID()),
     });
     if (!check.error) return check.keyId;
-    const extensions = check.error.extensions as { code?: unknown; http?: { status?: unknown }; retry_after_seconds?: unknown };
-    const code = registryCodeOf(extensions.code, typeof extensions.http?.status === "number" ? extensions.http.status : undefined);
+    const { code, status, message, details } = toShimError(check.error);
     // A rate-limited request keeps `Retry-After`, as on every other path (router/request-report.ts).
-    const retryAfter = extensions.retry_after_seconds;
-    const body = JSON.stringify(graphqlErrorResult(code, check.error.message, extensions as ErrorDetails));
-    res.writeHead(ERROR_CODES[code].status, {
+    const retryAfter = check.error.extensions.retry_after_seconds;
+    const body = JSON.stringify(graphqlErrorResult(code, message, details));
+    res.writeHead(status, {
       "content-type": "application/json; charset=utf-8",
       ...(typeof retryAfter === "number" ? { "retry-after": String(retryAfter) } : {}),
     });
