@@ -6,11 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { invalidFieldError } from "../../src/errors.ts";
-import { addChannel } from "../../src/generation/channels/store.ts";
 import type { GenerationRequest } from "../../src/generation/validation.ts";
 import { startFakeArk } from "../support/providers/ark.ts";
 import type { FakeProvider } from "../support/providers/base.ts";
-import { startChannelHarness, type ChannelHarness, lastPost, video as baseVideo, NO_REFERENCES } from "../support/providers/harness.ts";
+import { startChannelOver, type ChannelHarness, lastPost, video as baseVideo, NO_REFERENCES } from "../support/providers/harness.ts";
 
 const video = (fields: Partial<GenerationRequest>): GenerationRequest => baseVideo({ prompt: "a lighthouse at dusk --dur 12", ...fields });
 
@@ -20,18 +19,12 @@ describe("channel type ark: what is sent and read", () => {
   let channelId: string;
 
   beforeAll(async () => {
-    h = await startChannelHarness("ark-mapping");
-    fake = await startFakeArk();
-    channelId = (
-      await addChannel(h.testDb.db, h.box, {
-        name: "ark",
-        type: "ark",
-        baseUrl: fake.url,
-        models: [52, 67, 45],
-        modelMapping: [{ modelId: 67, upstreamModel: "ep-20260101-seedance" }],
-        ...fake.credentials,
-      })
-    ).id;
+    ({ h, fake, channelId } = await startChannelOver("ark-mapping", startFakeArk, {
+      name: "ark",
+      type: "ark",
+      models: [52, 67, 45],
+      modelMapping: [{ modelId: 67, upstreamModel: "ep-20260101-seedance" }],
+    }));
   });
   afterAll(async () => {
     await fake?.close();

@@ -5,10 +5,9 @@
  * debit. Real router, fake DashScope over HTTP (test/support/providers/dashscope.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addChannel } from "../../src/generation/channels/store.ts";
 import type { FakeProvider } from "../support/providers/base.ts";
 import { startFakeDashScope } from "../support/providers/dashscope.ts";
-import { startChannelHarness, type ChannelHarness, NO_REFERENCES, image, lastPost, video } from "../support/providers/harness.ts";
+import { startChannelOver, type ChannelHarness, NO_REFERENCES, image, lastPost, video } from "../support/providers/harness.ts";
 
 describe("channel type dashscope: what is sent and read", () => {
   let h: ChannelHarness;
@@ -16,18 +15,12 @@ describe("channel type dashscope: what is sent and read", () => {
   let channelId: string;
 
   beforeAll(async () => {
-    h = await startChannelHarness("dashscope-mapping");
-    fake = await startFakeDashScope();
-    channelId = (
-      await addChannel(h.testDb.db, h.box, {
-        name: "dashscope",
-        type: "dashscope",
-        baseUrl: fake.url,
-        models: [52, 67, 45],
-        modelMapping: [{ modelId: 67, upstreamModel: "wan2.6-t2v" }],
-        ...fake.credentials,
-      })
-    ).id;
+    ({ h, fake, channelId } = await startChannelOver("dashscope-mapping", startFakeDashScope, {
+      name: "dashscope",
+      type: "dashscope",
+      models: [52, 67, 45],
+      modelMapping: [{ modelId: 67, upstreamModel: "wan2.6-t2v" }],
+    }));
   });
   afterAll(async () => {
     await fake?.close();

@@ -5,10 +5,9 @@
  * router, fake MiniMax over HTTP (test/support/providers/minimax.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addChannel } from "../../src/generation/channels/store.ts";
 import type { GenerationRequest } from "../../src/generation/validation.ts";
 import type { FakeProvider } from "../support/providers/base.ts";
-import { startChannelHarness, type ChannelHarness, lastPost, video as baseVideo, NO_REFERENCES } from "../support/providers/harness.ts";
+import { startChannelOver, type ChannelHarness, lastPost, video as baseVideo, NO_REFERENCES } from "../support/providers/harness.ts";
 import { startFakeMiniMax } from "../support/providers/minimax.ts";
 
 const video = (fields: Partial<GenerationRequest>): GenerationRequest => baseVideo({ seconds: 6, ...fields });
@@ -19,18 +18,12 @@ describe("channel type minimax: what is sent and read", () => {
   let channelId: string;
 
   beforeAll(async () => {
-    h = await startChannelHarness("minimax-mapping");
-    fake = await startFakeMiniMax();
-    channelId = (
-      await addChannel(h.testDb.db, h.box, {
-        name: "minimax",
-        type: "minimax",
-        baseUrl: fake.url,
-        models: [52, 67, 45],
-        modelMapping: [{ modelId: 67, upstreamModel: "MiniMax-Hailuo-2.3" }],
-        ...fake.credentials,
-      })
-    ).id;
+    ({ h, fake, channelId } = await startChannelOver("minimax-mapping", startFakeMiniMax, {
+      name: "minimax",
+      type: "minimax",
+      models: [52, 67, 45],
+      modelMapping: [{ modelId: 67, upstreamModel: "MiniMax-Hailuo-2.3" }],
+    }));
   });
   afterAll(async () => {
     await fake?.close();

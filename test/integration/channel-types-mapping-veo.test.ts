@@ -12,7 +12,7 @@ import { addChannel } from "../../src/generation/channels/store.ts";
 import type { GenerationRequest } from "../../src/generation/validation.ts";
 import type { FakeProvider } from "../support/providers/base.ts";
 import { startFakeVeo } from "../support/providers/gemini-veo.ts";
-import { startChannelHarness, type ChannelHarness, lastPost, video as baseVideo, NO_REFERENCES } from "../support/providers/harness.ts";
+import { startChannelOver, type ChannelHarness, lastPost, video as baseVideo, NO_REFERENCES } from "../support/providers/harness.ts";
 
 const video = (fields: Partial<GenerationRequest>): GenerationRequest => baseVideo({ seconds: 8, ...fields });
 
@@ -22,18 +22,12 @@ describe("channel type gemini-veo: what is sent and read", () => {
   let channelId: string;
 
   beforeAll(async () => {
-    h = await startChannelHarness("veo-mapping");
-    fake = await startFakeVeo();
-    channelId = (
-      await addChannel(h.testDb.db, h.box, {
-        name: "veo",
-        type: "gemini-veo",
-        baseUrl: fake.url,
-        models: [52, 67],
-        modelMapping: [{ modelId: 67, upstreamModel: "veo-3.0-fast-generate-001" }],
-        ...fake.credentials,
-      })
-    ).id;
+    ({ h, fake, channelId } = await startChannelOver("veo-mapping", startFakeVeo, {
+      name: "veo",
+      type: "gemini-veo",
+      models: [52, 67],
+      modelMapping: [{ modelId: 67, upstreamModel: "veo-3.0-fast-generate-001" }],
+    }));
   });
   afterAll(async () => {
     await fake?.close();

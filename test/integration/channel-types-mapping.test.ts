@@ -5,8 +5,7 @@
  * (test/support/providers/).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addChannel } from "../../src/generation/channels/store.ts";
-import { startChannelHarness, type ChannelHarness, NO_REFERENCES, image, lastPost, video } from "../support/providers/harness.ts";
+import { startChannelOver, type ChannelHarness, NO_REFERENCES, image, lastPost, video } from "../support/providers/harness.ts";
 import { startFakeKling, type FakeKling } from "../support/providers/kling.ts";
 import { startFakeOpenAi } from "../support/providers/openai-compatible.ts";
 import type { FakeProvider } from "../support/providers/base.ts";
@@ -17,18 +16,12 @@ describe("channel type kling: what is sent and read", () => {
   let channelId: string;
 
   beforeAll(async () => {
-    h = await startChannelHarness("kling-mapping");
-    fake = await startFakeKling();
-    channelId = (
-      await addChannel(h.testDb.db, h.box, {
-        name: "kling",
-        type: "kling",
-        baseUrl: fake.url,
-        models: [52, 69, 39, 45],
-        modelMapping: [{ modelId: 69, upstreamModel: "kling-v2-master" }],
-        ...fake.credentials,
-      })
-    ).id;
+    ({ h, fake, channelId } = await startChannelOver("kling-mapping", startFakeKling, {
+      name: "kling",
+      type: "kling",
+      models: [52, 69, 39, 45],
+      modelMapping: [{ modelId: 69, upstreamModel: "kling-v2-master" }],
+    }));
   });
   afterAll(async () => {
     await fake?.close();
@@ -123,11 +116,7 @@ describe("channel type openai-compatible: what is sent and read", () => {
   let channelId: string;
 
   beforeAll(async () => {
-    h = await startChannelHarness("openai-mapping");
-    fake = await startFakeOpenAi();
-    channelId = (
-      await addChannel(h.testDb.db, h.box, { name: "openai", type: "openai-compatible", baseUrl: fake.url, models: [52, 69, 45], ...fake.credentials })
-    ).id;
+    ({ h, fake, channelId } = await startChannelOver("openai-mapping", startFakeOpenAi, { name: "openai", type: "openai-compatible", models: [52, 69, 45] }));
   });
   afterAll(async () => {
     await fake?.close();

@@ -13,28 +13,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Client } from "graphql-ws";
 import { createClient as createSseClient, type Client as SseClient } from "graphql-sse";
 import { startTestStack, type TestStack } from "../support/stack.ts";
-import { collect, sseEvents, wsClient } from "../support/graphql-ws.ts";
+import { collect, sseEvents, submitUntil, wsClient } from "../support/graphql-ws.ts";
 import { PROJECT_MANIFEST } from "../../router/plugins/usePersistedQueries.manifest.ts";
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 const manifest: Record<string, string> = JSON.parse(fs.readFileSync(PROJECT_MANIFEST, "utf8"));
 const manifestId = (name: string) => Object.keys(manifest).find((id) => manifest[id]!.includes(name))!;
 const persisted = (hash: string) => ({ persistedQuery: { version: 1, sha256Hash: hash } });
-
-/**
- * Submits image tasks (each causes several task events) until `event` settles: a subscription that
- * was still being set up when one task changed sees the next. At most 10 tasks.
- */
-async function submitUntil<T>(event: Promise<T>): Promise<T> {
-  const pending = Symbol("pending");
-  for (let i = 0; i < 10; i++) {
-    const submitted = await t.rest("POST", "/api/v1/images/generations", { key, body: { prompt: `persisted ${i}`, model_id: 45, count: 1 } });
-    expect(submitted.status).toBe(200);
-    const settled = await Promise.race([event, new Promise<typeof pending>((resolve) => setTimeout(() => resolve(pending), 1_000))]);
-    if (settled !== pending) return settled as T;
-  }
-  throw new Error("no event after 10 submissions");
-}
 
 /** A document of the deployment's own manifest (PERSISTED_DOCUMENTS), in Apollo's format. */
 const DEPLOYMENT_DOCUMENT = "query DeploymentModels { models { id name } }";
@@ -202,7 +187,7 @@ describe("PERSISTED_ONLY=true", () => {
   it("runs the pages' subscription over graphql-ws and refuses any other", async () => {
     const changes = manifest[manifestId("subscription PageTaskChanges")]!;
     const live = collect(ws, changes, {}, (_event, all) => all.length === 1 && live.stop());
-    const { events, error } = await submitUntil(live.done);
+    const { events, error } = await submitUntil(t, key, live.done);
     expect(error).toBeUndefined();
     expect(events[0].data.tasks.id).toBeDefined();
     const other = await send("graphql-ws", { query: "subscription { tasks { id } }" });

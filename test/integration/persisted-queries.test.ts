@@ -13,7 +13,7 @@ import { GraphQLWsLink } from "@apollo/client/link/subscriptions";
 import { Client, fetchExchange } from "@urql/core";
 import { persistedExchange } from "@urql/exchange-persisted";
 import { startTestStack, type TestStack } from "../support/stack.ts";
-import { collect, wsClient } from "../support/graphql-ws.ts";
+import { collect, submitUntil, wsClient } from "../support/graphql-ws.ts";
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
@@ -47,21 +47,6 @@ async function post(url: string, params: Record<string, unknown>, key?: string) 
 }
 
 const persisted = (hash: string) => ({ persistedQuery: { version: 1, sha256Hash: hash } });
-
-/**
- * Submits image tasks (each causes several task events) until `event` settles: a subscription that
- * was still being set up when one task changed sees the next. At most 10 tasks.
- */
-async function submitUntil<T>(t: TestStack, key: string, event: Promise<T>): Promise<T> {
-  const pending = Symbol("pending");
-  for (let i = 0; i < 10; i++) {
-    const submitted = await t.rest("POST", "/api/v1/images/generations", { key, body: { prompt: `persisted ${i}`, model_id: 45, count: 1 } });
-    expect(submitted.status).toBe(200);
-    const settled = await Promise.race([event, new Promise<typeof pending>((resolve) => setTimeout(() => resolve(pending), 1_000))]);
-    if (settled !== pending) return settled as T;
-  }
-  throw new Error("no event after 10 submissions");
-}
 
 describe("automatic persisted queries", () => {
   let t: TestStack;

@@ -3,7 +3,9 @@
  * completes or errors.
  */
 import { createClient, type Client } from "graphql-ws";
+import { expect } from "vitest";
 import WebSocket from "ws";
+import type { TestStack } from "./stack.ts";
 
 /** The outcome of one subscription. */
 export interface Collected {
@@ -83,4 +85,19 @@ export async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerat
       if (event === "complete") return;
     }
   }
+}
+
+/**
+ * Submits image tasks (each causes several task events) until `event` settles: a subscription that
+ * was still being set up when one task changed sees the next. At most 10 tasks.
+ */
+export async function submitUntil<T>(t: TestStack, key: string, event: Promise<T>): Promise<T> {
+  const pending = Symbol("pending");
+  for (let i = 0; i < 10; i++) {
+    const submitted = await t.rest("POST", "/api/v1/images/generations", { key, body: { prompt: `persisted ${i}`, model_id: 45, count: 1 } });
+    expect(submitted.status).toBe(200);
+    const settled = await Promise.race([event, new Promise<typeof pending>((resolve) => setTimeout(() => resolve(pending), 1_000))]);
+    if (settled !== pending) return settled as T;
+  }
+  throw new Error("no event after 10 submissions");
 }

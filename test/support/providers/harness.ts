@@ -14,7 +14,7 @@ import { migrate } from "../../../src/db/index.ts";
 import { createKeyBox, type KeyBox } from "../../../src/generation/channels/crypto.ts";
 import { createChannelHealth } from "../../../src/generation/channels/health.ts";
 import { createChannelRouter, type ChannelRouter } from "../../../src/generation/channels/router.ts";
-import { setChannelStatus, upsertDefaultChannel } from "../../../src/generation/channels/store.ts";
+import { addChannel, setChannelStatus, upsertDefaultChannel } from "../../../src/generation/channels/store.ts";
 import { createLocalMedia, diskMediaSource, mediaSigningKey, type LocalMedia } from "../../../src/generation/media/local.ts";
 import type { GenerationRequest } from "../../../src/generation/validation.ts";
 import { openTestDb, type TestDb } from "../db.ts";
@@ -75,6 +75,28 @@ export async function startChannelHarness(name: string, timeoutMs = 1500): Promi
       await rm(mediaDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Starts the harness named `name`, then the fake provider, then adds one channel of `fields` over
+ * it (the fake's URL and credentials), as each channel-type mapping test sets up.
+ */
+export async function startChannelOver<F extends FakeProvider>(
+  name: string,
+  startFake: () => Promise<F>,
+  fields: Omit<Parameters<typeof addChannel>[2], "baseUrl">,
+): Promise<{ h: ChannelHarness; fake: F; channelId: string }> {
+  const h = await startChannelHarness(name);
+  let fake: F | undefined;
+  try {
+    fake = await startFake();
+    const { id } = await addChannel(h.testDb.db, h.box, { ...fields, baseUrl: fake.url, ...fake.credentials });
+    return { h, fake, channelId: id };
+  } catch (error) {
+    await fake?.close();
+    await h.close();
+    throw error;
+  }
 }
 
 /** A request without references of any kind. */
