@@ -4,7 +4,7 @@
  * session ids are 256-bit random values stored as SHA-256 only, shown once. Every change of an
  * operator is written with its audit row (src/audit/log.ts).
  */
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Knex } from "knex";
 import { nowIso, isUniqueViolation, type Db } from "../../db/index.ts";
 import { newId } from "../../ids.ts";
@@ -182,7 +182,6 @@ export async function operatorOfToken(db: Db, token: { id: string; secret: strin
     secretDigest(token.secret);
     return null;
   }
-  const { timingSafeEqual } = await import("node:crypto");
   const same = timingSafeEqual(Buffer.from(secretDigest(token.secret), "hex"), Buffer.from(String(row.token_hash), "hex"));
   if (!same || row.status !== "active") return null;
   return toOperator(row);
