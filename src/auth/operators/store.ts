@@ -33,7 +33,8 @@ export function secretDigest(value: string): string {
   return createHash("sha256").update(value, "utf8").digest("hex");
 }
 
-const toOperator = (row: Record<string, unknown>): Operator => ({
+/** An operator of its row (the columns of `operators`). */
+export const toOperator = (row: Record<string, unknown>): Operator => ({
   id: String(row.id),
   email: String(row.email),
   role: row.role as OperatorRole,
