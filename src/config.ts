@@ -62,6 +62,12 @@ const integer = (min: number, max?: number, message = `must be a whole number ${
 };
 const port = (fallback: number) => integer(0, 65535, "must be a TCP port: a whole number from 0 to 65535 (0: any free port)").default(fallback);
 const millis = (fallback: number) => integer(0).default(fallback);
+/** A yes/no setting: 1 or true, 0 or false; unset or empty reads as undefined. */
+const flag = (message = "must be 1 or 0 (true or false), or unset") =>
+  z
+    .enum(["", "0", "1", "false", "true"], { errorMap: () => ({ message }) })
+    .optional()
+    .transform((v) => (v === "1" || v === "true" ? true : v === "0" || v === "false" ? false : undefined));
 
 /** pino's levels, most severe first; `silent` logs nothing. */
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -174,21 +180,12 @@ const schema = z.object({
   CORS_ORIGINS: corsOrigins,
   BODY_LIMIT_BYTES: integer(1024).default(1_048_576),
   PERSISTED_DOCUMENTS: z.string().optional(),
-  PERSISTED_ONLY: z
-    .enum(["", "0", "1", "false", "true"], { errorMap: () => ({ message: "must be true or false (1 or 0), or unset" }) })
-    .optional()
-    .transform((v) => v === "1" || v === "true"),
+  PERSISTED_ONLY: flag("must be true or false (1 or 0), or unset").transform(Boolean),
   GRAPHQL_BATCH_MAX: integer(1).default(10),
-  GRAPHQL_DEFER: z
-    .enum(["", "0", "1", "false", "true"], { errorMap: () => ({ message: "must be 1 or 0 (true or false), or unset" }) })
-    .optional()
-    .transform((v) => v === "1" || v === "true"),
+  GRAPHQL_DEFER: flag().transform(Boolean),
   DB_STATEMENTS_PER_REQUEST: integer(1).default(1_000),
   DB_CONNECTIONS_PER_REQUEST: integer(1).default(4),
-  SEED_DEMO: z
-    .enum(["", "0", "1", "false", "true"], { errorMap: () => ({ message: "must be 1 or 0 (true or false), or unset" }) })
-    .optional()
-    .transform((v) => (v === "1" || v === "true" ? true : v === "0" || v === "false" ? false : undefined)),
+  SEED_DEMO: flag(),
   METRICS_TOKEN: z.string().optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
   OTEL_SERVICE_NAME: z.string().optional(),

@@ -8,8 +8,7 @@
  * handed it (same origin: the cookie is HttpOnly) can send it back with a write.
  */
 import type { Db } from "../../db/index.ts";
-import { secretDigest, type Operator } from "./store.ts";
-import type { OperatorRole } from "./roles.ts";
+import { secretDigest, toOperator, type Operator } from "./store.ts";
 import { SESSION_ID_PATTERN, csrfMatches, csrfTokenOf } from "./session-token.ts";
 
 export { SESSION_ID_PATTERN, csrfMatches, csrfTokenOf };
@@ -55,14 +54,7 @@ export async function operatorOfSession(db: Db, sessionId: string, settings: Ses
     await db("operator_sessions")
       .where("id_hash", idHash)
       .update({ last_seen_at: new Date(now).toISOString() });
-  return {
-    id: row.id,
-    email: row.email,
-    role: row.role as OperatorRole,
-    status: "active",
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
+  return toOperator(row);
 }
 
 /** Ends a session on the server (sign-out). @returns whether a live session was ended */

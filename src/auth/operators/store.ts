@@ -4,7 +4,7 @@
  * session ids are 256-bit random values stored as SHA-256 only, shown once. Every change of an
  * operator is written with its audit row (src/audit/log.ts).
  */
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Knex } from "knex";
 import { nowIso, isUniqueViolation, type Db } from "../../db/index.ts";
 import { newId } from "../../ids.ts";
@@ -33,7 +33,8 @@ export function secretDigest(value: string): string {
   return createHash("sha256").update(value, "utf8").digest("hex");
 }
 
-const toOperator = (row: Record<string, unknown>): Operator => ({
+/** An operator of its row (the columns of `operators`). */
+export const toOperator = (row: Record<string, unknown>): Operator => ({
   id: String(row.id),
   email: String(row.email),
   role: row.role as OperatorRole,
@@ -182,7 +183,6 @@ export async function operatorOfToken(db: Db, token: { id: string; secret: strin
     secretDigest(token.secret);
     return null;
   }
-  const { timingSafeEqual } = await import("node:crypto");
   const same = timingSafeEqual(Buffer.from(secretDigest(token.secret), "hex"), Buffer.from(String(row.token_hash), "hex"));
   if (!same || row.status !== "active") return null;
   return toOperator(row);
