@@ -26,10 +26,8 @@ function withTypeId<T extends { type?: string | null }>(input: T): T {
   return input.type == null ? input : { ...input, type: channelTypeId(input.type) };
 }
 
-const channelOf = channelAnswer;
-
 export const channelQueries = {
-  adminChannels: async (_: unknown, __: unknown, ctx: GenerationContext) => (await (await admin(ctx)).list()).map(channelOf),
+  adminChannels: async (_: unknown, __: unknown, ctx: GenerationContext) => (await (await admin(ctx)).list()).map(channelAnswer),
 };
 
 /**
@@ -50,14 +48,14 @@ async function auditedChannel(
 
 export const channelMutations = {
   adminAddChannel: async (_: unknown, { input }: { input: Parameters<Channels["add"]>[0] }, ctx: GenerationContext) => ({
-    channel: channelOf(await auditedChannel(ctx, "adminAddChannel", null, (channels, trx) => channels.add(withTypeId(input), trx))),
+    channel: channelAnswer(await auditedChannel(ctx, "adminAddChannel", null, (channels, trx) => channels.add(withTypeId(input), trx))),
   }),
   adminUpdateChannel: async (_: unknown, { input }: { input: ChannelInput & { id: string } }, ctx: GenerationContext) => {
     const { id, ...fields } = input;
-    return { channel: channelOf(await auditedChannel(ctx, "adminUpdateChannel", id, (channels, trx) => channels.update(id, withTypeId(fields), trx))) };
+    return { channel: channelAnswer(await auditedChannel(ctx, "adminUpdateChannel", id, (channels, trx) => channels.update(id, withTypeId(fields), trx))) };
   },
   adminSetChannelStatus: async (_: unknown, { input }: { input: { id: string; enabled: boolean } }, ctx: GenerationContext) => ({
-    channel: channelOf(await auditedChannel(ctx, "adminSetChannelStatus", input.id, (channels, trx) => channels.setStatus(input.id, input.enabled, trx))),
+    channel: channelAnswer(await auditedChannel(ctx, "adminSetChannelStatus", input.id, (channels, trx) => channels.setStatus(input.id, input.enabled, trx))),
   }),
   adminTestChannel: async (_: unknown, { input }: { input: { id: string } }, ctx: GenerationContext) => {
     // The probe is a network call: it runs before the audit row's transaction (a transaction held
@@ -74,6 +72,6 @@ export const channelMutations = {
       },
       async () => null,
     );
-    return { channel: channelOf(channel), ok: result.ok, latencyMs: result.latencyMs, error: result.error };
+    return { channel: channelAnswer(channel), ok: result.ok, latencyMs: result.latencyMs, error: result.error };
   },
 };

@@ -9,14 +9,12 @@
  * Every transition of a task moves money with a compare-and-swap on its state, and the ledger
  * entry, the state change and the `task.status_changed` outbox event share one transaction.
  */
-import type { Db } from "../../db/index.ts";
 import { groupCommit } from "../../db/group-commit.ts";
 import type { Caller } from "../../auth/keys.ts";
 import type { Page, PageRequest } from "../../pagination.ts";
 import type { ModelKind } from "../catalog.ts";
-import type { GenerationInput, GenerationRequest, UrlCheck } from "../validation.ts";
-import type { GenerationUpstream, UpstreamTaskState } from "../upstream/types.ts";
-import type { TaskCounters } from "../metrics.ts";
+import type { GenerationInput, GenerationRequest } from "../validation.ts";
+import type { UpstreamTaskState } from "../upstream/types.ts";
 import { applyUpstreamState } from "./apply-state.ts";
 import type { TaskDeps } from "./deps.ts";
 import { expireTask } from "./expire.ts";
@@ -31,19 +29,8 @@ export { adoptSubmission, failSubmission, resend, send, submit, type SubmitState
 export { applyUpstreamState } from "./apply-state.ts";
 export { DEADLINE_ERROR, expireTask } from "./expire.ts";
 
-/** What the generation service needs from the outside. */
-export interface GenerationServiceDeps {
-  db: Db;
-  upstream: GenerationUpstream;
-  /** True when a URL is a public HTTPS URL (docs/api/generation.md §4 rule 3). */
-  checkUrl: UrlCheck;
-  /** Milliseconds until the poller first looks at a newly sent task. */
-  pollIntervalMs: number;
-  /** Deadline of every task in seconds (TASK_DEADLINE_SECONDS); unset: each model's `deadlineSeconds`. */
-  deadlineSeconds?: number;
-  /** Where created and finished tasks are counted (src/generation/metrics.ts); unset: nowhere. */
-  counters?: TaskCounters;
-}
+/** What the generation service needs from the outside: the task operations' dependencies but the group commit, which it makes. */
+export type GenerationServiceDeps = Omit<TaskDeps, "commit">;
 
 /** The task operations bound to one database and upstream; each names the function it calls. */
 export interface GenerationService {

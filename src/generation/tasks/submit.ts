@@ -62,8 +62,9 @@ export async function submit(deps: TaskDeps, caller: Caller, kind: ModelKind, in
     created_at: now,
     updated_at: now,
   };
+  const task = toTaskRecord(row);
   await deps.commit(async (trx) => {
-    const keyTotals = { tasks: 1, ...taskUnits(toTaskRecord(row)) };
+    const keyTotals = { tasks: 1, ...taskUnits(task) };
     await debit(trx, {
       accountId: caller.accountId,
       keyId: caller.keyId,
@@ -74,10 +75,10 @@ export async function submit(deps: TaskDeps, caller: Caller, kind: ModelKind, in
       keyTotals,
     });
     await trx("tasks").insert(row);
-    await appendOutbox(trx, statusEvent(toTaskRecord(row)));
+    await appendOutbox(trx, statusEvent(task));
   });
   deps.counters?.submitted(request.modelId);
-  return send(deps, toTaskRecord(row), request);
+  return send(deps, task, request);
 }
 
 /**

@@ -19,7 +19,7 @@
  *   100 newer ones, is not found: the sweep then resends (README "Running at scale").
  */
 import type { GenerationRequest } from "../validation.ts";
-import { retryAfterMs } from "./provider-call.ts";
+import { fieldsOf, PROVIDER_MESSAGE_CHARS, retryAfterMs } from "./provider-call.ts";
 import { redactSecrets } from "./redact.ts";
 import { UpstreamError, type GenerationUpstream, type TaskStatusCode, type UpstreamTaskState } from "./types.ts";
 
@@ -53,14 +53,6 @@ export function toUpstreamBody(request: GenerationRequest, clientReference?: str
   if (r.frameEnd) body.frame_end = r.frameEnd;
   return body;
 }
-
-/** The fields of a JSON value the provider sent: an object's, else none. */
-function fieldsOf(value: unknown): Record<string, unknown> {
-  return value !== null && typeof value === "object" ? (value as Record<string, unknown>) : {};
-}
-
-/** Longest provider message kept in a failure's text, once redacted (the attempts column keeps 300 characters). */
-const PROVIDER_MESSAGE_CHARS = 200;
 
 /**
  * The provider's own words about a refusal: the `message` of a JSON body, else the body's text

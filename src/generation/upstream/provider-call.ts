@@ -7,8 +7,8 @@
 import { redactSecrets } from "./redact.ts";
 import { UpstreamError } from "./types.ts";
 
-/** Longest provider message kept in a failure's text, once redacted. */
-const PROVIDER_MESSAGE_CHARS = 200;
+/** Longest provider message kept in a failure's text, once redacted (the attempts column keeps 300 characters). */
+export const PROVIDER_MESSAGE_CHARS = 200;
 
 /** The fields of a JSON value: an object's, else none. */
 export function fieldsOf(value: unknown): Record<string, unknown> {
