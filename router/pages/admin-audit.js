@@ -2,7 +2,7 @@
 // The console's audit log view (/admin; README "Console", "The audit log"): filtered by operator,
 // object and time, newest first, each row's before and after. `ctx` is the console's: run, fail.
 import { $, h, t, when } from "./common.js";
-import { cell, code, labelCells, table, word } from "./admin-forms.js";
+import { cell, code, table, word } from "./admin-forms.js";
 
 /** @typedef {import("./admin-forms.js").ConsoleContext} ConsoleContext */
 /** @typedef {import("./admin-forms.js").GraphRow} GraphRow */
@@ -53,10 +53,5 @@ export async function loadAudit(ctx, append = false) {
       cell(change(e)),
     ),
   );
-  const body = $("audit-table", HTMLTableElement).tBodies[0];
-  if (append && body) {
-    const labels = headers.map((key) => t(key));
-    labelCells(rows, labels);
-    body.append(...rows);
-  } else table($("audit-table", HTMLTableElement), headers, rows);
+  table($("audit-table", HTMLTableElement), headers, rows, append);
 }

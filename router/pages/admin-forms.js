@@ -172,7 +172,7 @@ export const listOf = (/** @type {string} */ text) =>
  * @param {HTMLTableRowElement[]} rows
  * @param {string[]} labels
  */
-export function labelCells(rows, labels) {
+function labelCells(rows, labels) {
   for (const row of rows) {
     for (const [i, td] of [...row.children].entries()) td.setAttribute("data-label", labels[i] ?? "");
   }
@@ -183,10 +183,16 @@ export function labelCells(rows, labels) {
  * @param {HTMLTableElement} el
  * @param {string[]} headers the columns' message keys
  * @param {HTMLTableRowElement[]} rows
+ * @param {boolean} [append] add the rows below the table's own (a next page) instead of replacing them
  */
-export function table(el, headers, rows) {
+export function table(el, headers, rows, append = false) {
   const labels = headers.map((key) => t(key));
   labelCells(rows, labels);
+  const body = el.tBodies[0];
+  if (append && body) {
+    body.append(...rows);
+    return;
+  }
   el.replaceChildren(
     h(
       "thead",

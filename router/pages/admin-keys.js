@@ -3,7 +3,7 @@
 // paged, their top-up, status and settings, and a new key whose secret is shown once, each write
 // through the form dialog. `ctx` is the console's: run, can, role, write, fail, showEntry.
 import { $, h, t, yuan } from "./common.js";
-import { button, cell, checkedMilli, code, fmt, labelCells, listOf, moneyMilli, optionalYuan, positiveYuan, rateCheck, table, word } from "./admin-forms.js";
+import { button, cell, checkedMilli, code, fmt, listOf, moneyMilli, optionalYuan, positiveYuan, rateCheck, table, word } from "./admin-forms.js";
 
 /** The fields of a ledger entry a money write answers (a module-level constant: the trusted-documents manifest resolves it). */
 const ENTRY = "id accountId customerId keyId kind amount { amount } balanceAfter { amount } orderId reason createdAt";
@@ -137,12 +137,7 @@ export async function loadKeys(ctx, append = false) {
       cell(...keyActions(ctx, k)),
     ),
   );
-  const body = $("keys-table", HTMLTableElement).tBodies[0];
-  if (append && body) {
-    const labels = headers.map((key) => t(key));
-    labelCells(rows, labels);
-    body.append(...rows);
-  } else table($("keys-table", HTMLTableElement), headers, rows);
+  table($("keys-table", HTMLTableElement), headers, rows, append);
 }
 
 /**

@@ -51,8 +51,10 @@ function showEntry(entry) {
     : "";
 }
 
-/** Runs a write through the dialog (admin-forms.js), then refreshes the view. */
-/** @param {DialogSpec} spec */
+/**
+ * Runs a write through the dialog (admin-forms.js), then refreshes the view.
+ * @param {DialogSpec} spec
+ */
 async function write(spec) {
   fail(null);
   const result = await openDialog(spec);

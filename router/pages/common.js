@@ -30,9 +30,6 @@ const langListeners = new Set();
 /** The current language. */
 export const currentLang = () => lang;
 
-/** Every language's messages by key (router/pages/i18n.js). */
-const MESSAGES = /** @type {Record<"en" | "zh", Record<string, string | undefined>>} */ (messages);
-
 /**
  * A message in the current language, with `{name}` placeholders filled.
  * @param {string} key a key of router/pages/i18n.js (the key itself when there is none)
@@ -40,7 +37,7 @@ const MESSAGES = /** @type {Record<"en" | "zh", Record<string, string | undefine
  * @returns {string}
  */
 export function t(key, vars = {}) {
-  const text = MESSAGES[lang][key] ?? MESSAGES.en[key] ?? key;
+  const text = messages[lang][key] ?? messages.en[key] ?? key;
   return text.replace(/\{(\w+)\}/g, (_, name) => String(vars[name] ?? ""));
 }
 
@@ -109,16 +106,13 @@ export function when(iso) {
 /** Error codes whose English message is the page's own (the rest show the service's message in English). */
 const LOCALIZED_CODES = new Set(["unauthorized", "key_disabled", "insufficient_balance", "upstream_failed", "upstream_timeout", "rate_limited"]);
 
-/** Message keys of the request fields' labels, by field name. */
-const FIELD_LABEL_KEYS = /** @type {Record<string, string | undefined>} */ (FIELD_LABELS);
-
 /**
  * The label of a request field named in a service message (`reference_images[2]` → its label).
  * @param {string} field
  */
 function fieldLabel(field) {
   const name = field.replace(/\[\d+\]$/, "");
-  const key = FIELD_LABEL_KEYS[name];
+  const key = FIELD_LABELS[name];
   return key ? t(key) : name;
 }
 
@@ -195,7 +189,7 @@ export class PageError extends Error {
 export function taskFailure(error) {
   const raw = typeof error === "string" ? error.trim() : "";
   if (!raw) return { text: t("task.errorOther"), original: "" };
-  const key = /** @type {Record<string, string | undefined>} */ (TASK_ERRORS)[raw];
+  const key = TASK_ERRORS[raw];
   if (key) return { text: t(key), original: "" };
   return lang === "en" ? { text: raw, original: "" } : { text: t("task.errorOther"), original: raw };
 }

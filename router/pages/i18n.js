@@ -6,13 +6,14 @@
 import { en } from "./i18n-en.js";
 import { zh } from "./i18n-zh.js";
 
-/** @type {Record<"en" | "zh", Record<string, string>>} */
+/** @type {Record<"en" | "zh", Record<string, string | undefined>>} */
 export const messages = { en, zh };
 
 /**
  * The failure reasons the service writes on a task (`Task.error`, always English), each with the
  * message key of its wording in the pages' languages. A reason not listed here (a provider's own
  * text) is shown as "task.errorOther" with the original text on a second line.
+ * @type {Record<string, string | undefined>}
  */
 export const TASK_ERRORS = {
   "Simulated generation failure (#fail)": "task.error.simulated",
@@ -24,7 +25,10 @@ export const TASK_ERRORS = {
   "Generation failed": "task.error.failed",
 };
 
-/** Labels (message keys) of the request fields named in the service's validation messages. */
+/**
+ * Labels (message keys) of the request fields named in the service's validation messages.
+ * @type {Record<string, string | undefined>}
+ */
 export const FIELD_LABELS = {
   prompt: "prompt.label",
   model_id: "model.label",

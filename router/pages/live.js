@@ -18,8 +18,8 @@ const LIVE_ACK_WAIT_MS = 10_000;
  * Waits before reconnection attempt `retries` (0, 1, …): exponential backoff, 1 s, 2 s, 4 s … at
  * most 30 s, each with "equal jitter" (half fixed, half random) so that the pages of a restarted
  * server do not all come back at the same instant.
+ * @param {number} retries
  */
-/** @param {number} retries */
 function backoff(retries) {
   const ceiling = Math.min(LIVE_RETRY_MAX_MS, 1000 * 2 ** retries);
   return new Promise((resolve) => setTimeout(resolve, ceiling / 2 + Math.random() * (ceiling / 2)));

@@ -22,9 +22,6 @@ const FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "N
 let uPlotLoading = null;
 const loadUPlot = () => (uPlotLoading ??= import("./uPlot.esm.js").then((module) => module.default));
 
-/** Milli-yuan of a Money amount ("1.125"): whole numbers, so the totals add up exactly. */
-const milli = amountMilli;
-
 /**
  * The usage section of /client.
  * @param {HTMLElement} section the element holding `#usage-summary`, `#chart-spent .plot`,
@@ -54,7 +51,7 @@ export function createUsageChart(section) {
   const data = () => {
     const x = days.map((d) => Date.parse(`${d.date}T00:00:00Z`) / 1000);
     return {
-      spent: [x, days.map((d) => milli(d.spent) / MILLI_PER_YUAN)],
+      spent: [x, days.map((d) => amountMilli(d.spent) / MILLI_PER_YUAN)],
       units: [x, days.map((d) => d.billedSeconds), days.map((d) => d.billedImages)],
     };
   };
@@ -169,10 +166,10 @@ export function createUsageChart(section) {
   }
 
   function renderText() {
-    const spent = days.reduce((sum, d) => sum + milli(d.spent), 0);
+    const spent = days.reduce((sum, d) => sum + amountMilli(d.spent), 0);
     const seconds = days.reduce((sum, d) => sum + d.billedSeconds, 0);
     const images = days.reduce((sum, d) => sum + d.billedImages, 0);
-    const used = days.filter((d) => milli(d.spent) !== 0 || d.billedSeconds || d.billedImages);
+    const used = days.filter((d) => amountMilli(d.spent) !== 0 || d.billedSeconds || d.billedImages);
     part("#usage-heading").textContent = t("usage.heading", { n: days.length });
     part("#usage-summary").textContent = used.length
       ? t("usage.total", { n: days.length, spent: yuan({ amount: formatYuan(spent) }), seconds, images })
