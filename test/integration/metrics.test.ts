@@ -227,7 +227,9 @@ describe("/metrics of a running stack", () => {
     fake.onSubmit({ kind: "http_error", status: 503 });
     expect((await t.rest("POST", "/api/v1/video/generations", { key, body: VIDEO_BODY })).status).toBe(502);
     fake.onSubmit({ kind: "accept" });
+    const sent = performance.now();
     expect((await t.rest("POST", "/api/v1/video/generations", { key, body: VIDEO_BODY })).status).toBe(200);
+    const requestSeconds = (performance.now() - sent) / 1000;
     // A scrape writes this process's summed successes before it reads the rows (README "Channels").
     const accepted = { ...channel, outcome: "accepted" };
     const failed = { ...channel, outcome: "failed" };
@@ -237,7 +239,8 @@ describe("/metrics of a running stack", () => {
     expect(growth(before, after, "switchyard_channel_submit_duration_seconds_count", failed)).toBe(1);
     const seconds = growth(before, after, "switchyard_channel_submit_duration_seconds_sum", accepted);
     expect(seconds).toBeGreaterThan(0);
-    expect(seconds).toBeLessThan(2); // seconds, not milliseconds: the fake answers at once
+    // Seconds, not milliseconds: the attempt fits inside the request that made it.
+    expect(seconds).toBeLessThanOrEqual(requestSeconds);
     // The counters are the row's.
     const row = await t.stack.db!("channels").where({ id: "chn_default" }).first();
     expect(sampleValue(after, "switchyard_channel_submissions_total", accepted)).toBe(Number(row.successes));
