@@ -33,7 +33,7 @@ import { nowIso, type Db } from "../db/index.ts";
 import { startPacedLoop } from "../loop.ts";
 import { toTaskRecord, type GenerationService, type TaskRow } from "./tasks/index.ts";
 import type { GenerationRequest } from "./validation.ts";
-import type { GenerationUpstream, UpstreamTaskState } from "./upstream/types.ts";
+import { imagesOf, type GenerationUpstream, type UpstreamTaskState } from "./upstream/types.ts";
 
 /** How long a task failed by its deadline is still asked for a late result: one day. */
 export const LATE_WATCH_MS = 24 * 60 * 60 * 1000;
@@ -248,7 +248,7 @@ export async function checkLateResult(deps: RecoveryDeps, row: TaskRow): Promise
   }
   const guard = { id: row.id, status: 2, next_poll_at: row.next_poll_at };
   if (state?.status === 1) {
-    const images = row.kind === "image" ? (state.images ?? (state.result ? [state.result] : [])).slice(0, Number(row.count)) : null;
+    const images = row.kind === "image" ? imagesOf(state, Number(row.count)) : null;
     const result = state.result ?? images?.[0] ?? null;
     const recorded = await db("tasks")
       .where(guard)

@@ -7,7 +7,7 @@ import { appendOutbox } from "../../events/outbox.ts";
 import { nowIso } from "../../db/index.ts";
 import { getModel } from "../catalog.ts";
 import { priceOf } from "../pricing.ts";
-import type { TaskStatusCode, UpstreamTaskState } from "../upstream/types.ts";
+import { imagesOf, type TaskStatusCode, type UpstreamTaskState } from "../upstream/types.ts";
 import { addProviderUsage } from "../channels/store.ts";
 import { settle, type TaskDeps } from "./deps.ts";
 import { isTerminal, statusEvent, type TaskRecord } from "./records.ts";
@@ -41,7 +41,7 @@ export async function applyUpstreamState(
   if (state.status === 1) {
     const model = getModel(task.modelId)!;
     if (task.kind === "image") {
-      const images = (state.images ?? (state.result ? [state.result] : [])).slice(0, task.count);
+      const images = imagesOf(state, task.count);
       if (images.length === 0) {
         next = { status: 2, error: "Upstream returned no images" };
       } else {

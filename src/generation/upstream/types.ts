@@ -18,6 +18,19 @@ export interface UpstreamTaskState {
 }
 
 /**
+ * The images an upstream state delivers for an image task of `count` images: its `images`, or
+ * its single `result` when a provider reports only one URL, at most `count` (a task is never
+ * charged for more than it asked). Used by the poller and by recovery, so both read a late
+ * answer the same way.
+ * @param state what the provider reported
+ * @param count the images the task asked for (1-4)
+ * @returns the image URLs, possibly empty
+ */
+export function imagesOf(state: UpstreamTaskState, count: number): string[] {
+  return (state.images ?? (state.result ? [state.result] : [])).slice(0, count);
+}
+
+/**
  * What a provider reported a task used, in its own units (README "Channels"): whichever it
  * reports. Shown next to our price on the task pages and summed per channel in `adminChannels`.
  */
