@@ -103,15 +103,23 @@ export async function findOperator(db: Db | Knex.Transaction, idOrEmail: string)
 export async function setOperatorStatus(db: Db, actor: AuditActor, idOrEmail: string, status: "active" | "disabled"): Promise<Operator> {
   const found = await findOperator(db, idOrEmail);
   if (!found) throw new AppError("not_found", "Operator not found");
+  // The audit row's "before" is read inside the audited transaction, so it is the row the write changed.
+  let current: Operator = found;
   return audited(
     db,
     actor,
-    { action: status === "disabled" ? "operators.disable" : "operators.enable", objectType: "operator", objectId: found.id, before: async () => found },
+    {
+      action: status === "disabled" ? "operators.disable" : "operators.enable",
+      objectType: "operator",
+      objectId: found.id,
+      before: async (trx) => (current = (await findOperator(trx, found.id)) ?? found),
+    },
     async (trx) => {
       const at = nowIso();
-      await trx("operators").where("id", found.id).update({ status, updated_at: at });
+      const changed = await trx("operators").where("id", found.id).update({ status, updated_at: at });
+      if (changed !== 1) throw new AppError("not_found", "Operator not found");
       if (status === "disabled") await trx("operator_sessions").where("operator_id", found.id).whereNull("ended_at").update({ ended_at: at });
-      return { ...found, status, updatedAt: at };
+      return { ...current, status, updatedAt: at };
     },
   );
 }
