@@ -249,7 +249,11 @@ export async function getProductsByIds(db: Db, ids: readonly string[]): Promise<
 export async function getVendorsByIds(db: Db, ids: readonly string[]): Promise<(VendorRecord | null)[]> {
   if (ids.length === 0) return [];
   const unique = [...new Set(ids)];
-  const rows = await selectRows<VendorRow>(db, `select "id", "name", "status", "created_at" from "vendors" where "id" in (${placeholders(unique.length)})`, unique);
+  const rows = await selectRows<VendorRow>(
+    db,
+    `select "id", "name", "status", "created_at" from "vendors" where "id" in (${placeholders(unique.length)})`,
+    unique,
+  );
   const byId = new Map(rows.map((row) => [row.id, toVendorRecord(row)]));
   return ids.map((id) => byId.get(id) ?? null);
 }

@@ -20,11 +20,10 @@ import { TASK_RECORD_COLUMNS, toTaskRecord, type TaskRecord, type TaskRow } from
 export async function getTasksOfKey(db: Db, caller: Pick<Caller, "keyId">, ids: readonly string[]): Promise<(TaskRecord | null)[]> {
   if (ids.length === 0) return [];
   const unique = [...new Set(ids)];
-  const rows = await selectRows<TaskRow>(
-    db,
-    `select ${TASK_RECORD_COLUMNS} from "tasks" where "id" in (${placeholders(unique.length)}) and "key_id" = ?`,
-    [...unique, caller.keyId],
-  );
+  const rows = await selectRows<TaskRow>(db, `select ${TASK_RECORD_COLUMNS} from "tasks" where "id" in (${placeholders(unique.length)}) and "key_id" = ?`, [
+    ...unique,
+    caller.keyId,
+  ]);
   const byId = new Map(rows.map((r) => [r.id, toTaskRecord(r)]));
   return ids.map((id) => byId.get(id) ?? null);
 }
