@@ -201,9 +201,14 @@ export async function keysetPage<T, Row>(
   const pageRows = rows.slice(0, page.first);
   if (backward) pageRows.reverse();
   const more = rows.length > page.first;
+  // Cursors are encoded when first read: a connection asked for `nodes` only never needs them.
+  let cursors: string[] | undefined;
   return {
     items: pageRows.map((row) => toItem(row as Row)),
-    cursors: pageRows.map((row) => encodeCursor(unqualified.map((c) => row[c]!))),
+    get cursors() {
+      if (!cursors) cursors = pageRows.map((row) => encodeCursor(unqualified.map((c) => row[c]!)));
+      return cursors;
+    },
     hasNextPage: backward ? cursorRowKept : more,
     hasPreviousPage: backward ? more : cursorRowKept,
     totalCount,
