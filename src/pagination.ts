@@ -174,6 +174,9 @@ export function decodeCursor(cursor: string, keyset: Keyset): (string | number)[
  * @param toItem converts a row
  * @param count where `totalCount` comes from: `stored` (a running total of the unfiltered list),
  *   else the filtered query counted up to {@link COUNT_BOUND}
+ * @param firstPage reads the first `limit` rows of the list forward (the rows `query` ordered
+ *   by `keyset` would give): used for the first page forward with no cursor, the common one,
+ *   with fixed SQL text instead of the query builder (src/db/rows.ts)
  * @returns the page, its cursors, both page flags and the total count
  * @throws AppError `invalid_request` for a bad cursor
  */
@@ -183,11 +186,37 @@ export async function keysetPage<T, Row>(
   page: PageRequest,
   toItem: (row: Row) => T,
   count: PageCount = {},
+  firstPage?: (limit: number) => Promise<Row[]>,
 ): Promise<Page<T>> {
   const columns = keyset.map((key) => key.column);
   const backward = page.backward === true || page.before != null;
   const cursor = backward ? page.before : page.after;
   const at = cursor ? decodeCursor(cursor, keyset) : null;
+  const rowsRead = firstPage && !at && !backward ? firstPage(page.first + 1) : rowsOf(query, columns, page, at, backward);
+  const [read, totalCount] = await Promise.all([rowsRead, count.stored ? count.stored() : boundedCount(query)]);
+  let rows = read as Record<string, string | number>[];
+  const unqualified = columns.map((c) => c.split(".").pop()!);
+  const cursorRowKept = at !== null && rows.length > 0 && unqualified.every((c, i) => String(rows[0]![c]) === String(at[i]));
+  if (cursorRowKept) rows = rows.slice(1);
+  const pageRows = rows.slice(0, page.first);
+  if (backward) pageRows.reverse();
+  const more = rows.length > page.first;
+  // Cursors are encoded when first read: a connection asked for `nodes` only never needs them.
+  let cursors: string[] | undefined;
+  return {
+    items: pageRows.map((row) => toItem(row as Row)),
+    get cursors() {
+      if (!cursors) cursors = pageRows.map((row) => encodeCursor(unqualified.map((c) => row[c]!)));
+      return cursors;
+    },
+    hasNextPage: backward ? cursorRowKept : more,
+    hasPreviousPage: backward ? more : cursorRowKept,
+    totalCount,
+  };
+}
+
+/** One page's rows through the query builder: ordered by the keyset, from the cursor `at` on. */
+function rowsOf(query: Knex.QueryBuilder, columns: string[], page: PageRequest, at: (string | number)[] | null, backward: boolean): Knex.QueryBuilder {
   const rowsQuery = query
     .clone()
     .orderBy(columns.map((column) => ({ column, order: backward ? ("asc" as const) : ("desc" as const) })))
@@ -196,21 +225,7 @@ export async function keysetPage<T, Row>(
     const condition = cursorSql(columns, at, backward ? ">" : "<", true);
     rowsQuery.andWhereRaw(condition.sql, condition.bindings);
   }
-  const [read, totalCount] = await Promise.all([rowsQuery, count.stored ? count.stored() : boundedCount(query)]);
-  let rows: Record<string, string | number>[] = read;
-  const unqualified = columns.map((c) => c.split(".").pop()!);
-  const cursorRowKept = at !== null && rows.length > 0 && unqualified.every((c, i) => String(rows[0]![c]) === String(at[i]));
-  if (cursorRowKept) rows = rows.slice(1);
-  const pageRows = rows.slice(0, page.first);
-  if (backward) pageRows.reverse();
-  const more = rows.length > page.first;
-  return {
-    items: pageRows.map((row) => toItem(row as Row)),
-    cursors: pageRows.map((row) => encodeCursor(unqualified.map((c) => row[c]!))),
-    hasNextPage: backward ? cursorRowKept : more,
-    hasPreviousPage: backward ? more : cursorRowKept,
-    totalCount,
-  };
+  return rowsQuery;
 }
 
 /** The rows of a filtered query, counted up to {@link COUNT_BOUND}: at most that many index entries read. */

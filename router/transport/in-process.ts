@@ -58,6 +58,8 @@ export function inProcessTransport(subgraphs: Record<string, LocalSubgraph>, hea
           variables: request.variables as Record<string, unknown> | undefined,
           operationName: request.operationName,
           headers: headersOf(request),
+          // The gateway's context of the client request: one per request, made by this process.
+          requestScope: typeof request.context === "object" && request.context !== null ? request.context : undefined,
         };
         if (request.operationType === "subscription") {
           const result = await local.subscribe(operation);

@@ -35,10 +35,15 @@ function bearerToken(authorization: string | null | undefined): string | null {
  */
 export function checkAdminToken(expected: string | null | undefined, authorization: string | null | undefined): void {
   if (!expected) throw new AppError("forbidden", ADMIN_DISABLED_MESSAGE);
+  if (!tokenMatches(expected, authorization)) throw new AppError("unauthorized", ADMIN_UNAUTHORIZED_MESSAGE);
+}
+
+/** Whether `authorization` presents the token `expected`, compared in constant time (no error built: the scope check asks on every request). */
+function tokenMatches(expected: string, authorization: string | null | undefined): boolean {
   const presented = bearerToken(authorization);
   // Compare digests even when nothing was presented, so an absent header costs the same.
   const matches = secretsEqual(presented ?? "", expected);
-  if (presented === null || !matches) throw new AppError("unauthorized", ADMIN_UNAUTHORIZED_MESSAGE);
+  return presented !== null && matches;
 }
 
 /** The throttle's fixed window, in seconds, counted from an address's first admin check in it. */
@@ -100,14 +105,7 @@ export function createAdminGuard(options: AdminGuardOptions): AdminGuard {
   const limiter: RateLimiterAbstract = options.redis
     ? new RateLimiterRedis({ ...settings, storeClient: options.redis, keyPrefix: `${options.keyPrefix ?? "switchyard:"}adminfail` })
     : new RateLimiterMemory({ ...settings, keyPrefix: "adminfail" });
-  const matches = (authorization: string | null | undefined) => {
-    try {
-      checkAdminToken(adminToken, authorization);
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  const matches = (authorization: string | null | undefined) => Boolean(adminToken) && tokenMatches(adminToken!, authorization);
   return {
     matches,
     async check({ authorization, clientIp, requestId }) {

@@ -54,13 +54,21 @@ export interface AuthenticationObserver {
  * @param rateLimiter the per-key rate limiter (shared per process, or backed by Redis)
  * @param facts the request's key header, client address, signature and what it covers, count id
  * @param observer told of the key and of its quota as soon as they are known
+ * @param lookupKey finds the key of the `Authorization` value (default `authenticate` of keys.ts;
+ *   subgraphs/shared/auth.ts shares one lookup among the subgraphs of one client request)
  * @returns the caller, when every check passes
  * @throws AppError `unauthorized` (401: missing or unknown key, missing, invalid, stale or reused
  *   signature), `key_disabled` (403), `forbidden` (403 `Source IP not allowed`), `rate_limited`
  *   (429 with `details.retry_after_seconds`)
  */
-export async function authenticateRequest(db: Db, rateLimiter: RateLimiter, facts: RequestFacts, observer: AuthenticationObserver = {}): Promise<Caller> {
-  const caller = await authenticate(db, facts.authorization);
+export async function authenticateRequest(
+  db: Db,
+  rateLimiter: RateLimiter,
+  facts: RequestFacts,
+  observer: AuthenticationObserver = {},
+  lookupKey: (authorization: string | null | undefined) => Promise<Caller> = (authorization) => authenticate(db, authorization),
+): Promise<Caller> {
+  const caller = await lookupKey(facts.authorization);
   observer.authenticated?.(caller);
   checkSourceIp(caller, facts.clientIp);
   if (caller.requireSignature || facts.signature) {

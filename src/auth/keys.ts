@@ -16,6 +16,7 @@ import type { Caller } from "./caller.ts";
 import { KEY_DISABLED_EVENT } from "./revocation.ts";
 import { appendOutbox } from "../events/outbox.ts";
 import { nowIso, type Db } from "../db/index.ts";
+import { selectRows } from "../db/rows.ts";
 import { newId } from "../ids.ts";
 import { sha256Hex } from "../digest.ts";
 import type { MilliYuan } from "../money.ts";
@@ -159,7 +160,7 @@ export async function createKey(db: Db, options: CreateKeyOptions): Promise<Crea
 export async function authenticate(db: Db | Knex.Transaction, authorization: string | null | undefined): Promise<Caller> {
   const key = parseAuthorization(authorization);
   if (!key) throw new AppError("unauthorized");
-  const row = await db("api_keys").where("key_hash", hashKey(key)).first();
+  const [row] = await selectRows<CallerRow>(db, KEY_BY_HASH, [hashKey(key)]);
   if (!row) throw new AppError("unauthorized");
   if (row.status !== "active") throw new AppError("key_disabled");
   return {
@@ -172,6 +173,22 @@ export async function authenticate(db: Db | Knex.Transaction, authorization: str
     signingSecret: row.webhook_secret ?? null,
   };
 }
+
+/** What {@link authenticate} reads of a key: its policy, never its name, totals or hash. */
+interface CallerRow {
+  id: string;
+  account_id: string;
+  status: string;
+  scopes: string;
+  allow_ips: string | null;
+  rate_limit: number | null;
+  require_signature: boolean | number;
+  webhook_secret: string | null;
+}
+
+/** A key by the hash of the key (unique index). */
+const KEY_BY_HASH =
+  'select "id", "account_id", "status", "scopes", "allow_ips", "rate_limit", "require_signature", "webhook_secret" from "api_keys" where "key_hash" = ? limit 1';
 
 /** The key in an Authorization header value, or null. */
 export function parseAuthorization(value: string | null | undefined): string | null {

@@ -10,6 +10,7 @@
  */
 import { AppError, notOneOfError } from "../errors.ts";
 import { nowIso, type Db } from "../db/index.ts";
+import { placeholders, selectRows } from "../db/rows.ts";
 import { ID_PREFIXES, newId } from "../ids.ts";
 import { byCreation, keysetPage, keysetPagesByParent, type Page, type PageRequest } from "../pagination.ts";
 import type { MilliYuan } from "../money.ts";
@@ -148,6 +149,10 @@ export interface ProductRow {
   updated_at: string;
 }
 
+/** The columns of a {@link ProductRow}, quoted for fixed SQL text (src/db/rows.ts). */
+const PRODUCT_COLUMNS =
+  '"id", "vendor_id", "category", "name", "description", "status", "billing_cycles", "stock", "required_fields", "created_at", "updated_at"';
+
 /** Converts a `vendors` row. */
 function toVendorRecord(row: VendorRow): VendorRecord {
   return { id: row.id, name: row.name, status: row.status, createdAt: row.created_at };
@@ -231,8 +236,9 @@ export async function getProduct(db: Db, id: string): Promise<ProductRecord | nu
  */
 export async function getProductsByIds(db: Db, ids: readonly string[]): Promise<(ProductRecord | null)[]> {
   if (ids.length === 0) return [];
-  const rows = await db("products").whereIn("id", [...new Set(ids)]);
-  const byId = new Map(rows.map((row: ProductRow) => [row.id, toProductRecord(row)]));
+  const unique = [...new Set(ids)];
+  const rows = await selectRows<ProductRow>(db, `select ${PRODUCT_COLUMNS} from "products" where "id" in (${placeholders(unique.length)})`, unique);
+  const byId = new Map(rows.map((row) => [row.id, toProductRecord(row)]));
   return ids.map((id) => byId.get(id) ?? null);
 }
 
@@ -242,8 +248,13 @@ export async function getProductsByIds(db: Db, ids: readonly string[]): Promise<
  */
 export async function getVendorsByIds(db: Db, ids: readonly string[]): Promise<(VendorRecord | null)[]> {
   if (ids.length === 0) return [];
-  const rows = await db("vendors").whereIn("id", [...new Set(ids)]);
-  const byId = new Map(rows.map((row: VendorRow) => [row.id, toVendorRecord(row)]));
+  const unique = [...new Set(ids)];
+  const rows = await selectRows<VendorRow>(
+    db,
+    `select "id", "name", "status", "created_at" from "vendors" where "id" in (${placeholders(unique.length)})`,
+    unique,
+  );
+  const byId = new Map(rows.map((row) => [row.id, toVendorRecord(row)]));
   return ids.map((id) => byId.get(id) ?? null);
 }
 

@@ -12,6 +12,7 @@ import { credit } from "../ledger/index.ts";
 import { toLedgerEntry, type LedgerEntryView } from "../ledger/entries.ts";
 import { appendOutbox } from "../events/outbox.ts";
 import { fitText, nowIso, type Db } from "../db/index.ts";
+import { selectRows } from "../db/rows.ts";
 import { newId } from "../ids.ts";
 import { formatYuan, type MilliYuan } from "../money.ts";
 import { hasInvisible } from "../text.ts";
@@ -265,10 +266,14 @@ export async function setCreditLine(db: Db, accountId: string, customerId: strin
  * @see docs/api/cloud.md §4 `GET /billing/balance?customer_id=`; docs/architecture.md §8 Balance
  */
 export async function getCustomerBalance(db: Executor, accountId: string, customerId: string): Promise<CustomerBalance> {
-  const row =
+  const [row] =
     typeof customerId === "string" && customerId.length <= 64
-      ? await db("customers").where({ account_id: accountId, customer_id: customerId }).first()
-      : undefined;
+      ? await selectRows<{ balance: number | string; frozen: number | string; credit_line: number | string }>(
+          db,
+          'select "balance", "frozen", "credit_line" from "customers" where "account_id" = ? and "customer_id" = ? limit 1',
+          [accountId, customerId],
+        )
+      : [];
   if (!row) throw new AppError("not_found", "Customer not found");
   return { customerId, available: Number(row.balance), frozen: Number(row.frozen), creditLine: Number(row.credit_line) };
 }

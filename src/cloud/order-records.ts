@@ -55,6 +55,10 @@ export interface OrderRow {
   updated_at: string;
 }
 
+/** The columns {@link toOrderRecord} reads, quoted for fixed SQL text (src/db/rows.ts). */
+export const ORDER_RECORD_COLUMNS =
+  '"id", "account_id", "key_id", "client_order_no", "product_id", "quantity", "billing_cycle", "customer_id", "contact", "metadata", "amount", "payment_status", "provisioning_status", "status", "resource_id", "failure_reason", "created_at", "updated_at"';
+
 /** Converts an `orders` row. */
 export function toOrderRecord(row: OrderRow): OrderRecord {
   return {

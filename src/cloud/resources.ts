@@ -5,6 +5,7 @@
  */
 import { AppError } from "../errors.ts";
 import type { Db } from "../db/index.ts";
+import { placeholders, selectRows } from "../db/rows.ts";
 import type { Caller } from "../auth/keys.ts";
 import { byCreation, keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import type { ResourceStatus } from "./states.ts";
@@ -33,6 +34,9 @@ export interface ResourceRow {
   created_at: string;
   usage_threshold_bytes: number | string | null;
 }
+
+/** The columns {@link toResourceRecord} reads, quoted for fixed SQL text (src/db/rows.ts). */
+const RESOURCE_RECORD_COLUMNS = '"id", "account_id", "order_id", "product_id", "customer_id", "status", "expires_at", "created_at"';
 
 /** Converts a `resources` row. */
 export function toResourceRecord(row: ResourceRow): ResourceRecord {
@@ -93,9 +97,12 @@ export async function getResource(db: Db, caller: Caller, id: string): Promise<R
  */
 export async function getResourcesByIds(db: Db, caller: Caller, ids: readonly string[]): Promise<(ResourceRecord | null)[]> {
   if (ids.length === 0) return [];
-  const rows = await db("resources")
-    .whereIn("id", [...new Set(ids)])
-    .andWhere("account_id", caller.accountId);
-  const byId = new Map(rows.map((r: ResourceRow) => [r.id, toResourceRecord(r)]));
+  const unique = [...new Set(ids)];
+  const rows = await selectRows<ResourceRow>(
+    db,
+    `select ${RESOURCE_RECORD_COLUMNS} from "resources" where "id" in (${placeholders(unique.length)}) and "account_id" = ?`,
+    [...unique, caller.accountId],
+  );
+  const byId = new Map(rows.map((r) => [r.id, toResourceRecord(r)]));
   return ids.map((id) => byId.get(id) ?? null);
 }

@@ -4,6 +4,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { fitText, type Db } from "../db/index.ts";
+import { selectRows } from "../db/rows.ts";
 import { AppError } from "../errors.ts";
 import type { Caller } from "../auth/keys.ts";
 import type { MilliYuan } from "../money.ts";
@@ -32,6 +33,10 @@ export interface RequestRecord {
 /** The totals of a key, read once when the first of them is asked for. */
 export type UsageReader = { [K in keyof UsageTotals]: () => Promise<UsageTotals[K]> };
 
+/** A key's running totals and its account's balance (one row by primary keys). */
+const TOTALS_OF_KEY =
+  'select "a"."balance", "k"."spent", "k"."billed_seconds", "k"."billed_images" from "api_keys" as "k" inner join "accounts" as "a" on "a"."id" = "k"."account_id" where "k"."id" = ? limit 1';
+
 /**
  * Reads the running totals of a key and its account's balance: one row of each, whatever the
  * key's history (docs/architecture.md §3.7).
@@ -39,10 +44,7 @@ export type UsageReader = { [K in keyof UsageTotals]: () => Promise<UsageTotals[
  * @throws AppError `not_found` when the key does not exist
  */
 async function readTotals(db: Db, caller: Caller): Promise<UsageTotals> {
-  const row = await db("api_keys as k")
-    .join("accounts as a", "a.id", "k.account_id")
-    .where("k.id", caller.keyId)
-    .first("a.balance", "k.spent", "k.billed_seconds", "k.billed_images");
+  const [row] = await selectRows<Record<"balance" | "spent" | "billed_seconds" | "billed_images", number | string>>(db, TOTALS_OF_KEY, [caller.keyId]);
   if (!row) throw new AppError("not_found", "API key not found");
   return { balance: Number(row.balance), spent: Number(row.spent), billedSeconds: Number(row.billed_seconds), billedImages: Number(row.billed_images) };
 }

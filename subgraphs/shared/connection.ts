@@ -24,18 +24,26 @@ export function pageOf(args: PageArgs): PageRequest {
   return { first: pageSize(args.last, "last"), before: args.before ?? null, backward: true };
 }
 
-/** A page of nodes (src/pagination.ts) as a Relay connection. */
+/**
+ * A page of nodes (src/pagination.ts) as a Relay connection. Edges and cursors are made when a
+ * field reads them (getters): a connection asked for `nodes` and `totalCount` encodes no cursor.
+ */
 export function toConnection<T>(page: Page<T>) {
-  const edges = page.items.map((node, i) => ({ node, cursor: page.cursors[i]! }));
   return {
-    edges,
+    get edges() {
+      return page.items.map((node, i) => ({ node, cursor: page.cursors[i]! }));
+    },
     nodes: page.items,
     totalCount: page.totalCount,
     pageInfo: {
       hasNextPage: page.hasNextPage,
       hasPreviousPage: page.hasPreviousPage ?? false,
-      startCursor: page.cursors[0] ?? null,
-      endCursor: page.cursors.at(-1) ?? null,
+      get startCursor() {
+        return page.cursors[0] ?? null;
+      },
+      get endCursor() {
+        return page.cursors.at(-1) ?? null;
+      },
     },
   };
 }

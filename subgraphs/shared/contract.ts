@@ -18,6 +18,12 @@ export interface LocalOperation {
   operationName?: string;
   /** The headers the router forwards, lower-cased names (as over HTTP: auth, locale, x-switchyard-*). */
   headers: Record<string, string>;
+  /**
+   * An object the router made for the client request, the same for each of its subgraph
+   * operations: work both subgraphs of this process would repeat is done once under it (auth.ts:
+   * the key lookup). Never anything a client sent; absent over HTTP.
+   */
+  requestScope?: object;
 }
 
 /**

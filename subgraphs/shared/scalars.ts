@@ -56,6 +56,13 @@ function parseInput(value: unknown): Date {
 }
 
 /**
+ * A date-time already in the form `DateTime` writes (UTC, milliseconds, upper-case `T` and `Z`)
+ * whose fields are in range on any month (days up to 28): what the timestamp columns hold. Such a
+ * text serializes as itself, unparsed; any other goes through {@link parseRfc3339}.
+ */
+const CANONICAL = /^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/;
+
+/**
  * `DateTime`: an instant on the wire as `YYYY-MM-DDTHH:MM:SS.sssZ` (what `Date#toISOString`
  * writes, and what every timestamp column holds: src/db/index.ts `nowIso`, so answers are byte for
  * byte what they were as `String`). Serializes a `Date` or an RFC 3339 string, normalized to UTC
@@ -67,6 +74,7 @@ export const DateTime = new GraphQLScalarType<Date, string>({
   specifiedByURL: DATE_TIME_SPECIFIED_BY,
   serialize(value) {
     if (value instanceof Date && Number.isFinite(value.getTime())) return value.toISOString();
+    if (typeof value === "string" && CANONICAL.test(value)) return value;
     const ms = typeof value === "string" ? parseRfc3339(value) : null;
     // A stored timestamp that is not one is a bug: a field error, never a made-up instant.
     if (ms === null) throw new GraphQLError(`DateTime cannot represent ${typeof value === "string" ? JSON.stringify(value) : typeof value}`);

@@ -9,7 +9,7 @@ import fc from "fast-check";
 import { buildASTSchema, buildSchema, getNamedType, GraphQLError, isObjectType, Kind, parse, type StringValueNode } from "graphql";
 import { describe, expect, it } from "vitest";
 import { composeSchemas } from "../../router/compose.ts";
-import { DATE_TIME_DESCRIPTION, DATE_TIME_SPECIFIED_BY, DateTime, NOT_DATE_TIME } from "../../subgraphs/shared/scalars.ts";
+import { DATE_TIME_DESCRIPTION, DATE_TIME_SPECIFIED_BY, DateTime, NOT_DATE_TIME, parseRfc3339 } from "../../subgraphs/shared/scalars.ts";
 
 const literal = (value: string): StringValueNode => ({ kind: Kind.STRING, value });
 
@@ -22,6 +22,28 @@ describe("DateTime", () => {
         expect(DateTime.serialize(date)).toBe(stored);
       }),
     );
+  });
+
+  it("serializes a stored-looking text as parsing it would: itself when it is an instant, a field error when its day does not exist", () => {
+    const two = (n: number) => String(n).padStart(2, "0");
+    fc.assert(
+      fc.property(
+        fc.record({
+          year: fc.integer({ min: 1, max: 9999 }),
+          month: fc.integer({ min: 1, max: 12 }),
+          day: fc.integer({ min: 1, max: 31 }),
+          ms: fc.integer({ min: 0, max: 86_399_999 }),
+        }),
+        ({ year, month, day, ms }) => {
+          const time = new Date(ms).toISOString().slice(10);
+          const text = `${String(year).padStart(4, "0")}-${two(month)}-${two(day)}${time}`;
+          const parsed = parseRfc3339(text);
+          if (parsed === null) expect(() => DateTime.serialize(text)).toThrow(GraphQLError);
+          else expect(DateTime.serialize(text)).toBe(new Date(parsed).toISOString());
+        },
+      ),
+    );
+    expect(() => DateTime.serialize("2026-02-30T00:00:00.000Z")).toThrow(GraphQLError);
   });
 
   it("normalizes an RFC 3339 value with an offset or without milliseconds to UTC with milliseconds", () => {

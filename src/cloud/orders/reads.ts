@@ -4,8 +4,8 @@
 import type { Db } from "../../db/index.ts";
 import type { Caller } from "../../auth/keys.ts";
 import { byCreation, keysetPage, type Page, type PageRequest } from "../../pagination.ts";
-import { storedTotal } from "../../ledger/totals.ts";
-import { toOrderRecord, type OrderRecord, type OrderRow } from "../order-records.ts";
+import { placeholders, selectRows } from "../../db/rows.ts";
+import { ORDER_RECORD_COLUMNS, toOrderRecord, type OrderRecord, type OrderRow } from "../order-records.ts";
 import { orderRowOf } from "./deps.ts";
 
 /**
@@ -29,10 +29,13 @@ export async function getOrder(db: Db, caller: Caller, id: string): Promise<Orde
  */
 export async function getOrdersByIds(db: Db, caller: Caller, ids: readonly string[]): Promise<(OrderRecord | null)[]> {
   if (ids.length === 0) return [];
-  const rows = await db("orders")
-    .whereIn("id", [...new Set(ids)])
-    .andWhere("account_id", caller.accountId);
-  const byId = new Map(rows.map((r: OrderRow) => [r.id, toOrderRecord(r)]));
+  const unique = [...new Set(ids)];
+  const rows = await selectRows<OrderRow>(
+    db,
+    `select ${ORDER_RECORD_COLUMNS} from "orders" where "id" in (${placeholders(unique.length)}) and "account_id" = ?`,
+    [...unique, caller.accountId],
+  );
+  const byId = new Map(rows.map((r) => [r.id, toOrderRecord(r)]));
   return ids.map((id) => byId.get(id) ?? null);
 }
 
@@ -46,7 +49,18 @@ export async function getOrdersByIds(db: Db, caller: Caller, ids: readonly strin
  * @throws AppError `invalid_request` (400, field `cursor`) for a bad cursor
  */
 export async function listOrders(db: Db, caller: Caller, page: PageRequest): Promise<Page<OrderRecord>> {
-  return keysetPage(db("orders").where("account_id", caller.accountId), byCreation(), page, toOrderRecord, {
-    stored: storedTotal(db, "accounts", caller.accountId, "order_count"),
-  });
+  return keysetPage(
+    db("orders").select(db.raw(ORDER_RECORD_COLUMNS)).where("account_id", caller.accountId),
+    byCreation(),
+    page,
+    toOrderRecord,
+    { stored: async () => Number((await selectRows<{ order_count: number | string }>(db, ORDER_COUNT, [caller.accountId]))[0]?.order_count ?? 0) },
+    // The first page, the common one, is a fixed statement.
+    (limit) => selectRows<OrderRow>(db, FIRST_ORDERS, [caller.accountId, limit]),
+  );
 }
+
+/** The account's newest orders (the first page of {@link listOrders}). */
+const FIRST_ORDERS = `select ${ORDER_RECORD_COLUMNS} from "orders" where "account_id" = ? order by "created_at" desc, "id" desc limit ?`;
+/** The account's stored order count (src/ledger/totals.ts keeps it). */
+const ORDER_COUNT = 'select "order_count" from "accounts" where "id" = ? limit 1';

@@ -4,10 +4,10 @@
  */
 import { AppError } from "../../errors.ts";
 import type { Db } from "../../db/index.ts";
-import { storedTotal } from "../../ledger/totals.ts";
 import { byCreation, keysetPage, type Page, type PageRequest } from "../../pagination.ts";
 import type { Caller } from "../../auth/keys.ts";
-import { toTaskRecord, type TaskRecord, type TaskRow } from "./records.ts";
+import { placeholders, selectRows } from "../../db/rows.ts";
+import { TASK_RECORD_COLUMNS, toTaskRecord, type TaskRecord, type TaskRow } from "./records.ts";
 
 /**
  * Reads tasks by id in one query, each visible only to the key that created it (docs/api/generation.md
@@ -18,10 +18,13 @@ import { toTaskRecord, type TaskRecord, type TaskRow } from "./records.ts";
  * @returns one entry per id, null where not found or another key's
  */
 export async function getTasksOfKey(db: Db, caller: Pick<Caller, "keyId">, ids: readonly string[]): Promise<(TaskRecord | null)[]> {
-  const rows = await db("tasks")
-    .whereIn("id", [...ids])
-    .andWhere("key_id", caller.keyId);
-  const byId = new Map(rows.map((r: TaskRow) => [r.id, toTaskRecord(r)]));
+  if (ids.length === 0) return [];
+  const unique = [...new Set(ids)];
+  const rows = await selectRows<TaskRow>(db, `select ${TASK_RECORD_COLUMNS} from "tasks" where "id" in (${placeholders(unique.length)}) and "key_id" = ?`, [
+    ...unique,
+    caller.keyId,
+  ]);
+  const byId = new Map(rows.map((r) => [r.id, toTaskRecord(r)]));
   return ids.map((id) => byId.get(id) ?? null);
 }
 
@@ -33,7 +36,7 @@ export async function getTasksOfKey(db: Db, caller: Pick<Caller, "keyId">, ids: 
  * @throws AppError `task_not_found` (404) when it does not exist or belongs to another key
  */
 export async function getTask(db: Db, caller: Caller, id: string): Promise<TaskRecord> {
-  const row = typeof id === "string" && id.length <= 60 ? await db("tasks").where({ id, key_id: caller.keyId }).first() : undefined;
+  const [row] = typeof id === "string" && id.length <= 60 ? await selectRows<TaskRow>(db, TASK_BY_ID, [id, caller.keyId]) : [];
   if (!row) throw new AppError("task_not_found");
   return toTaskRecord(row);
 }
@@ -48,9 +51,26 @@ export async function getTask(db: Db, caller: Caller, id: string): Promise<TaskR
  * @throws AppError `invalid_request` for a bad cursor
  */
 export async function listTasks(db: Db, caller: Caller, page: PageRequest & { status?: number | null }): Promise<Page<TaskRecord>> {
-  const query = db("tasks").where("key_id", caller.keyId);
-  if (page.status != null) query.andWhere("status", page.status);
-  // Unfiltered, the count is the key's stored task_count; by status, counted up to COUNT_BOUND.
-  const stored = page.status == null ? storedTotal(db, "api_keys", caller.keyId, "task_count") : undefined;
-  return keysetPage(query, byCreation(), page, toTaskRecord, { stored });
+  const query = db("tasks").select(db.raw(TASK_RECORD_COLUMNS)).where("key_id", caller.keyId);
+  if (page.status != null) {
+    query.andWhere("status", page.status);
+    // By status, counted up to COUNT_BOUND.
+    return keysetPage(query, byCreation(), page, toTaskRecord);
+  }
+  // Unfiltered, the count is the key's stored task_count, and the first page a fixed statement.
+  return keysetPage(
+    query,
+    byCreation(),
+    page,
+    toTaskRecord,
+    { stored: async () => Number((await selectRows<{ task_count: number | string }>(db, TASK_COUNT, [caller.keyId]))[0]?.task_count ?? 0) },
+    (limit) => selectRows<TaskRow>(db, FIRST_TASKS, [caller.keyId, limit]),
+  );
 }
+
+/** A task of a key by id. */
+const TASK_BY_ID = `select ${TASK_RECORD_COLUMNS} from "tasks" where "id" = ? and "key_id" = ? limit 1`;
+/** The key's newest tasks (the first page of {@link listTasks}; index tasks(key_id, created_at, id)). */
+const FIRST_TASKS = `select ${TASK_RECORD_COLUMNS} from "tasks" where "key_id" = ? order by "created_at" desc, "id" desc limit ?`;
+/** The key's stored task count (src/ledger/totals.ts keeps it). */
+const TASK_COUNT = 'select "task_count" from "api_keys" where "id" = ? limit 1';

@@ -68,6 +68,13 @@ export interface TaskRow {
   expired_at?: string | null;
 }
 
+/**
+ * The columns {@link toTaskRecord} reads, quoted for fixed SQL text (src/db/rows.ts): a read of
+ * tasks selects these, never the stored request nor the poller's columns.
+ */
+export const TASK_RECORD_COLUMNS =
+  '"id", "account_id", "key_id", "kind", "model_id", "prompt", "status", "count", "seconds", "resolution", "size", "price", "refunded", "result", "images", "error", "provider_usage", "created_at", "updated_at"';
+
 /** Converts a `tasks` row to a {@link TaskRecord}. */
 export function toTaskRecord(row: TaskRow): TaskRecord {
   return {
