@@ -5,7 +5,7 @@
  * domain services, transactions — runs inside it (an AsyncLocalStorage scope, so no function
  * needs a new parameter), and {@link enforceRequestBudgets} holds each statement to it:
  *
- * - at most `statements` SQL statements (default 1000; the dashboard runs 11): past it the next
+ * - at most `statements` SQL statements (default 1000; the dashboard runs 10 in-process, 11 over HTTP): past it the next
  *   statement is refused with `query_too_costly` (400);
  * - a deadline, `timeoutMs` after the request began (REQUEST_TIMEOUT_MS, as the router's): past
  *   it every further statement, and every wait for a connection, fails with `request_timeout`
