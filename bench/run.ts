@@ -7,7 +7,8 @@
  * Settings (env): BENCH_ONLY (read,join,growth,write,live), BENCH_SCALES (1,10,100,1000),
  * BENCH_DURATION / BENCH_WARMUP (seconds per row), BENCH_CONNECTIONS, BENCH_TOPOLOGY
  * (single|split), BENCH_LIVE_SUBSCRIBERS, BENCH_LIVE_KEYS, BENCH_LIVE_RATE, BENCH_LIVE_SECONDS,
- * BENCH_LIVE_STEP_MS, BENCH_README (1/0: rewrite the README table); DATABASE_URL (a PostgreSQL
+ * BENCH_LIVE_STEP_MS, BENCH_README (1/0: rewrite the README table), BENCH_PEERS (apollo,hive,grafbase:
+ * the join scenario's peer gateways); DATABASE_URL (a PostgreSQL
  * server to create bench databases on) and REDIS_URL are honoured.
  */
 import { execFileSync } from "node:child_process";
@@ -16,10 +17,10 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { ROOT, createBenchDatabase, startApolloGateway, startServer, type Server } from "./server.ts";
+import { ROOT, createBenchDatabase, startApolloGateway, startGrafbase, startHiveGateway, startServer, type Peer, type Server } from "./server.ts";
 import { seedToScale, type SeedState } from "./seed.ts";
 import { runLoad, round, type LoadResult } from "./load.ts";
-import { dashboard, loadSpec, preflight, readGraphql, readRest, readSubgraph, type Endpoint } from "./scenarios.ts";
+import { dashboard, dashboardPersisted, loadSpec, preflight, readGraphql, readRest, readSubgraph, type Endpoint } from "./scenarios.ts";
 import { runWrite } from "./write.ts";
 import { runLive } from "./live.ts";
 import { evaluate, renderTables, replaceResults, type Results, type Row } from "./report.ts";
@@ -50,6 +51,7 @@ const settings = z
     BENCH_LIVE_SECONDS: z.coerce.number().positive().default(5),
     BENCH_LIVE_STEP_MS: z.coerce.number().int().min(10).default(250),
     BENCH_README: z.enum(["0", "1"]).optional(),
+    BENCH_PEERS: list("apollo,hive,grafbase").pipe(z.array(z.enum(["apollo", "hive", "grafbase"]))),
   })
   .parse(process.env);
 
@@ -70,32 +72,64 @@ function log(message: string) {
   console.error(`[bench ${round((performance.now() - started) / 1000, 0)}s] ${message}`);
 }
 
+/** The peer gateways of the join scenario, each in front of our subgraph ports (bench/README.md "Scenarios"). */
+const PEERS: { name: string; variant: string; start: (server: Server) => Promise<Peer> }[] = [
+  { name: "apollo", variant: "Apollo Gateway", start: startApolloGateway },
+  { name: "hive", variant: "Hive Gateway (Rust planner)", start: startHiveGateway },
+  { name: "grafbase", variant: "Grafbase", start: startGrafbase },
+].filter((peer) => settings.BENCH_PEERS.includes(peer.name as "apollo"));
+
 /**
  * The server processes a request of a variant passes through (the table's "processes" column):
  * with the default topology our router runs both subgraphs in its own process, so one core's
- * worth of event loop serves it; Apollo Gateway is always its own process in front of ours.
+ * worth of event loop serves it; a peer gateway is always its own process (or two, with the
+ * Grafbase row's signing proxy) in front of ours.
  */
-function processesOf(variant: string): string {
+function processesOf(variant: string, peer?: Peer): string {
   const subgraphs = topology === "single" ? "Switchyard, all roles in one" : "subgraphs";
   if (variant === "direct subgraph") return `1: ${subgraphs}`;
-  if (variant === "Apollo Gateway") return `2: Apollo Gateway | ${subgraphs}`;
+  if (peer) return `${peer.processes.length + 1}: ${peer.processes.map((p) => p.role).join(" | ")} | ${subgraphs}`;
   return topology === "single" ? "1: router + subgraphs" : "2: router | subgraphs";
 }
 
-/** Checks one answer, then loads the endpoint; a wrong answer makes a failed row, not a crash. */
-async function measure(scenario: string, variant: string, scale: number, endpoint: Endpoint, serverPids: number[]): Promise<LoadResult | null> {
+/**
+ * Checks one answer (per key), then loads the endpoint; a wrong answer makes a failed row, not a crash.
+ * @param processes the server processes by role: their CPU is summed, and also kept per role
+ */
+async function measure(
+  scenario: string,
+  variant: string,
+  scale: number,
+  endpoint: Endpoint,
+  processes: { role: string; pid: number }[],
+  peer?: Peer,
+): Promise<LoadResult | null> {
   log(`${scenario} · ${variant} · ${scale}x`);
-  const processes = processesOf(variant);
+  const described = processesOf(variant, peer);
   const problem = await preflight(endpoint);
   if (problem) {
-    rows.push({ scenario, variant, scale, result: null, note: `preflight failed: ${problem}`, processes });
+    rows.push({ scenario, variant, scale, result: null, note: `preflight failed: ${problem}`, processes: described });
     log(`  preflight failed: ${problem}`);
     return null;
   }
-  const result = await runLoad({ ...loadSpec(endpoint, load), serverPids });
-  rows.push({ scenario, variant, scale, result, processes });
-  log(`  ${result.rps} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, ${result.cpuMsPerRequest} CPU ms/request${result.failed ? " — FAILED" : ""}`);
+  const result = await runLoad({ ...loadSpec(endpoint, load), serverPids: processes.map((p) => p.pid) });
+  const byPid = result.cpuMsPerRequestByPid;
+  const cpuByRole = byPid ? Object.fromEntries(processes.map((p, i) => [p.role, byPid[i]!])) : undefined;
+  rows.push({ scenario, variant, scale, result, processes: described, ...(cpuByRole && processes.length > 1 ? { cpuByRole } : {}) });
+  const split =
+    cpuByRole && processes.length > 1
+      ? ` (${Object.entries(cpuByRole)
+          .map(([role, ms]) => `${role} ${ms}`)
+          .join(", ")})`
+      : "";
+  log(`  ${result.rps} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, ${result.cpuMsPerRequest} CPU ms/request${split}${result.failed ? " — FAILED" : ""}`);
   return result;
+}
+
+/** Our server's processes by role (one in `single`: router and subgraphs together). */
+function ourProcesses(server: Server): { role: string; pid: number }[] {
+  if (server.pids.length === 1) return [{ role: "Switchyard", pid: server.pids[0]! }];
+  return server.pids.map((pid) => ({ role: pid === server.routerPid ? "router" : "subgraphs", pid }));
 }
 
 /** Read and join at every scale on one growing database (bench/README.md "Data"). */
@@ -111,6 +145,8 @@ async function readAndJoin() {
       const server: Server = await startServer(topology, { ...serverEnv, ...database.env });
       try {
         const viewer = state.keys[0]!.key;
+        const keys = state.keys.map((k) => k.key);
+        const ours = ourProcesses(server);
         const baseline = index === 0;
         // Every row is measured on a warm server: without this pass, the first row (the direct
         // subgraph, the ratios' ceiling) ran while the process was still compiling the code
@@ -121,23 +157,32 @@ async function readAndJoin() {
             readSubgraph(server.generationUrl, viewer, state.taskId, server.subgraphSecret),
             readGraphql(`${server.url}/graphql`, viewer, state.taskId),
             readRest(server.url, viewer, state.taskId),
-            dashboard(`${server.url}/graphql`, viewer),
+            dashboard(`${server.url}/graphql`, keys),
           ];
           for (const endpoint of endpoints) await runLoad(loadSpec(endpoint, { ...load, durationSeconds: load.warmupSeconds, warmupSeconds: 0 }));
         }
         // The full set at the first scale; the router's own rows at every scale (growth).
         if (baseline && only.has("read"))
-          await measure("read", "direct subgraph", scale, readSubgraph(server.generationUrl, viewer, state.taskId, server.subgraphSecret), server.pids);
-        if (only.has("read") || only.has("growth"))
-          await measure("read", "router", scale, readGraphql(`${server.url}/graphql`, viewer, state.taskId), server.pids);
-        if (baseline && only.has("read")) await measure("read", "REST shim", scale, readRest(server.url, viewer, state.taskId), server.pids);
-        if (only.has("join") || only.has("growth")) await measure("join", "router", scale, dashboard(`${server.url}/graphql`, viewer), server.pids);
+          await measure("read", "direct subgraph", scale, readSubgraph(server.generationUrl, viewer, state.taskId, server.subgraphSecret), ours);
+        if (only.has("read") || only.has("growth")) await measure("read", "router", scale, readGraphql(`${server.url}/graphql`, viewer, state.taskId), ours);
+        if (baseline && only.has("read")) await measure("read", "REST shim", scale, readRest(server.url, viewer, state.taskId), ours);
+        if (only.has("join") || only.has("growth")) await measure("join", "router", scale, dashboard(`${server.url}/graphql`, keys), ours);
         if (baseline && only.has("join")) {
-          const apollo = await startApolloGateway(server);
-          try {
-            await measure("join", "Apollo Gateway", scale, dashboard(apollo.url, viewer), [...server.pids, apollo.pid]);
-          } finally {
-            await apollo.stop();
+          await measure("join", "router, persisted document id", scale, dashboardPersisted(`${server.url}/graphql`, keys), ours);
+          for (const { variant, start } of PEERS) {
+            let peer: Peer;
+            try {
+              peer = await start(server);
+            } catch (error) {
+              rows.push({ scenario: "join", variant, scale, result: null, note: `did not start: ${String(error).slice(0, 300)}` });
+              log(`  ${variant} did not start: ${error}`);
+              continue;
+            }
+            try {
+              await measure("join", variant, scale, dashboard(peer.url, keys), [...peer.processes, ...ours], peer);
+            } finally {
+              await peer.stop();
+            }
           }
         }
       } finally {
