@@ -107,6 +107,43 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   };
 }
 
+/**
+ * Several measured passes of one row as one result: counts added, CPU per request over all the
+ * requests (each pass weighted by its requests), req/s and p50 averaged, p99 and max the worst.
+ * @throws Error when `results` is empty
+ */
+export function combineLoads(results: LoadResult[]): LoadResult {
+  if (results.length === 0) throw new Error("nothing to combine");
+  if (results.length === 1) return results[0]!;
+  const sum = (f: (r: LoadResult) => number) => results.reduce((total, r) => total + f(r), 0);
+  const requests = sum((r) => r.requests);
+  const weighted = (f: (r: LoadResult) => number | null | undefined) =>
+    results.every((r) => typeof f(r) === "number") && requests > 0 ? round(sum((r) => f(r)! * r.requests) / requests, 2) : null;
+  const pids = results[0]!.cpuMsPerRequestByPid?.length ?? 0;
+  const byPid =
+    results.every((r) => r.cpuMsPerRequestByPid?.length === pids) && pids > 0
+      ? Array.from({ length: pids }, (_, i) => weighted((r) => r.cpuMsPerRequestByPid![i]))
+      : null;
+  return {
+    rps: round(sum((r) => r.rps) / results.length, 0),
+    p50: round(sum((r) => r.p50) / results.length, 1),
+    p99: Math.max(...results.map((r) => r.p99)),
+    max: Math.max(...results.map((r) => r.max)),
+    requests,
+    non2xx: sum((r) => r.non2xx),
+    errors: sum((r) => r.errors),
+    mismatches: sum((r) => r.mismatches),
+    connections: results[0]!.connections,
+    seconds: round(
+      sum((r) => r.seconds),
+      1,
+    ),
+    cpuMsPerRequest: weighted((r) => r.cpuMsPerRequest),
+    cpuMsPerRequestByPid: byPid?.every((v) => v !== null) ? (byPid as number[]) : null,
+    failed: results.some((r) => r.failed),
+  };
+}
+
 /** Clock ticks per second of /proc/<pid>/stat's CPU times (USER_HZ: 100 on Linux). */
 const TICKS_PER_SECOND = 100;
 

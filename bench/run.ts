@@ -8,7 +8,8 @@
  * BENCH_DURATION / BENCH_WARMUP (seconds per row), BENCH_CONNECTIONS, BENCH_TOPOLOGY
  * (single|split), BENCH_LIVE_SUBSCRIBERS, BENCH_LIVE_KEYS, BENCH_LIVE_RATE, BENCH_LIVE_SECONDS,
  * BENCH_LIVE_STEP_MS, BENCH_README (1/0: rewrite the README table), BENCH_PEERS (apollo,hive,grafbase:
- * the join scenario's peer gateways); DATABASE_URL (a PostgreSQL
+ * the join scenario's peer gateways, measured in that order), BENCH_JOIN_ROUNDS (2: the join rows at
+ * the first scale measured in that many interleaved rounds); DATABASE_URL (a PostgreSQL
  * server to create bench databases on) and REDIS_URL are honoured.
  */
 import { execFileSync } from "node:child_process";
@@ -19,7 +20,7 @@ import path from "node:path";
 import { z } from "zod";
 import { ROOT, createBenchDatabase, startApolloGateway, startGrafbase, startHiveGateway, startServer, type Peer, type Server } from "./server.ts";
 import { seedToScale, type SeedState } from "./seed.ts";
-import { runLoad, round, type LoadResult } from "./load.ts";
+import { combineLoads, runLoad, round, type LoadResult } from "./load.ts";
 import { dashboard, dashboardPersisted, loadSpec, preflight, readGraphql, readRest, readSubgraph, type Endpoint } from "./scenarios.ts";
 import { runWrite } from "./write.ts";
 import { runLive } from "./live.ts";
@@ -51,6 +52,7 @@ const settings = z
     BENCH_LIVE_SECONDS: z.coerce.number().positive().default(5),
     BENCH_LIVE_STEP_MS: z.coerce.number().int().min(10).default(250),
     BENCH_README: z.enum(["0", "1"]).optional(),
+    BENCH_JOIN_ROUNDS: z.coerce.number().int().min(1).default(2),
     BENCH_PEERS: list("apollo,hive,grafbase").pipe(z.array(z.enum(["apollo", "hive", "grafbase"]))),
   })
   .parse(process.env);
@@ -73,11 +75,13 @@ function log(message: string) {
 }
 
 /** The peer gateways of the join scenario, each in front of our subgraph ports (bench/README.md "Scenarios"). */
-const PEERS: { name: string; variant: string; start: (server: Server) => Promise<Peer> }[] = [
-  { name: "apollo", variant: "Apollo Gateway", start: startApolloGateway },
-  { name: "hive", variant: "Hive Gateway (Rust planner)", start: startHiveGateway },
-  { name: "grafbase", variant: "Grafbase", start: startGrafbase },
-].filter((peer) => settings.BENCH_PEERS.includes(peer.name as "apollo"));
+const PEER_STARTERS = {
+  apollo: { variant: "Apollo Gateway", start: startApolloGateway },
+  hive: { variant: "Hive Gateway (Rust planner)", start: startHiveGateway },
+  grafbase: { variant: "Grafbase", start: startGrafbase },
+} satisfies Record<string, { variant: string; start: (server: Server) => Promise<Peer> }>;
+/** The peers of this run, in BENCH_PEERS order (a reversed order shows what the order of rows does). */
+const PEERS = settings.BENCH_PEERS.map((name) => PEER_STARTERS[name]);
 
 /**
  * The server processes a request of a variant passes through (the table's "processes" column):
@@ -92,38 +96,93 @@ function processesOf(variant: string, peer?: Peer): string {
   return topology === "single" ? "1: router + subgraphs" : "2: router | subgraphs";
 }
 
-/**
- * Checks one answer (per key), then loads the endpoint; a wrong answer makes a failed row, not a crash.
- * @param processes the server processes by role: their CPU is summed, and also kept per role
- */
-async function measure(
-  scenario: string,
-  variant: string,
-  scale: number,
-  endpoint: Endpoint,
-  processes: { role: string; pid: number }[],
-  peer?: Peer,
-): Promise<LoadResult | null> {
-  log(`${scenario} · ${variant} · ${scale}x`);
-  const described = processesOf(variant, peer);
-  const problem = await preflight(endpoint);
-  if (problem) {
-    rows.push({ scenario, variant, scale, result: null, note: `preflight failed: ${problem}`, processes: described });
-    log(`  preflight failed: ${problem}`);
-    return null;
-  }
-  const result = await runLoad({ ...loadSpec(endpoint, load), serverPids: processes.map((p) => p.pid) });
-  const byPid = result.cpuMsPerRequestByPid;
-  const cpuByRole = byPid ? Object.fromEntries(processes.map((p, i) => [p.role, byPid[i]!])) : undefined;
-  rows.push({ scenario, variant, scale, result, processes: described, ...(cpuByRole && processes.length > 1 ? { cpuByRole } : {}) });
-  const split =
-    cpuByRole && processes.length > 1
-      ? ` (${Object.entries(cpuByRole)
-          .map(([role, ms]) => `${role} ${ms}`)
-          .join(", ")})`
-      : "";
+/** A row to measure: what it sends, and the server processes it is charged with, by role. */
+interface Contender {
+  scenario: string;
+  variant: string;
+  endpoint: Endpoint;
+  processes: { role: string; pid: number }[];
+  peer?: Peer;
+}
+
+/** One measured pass of a contender, logged with its CPU split. */
+async function loadOnce(c: Contender, label: string): Promise<LoadResult> {
+  log(label);
+  const result = await runLoad({ ...loadSpec(c.endpoint, load), serverPids: c.processes.map((p) => p.pid) });
+  const cpuByRole = cpuByRoleOf(c, result);
+  const split = cpuByRole
+    ? ` (${Object.entries(cpuByRole)
+        .map(([role, ms]) => `${role} ${ms}`)
+        .join(", ")})`
+    : "";
   log(`  ${result.rps} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, ${result.cpuMsPerRequest} CPU ms/request${split}${result.failed ? " — FAILED" : ""}`);
   return result;
+}
+
+/** CPU ms per request of a multi-process contender by role (undefined for one process). */
+function cpuByRoleOf(c: Contender, result: LoadResult): Record<string, number> | undefined {
+  const byPid = result.cpuMsPerRequestByPid;
+  return byPid && c.processes.length > 1 ? Object.fromEntries(c.processes.map((p, i) => [p.role, byPid[i]!])) : undefined;
+}
+
+/** Adds a contender's row: its passes combined, or why it has none. */
+function record(c: Contender, scale: number, results: LoadResult[], note?: string) {
+  const processes = processesOf(c.variant, c.peer);
+  const result = results.length ? combineLoads(results) : null;
+  const cpuByRole = result ? cpuByRoleOf(c, result) : undefined;
+  rows.push({ scenario: c.scenario, variant: c.variant, scale, result, processes, ...(note ? { note } : {}), ...(cpuByRole ? { cpuByRole } : {}) });
+}
+
+/** Checks one answer (per key), then loads the endpoint once; a wrong answer makes a failed row, not a crash. */
+async function measure(scenario: string, variant: string, scale: number, endpoint: Endpoint, processes: { role: string; pid: number }[]) {
+  const c: Contender = { scenario, variant, endpoint, processes };
+  const problem = await preflight(endpoint);
+  if (problem) {
+    log(`${scenario} · ${variant} · ${scale}x: preflight failed: ${problem}`);
+    return record(c, scale, [], `preflight failed: ${problem}`);
+  }
+  record(c, scale, [await loadOnce(c, `${scenario} · ${variant} · ${scale}x`)]);
+}
+
+/**
+ * The join rows of the first scale, interleaved: every peer is started first, then each round
+ * loads every contender once in turn, so a change of the machine's load falls on all of them
+ * alike; each row is its passes combined (CPU per request over all of its requests).
+ */
+async function joinRounds(server: Server, scale: number, keys: string[], ours: Contender["processes"]) {
+  const contenders: Contender[] = [
+    { scenario: "join", variant: "router", endpoint: dashboard(`${server.url}/graphql`, keys), processes: ours },
+    { scenario: "join", variant: "router, persisted document id", endpoint: dashboardPersisted(`${server.url}/graphql`, keys), processes: ours },
+  ];
+  const peers: Peer[] = [];
+  try {
+    for (const { variant, start } of PEERS) {
+      try {
+        const peer = await start(server);
+        peers.push(peer);
+        contenders.push({ scenario: "join", variant, endpoint: dashboard(peer.url, keys), processes: [...peer.processes, ...ours], peer });
+      } catch (error) {
+        log(`  ${variant} did not start: ${error}`);
+        record({ scenario: "join", variant, endpoint: dashboard("", keys), processes: [] }, scale, [], `did not start: ${String(error).slice(0, 300)}`);
+      }
+    }
+    const ready: Contender[] = [];
+    for (const c of contenders) {
+      const problem = await preflight(c.endpoint);
+      if (problem) {
+        log(`join · ${c.variant}: preflight failed: ${problem}`);
+        record(c, scale, [], `preflight failed: ${problem}`);
+      } else ready.push(c);
+    }
+    const passes = new Map<Contender, LoadResult[]>(ready.map((c) => [c, []]));
+    const rounds = settings.BENCH_JOIN_ROUNDS;
+    for (let n = 1; n <= rounds; n++) {
+      for (const c of ready) passes.get(c)!.push(await loadOnce(c, `join · ${c.variant} · ${scale}x · round ${n}/${rounds}`));
+    }
+    for (const c of ready) record(c, scale, passes.get(c)!);
+  } finally {
+    for (const peer of peers) await peer.stop();
+  }
 }
 
 /** Our server's processes by role (one in `single`: router and subgraphs together). */
@@ -166,25 +225,8 @@ async function readAndJoin() {
           await measure("read", "direct subgraph", scale, readSubgraph(server.generationUrl, viewer, state.taskId, server.subgraphSecret), ours);
         if (only.has("read") || only.has("growth")) await measure("read", "router", scale, readGraphql(`${server.url}/graphql`, viewer, state.taskId), ours);
         if (baseline && only.has("read")) await measure("read", "REST shim", scale, readRest(server.url, viewer, state.taskId), ours);
-        if (only.has("join") || only.has("growth")) await measure("join", "router", scale, dashboard(`${server.url}/graphql`, keys), ours);
-        if (baseline && only.has("join")) {
-          await measure("join", "router, persisted document id", scale, dashboardPersisted(`${server.url}/graphql`, keys), ours);
-          for (const { variant, start } of PEERS) {
-            let peer: Peer;
-            try {
-              peer = await start(server);
-            } catch (error) {
-              rows.push({ scenario: "join", variant, scale, result: null, note: `did not start: ${String(error).slice(0, 300)}` });
-              log(`  ${variant} did not start: ${error}`);
-              continue;
-            }
-            try {
-              await measure("join", variant, scale, dashboard(peer.url, keys), [...peer.processes, ...ours], peer);
-            } finally {
-              await peer.stop();
-            }
-          }
-        }
+        if (baseline && only.has("join")) await joinRounds(server, scale, keys, ours);
+        else if (only.has("join") || only.has("growth")) await measure("join", "router", scale, dashboard(`${server.url}/graphql`, keys), ours);
       } finally {
         await server.stop();
       }
