@@ -236,7 +236,9 @@ export async function startHiveGateway(server: Server): Promise<Peer> {
   const port = await freePort();
   const bin = path.join(ROOT, "node_modules", "@graphql-hive", "gateway", "dist", "bin.js");
   const args = ["--import", "tsx", bin, "supergraph", supergraph, "--hive-router-runtime", "--fork", "1", "--host", "127.0.0.1", "--port", String(port)];
+  // Waits for the CLI to take up the Rust planner option (it logs this before importing the runtime).
   const peer = await startProcess(process.execPath, [...args, "--config-path", path.join(ROOT, "bench", "hive-gateway.config.ts")], peerEnv(server), [
+    /Using Hive Router Runtime/,
     /Listening on/,
   ]).catch((error) => {
     fs.rmSync(dir, { recursive: true, force: true });
