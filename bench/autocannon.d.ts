@@ -9,8 +9,8 @@ declare module "autocannon" {
       method?: string;
       headers?: Record<string, string>;
       body?: string;
-      /** Requests each connection loops over; `setupRequest` may rewrite one before it is sent. */
-      requests?: { setupRequest?: (request: { body?: string } & Record<string, unknown>) => Record<string, unknown> }[];
+      /** Requests each connection loops over; `setupRequest` may rewrite one (body, headers) before it is sent. */
+      requests?: { body?: string; setupRequest?: (request: Request) => Record<string, unknown> }[];
       connections?: number;
       /** Seconds. */
       duration?: number;
@@ -19,6 +19,8 @@ declare module "autocannon" {
       /** Counted in `mismatches` when it returns a falsy value. */
       verifyBody?: (body: string) => boolean;
     }
+    /** One request as `setupRequest` receives it. */
+    type Request = { body?: string; headers?: Record<string, string> } & Record<string, unknown>;
     /** hdr-histogram-percentiles-obj: milliseconds for latency, counts per second for requests. */
     interface Histogram {
       min: number;

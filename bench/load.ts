@@ -13,6 +13,8 @@ export interface LoadSpec {
   headers: Record<string, string>;
   /** The request body, or a function making a fresh one for every request (a signed subgraph request is served once). */
   body?: string | (() => string);
+  /** Headers of each next request, on top of `headers` (load spread over several keys). */
+  nextHeaders?: () => Record<string, string>;
   /** Concurrent connections (each sends its next request when the previous answer arrived). */
   connections: number;
   /** Seconds of the measured pass. */
@@ -47,17 +49,25 @@ export interface LoadResult {
    * same unit for one process or a gateway plus its subgraphs. Null without `serverPids`.
    */
   cpuMsPerRequest: number | null;
+  /** {@link cpuMsPerRequest} of each server process, in `serverPids` order (null without them). */
+  cpuMsPerRequestByPid?: number[] | null;
   /** True when anything failed: such a row is flagged, its numbers are not comparable. */
   failed: boolean;
 }
 
 function run(spec: LoadSpec, seconds: number): Promise<autocannon.Result> {
-  const { body } = spec;
+  const { body, nextHeaders } = spec;
+  const perRequest = typeof body === "function" || nextHeaders;
+  const setupRequest = (request: autocannon.Request) => ({
+    ...request,
+    ...(typeof body === "function" ? { body: body() } : {}),
+    ...(nextHeaders ? { headers: { ...spec.headers, ...nextHeaders() } } : {}),
+  });
   return autocannon({
     url: spec.url,
     method: spec.method,
     headers: spec.headers,
-    ...(typeof body === "function" ? { requests: [{ setupRequest: (request) => ({ ...request, body: body() }) }] } : { body }),
+    ...(perRequest ? { requests: [{ ...(typeof body === "string" ? { body } : {}), setupRequest }] } : { body }),
     connections: spec.connections,
     duration: seconds,
     timeout: 10,
@@ -71,9 +81,12 @@ function run(spec: LoadSpec, seconds: number): Promise<autocannon.Result> {
  */
 export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   if (spec.warmupSeconds > 0) await run(spec, spec.warmupSeconds);
-  const cpuBefore = spec.serverPids ? cpuMs(spec.serverPids) : 0;
+  const pids = spec.serverPids ?? [];
+  const cpuBefore = pids.map((pid) => cpuMs([pid]));
   const result = await run(spec, spec.durationSeconds);
-  const cpuSpent = spec.serverPids ? cpuMs(spec.serverPids) - cpuBefore : null;
+  const cpuByPid = spec.serverPids ? pids.map((pid, i) => cpuMs([pid]) - cpuBefore[i]!) : null;
+  const cpuSpent = cpuByPid ? cpuByPid.reduce((sum, ms) => sum + ms, 0) : null;
+  const perRequest = (ms: number) => round(ms / result.requests.total, 2);
   const ok2xx = Number((result as { "2xx"?: number })["2xx"] ?? 0);
   const good = Math.max(0, ok2xx - result.mismatches);
   const failures = result.non2xx + result.errors + result.timeouts + result.mismatches;
@@ -88,8 +101,46 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
     mismatches: result.mismatches,
     connections: spec.connections,
     seconds: round(result.duration, 1),
-    cpuMsPerRequest: cpuSpent !== null && result.requests.total > 0 ? round(cpuSpent / result.requests.total, 2) : null,
+    cpuMsPerRequest: cpuSpent !== null && result.requests.total > 0 ? perRequest(cpuSpent) : null,
+    cpuMsPerRequestByPid: cpuByPid && result.requests.total > 0 ? cpuByPid.map(perRequest) : null,
     failed: failures > 0 || good === 0,
+  };
+}
+
+/**
+ * Several measured passes of one row as one result: counts added, CPU per request over all the
+ * requests (each pass weighted by its requests), req/s and p50 averaged, p99 and max the worst.
+ * @throws Error when `results` is empty
+ */
+export function combineLoads(results: LoadResult[]): LoadResult {
+  if (results.length === 0) throw new Error("nothing to combine");
+  if (results.length === 1) return results[0]!;
+  const sum = (f: (r: LoadResult) => number) => results.reduce((total, r) => total + f(r), 0);
+  const requests = sum((r) => r.requests);
+  const weighted = (f: (r: LoadResult) => number | null | undefined) =>
+    results.every((r) => typeof f(r) === "number") && requests > 0 ? round(sum((r) => f(r)! * r.requests) / requests, 2) : null;
+  const pids = results[0]!.cpuMsPerRequestByPid?.length ?? 0;
+  const byPid =
+    results.every((r) => r.cpuMsPerRequestByPid?.length === pids) && pids > 0
+      ? Array.from({ length: pids }, (_, i) => weighted((r) => r.cpuMsPerRequestByPid![i]))
+      : null;
+  return {
+    rps: round(sum((r) => r.rps) / results.length, 0),
+    p50: round(sum((r) => r.p50) / results.length, 1),
+    p99: Math.max(...results.map((r) => r.p99)),
+    max: Math.max(...results.map((r) => r.max)),
+    requests,
+    non2xx: sum((r) => r.non2xx),
+    errors: sum((r) => r.errors),
+    mismatches: sum((r) => r.mismatches),
+    connections: results[0]!.connections,
+    seconds: round(
+      sum((r) => r.seconds),
+      1,
+    ),
+    cpuMsPerRequest: weighted((r) => r.cpuMsPerRequest),
+    cpuMsPerRequestByPid: byPid?.every((v) => v !== null) ? (byPid as number[]) : null,
+    failed: results.some((r) => r.failed),
   };
 }
 

@@ -26,7 +26,7 @@ try {
   const state = await seedToScale(database, 1);
   const server = await startServer("single", { NODE_ENV: "production", ...database.env });
   try {
-    const endpoint = dashboard(`${server.url}/graphql`, state.keys[0]!.key);
+    const endpoint = dashboard(`${server.url}/graphql`, [state.keys[0]!.key]);
     const problem = await preflight(endpoint);
     if (problem) throw new Error(`dashboard preflight: ${problem}`);
     await runLoad(loadSpec(endpoint, { connections, durationSeconds: 4, warmupSeconds: 0 }));

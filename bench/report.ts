@@ -45,6 +45,8 @@ export interface Row {
    * the results").
    */
   processes?: string;
+  /** Server CPU ms per request of each process of a multi-process row, by role (sums to `result.cpuMsPerRequest`). */
+  cpuByRole?: Record<string, number>;
 }
 
 /** The whole results document. */
@@ -71,9 +73,25 @@ export interface Target {
 
 const ok = (r: LoadResult | null | undefined): r is LoadResult => !!r && !r.failed;
 
+function findRow(rows: Row[], scenario: string, variant: string, scale?: number): Row | undefined {
+  return rows.find((r) => r.scenario === scenario && r.variant === variant && (scale === undefined || r.scale === scale));
+}
+
 function find(rows: Row[], scenario: string, variant: string, scale?: number): LoadResult | null {
-  const matching = rows.filter((r) => r.scenario === scenario && r.variant === variant && (scale === undefined || r.scale === scale));
-  return matching[0]?.result ?? null;
+  return findRow(rows, scenario, variant, scale)?.result ?? null;
+}
+
+/** The Grafbase row's signing proxy (bench/signing-proxy.ts): a bench-only process, see bench/README.md. */
+const SIGNING_PROXY = "signing proxy";
+
+/**
+ * A row's CPU ms per request without its bench-only signing proxy: what the stack would cost with
+ * subgraphs that need no signature from it (the stricter partner for our router's targets).
+ */
+function cpuWithoutProxy(row: Row | undefined): number | null {
+  const cpu = row?.result?.cpuMsPerRequest;
+  if (!cpu) return null;
+  return round(cpu - (row.cpuByRole?.[SIGNING_PROXY] ?? 0), 2);
 }
 
 function ratio(a: number | undefined, b: number | undefined): number | null {
@@ -98,6 +116,10 @@ export function evaluate(
   const rest = find(rows, "read", "REST shim", base);
   const join = find(rows, "join", "router", base);
   const apollo = find(rows, "join", "Apollo Gateway", base);
+  const hive = find(rows, "join", "Hive Gateway (Rust planner)", base);
+  const grafbaseRow = findRow(rows, "join", "Grafbase", base);
+  const grafbase = grafbaseRow?.result ?? null;
+  const persisted = find(rows, "join", "router, persisted document id", base);
   const both = (a: LoadResult | null, b: LoadResult | null) => ok(a) && ok(b);
   const ratios = {
     "read router / direct subgraph (req/s)": both(router, direct) ? ratio(router!.rps, direct!.rps) : null,
@@ -108,6 +130,12 @@ export function evaluate(
     // steadier than req/s on a shared machine, and blind to how many cores each setup can use.
     "read router / direct subgraph (CPU ms per request)": both(router, direct) ? cpuRatio(router!, direct!) : null,
     "join router / Apollo Gateway (CPU ms per request)": both(join, apollo) ? cpuRatio(join!, apollo!) : null,
+    "join router / Hive Gateway (CPU ms per request)": both(join, hive) ? cpuRatio(join!, hive!) : null,
+    // Grafbase's stack without the bench-only signing proxy (the stricter partner), and with it.
+    "join router / Grafbase without the signing proxy (CPU ms per request)":
+      both(join, grafbase) && join!.cpuMsPerRequest && cpuWithoutProxy(grafbaseRow) ? ratio(join!.cpuMsPerRequest, cpuWithoutProxy(grafbaseRow)!) : null,
+    "join router / Grafbase with the signing proxy (CPU ms per request)": both(join, grafbase) ? cpuRatio(join!, grafbase!) : null,
+    "join router persisted id / document (CPU ms per request)": both(persisted, join) ? cpuRatio(persisted!, join!) : null,
   } as Record<string, number | null>;
   // Cost growth: every larger scale against the first, read and join through the router.
   for (const scale of scales.filter((s) => s !== base)) {
@@ -142,6 +170,41 @@ export function evaluate(
         ? "not measured"
         : `${r3}x req/s, p99 ${join!.p99} vs ${apollo!.p99} ms${ratios["join router / Apollo Gateway (CPU ms per request)"] ? ` (CPU per join ${ratios["join router / Apollo Gateway (CPU ms per request)"]}x Apollo's)` : ""}`,
     met: r3 === null || r3p === null ? null : r3 >= 2.5 && r3p < 1,
+  });
+  // Issue 25: the dashboard's CPU per request, whole stack against whole stack, in the same run.
+  const badAnswers = (r: LoadResult | null) => (r ? r.non2xx + r.errors + r.mismatches : null);
+  const joinBad = badAnswers(join);
+  const c25a = ratios["join router / Apollo Gateway (CPU ms per request)"] ?? null;
+  targets.push({
+    name: "join CPU: router vs Apollo Gateway stack (issue 25)",
+    target: "≤ 0.35x CPU per request, 0 bad answers",
+    measured: c25a === null ? "not measured" : `${c25a}x (${join!.cpuMsPerRequest} vs ${apollo!.cpuMsPerRequest} ms), ${joinBad} bad answers`,
+    met: c25a === null ? null : c25a <= 0.35 && joinBad === 0,
+  });
+  const c25g = ratios["join router / Grafbase without the signing proxy (CPU ms per request)"] ?? null;
+  const c25gp = ratios["join router / Grafbase with the signing proxy (CPU ms per request)"] ?? null;
+  targets.push({
+    name: "join CPU: router vs Grafbase stack (issue 25)",
+    target: "≤ 0.6x CPU per request (Grafbase + subgraphs, signing proxy left out), 0 bad answers",
+    measured:
+      c25g === null
+        ? "not measured"
+        : `${c25g}x (${join!.cpuMsPerRequest} vs ${cpuWithoutProxy(grafbaseRow)} ms; ${c25gp}x with the proxy's ${grafbaseRow?.cpuByRole?.[SIGNING_PROXY] ?? 0} ms), ${joinBad} bad answers`,
+    met: c25g === null ? null : c25g <= 0.6 && joinBad === 0,
+  });
+  const c25h = ratios["join router / Hive Gateway (CPU ms per request)"] ?? null;
+  targets.push({
+    name: "join CPU: router vs Hive Gateway (Rust planner) stack",
+    target: "shown (no target)",
+    measured: c25h === null ? "not measured" : `${c25h}x (${join!.cpuMsPerRequest} vs ${hive!.cpuMsPerRequest} ms)`,
+    met: null,
+  });
+  const c25p = ratios["join router persisted id / document (CPU ms per request)"] ?? null;
+  targets.push({
+    name: "join CPU: persisted document id vs full document, through the router",
+    target: "shown (what persisted documents save)",
+    measured: c25p === null ? "not measured" : `${c25p}x (${persisted!.cpuMsPerRequest} vs ${join!.cpuMsPerRequest} ms)`,
+    met: null,
   });
   if (write) {
     const perSecond = write.load.rps;
@@ -202,6 +265,14 @@ function failureText(r: LoadResult): string {
   return `${r.non2xx} non-2xx, ${r.errors} errors, ${r.mismatches} bad bodies`;
 }
 
+/** A multi-process row's CPU by process, e.g. ` (Grafbase 0.61, signing proxy 0.4, Switchyard 4.1)`. */
+const split = (row: Row) =>
+  row.cpuByRole
+    ? ` (${Object.entries(row.cpuByRole)
+        .map(([role, ms]) => `${role} ${ms}`)
+        .join(", ")})`
+    : "";
+
 const fmt = (n: number | null | undefined) => (n === undefined || Number.isNaN(n) ? "-" : String(n));
 const mark = (met: boolean | null) => (met === null ? "–" : met ? "met" : "**missed**");
 
@@ -223,7 +294,7 @@ export function renderTables(results: Results): string {
     const dataText = data ? `${row.scale}x (${data.tasks} tasks, ${data.orders} orders)` : `${row.scale}x`;
     const failures = !r ? `**${row.note ?? "not run"}**` : r.failed ? `**${failureText(r)}**` : "0";
     lines.push(
-      `| ${row.scenario} | ${row.variant} | ${row.processes ?? "–"} | ${dataText} | ${fmt(r?.rps)} | ${fmt(r?.p50)} | ${fmt(r?.p99)} | ${fmt(r?.max)} | ${r?.cpuMsPerRequest ?? "–"} | ${failures} |`,
+      `| ${row.scenario} | ${row.variant} | ${row.processes ?? "–"} | ${dataText} | ${fmt(r?.rps)} | ${fmt(r?.p50)} | ${fmt(r?.p99)} | ${fmt(r?.max)} | ${r?.cpuMsPerRequest ?? "–"}${split(row)} | ${failures} |`,
     );
   }
   const w = results.write;

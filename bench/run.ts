@@ -7,7 +7,9 @@
  * Settings (env): BENCH_ONLY (read,join,growth,write,live), BENCH_SCALES (1,10,100,1000),
  * BENCH_DURATION / BENCH_WARMUP (seconds per row), BENCH_CONNECTIONS, BENCH_TOPOLOGY
  * (single|split), BENCH_LIVE_SUBSCRIBERS, BENCH_LIVE_KEYS, BENCH_LIVE_RATE, BENCH_LIVE_SECONDS,
- * BENCH_LIVE_STEP_MS, BENCH_README (1/0: rewrite the README table); DATABASE_URL (a PostgreSQL
+ * BENCH_LIVE_STEP_MS, BENCH_README (1/0: rewrite the README table), BENCH_PEERS (apollo,hive,grafbase:
+ * the join scenario's peer gateways, measured in that order), BENCH_JOIN_ROUNDS (2: the join rows at
+ * the first scale measured in that many interleaved rounds); DATABASE_URL (a PostgreSQL
  * server to create bench databases on) and REDIS_URL are honoured.
  */
 import { execFileSync } from "node:child_process";
@@ -16,10 +18,10 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { ROOT, createBenchDatabase, startApolloGateway, startServer, type Server } from "./server.ts";
+import { ROOT, createBenchDatabase, startApolloGateway, startGrafbase, startHiveGateway, startServer, type Peer, type Server } from "./server.ts";
 import { seedToScale, type SeedState } from "./seed.ts";
-import { runLoad, round, type LoadResult } from "./load.ts";
-import { dashboard, loadSpec, preflight, readGraphql, readRest, readSubgraph, type Endpoint } from "./scenarios.ts";
+import { combineLoads, runLoad, round, type LoadResult } from "./load.ts";
+import { dashboard, dashboardPersisted, loadSpec, preflight, readGraphql, readRest, readSubgraph, type Endpoint } from "./scenarios.ts";
 import { runWrite } from "./write.ts";
 import { runLive } from "./live.ts";
 import { evaluate, renderTables, replaceResults, type Results, type Row } from "./report.ts";
@@ -50,6 +52,8 @@ const settings = z
     BENCH_LIVE_SECONDS: z.coerce.number().positive().default(5),
     BENCH_LIVE_STEP_MS: z.coerce.number().int().min(10).default(250),
     BENCH_README: z.enum(["0", "1"]).optional(),
+    BENCH_JOIN_ROUNDS: z.coerce.number().int().min(1).default(2),
+    BENCH_PEERS: list("apollo,hive,grafbase").pipe(z.array(z.enum(["apollo", "hive", "grafbase"]))),
   })
   .parse(process.env);
 
@@ -70,32 +74,121 @@ function log(message: string) {
   console.error(`[bench ${round((performance.now() - started) / 1000, 0)}s] ${message}`);
 }
 
+/** The peer gateways of the join scenario, each in front of our subgraph ports (bench/README.md "Scenarios"). */
+const PEER_STARTERS = {
+  apollo: { variant: "Apollo Gateway", start: startApolloGateway },
+  hive: { variant: "Hive Gateway (Rust planner)", start: startHiveGateway },
+  grafbase: { variant: "Grafbase", start: startGrafbase },
+} satisfies Record<string, { variant: string; start: (server: Server) => Promise<Peer> }>;
+/** The peers of this run, in BENCH_PEERS order (a reversed order shows what the order of rows does). */
+const PEERS = settings.BENCH_PEERS.map((name) => PEER_STARTERS[name]);
+
 /**
  * The server processes a request of a variant passes through (the table's "processes" column):
  * with the default topology our router runs both subgraphs in its own process, so one core's
- * worth of event loop serves it; Apollo Gateway is always its own process in front of ours.
+ * worth of event loop serves it; a peer gateway is always its own process (or two, with the
+ * Grafbase row's signing proxy) in front of ours.
  */
-function processesOf(variant: string): string {
+function processesOf(variant: string, peer?: Peer): string {
   const subgraphs = topology === "single" ? "Switchyard, all roles in one" : "subgraphs";
   if (variant === "direct subgraph") return `1: ${subgraphs}`;
-  if (variant === "Apollo Gateway") return `2: Apollo Gateway | ${subgraphs}`;
+  if (peer) return `${peer.processes.length + 1}: ${peer.processes.map((p) => p.role).join(" | ")} | ${subgraphs}`;
   return topology === "single" ? "1: router + subgraphs" : "2: router | subgraphs";
 }
 
-/** Checks one answer, then loads the endpoint; a wrong answer makes a failed row, not a crash. */
-async function measure(scenario: string, variant: string, scale: number, endpoint: Endpoint, serverPids: number[]): Promise<LoadResult | null> {
-  log(`${scenario} · ${variant} · ${scale}x`);
-  const processes = processesOf(variant);
+/** A row to measure: what it sends, and the server processes it is charged with, by role. */
+interface Contender {
+  scenario: string;
+  variant: string;
+  endpoint: Endpoint;
+  processes: { role: string; pid: number }[];
+  peer?: Peer;
+}
+
+/** One measured pass of a contender, logged with its CPU split. */
+async function loadOnce(c: Contender, label: string): Promise<LoadResult> {
+  log(label);
+  const result = await runLoad({ ...loadSpec(c.endpoint, load), serverPids: c.processes.map((p) => p.pid) });
+  const cpuByRole = cpuByRoleOf(c, result);
+  const split = cpuByRole
+    ? ` (${Object.entries(cpuByRole)
+        .map(([role, ms]) => `${role} ${ms}`)
+        .join(", ")})`
+    : "";
+  log(`  ${result.rps} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, ${result.cpuMsPerRequest} CPU ms/request${split}${result.failed ? " — FAILED" : ""}`);
+  return result;
+}
+
+/** CPU ms per request of a multi-process contender by role (undefined for one process). */
+function cpuByRoleOf(c: Contender, result: LoadResult): Record<string, number> | undefined {
+  const byPid = result.cpuMsPerRequestByPid;
+  return byPid && c.processes.length > 1 ? Object.fromEntries(c.processes.map((p, i) => [p.role, byPid[i]!])) : undefined;
+}
+
+/** Adds a contender's row: its passes combined, or why it has none. */
+function record(c: Contender, scale: number, results: LoadResult[], note?: string) {
+  const processes = processesOf(c.variant, c.peer);
+  const result = results.length ? combineLoads(results) : null;
+  const cpuByRole = result ? cpuByRoleOf(c, result) : undefined;
+  rows.push({ scenario: c.scenario, variant: c.variant, scale, result, processes, ...(note ? { note } : {}), ...(cpuByRole ? { cpuByRole } : {}) });
+}
+
+/** Checks one answer (per key), then loads the endpoint once; a wrong answer makes a failed row, not a crash. */
+async function measure(scenario: string, variant: string, scale: number, endpoint: Endpoint, processes: { role: string; pid: number }[]) {
+  const c: Contender = { scenario, variant, endpoint, processes };
   const problem = await preflight(endpoint);
   if (problem) {
-    rows.push({ scenario, variant, scale, result: null, note: `preflight failed: ${problem}`, processes });
-    log(`  preflight failed: ${problem}`);
-    return null;
+    log(`${scenario} · ${variant} · ${scale}x: preflight failed: ${problem}`);
+    return record(c, scale, [], `preflight failed: ${problem}`);
   }
-  const result = await runLoad({ ...loadSpec(endpoint, load), serverPids });
-  rows.push({ scenario, variant, scale, result, processes });
-  log(`  ${result.rps} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, ${result.cpuMsPerRequest} CPU ms/request${result.failed ? " — FAILED" : ""}`);
-  return result;
+  record(c, scale, [await loadOnce(c, `${scenario} · ${variant} · ${scale}x`)]);
+}
+
+/**
+ * The join rows of the first scale, interleaved: every peer is started first, then each round
+ * loads every contender once in turn, so a change of the machine's load falls on all of them
+ * alike; each row is its passes combined (CPU per request over all of its requests).
+ */
+async function joinRounds(server: Server, scale: number, keys: string[], ours: Contender["processes"]) {
+  const contenders: Contender[] = [
+    { scenario: "join", variant: "router", endpoint: dashboard(`${server.url}/graphql`, keys), processes: ours },
+    { scenario: "join", variant: "router, persisted document id", endpoint: dashboardPersisted(`${server.url}/graphql`, keys), processes: ours },
+  ];
+  const peers: Peer[] = [];
+  try {
+    for (const { variant, start } of PEERS) {
+      try {
+        const peer = await start(server);
+        peers.push(peer);
+        contenders.push({ scenario: "join", variant, endpoint: dashboard(peer.url, keys), processes: [...peer.processes, ...ours], peer });
+      } catch (error) {
+        log(`  ${variant} did not start: ${error}`);
+        record({ scenario: "join", variant, endpoint: dashboard("", keys), processes: [] }, scale, [], `did not start: ${String(error).slice(0, 300)}`);
+      }
+    }
+    const ready: Contender[] = [];
+    for (const c of contenders) {
+      const problem = await preflight(c.endpoint);
+      if (problem) {
+        log(`join · ${c.variant}: preflight failed: ${problem}`);
+        record(c, scale, [], `preflight failed: ${problem}`);
+      } else ready.push(c);
+    }
+    const passes = new Map<Contender, LoadResult[]>(ready.map((c) => [c, []]));
+    const rounds = settings.BENCH_JOIN_ROUNDS;
+    for (let n = 1; n <= rounds; n++) {
+      for (const c of ready) passes.get(c)!.push(await loadOnce(c, `join · ${c.variant} · ${scale}x · round ${n}/${rounds}`));
+    }
+    for (const c of ready) record(c, scale, passes.get(c)!);
+  } finally {
+    for (const peer of peers) await peer.stop();
+  }
+}
+
+/** Our server's processes by role (one in `single`: router and subgraphs together). */
+function ourProcesses(server: Server): { role: string; pid: number }[] {
+  if (server.pids.length === 1) return [{ role: "Switchyard", pid: server.pids[0]! }];
+  return server.pids.map((pid) => ({ role: pid === server.routerPid ? "router" : "subgraphs", pid }));
 }
 
 /** Read and join at every scale on one growing database (bench/README.md "Data"). */
@@ -111,6 +204,8 @@ async function readAndJoin() {
       const server: Server = await startServer(topology, { ...serverEnv, ...database.env });
       try {
         const viewer = state.keys[0]!.key;
+        const keys = state.keys.map((k) => k.key);
+        const ours = ourProcesses(server);
         const baseline = index === 0;
         // Every row is measured on a warm server: without this pass, the first row (the direct
         // subgraph, the ratios' ceiling) ran while the process was still compiling the code
@@ -121,25 +216,17 @@ async function readAndJoin() {
             readSubgraph(server.generationUrl, viewer, state.taskId, server.subgraphSecret),
             readGraphql(`${server.url}/graphql`, viewer, state.taskId),
             readRest(server.url, viewer, state.taskId),
-            dashboard(`${server.url}/graphql`, viewer),
+            dashboard(`${server.url}/graphql`, keys),
           ];
           for (const endpoint of endpoints) await runLoad(loadSpec(endpoint, { ...load, durationSeconds: load.warmupSeconds, warmupSeconds: 0 }));
         }
         // The full set at the first scale; the router's own rows at every scale (growth).
         if (baseline && only.has("read"))
-          await measure("read", "direct subgraph", scale, readSubgraph(server.generationUrl, viewer, state.taskId, server.subgraphSecret), server.pids);
-        if (only.has("read") || only.has("growth"))
-          await measure("read", "router", scale, readGraphql(`${server.url}/graphql`, viewer, state.taskId), server.pids);
-        if (baseline && only.has("read")) await measure("read", "REST shim", scale, readRest(server.url, viewer, state.taskId), server.pids);
-        if (only.has("join") || only.has("growth")) await measure("join", "router", scale, dashboard(`${server.url}/graphql`, viewer), server.pids);
-        if (baseline && only.has("join")) {
-          const apollo = await startApolloGateway(server);
-          try {
-            await measure("join", "Apollo Gateway", scale, dashboard(apollo.url, viewer), [...server.pids, apollo.pid]);
-          } finally {
-            await apollo.stop();
-          }
-        }
+          await measure("read", "direct subgraph", scale, readSubgraph(server.generationUrl, viewer, state.taskId, server.subgraphSecret), ours);
+        if (only.has("read") || only.has("growth")) await measure("read", "router", scale, readGraphql(`${server.url}/graphql`, viewer, state.taskId), ours);
+        if (baseline && only.has("read")) await measure("read", "REST shim", scale, readRest(server.url, viewer, state.taskId), ours);
+        if (baseline && only.has("join")) await joinRounds(server, scale, keys, ours);
+        else if (only.has("join") || only.has("growth")) await measure("join", "router", scale, dashboard(`${server.url}/graphql`, keys), ours);
       } finally {
         await server.stop();
       }

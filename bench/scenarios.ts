@@ -2,7 +2,7 @@
  * The read and join scenarios (bench/README.md): what each variant sends, how each answer is
  * checked, and a preflight that validates one full answer before load is put on it.
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { signSubgraphRequest } from "../subgraphs/shared/internal-context.ts";
 import type { LoadSpec } from "./load.ts";
 import { BENCH_CUSTOMER, PER_ACCOUNT } from "./seed.ts";
@@ -28,6 +28,12 @@ export interface Endpoint {
   headers: Record<string, string>;
   /** The request body, or a function making a fresh one for every request. */
   body?: string | (() => string);
+  /** Headers of each next request on top of `headers`: the load goes round several keys. */
+  nextHeaders?: () => Record<string, string>;
+  /** Every key's headers, each checked in full by the preflight (`headers` alone when absent). */
+  everyKeyHeaders?: Record<string, string>[];
+  /** Run once before the preflight (registering a persisted document); null when it went well, else what went wrong. */
+  setup?: () => Promise<string | null>;
   /** Cheap check run on every answer during load. */
   verify: (body: string) => boolean;
   /** Full check of one answer: null when right, else what is wrong. */
@@ -98,12 +104,26 @@ export function readRest(routerUrl: string, key: string, taskId: string): Endpoi
   };
 }
 
-/** The dashboard over GraphQL at `url` (our router, or the Apollo Gateway peer). */
-export function dashboard(url: string, key: string): Endpoint {
+/**
+ * Headers that go round the keys, one key per request, so no stack answers one key from a warm
+ * cache (issue 25: load spread over several keys).
+ */
+function roundRobin(keys: string[]): { headers: Record<string, string>; next: () => Record<string, string>; every: Record<string, string>[] } {
+  if (keys.length === 0) throw new Error("at least one key is needed");
+  const auth = keys.map((key) => ({ authorization: `Bearer ${key}` }));
+  let n = 0;
+  return { headers: graphqlHeaders(keys[0]!), next: () => auth[n++ % auth.length]!, every: keys.map(graphqlHeaders) };
+}
+
+/** The dashboard over GraphQL at `url` (our router, or a peer gateway), each request for the next of `keys`. */
+export function dashboard(url: string, keys: string[]): Endpoint {
+  const spread = roundRobin(keys);
   return {
     url,
     method: "POST",
-    headers: graphqlHeaders(key),
+    headers: spread.headers,
+    nextHeaders: spread.next,
+    everyKeyHeaders: spread.every,
     body: JSON.stringify({ query: DASHBOARD_QUERY }),
     verify: (body) => !body.includes('"errors"') && body.includes('"creditLine"'),
     preflight: (json) => {
@@ -121,19 +141,46 @@ export function dashboard(url: string, key: string): Endpoint {
   };
 }
 
+/** SHA-256 (hex) of the dashboard document: its persisted-document id (APQ). */
+export const DASHBOARD_HASH = createHash("sha256").update(DASHBOARD_QUERY).digest("hex");
+
 /**
- * Sends one request and runs the endpoint's full check.
+ * The dashboard sent to our router as a persisted document id alone (APQ's
+ * `extensions.persistedQuery`; router/plugins/usePersistedQueries.ts): the setup registers the
+ * document once, as a client's first request does; then every request carries the 64-character
+ * hash instead of the text, and the router skips parsing and validating it.
+ */
+export function dashboardPersisted(url: string, keys: string[]): Endpoint {
+  const extensions = { persistedQuery: { version: 1, sha256Hash: DASHBOARD_HASH } };
+  const plain = dashboard(url, keys);
+  return {
+    ...plain,
+    body: JSON.stringify({ extensions }),
+    setup: async () => {
+      const response = await fetch(url, { method: "POST", headers: plain.headers, body: JSON.stringify({ query: DASHBOARD_QUERY, extensions }) });
+      return response.ok ? null : `registering the document: HTTP ${response.status} ${(await response.text()).slice(0, 300)}`;
+    },
+  };
+}
+
+/**
+ * Runs the endpoint's setup, then sends one request per key (or one) and runs the full check on each answer.
  * @returns null when the answer is right, else a description of what came back
  */
 export async function preflight(endpoint: Endpoint): Promise<string | null> {
   try {
-    const body = typeof endpoint.body === "function" ? endpoint.body() : endpoint.body;
-    const response = await fetch(endpoint.url, { method: endpoint.method, headers: endpoint.headers, body });
-    const text = await response.text();
-    if (!response.ok) return `HTTP ${response.status}: ${text.slice(0, 300)}`;
-    const problem = endpoint.preflight(JSON.parse(text));
-    if (problem) return problem;
-    return endpoint.verify(text) ? null : `answer fails the load check: ${text.slice(0, 300)}`;
+    const failedSetup = await endpoint.setup?.();
+    if (failedSetup) return failedSetup;
+    for (const headers of endpoint.everyKeyHeaders ?? [endpoint.headers]) {
+      const body = typeof endpoint.body === "function" ? endpoint.body() : endpoint.body;
+      const response = await fetch(endpoint.url, { method: endpoint.method, headers, body });
+      const text = await response.text();
+      if (!response.ok) return `HTTP ${response.status}: ${text.slice(0, 300)}`;
+      const problem = endpoint.preflight(JSON.parse(text));
+      if (problem) return problem;
+      if (!endpoint.verify(text)) return `answer fails the load check: ${text.slice(0, 300)}`;
+    }
+    return null;
   } catch (error) {
     return String(error);
   }
@@ -141,5 +188,6 @@ export async function preflight(endpoint: Endpoint): Promise<string | null> {
 
 /** The load spec of an endpoint with the run's settings. */
 export function loadSpec(endpoint: Endpoint, settings: { connections: number; durationSeconds: number; warmupSeconds: number }): LoadSpec {
-  return { url: endpoint.url, method: endpoint.method, headers: endpoint.headers, body: endpoint.body, verify: endpoint.verify, ...settings };
+  const { url, method, headers, body, nextHeaders, verify } = endpoint;
+  return { url, method, headers, body, nextHeaders, verify, ...settings };
 }

@@ -1,15 +1,20 @@
 /**
  * The processes under test (bench/README.md): the real `bin/switchyard start` in child processes
- * (all roles in one by default, or router and subgraphs apart), the Apollo Gateway peer, a fresh
+ * (all roles in one by default, or router and subgraphs apart), the peer gateways (Apollo Gateway,
+ * Hive Gateway with the Rust planner, Grafbase behind a signing proxy), a fresh
  * database per phase, the CLI (`verify`), and the RSS of a process from /proc.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { DbLocation } from "./seed.ts";
+import { SUPERGRAPH_FILE } from "../router/compose.ts";
+import { supergraphWithUrls } from "../router/graph/gateway.ts";
+import { SUBGRAPHS } from "../router/subgraphs.ts";
 
 /** The repository root. */
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -169,21 +174,133 @@ export async function startServer(topology: Topology, env: Record<string, string
   };
 }
 
-/**
- * Starts the Apollo Gateway peer (bench/apollo-gateway.ts) over the running subgraphs.
- * @returns its GraphQL URL and a stop function
- */
-export async function startApolloGateway(server: Server): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
-  const env = {
+/** A running peer gateway: its GraphQL URL and its processes, each named (the CPU split). */
+export interface Peer {
+  url: string;
+  /** The peer's own processes (gateway, and the signing proxy where there is one), by role. */
+  processes: { role: string; pid: number }[];
+  stop(): Promise<void>;
+}
+
+/** The environment of a peer process: the subgraphs' URLs and the secret they verify with. */
+function peerEnv(server: Server, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
     ...process.env,
     GENERATION_URL: server.generationUrl,
     CLOUD_URL: server.cloudUrl,
     SUBGRAPH_SECRET: server.subgraphSecret,
     PORT: "0",
     NODE_ENV: "production",
+    ...extra,
   };
-  const peer = await startProcess(process.execPath, ["--import", "tsx", path.join(ROOT, "bench", "apollo-gateway.ts")], env, [/Apollo Gateway:\s+(\S+)/]);
-  return { url: peer.matches[0]![1]!, pid: peer.child.pid!, stop: peer.stop };
+}
+
+/**
+ * Starts the Apollo Gateway peer (bench/apollo-gateway.ts) over the running subgraphs.
+ * @returns its GraphQL URL, its process and a stop function
+ */
+export async function startApolloGateway(server: Server): Promise<Peer> {
+  const peer = await startProcess(process.execPath, ["--import", "tsx", path.join(ROOT, "bench", "apollo-gateway.ts")], peerEnv(server), [
+    /Apollo Gateway:\s+(\S+)/,
+  ]);
+  return { url: peer.matches[0]![1]!, processes: [{ role: "Apollo Gateway", pid: peer.child.pid! }], stop: peer.stop };
+}
+
+/** A free TCP port on the loopback interface (for the peers whose CLI wants a port number). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** A folder of its own under the temporary directory for a peer's files, removed when it stops. */
+function peerDir(label: string): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), `switchyard-bench-${label}-`));
+}
+
+/**
+ * Starts the Hive Gateway peer: the standalone `hive-gateway` CLI (@graphql-hive/gateway) serving
+ * the checked-in supergraph with the routing URLs of the running subgraphs, with the Rust query
+ * planner (`--hive-router-runtime`), one process (`--fork 1`), configured by
+ * bench/hive-gateway.config.ts (signing, deduplication off).
+ */
+export async function startHiveGateway(server: Server): Promise<Peer> {
+  const dir = peerDir("hive");
+  const supergraph = path.join(dir, "supergraph.graphql");
+  fs.writeFileSync(supergraph, supergraphWithUrls(fs.readFileSync(SUPERGRAPH_FILE, "utf8"), { generation: server.generationUrl, cloud: server.cloudUrl }));
+  const port = await freePort();
+  const bin = path.join(ROOT, "node_modules", "@graphql-hive", "gateway", "dist", "bin.js");
+  const args = ["--import", "tsx", bin, "supergraph", supergraph, "--hive-router-runtime", "--fork", "1", "--host", "127.0.0.1", "--port", String(port)];
+  // Waits for the CLI to take up the Rust planner option (it logs this before importing the runtime).
+  const peer = await startProcess(process.execPath, [...args, "--config-path", path.join(ROOT, "bench", "hive-gateway.config.ts")], peerEnv(server), [
+    /Using Hive Router Runtime/,
+    /Listening on/,
+  ]).catch((error) => {
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw error;
+  });
+  return {
+    url: `http://127.0.0.1:${port}/graphql`,
+    processes: [{ role: "Hive Gateway", pid: peer.child.pid! }],
+    async stop() {
+      await peer.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The `grafbase` binary of the CLI's npm package (a dev dependency used only here). */
+const GRAFBASE = path.join(ROOT, "node_modules", "@grafbase", "cli-x86_64-unknown-linux-musl", "grafbase");
+
+/**
+ * Starts the Grafbase peer: `grafbase dev` (the Rust gateway of Grafbase's CLI) composing the
+ * subgraphs' own SDL files, each routed to the signing proxy (bench/signing-proxy.ts) in front of
+ * its subgraph port; `Authorization` forwarded, in-flight deduplication off.
+ */
+export async function startGrafbase(server: Server): Promise<Peer> {
+  const proxy = await startProcess(process.execPath, ["--import", "tsx", path.join(ROOT, "bench", "signing-proxy.ts")], peerEnv(server), [
+    /Signing proxy: generation=(\S+) cloud=(\S+)/,
+  ]);
+  const proxied: Record<string, string> = { generation: proxy.matches[0]![1]!, cloud: proxy.matches[0]![2]! };
+  const dir = peerDir("grafbase");
+  const subgraphs = SUBGRAPHS.map(
+    (s) => `[subgraphs.${s.name}]\nurl = ${JSON.stringify(proxied[s.name])}\nschema_path = ${JSON.stringify(path.join(ROOT, s.schemaFile))}\n`,
+  );
+  fs.writeFileSync(
+    path.join(dir, "grafbase.toml"),
+    ['[[headers]]\nrule = "forward"\nname = "authorization"\n', "[traffic_shaping]\ninflight_deduplication = false\n", ...subgraphs].join("\n"),
+  );
+  const port = await freePort();
+  try {
+    // --home: the CLI's own state in the peer's folder, not the user's ~/.grafbase.
+    const gateway = await startProcess(
+      GRAFBASE,
+      ["--home", dir, "dev", "--config", path.join(dir, "grafbase.toml"), "--port", String(port)],
+      { ...process.env, NO_COLOR: "1" },
+      [/GraphQL\S*:\s+(http\S+)/],
+    );
+    return {
+      url: `http://127.0.0.1:${port}/graphql`,
+      processes: [
+        { role: "Grafbase", pid: gateway.child.pid! },
+        { role: "signing proxy", pid: proxy.child.pid! },
+      ],
+      async stop() {
+        await gateway.stop();
+        await proxy.stop();
+        fs.rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    await proxy.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
 }
 
 /**
