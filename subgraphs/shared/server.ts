@@ -12,7 +12,6 @@ import type { GraphQLResolverMap } from "@apollo/subgraph/dist/schema-helper/res
 import { WebSocketServer } from "ws";
 import { useServer } from "graphql-ws/use/ws";
 import {
-  execute,
   GraphQLError,
   isUnionType,
   subscribe,
@@ -34,6 +33,7 @@ import { createInternalVerifier, InternalContextError, type InternalContext, typ
 import type { NonceStore } from "./hop-nonces.ts";
 import { callerReportPlugin, reportingContext, withCallerReport } from "./caller-report.ts";
 import { mapStream, type LocalSubgraph } from "./contract.ts";
+import { compiledExecutor } from "./compiled.ts";
 import { createReadiness, serveLiveness, serveReadiness, type Readiness } from "../../src/observability/readiness.ts";
 
 /** A running subgraph. */
@@ -74,6 +74,7 @@ function localSubgraph<TContext extends BaseContext>(
     (result.errors?.length ? { ...result, errors: result.errors.map((e) => format(asRequestError(e, code))) } : result) as FormattedExecutionResult;
   // Validation depends only on the document: once per DocumentNode the gateway hands us.
   const validated = new WeakMap<DocumentNode, readonly GraphQLError[]>();
+  const execute = compiledExecutor(schema);
   const validationErrors = (document: DocumentNode) => {
     let errors = validated.get(document);
     if (!errors) {
