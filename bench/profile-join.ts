@@ -6,6 +6,8 @@
  * answered and the process's CPU ms per request from /proc. bench/profile-buckets.mjs splits the
  * samples of that window into buckets.
  * Usage: `node --import tsx bench/profile-join.ts <dir> [seconds=10] [connections=32]`.
+ * With `BENCH_DASHBOARD_BY_HASH=1` the dashboard is registered once (APQ: text and hash) and then
+ * sent by its hash alone, to price what a persisted document saves.
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -13,7 +15,8 @@ import path from "node:path";
 import { createBenchDatabase, startServer } from "./server.ts";
 import { seedToScale } from "./seed.ts";
 import { runLoad } from "./load.ts";
-import { dashboard, loadSpec, preflight } from "./scenarios.ts";
+import { dashboard, DASHBOARD_QUERY, loadSpec, preflight } from "./scenarios.ts";
+import { sha256Hex } from "../src/digest.ts";
 
 const dir = path.resolve(process.argv[2] ?? "/tmp/switchyard-profile-join");
 const seconds = Number(process.argv[3] ?? 10);
@@ -27,6 +30,12 @@ try {
   const server = await startServer("single", { NODE_ENV: "production", ...database.env });
   try {
     const endpoint = dashboard(`${server.url}/graphql`, state.keys[0]!.key);
+    if (process.env.BENCH_DASHBOARD_BY_HASH === "1") {
+      const persistedQuery = { version: 1, sha256Hash: sha256Hex(DASHBOARD_QUERY) };
+      const registered = await preflight({ ...endpoint, body: JSON.stringify({ query: DASHBOARD_QUERY, extensions: { persistedQuery } }) });
+      if (registered) throw new Error(`dashboard registration: ${registered}`);
+      endpoint.body = JSON.stringify({ extensions: { persistedQuery } });
+    }
     const problem = await preflight(endpoint);
     if (problem) throw new Error(`dashboard preflight: ${problem}`);
     await runLoad(loadSpec(endpoint, { connections, durationSeconds: 4, warmupSeconds: 0 }));
