@@ -28,7 +28,8 @@ export interface LocalOperation {
 export interface LocalSubgraph {
   /**
    * Runs a query or mutation: validated once per document object (the gateway reuses one per
-   * planned fetch), executed by graphql-js with the subgraph's context, errors formatted and the
+   * planned fetch), executed compiled (compiled.ts: graphql-jit, graphql-js for what it cannot
+   * run) with the subgraph's context, errors formatted and the
    * response hook run as over HTTP. With tracing on, through Apollo Server (its spans).
    * @returns the formatted result (errors carry `extensions.code` and `extensions.http.status`)
    */
