@@ -20,9 +20,10 @@ import {
   type GraphQLSchema,
 } from "graphql";
 import { compileQuery, isCompiledQuery, type CompiledQuery } from "graphql-jit";
+import { LRUCache } from "lru-cache";
 
-/** Runs one operation as graphql-js `execute` would, for the arguments it takes. */
-export type Executor = (args: ExecutionArgs) => Promise<ExecutionResult>;
+/** Runs one operation as graphql-js `execute` would, for the arguments it takes (and the operation's text, when known). */
+export type Executor = (args: ExecutionArgs, text?: string) => Promise<ExecutionResult>;
 
 /** Whether a document uses incremental delivery, which graphql-jit does not know. */
 function usesIncrementalDelivery(document: DocumentNode): boolean {
@@ -79,45 +80,57 @@ function listItemsFailingInPlace(schema: GraphQLSchema): void {
   }
 }
 
+/** How many compiled operations are kept by their text (plans are few; a bound all the same). */
+const COMPILED_BY_TEXT = 500;
+
 /**
- * Creates the executor of one schema: each query or mutation compiled once per document object
- * and operation name (the gateway hands one DocumentNode per planned fetch), the rest by graphql-js.
+ * Creates the executor of one schema: each query or mutation compiled once, the rest by graphql-js.
+ * A compiled operation is found by its document object (the Rust planner hands one DocumentNode
+ * per planned fetch) or else by its text (the default planner, GRAPHQL_DEFER=1, builds a new
+ * document per request), so nothing is compiled per request.
  * @param schema the subgraph's schema (resolvers attached); its list fields' resolvers are
  *   wrapped in place ({@link listItemsFailingInPlace}), which changes nothing for graphql-js
- * @returns an executor; its results have the shape of graphql-js's (errors carry path, locations
- *   and the resolver's error as `originalError`). Variable errors come from graphql-js itself:
- *   graphql-jit's own messages differ, so such a request is run again by graphql-js, which
- *   refuses it before any resolver runs, in its words.
+ * @returns an executor taking graphql-js's arguments and, when known, the operation's text; its
+ *   results have the shape of graphql-js's (errors carry path, locations and the resolver's error
+ *   as `originalError`). Variable errors come from graphql-js itself: graphql-jit's own messages
+ *   differ, so such a request is run again by graphql-js, which refuses it before any resolver
+ *   runs, in its words.
  * @throws nothing of its own; `execute`'s own throws (a schema or document that is not one)
  */
 export function compiledExecutor(schema: GraphQLSchema): Executor {
   listItemsFailingInPlace(schema);
-  const compiled = new WeakMap<DocumentNode, Map<string, CompiledQuery | null>>();
-  const compiledOf = (document: DocumentNode, operationName: string | null | undefined): CompiledQuery | null => {
-    let byName = compiled.get(document);
+  const byDocument = new WeakMap<DocumentNode, Map<string, CompiledQuery | null>>();
+  const byText = new LRUCache<string, { query: CompiledQuery | null }>({ max: COMPILED_BY_TEXT });
+  const compile = (document: DocumentNode, operationName: string | null | undefined): CompiledQuery | null => {
+    const operation = getOperationAST(document, operationName);
+    if (!operation || operation.operation === "subscription" || usesIncrementalDelivery(document)) return null;
+    try {
+      const result = compileQuery(schema, document, operationName ?? undefined);
+      return isCompiledQuery(result) ? result : null;
+    } catch {
+      // graphql-js answers what graphql-jit cannot compile.
+      return null;
+    }
+  };
+  const compiledOf = (document: DocumentNode, operationName: string | null | undefined, text: string | undefined): CompiledQuery | null => {
+    let byName = byDocument.get(document);
     if (!byName) {
       byName = new Map();
-      compiled.set(document, byName);
+      byDocument.set(document, byName);
     }
-    const key = operationName ?? "";
-    let query = byName.get(key);
+    const name = operationName ?? "";
+    let query = byName.get(name);
     if (query === undefined) {
-      query = null;
-      const operation = getOperationAST(document, operationName);
-      if (operation && operation.operation !== "subscription" && !usesIncrementalDelivery(document)) {
-        try {
-          const result = compileQuery(schema, document, operationName ?? undefined);
-          if (isCompiledQuery(result)) query = result;
-        } catch {
-          // graphql-js answers what graphql-jit cannot compile.
-        }
-      }
-      byName.set(key, query);
+      const textKey = text === undefined ? undefined : `${name}\n${text}`;
+      const known = textKey === undefined ? undefined : byText.get(textKey);
+      query = known ? known.query : compile(document, operationName);
+      if (textKey !== undefined && !known) byText.set(textKey, { query });
+      byName.set(name, query);
     }
     return query;
   };
-  return async (args) => {
-    const query = compiledOf(args.document, args.operationName);
+  return async (args, text) => {
+    const query = compiledOf(args.document, args.operationName, text);
     if (!query) return execute(args);
     const result = await query.query(args.rootValue, args.contextValue, args.variableValues ?? {});
     // No `data`: refused before execution (variable coercion); graphql-js words the errors.
