@@ -6,6 +6,8 @@
  * answered and the process's CPU ms per request from /proc. bench/profile-buckets.mjs splits the
  * samples of that window into buckets.
  * Usage: `node --import tsx bench/profile-join.ts <dir> [seconds=10] [connections=32]`.
+ * With `BENCH_DASHBOARD_BY_HASH=1` the dashboard is registered once (APQ: text and hash) and then
+ * sent by its hash alone, to price what a persisted document saves.
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -13,7 +15,7 @@ import path from "node:path";
 import { createBenchDatabase, startServer } from "./server.ts";
 import { seedToScale } from "./seed.ts";
 import { runLoad } from "./load.ts";
-import { dashboard, loadSpec, preflight } from "./scenarios.ts";
+import { dashboard, dashboardPersisted, loadSpec, preflight } from "./scenarios.ts";
 
 const dir = path.resolve(process.argv[2] ?? "/tmp/switchyard-profile-join");
 const seconds = Number(process.argv[3] ?? 10);
@@ -26,7 +28,9 @@ try {
   const state = await seedToScale(database, 1);
   const server = await startServer("single", { NODE_ENV: "production", ...database.env });
   try {
-    const endpoint = dashboard(`${server.url}/graphql`, [state.keys[0]!.key]);
+    const keys = [state.keys[0]!.key];
+    // BENCH_DASHBOARD_BY_HASH=1: the dashboard by its persisted hash (registered once, then hash only).
+    const endpoint = process.env.BENCH_DASHBOARD_BY_HASH === "1" ? dashboardPersisted(`${server.url}/graphql`, keys) : dashboard(`${server.url}/graphql`, keys);
     const problem = await preflight(endpoint);
     if (problem) throw new Error(`dashboard preflight: ${problem}`);
     await runLoad(loadSpec(endpoint, { connections, durationSeconds: 4, warmupSeconds: 0 }));

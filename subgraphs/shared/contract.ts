@@ -10,9 +10,9 @@ import type { DocumentNode, FormattedExecutionResult } from "graphql";
 
 /** One operation handed to a subgraph in-process (router/transport/in-process.ts). */
 export interface LocalOperation {
-  /** The operation text; parsed and validated once per distinct text (Apollo's document cache). */
+  /** The operation text: what the tracing path (Apollo Server) parses, and the second key of validation and compilation. */
   query: string;
-  /** The parsed operation (subscriptions run it directly). */
+  /** The parsed operation, which the subgraph runs (never re-parsed from `query`). */
   document: DocumentNode;
   variables?: Record<string, unknown>;
   operationName?: string;
@@ -33,9 +33,11 @@ export interface LocalOperation {
  */
 export interface LocalSubgraph {
   /**
-   * Runs a query or mutation: validated once per document object (the gateway reuses one per
-   * planned fetch), executed by graphql-js with the subgraph's context, errors formatted and the
-   * response hook run as over HTTP. With tracing on, through Apollo Server (its spans).
+   * Runs a query or mutation: validated and compiled once per document object (the Rust planner
+   * reuses one per planned fetch) or text (the default planner's are new each request), executed
+   * compiled (compiled.ts: graphql-jit, graphql-js for what it cannot run) with the subgraph's
+   * context, errors formatted and the response hook run as over HTTP. With tracing on, through
+   * Apollo Server (its spans).
    * @returns the formatted result (errors carry `extensions.code` and `extensions.http.status`)
    */
   execute(operation: LocalOperation): Promise<FormattedExecutionResult>;

@@ -12,7 +12,6 @@ import type { GraphQLResolverMap } from "@apollo/subgraph/dist/schema-helper/res
 import { WebSocketServer } from "ws";
 import { useServer } from "graphql-ws/use/ws";
 import {
-  execute,
   GraphQLError,
   isUnionType,
   subscribe,
@@ -33,7 +32,9 @@ import { AppError, type ErrorCode } from "../../src/errors.ts";
 import { createInternalVerifier, InternalContextError, type InternalContext, type SignedParams } from "./internal-context.ts";
 import type { NonceStore } from "./hop-nonces.ts";
 import { callerReportPlugin, reportingContext, withCallerReport } from "./caller-report.ts";
-import { mapStream, type LocalSubgraph } from "./contract.ts";
+import { mapStream, type LocalOperation, type LocalSubgraph } from "./contract.ts";
+import { compiledExecutor } from "./compiled.ts";
+import { LRUCache } from "lru-cache";
 import { createReadiness, serveLiveness, serveReadiness, type Readiness } from "../../src/observability/readiness.ts";
 
 /** A running subgraph. */
@@ -44,6 +45,9 @@ export interface SubgraphHandle {
   local: LocalSubgraph;
   close(): Promise<void>;
 }
+
+/** How many validated operation texts a subgraph remembers (plans are few; a bound all the same). */
+const VALIDATED_TEXTS = 500;
 
 /** The registry codes (src/errors.ts) of GraphQL errors raised before any resolver ran. */
 type RequestErrorCode = Extract<ErrorCode, "graphql_validation_failed" | "bad_user_input">;
@@ -72,13 +76,17 @@ function localSubgraph<TContext extends BaseContext>(
 ): LocalSubgraph {
   const formatResult = (result: ExecutionResult, code: RequestErrorCode = "bad_user_input"): FormattedExecutionResult =>
     (result.errors?.length ? { ...result, errors: result.errors.map((e) => format(asRequestError(e, code))) } : result) as FormattedExecutionResult;
-  // Validation depends only on the document: once per DocumentNode the gateway hands us.
+  // Validation depends only on the document: once per DocumentNode the gateway hands us (the
+  // Rust planner's, one per planned fetch), else once per text (the default planner's, new each request).
   const validated = new WeakMap<DocumentNode, readonly GraphQLError[]>();
-  const validationErrors = (document: DocumentNode) => {
-    let errors = validated.get(document);
+  const validatedText = new LRUCache<string, readonly GraphQLError[]>({ max: VALIDATED_TEXTS });
+  const execute = compiledExecutor(schema);
+  const validationErrors = (operation: LocalOperation) => {
+    let errors = validated.get(operation.document);
     if (!errors) {
-      errors = validate(schema, document);
-      validated.set(document, errors);
+      errors = validatedText.get(operation.query) ?? validate(schema, operation.document);
+      validatedText.set(operation.query, errors);
+      validated.set(operation.document, errors);
     }
     return errors;
   };
@@ -92,18 +100,21 @@ function localSubgraph<TContext extends BaseContext>(
         if (response.body.kind !== "single") throw new Error("incremental delivery is not supported in-process");
         return response.body.singleResult as FormattedExecutionResult;
       }
-      const invalid = validationErrors(operation.document);
+      const invalid = validationErrors(operation);
       if (invalid.length) return formatResult({ errors: invalid }, "graphql_validation_failed");
       const contextValue = await context({ headers: operation.headers, requestScope: operation.requestScope });
       const result = formatResult(
-        await execute({ schema, document: operation.document, variableValues: operation.variables, operationName: operation.operationName, contextValue }),
+        await execute(
+          { schema, document: operation.document, variableValues: operation.variables, operationName: operation.operationName, contextValue },
+          operation.query,
+        ),
       );
       await onResponse?.(contextValue, result.errors);
       return withCallerReport(result, contextValue);
     },
     async subscribe(operation) {
       // What graphql-ws does before subscribing; authentication is the resolvers' (ctx.caller()).
-      const invalid = validationErrors(operation.document);
+      const invalid = validationErrors(operation);
       if (invalid.length) return formatResult({ errors: invalid }, "graphql_validation_failed");
       const contextValue = await context({ headers: operation.headers, requestScope: operation.requestScope });
       const result = await subscribe({
