@@ -10,7 +10,8 @@ import autocannon from "autocannon";
 export interface LoadSpec {
   url: string;
   method: "GET" | "POST";
-  headers: Record<string, string>;
+  /** The request headers, or a function making them for every request (a key per request: the write scenario's many keys). */
+  headers: Record<string, string> | (() => Record<string, string>);
   /** The request body, or a function making a fresh one for every request (a signed subgraph request is served once). */
   body?: string | (() => string);
   /** Concurrent connections (each sends its next request when the previous answer arrived). */
@@ -52,12 +53,25 @@ export interface LoadResult {
 }
 
 function run(spec: LoadSpec, seconds: number): Promise<autocannon.Result> {
-  const { body } = spec;
+  const { body, headers } = spec;
+  const perRequest = typeof body === "function" || typeof headers === "function";
   return autocannon({
     url: spec.url,
     method: spec.method,
-    headers: spec.headers,
-    ...(typeof body === "function" ? { requests: [{ setupRequest: (request) => ({ ...request, body: body() }) }] } : { body }),
+    ...(typeof headers === "function" ? {} : { headers }),
+    ...(perRequest
+      ? {
+          requests: [
+            {
+              setupRequest: (request: Record<string, unknown>) => ({
+                ...request,
+                ...(typeof headers === "function" ? { headers: headers() } : {}),
+                body: typeof body === "function" ? body() : body,
+              }),
+            },
+          ],
+        }
+      : { body }),
     connections: spec.connections,
     duration: seconds,
     timeout: 10,
