@@ -10,6 +10,7 @@
 import type { Knex } from "knex";
 import { AppError } from "../../errors.ts";
 import { fitText } from "../../db/index.ts";
+import { assertMilli } from "../../money.ts";
 import { spentDelta, taskUnits } from "../../ledger/totals.ts";
 import type { OutboxEvent } from "../../events/outbox.ts";
 import type { TaskRecord } from "./records.ts";
@@ -71,11 +72,15 @@ select balance from debited`;
  * @param reason the ledger entry's reason
  * @returns the balance after the debit, in milli-yuan, once committed
  * @throws AppError `insufficient_balance` (402) when the balance and credit line do not cover the price
- *   (nothing written); the database's error (unique ref, missing key) with nothing written
+ *   (nothing written); RangeError when the price is not a positive whole number of milli-yuan;
+ *   the database's error (unique ref, missing key) with nothing written
  */
 export async function debitNewTask(db: Knex, row: NewTaskRow, task: TaskRecord, event: OutboxEvent, reason: string): Promise<number> {
-  const units = taskUnits(task);
   const amount = row.price;
+  // As the ledger's debit: a positive whole number of milli-yuan, or nothing is sent.
+  assertMilli(amount);
+  if (amount <= 0) throw new RangeError(`ledger amounts are positive milli-yuan, got ${amount}`);
+  const units = taskUnits(task);
   const now = row.created_at;
   const result = await db.raw(SUBMIT_SQL, [
     // debited
