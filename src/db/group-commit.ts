@@ -3,7 +3,8 @@
  * of concurrent requests share one SQLite transaction, each in its own SAVEPOINT, so one that
  * fails (insufficient balance, a unique violation) rolls back alone and the others commit.
  * Every caller's promise settles only after the group's COMMIT (or its failure): an answer sent
- * after it names only durable rows. On PostgreSQL each call is its own transaction, as before.
+ * after it names only durable rows. On PostgreSQL each call is its own transaction, as before, and
+ * a one-statement call an autocommit statement.
  *
  * How a group forms: calls queue; one group runs at a time. A group takes, when it holds the
  * connection, every call queued so far (up to {@link MAX_GROUP}); calls that arrive while it
@@ -69,10 +70,20 @@ const committers = new WeakMap<Db, GroupCommit>();
 export function groupCommit(db: Db): GroupCommit {
   let committer = committers.get(db);
   if (!committer) {
-    committer = isSqlite(db) ? sqliteGroups(db) : (work) => db.transaction(work);
+    committer = isSqlite(db) ? sqliteGroups(db) : postgresCalls(db);
     committers.set(db, committer);
   }
   return committer;
+}
+
+/**
+ * PostgreSQL: each call its own transaction; a one-statement call runs as an autocommit statement
+ * (atomic by itself: no BEGIN and COMMIT round trips, issue 25 §2).
+ */
+function postgresCalls(db: Db): GroupCommit {
+  return <T>(work: GroupWork<T>, shape: GroupWorkShape = {}) =>
+    // The Db stands in for the transaction: the work runs exactly one statement on it.
+    shape.oneStatement ? work(db as unknown as Knex.Transaction) : db.transaction(work);
 }
 
 /** Runs a call's work in its caller's async context. */

@@ -6,12 +6,12 @@
  * 1. **Publishes** unpublished outbox rows in id order (200 a round), each on its account's topic
  *    (a `key.disabled` row on the `keys` topic too, for the routers: src/events/key-topics.ts).
  *    The batch is claimed first with a lease (`outbox.lease_until`, {@link OUTBOX_LEASE_MS};
- *    `FOR UPDATE SKIP LOCKED` on PostgreSQL, see `claimBatch`), so dispatchers of several instances take different rows. For
- *    each row, in one transaction: marks it published (compare-and-swap on `published_at` and on
- *    this dispatcher's lease, so two dispatchers never both publish it), creates its callback
- *    deliveries, publishes it to `account:<accountId>` (`OutboxMessage`, ../pubsub.ts), then commits. A
- *    publish that fails rolls the row back and releases the rest of the batch for the next round
- *    (at-least-once).
+ *    `FOR UPDATE SKIP LOCKED` on PostgreSQL, see `claimBatch`), so dispatchers of several instances take different rows.
+ *    Then the whole batch in one transaction: marks its rows published in one UPDATE (compare-and-swap on
+ *    `published_at` and on this dispatcher's lease, so two dispatchers never both publish a row), publishes
+ *    each to `account:<accountId>` (`OutboxMessage`, ../pubsub.ts), creates the published rows' callback
+ *    deliveries, then commits. A publish that fails puts that row and the rest of the batch back,
+ *    unpublished and unleased, for the next round (at-least-once).
  * 2. **Delivers** due callbacks: a batch of due deliveries is claimed the same way with a lease on
  *    `lease_until`; each attempt renews the lease with a compare-and-swap on it (and on the
  *    attempt count), so two dispatchers never send the same attempt; then POSTed to

@@ -6,8 +6,8 @@
 import { AppError } from "../../errors.ts";
 import { debit } from "../../ledger/index.ts";
 import { taskUnits } from "../../ledger/totals.ts";
-import { appendOutbox } from "../../events/outbox.ts";
-import { nowIso } from "../../db/index.ts";
+import { appendOutbox, outboxSignal } from "../../events/outbox.ts";
+import { isSqlite, nowIso } from "../../db/index.ts";
 import { newId } from "../../ids.ts";
 import type { Caller } from "../../auth/keys.ts";
 import { getModel, type ModelKind } from "../catalog.ts";
@@ -16,6 +16,7 @@ import { validateGenerationRequest, type GenerationInput, type GenerationRequest
 import { UpstreamError, type SubmitAccepted } from "../upstream/types.ts";
 import { settle, type TaskDeps } from "./deps.ts";
 import { statusEvent, toTaskRecord, type TaskRecord } from "./records.ts";
+import { debitNewTask } from "./submit-pg.ts";
 
 /** Where a submission stands: `pending` until the upstream answers, `resending` while the recovery sweep holds it. */
 export type SubmitState = "pending" | "resending" | "sent" | "failed";
@@ -63,20 +64,27 @@ export async function submit(deps: TaskDeps, caller: Caller, kind: ModelKind, in
     updated_at: now,
   };
   const task = toTaskRecord(row);
-  await deps.commit(async (trx) => {
-    const keyTotals = { tasks: 1, ...taskUnits(task) };
-    await debit(trx, {
-      accountId: caller.accountId,
-      keyId: caller.keyId,
-      amount: price,
-      ref: `task:${id}:debit`,
-      taskId: id,
-      reason: `${kind} generation`,
-      keyTotals,
+  const reason = `${kind} generation`;
+  if (!isSqlite(deps.db)) {
+    // PostgreSQL: one statement, one round trip and one commit (ADR 0027).
+    await debitNewTask(deps.db, row, task, statusEvent(task), reason);
+    outboxSignal.emit("committed");
+  } else {
+    await deps.commit(async (trx) => {
+      const keyTotals = { tasks: 1, ...taskUnits(task) };
+      await debit(trx, {
+        accountId: caller.accountId,
+        keyId: caller.keyId,
+        amount: price,
+        ref: `task:${id}:debit`,
+        taskId: id,
+        reason,
+        keyTotals,
+      });
+      await trx("tasks").insert(row);
+      await appendOutbox(trx, statusEvent(task));
     });
-    await trx("tasks").insert(row);
-    await appendOutbox(trx, statusEvent(task));
-  });
+  }
   deps.counters?.submitted(request.modelId);
   return send(deps, task, request);
 }

@@ -1,0 +1,130 @@
+/**
+ * The submission's debit on PostgreSQL in one statement (issue 25 §2; ADR 0027; docs/architecture.md
+ * §5): the balance update, its ledger entry, the key's running totals, the task row and its outbox
+ * row as data-modifying CTEs of one autocommit statement: one round trip and one commit, atomic as
+ * the transaction it replaces. SQLite keeps the group commit (submit.ts, ADR 0011).
+ *
+ * Each write takes its rows from the one before it, so when the balance does not cover the price
+ * nothing at all is written. The rules are the ledger's own (src/ledger/index.ts `debit`, totals.ts).
+ */
+import type { Knex } from "knex";
+import { AppError } from "../../errors.ts";
+import { fitText } from "../../db/index.ts";
+import { assertMilli } from "../../money.ts";
+import { spentDelta, taskUnits } from "../../ledger/totals.ts";
+import type { OutboxEvent } from "../../events/outbox.ts";
+import type { TaskRecord } from "./records.ts";
+
+/** The `tasks` row submit.ts builds (the columns a new task sets). */
+export interface NewTaskRow {
+  id: string;
+  account_id: string;
+  key_id: string;
+  kind: string;
+  model_id: number;
+  prompt: string;
+  request: string;
+  count: number;
+  seconds: number | null;
+  resolution: string | null;
+  size: string | null;
+  price: number;
+  deadline_at: string;
+  created_at: string;
+}
+
+// Every parameter is cast: in INSERT … SELECT an untyped parameter would be text.
+// The task's key_id comes from the key's totals update: were the key's row missing, the insert
+// would break NOT NULL and the whole statement (debit and ledger entry too) roll back, as the
+// transaction's "running total: no api_keys row" error did.
+const SUBMIT_SQL = `with debited as (
+  update accounts set balance = balance - ?::bigint
+  where id = ? and balance - ?::bigint >= -credit_line
+  returning balance
+), entry as (
+  insert into ledger_entries (account_id, customer_id, key_id, kind, amount, balance_after, ref, task_id, order_id, reason, created_at)
+  select ?::varchar, null, ?::varchar, 'debit', ?::bigint, balance, ?::varchar, ?::varchar, null, ?::varchar, ?::varchar from debited
+  returning id
+), totals as (
+  update api_keys set spent = spent + ?::bigint, billed_seconds = billed_seconds + ?::bigint,
+    billed_images = billed_images + ?::bigint, task_count = task_count + 1
+  where id = ? and exists (select 1 from entry)
+  returning id
+), task as (
+  insert into tasks (id, account_id, key_id, kind, model_id, prompt, request, status, submit_state, count, seconds,
+    resolution, size, price, refunded, deadline_at, created_at, updated_at)
+  select ?::varchar, ?::varchar, totals.id, ?::varchar, ?::integer, ?::text, ?::text, 0, 'pending', ?::integer, ?::integer,
+    ?::varchar, ?::varchar, ?::bigint, 0, ?::varchar, ?::varchar, ?::varchar
+  from debited left join totals on true
+  returning id
+), event as (
+  insert into outbox (topic, account_id, aggregate_id, payload, key_id, request_id, created_at)
+  select ?::varchar, ?::varchar, ?::varchar, ?::text, ?::varchar, ?::varchar, ?::varchar from task
+  returning id
+)
+select balance from debited`;
+
+/**
+ * Debits a new task's price and writes its ledger entry, key totals, task row and outbox event in
+ * one autocommit statement on PostgreSQL (see the file comment).
+ * @param db the PostgreSQL database (not a transaction: the statement commits by itself)
+ * @param row the new task row; `task` the same as a record; `event` its outbox event
+ * @param reason the ledger entry's reason
+ * @returns the balance after the debit, in milli-yuan, once committed
+ * @throws AppError `insufficient_balance` (402) when the balance and credit line do not cover the price
+ *   (nothing written); RangeError when the price is not a positive whole number of milli-yuan;
+ *   the database's error (unique ref, missing key) with nothing written
+ */
+export async function debitNewTask(db: Knex, row: NewTaskRow, task: TaskRecord, event: OutboxEvent, reason: string): Promise<number> {
+  const amount = row.price;
+  // As the ledger's debit: a positive whole number of milli-yuan, or nothing is sent.
+  assertMilli(amount);
+  if (amount <= 0) throw new RangeError(`ledger amounts are positive milli-yuan, got ${amount}`);
+  const units = taskUnits(task);
+  const now = row.created_at;
+  const result = await db.raw(SUBMIT_SQL, [
+    // debited
+    amount,
+    row.account_id,
+    amount,
+    // entry
+    row.account_id,
+    row.key_id,
+    -amount,
+    `task:${row.id}:debit`,
+    row.id,
+    fitText(reason, 200),
+    now,
+    // totals
+    spentDelta("debit", -amount, null),
+    units.billedSeconds,
+    units.billedImages,
+    row.key_id,
+    // task
+    row.id,
+    row.account_id,
+    row.kind,
+    row.model_id,
+    row.prompt,
+    row.request,
+    row.count,
+    row.seconds,
+    row.resolution,
+    row.size,
+    amount,
+    row.deadline_at,
+    now,
+    now,
+    // event
+    event.topic,
+    event.accountId,
+    event.aggregateId,
+    JSON.stringify(event.payload),
+    event.keyId ?? null,
+    fitText(event.requestId, 80),
+    now,
+  ]);
+  const answer = (result as { rows: { balance: number }[] }).rows[0];
+  if (!answer) throw new AppError("insufficient_balance");
+  return Number(answer.balance);
+}
