@@ -2,12 +2,46 @@
  * Memory after a full garbage collection, on request (bench/README.md "Round 3", issue 25 §3):
  * preloaded into a server process with `BENCH_SERVER_NODE_OPTIONS="--expose-gc
  * --import=file://…/bench/gc-on-signal.mjs"` and BENCH_GC_DIR=<dir>; on SIGUSR2 it runs two full
- * collections, then writes <dir>/memory-<pid>-<n>.json with process.memoryUsage() (rss,
- * heapTotal, heapUsed, external, arrayBuffers, bytes). bench/live.ts sends the signal before it
- * reads the router's RSS when BENCH_GC_DIR is set.
+ * collections and reads process.memoryUsage() (rss, heapTotal, heapUsed, external, arrayBuffers,
+ * bytes), then a compacting `last-resort` collection as the memory reducer runs it and, a second
+ * later, reads again (`reduced`); it writes both to <dir>/memory-<pid>-<n>.json. bench/live.ts
+ * sends the signal before it reads the router's RSS when BENCH_GC_DIR is set, so that reading is
+ * the reduced one.
  */
 import fs from "node:fs";
 import path from "node:path";
+import v8 from "node:v8";
+
+/**
+ * Resident bytes by kind of mapping (/proc/self/smaps): `heap` is glibc malloc's main arena
+ * (brk), `anonymous` V8's pages and the other malloc arenas, `file` code and mapped files: where
+ * the RSS outside V8's heap lives.
+ */
+function residentByMapping() {
+  const out = { heap: 0, anonymous: 0, file: 0, other: 0 };
+  let kind = "other";
+  for (const line of fs.readFileSync("/proc/self/smaps", "utf8").split("\n")) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) {
+      const name = head[1];
+      kind = name === "[heap]" ? "heap" : name === "" ? "anonymous" : name.startsWith("/") ? "file" : "other";
+    } else if (line.startsWith("Rss:")) out[kind] += Number(line.split(/\s+/)[1]) * 1024;
+  }
+  return out;
+}
+
+/** process.memoryUsage() with where the RSS lives and V8's own figures. */
+function figures() {
+  return {
+    ...process.memoryUsage(),
+    mappings: residentByMapping(),
+    v8: v8.getHeapStatistics(),
+    spaces: Object.fromEntries(v8.getHeapSpaceStatistics().map((s) => [s.space_name, s.space_size])),
+  };
+}
+
+/** How long V8's background unmapper and the allocator get to hand freed pages back before the second reading. */
+const SETTLE_MS = 1_000;
 
 const dir = process.env.BENCH_GC_DIR;
 if (dir && typeof globalThis.gc === "function") {
@@ -16,8 +50,19 @@ if (dir && typeof globalThis.gc === "function") {
   process.on("SIGUSR2", () => {
     globalThis.gc();
     globalThis.gc();
-    const file = path.join(dir, `memory-${process.pid}-${n++}.json`);
-    fs.writeFileSync(`${file}.tmp`, JSON.stringify(process.memoryUsage()));
-    fs.renameSync(`${file}.tmp`, file);
+    const atGc = figures();
+    // What V8's memory reducer does when the process is idle: a compacting collection that
+    // gives back the emptied pages (`last-resort` also shrinks the old space), then a pause for
+    // the background unmapper.
+    try {
+      globalThis.gc({ type: "major", execution: "sync", flavor: "last-resort" });
+    } catch {
+      globalThis.gc();
+    }
+    setTimeout(() => {
+      const file = path.join(dir, `memory-${process.pid}-${n++}.json`);
+      fs.writeFileSync(`${file}.tmp`, JSON.stringify({ ...atGc, reduced: figures() }));
+      fs.renameSync(`${file}.tmp`, file);
+    }, SETTLE_MS).unref();
   });
 }
