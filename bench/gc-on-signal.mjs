@@ -3,8 +3,9 @@
  * preloaded into a server process with `BENCH_SERVER_NODE_OPTIONS="--expose-gc
  * --import=file://…/bench/gc-on-signal.mjs"` and BENCH_GC_DIR=<dir>; on SIGUSR2 it runs two full
  * collections and reads process.memoryUsage() (rss, heapTotal, heapUsed, external, arrayBuffers,
- * bytes), then a compacting `last-resort` collection as the memory reducer runs it and, a second
- * later, reads again (`reduced`); it writes both to <dir>/memory-<pid>-<n>.json. bench/live.ts
+ * bytes); a second later it reads again (`settled`: V8 unmaps freed pages in the background), then
+ * runs a compacting `last-resort` collection as the memory reducer does and, a second later, reads
+ * again (`reduced`); it writes all three to <dir>/memory-<pid>-<n>.json. bench/live.ts
  * sends the signal before it reads the router's RSS when BENCH_GC_DIR is set, so that reading is
  * the reduced one.
  */
@@ -51,18 +52,22 @@ if (dir && typeof globalThis.gc === "function") {
     globalThis.gc();
     globalThis.gc();
     const atGc = figures();
-    // What V8's memory reducer does when the process is idle: a compacting collection that
-    // gives back the emptied pages (`last-resort` also shrinks the old space), then a pause for
-    // the background unmapper.
-    try {
-      globalThis.gc({ type: "major", execution: "sync", flavor: "last-resort" });
-    } catch {
-      globalThis.gc();
-    }
     setTimeout(() => {
-      const file = path.join(dir, `memory-${process.pid}-${n++}.json`);
-      fs.writeFileSync(`${file}.tmp`, JSON.stringify({ ...atGc, reduced: figures() }));
-      fs.renameSync(`${file}.tmp`, file);
+      // The same heap a second later: V8's background unmapper has handed the freed pages back.
+      const settled = figures();
+      // What V8's memory reducer does when the process is idle: a compacting collection that
+      // gives back the emptied pages (`last-resort` also shrinks the old space), then a pause for
+      // the unmapper.
+      try {
+        globalThis.gc({ type: "major", execution: "sync", flavor: "last-resort" });
+      } catch {
+        globalThis.gc();
+      }
+      setTimeout(() => {
+        const file = path.join(dir, `memory-${process.pid}-${n++}.json`);
+        fs.writeFileSync(`${file}.tmp`, JSON.stringify({ ...atGc, settled, reduced: figures() }));
+        fs.renameSync(`${file}.tmp`, file);
+      }, SETTLE_MS).unref();
     }, SETTLE_MS).unref();
   });
 }

@@ -146,6 +146,22 @@ async function collectGarbage(pid: number, label: string): Promise<void> {
 
 const wall = () => performance.timeOrigin + performance.now();
 
+/**
+ * With BENCH_LIVE_IDLE_SECONDS=<n>: leaves the router idle (subscribers connected, no events) for n
+ * seconds and logs its RSS each second, no GC forced: what V8's own memory reducer gives back.
+ */
+async function idleRss(pid: number, beforeKb: number, subscribers: number, log: (message: string) => void): Promise<void> {
+  const seconds = Number(process.env.BENCH_LIVE_IDLE_SECONDS ?? 0);
+  const readings: number[] = [];
+  for (let i = 0; i < seconds; i++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    readings.push(rssKb(pid));
+  }
+  if (readings.length === 0) return;
+  const perSubscriber = (kb: number) => round((kb - beforeKb) / Math.max(1, subscribers), 1);
+  log(`  idle ${seconds} s: router RSS ${readings.map((kb) => Math.round(kb / 1024)).join(" ")} MB; last ${perSubscriber(readings.at(-1)!)} KB per subscriber, lowest ${perSubscriber(Math.min(...readings))}`);
+}
+
 /** CPU time a process has used, user + system, ms (/proc/<pid>/stat, clock ticks of 10 ms). */
 function cpuMs(pid: number): number {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -234,6 +250,7 @@ export async function runLive(options: LiveOptions): Promise<LiveResult> {
     await collectGarbage(server.routerPid, "subscribed");
     const subscribedKb = rssKb(server.routerPid);
     await heapSnapshot(server.routerPid, "subscribed");
+    await idleRss(server.routerPid, beforeKb, subscribed, log);
     log(`  every subscription live (${warmTasks.length} warm-up tasks); measuring`);
 
     const markAt = wall();
