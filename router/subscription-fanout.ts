@@ -325,7 +325,7 @@ export function createFanOut(observe?: SharedObserver): FanOut {
 
   const attachTo = (group: Group | null, share: { key: string; operationName: string }, subscriber: Subscriber & { left: (() => void) | null }) => {
     // Still running and still listed (it may have ended while the caller waited).
-    if (!group || !group.running || groups.get(share.key) !== group) return null;
+    if (!group?.running || groups.get(share.key) !== group) return null;
     group.members.add(subscriber);
     subscriber.left = observe ? observe(share.operationName, true) : null;
     return group;
