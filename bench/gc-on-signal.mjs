@@ -19,15 +19,23 @@ import v8 from "node:v8";
  * the RSS outside V8's heap lives.
  */
 function residentByMapping() {
-  const out = { heap: 0, anonymous: 0, file: 0, other: 0 };
+  const out = { heap: 0, anonymous: 0, file: 0, other: 0, largest: [] };
   let kind = "other";
+  let range = "";
   for (const line of fs.readFileSync("/proc/self/smaps", "utf8").split("\n")) {
     const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
     if (head) {
       const name = head[1];
+      range = line.split(" ")[0];
       kind = name === "[heap]" ? "heap" : name === "" ? "anonymous" : name.startsWith("/") ? "file" : "other";
-    } else if (line.startsWith("Rss:")) out[kind] += Number(line.split(/\s+/)[1]) * 1024;
+    } else if (line.startsWith("Rss:")) {
+      const bytes = Number(line.split(/\s+/)[1]) * 1024;
+      out[kind] += bytes;
+      if (kind === "anonymous") out.largest.push({ range, rss: bytes });
+    }
   }
+  // The ten anonymous mappings holding the most (their sizes tell V8's cage from malloc's arenas).
+  out.largest = out.largest.sort((a, b) => b.rss - a.rss).slice(0, 10);
   return out;
 }
 
