@@ -52,6 +52,8 @@ export interface LiveResult {
   delivery: { p50: number; p99: number; max: number };
   submitToFirstEvent: { p50: number; p99: number };
   rss: { beforeKb: number; subscribedKb: number; afterKb: number; kbPerSubscriber: number | null };
+  /** Router CPU (`/proc`, user + system): per subscriber while they connected and subscribed, and per delivery over the measured window (submissions included). */
+  routerCpu: { msPerSubscriber: number; msPerDelivery: number };
   /** True when anything failed (subscription, submission, a missed or broken delivery). */
   failed: boolean;
 }
@@ -145,6 +147,29 @@ async function collectGarbage(pid: number, label: string): Promise<void> {
 const wall = () => performance.timeOrigin + performance.now();
 
 /**
+ * With BENCH_LIVE_IDLE_SECONDS=<n>: leaves the router idle (subscribers connected, no events) for n
+ * seconds and logs its RSS each second, no GC forced: what V8's own memory reducer gives back.
+ */
+async function idleRss(pid: number, beforeKb: number, subscribers: number, log: (message: string) => void): Promise<void> {
+  const seconds = Number(process.env.BENCH_LIVE_IDLE_SECONDS ?? 0);
+  const readings: number[] = [];
+  for (let i = 0; i < seconds; i++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    readings.push(rssKb(pid));
+  }
+  if (readings.length === 0) return;
+  const perSubscriber = (kb: number) => round((kb - beforeKb) / Math.max(1, subscribers), 1);
+  log(`  idle ${seconds} s: router RSS ${readings.map((kb) => Math.round(kb / 1024)).join(" ")} MB; last ${perSubscriber(readings.at(-1)!)} KB per subscriber, lowest ${perSubscriber(Math.min(...readings))}`);
+}
+
+/** CPU time a process has used, user + system, ms (/proc/<pid>/stat, clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
  * Runs the live scenario on a fresh database and server of its own.
  * @returns the measurements; `failed` when anything was lost or refused
  * @throws Error when the server or the workers cannot start
@@ -187,10 +212,12 @@ export async function runLive(options: LiveOptions): Promise<LiveResult> {
       plans[keyIndex % workers.length]!.push({ keyIndex, key: keys[keyIndex]!.key });
     }
     const wsUrl = `${server.url.replace(/^http/, "ws")}/graphql`;
+    const cpuBeforeSubscribing = cpuMs(server.routerPid);
     const opened = await Promise.all(workers.map((w, i) => w.ask<"opened">({ type: "open", wsUrl, subscribers: plans[i]!, concurrency: 250 })));
     const subscribed = opened.reduce((n, o) => n + o.acked, 0);
     const failedToSubscribe = opened.reduce((n, o) => n + o.failed, 0);
-    log(`  ${subscribed} subscribed, ${failedToSubscribe} failed`);
+    const subscribeCpuMs = cpuMs(server.routerPid) - cpuBeforeSubscribing;
+    log(`  ${subscribed} subscribed, ${failedToSubscribe} failed; router CPU ${round(subscribeCpuMs / Math.max(1, subscribed), 3)} ms per subscriber`);
 
     // A subscription is live once it has received an event: submit for every key whose
     // subscribers have not all had one, until none is left (at most 60 s).
@@ -223,9 +250,11 @@ export async function runLive(options: LiveOptions): Promise<LiveResult> {
     await collectGarbage(server.routerPid, "subscribed");
     const subscribedKb = rssKb(server.routerPid);
     await heapSnapshot(server.routerPid, "subscribed");
+    await idleRss(server.routerPid, beforeKb, subscribed, log);
     log(`  every subscription live (${warmTasks.length} warm-up tasks); measuring`);
 
     const markAt = wall();
+    const cpuAtMark = cpuMs(server.routerPid);
     await Promise.all(workers.map((w) => w.ask<"marked">({ type: "mark", at: markAt })));
     const total = Math.round(options.rate * options.seconds);
     const tasks: { id: string; keyIndex: number; sentAt: number }[] = [];
@@ -252,11 +281,14 @@ export async function runLive(options: LiveOptions): Promise<LiveResult> {
     const unfinished = await pendingCount(workers, tasks);
     if (unfinished > 0) log(`  ${unfinished} of ${tasks.length} tasks did not finish at every subscriber in 60 s`);
     const windowSeconds = (wall() - markAt) / 1000;
+    const windowCpuMs = cpuMs(server.routerPid) - cpuAtMark;
     const afterKb = rssKb(server.routerPid);
     const reports = (await Promise.all(workers.map((w) => w.ask<"report">({ type: "report", tasks })))).map((r) => r.report);
     await Promise.all(workers.map((w) => w.ask<"closed">({ type: "close" })));
 
     const merged = mergeReports(reports);
+    const routerCpu = { msPerSubscriber: round(subscribeCpuMs / Math.max(1, subscribed), 3), msPerDelivery: round(windowCpuMs / Math.max(1, merged.delivered), 3) };
+    log(`  router CPU ${routerCpu.msPerDelivery} ms per delivery over the window (${merged.delivered} deliveries)`);
     const delivery = Float64Array.from(merged.deliveryMs).sort();
     const first = Float64Array.from(merged.firstEventMs).sort();
     const result: LiveResult = {
@@ -276,6 +308,7 @@ export async function runLive(options: LiveOptions): Promise<LiveResult> {
       submitToFirstEvent: { p50: percentile([...first], 0.5), p99: percentile([...first], 0.99) },
       // A delta at or below zero means a garbage collection outweighed the subscribers: no figure.
       rss: { beforeKb, subscribedKb, afterKb, kbPerSubscriber: subscribedKb > beforeKb ? round((subscribedKb - beforeKb) / Math.max(1, subscribed), 1) : null },
+      routerCpu,
       failed: false,
     };
     result.failed =

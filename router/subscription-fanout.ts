@@ -95,10 +95,28 @@ export function shareKeyOf(
 const DONE: IteratorResult<never> = Object.freeze({ value: undefined as never, done: true });
 
 /**
+ * A reader of a shared stream: told of each event and, once, of the upstream's end. Besides the
+ * iterator below ({@link Member}), router/websocket.ts attaches a sink that writes graphql-ws
+ * frames straight onto the socket.
+ */
+export interface Subscriber {
+  /** One event of the upstream (the same object for every subscriber). */
+  push(value: unknown): void;
+  /** The upstream ended (`error` set: it failed); called at most once, never after {@link SharedStream.leave}. */
+  finish(failure: { error: unknown } | null): void;
+}
+
+/** A running shared stream, as a subscriber attached to it sees it. */
+export interface SharedStream {
+  /** Stops sending events to `subscriber`; the last one to leave ends the upstream run. */
+  leave(subscriber: Subscriber): void;
+}
+
+/**
  * One client's view of a shared stream: the events since it joined, queued while its socket is
  * busy. Methods on the prototype: a member is one small object.
  */
-class Member implements AsyncIterableIterator<unknown> {
+class Member implements AsyncIterableIterator<unknown>, Subscriber {
   private queue: unknown[] | null = null;
   private waiting: { resolve: (step: IteratorResult<unknown>) => void; reject: (error: unknown) => void } | null = null;
   private ended = false;
@@ -176,8 +194,8 @@ class Member implements AsyncIterableIterator<unknown> {
 }
 
 /** One upstream stream and the clients reading it. */
-class Group {
-  readonly members = new Set<Member>();
+class Group implements SharedStream {
+  readonly members = new Set<Subscriber>();
   private closed = false;
   constructor(
     private readonly upstream: AsyncIterator<unknown>,
@@ -190,8 +208,13 @@ class Group {
     return member;
   }
 
-  leave(member: Member) {
-    this.members.delete(member);
+  /** Running: not ended and not yet left by its last member. */
+  get running(): boolean {
+    return !this.closed;
+  }
+
+  leave(member: Subscriber) {
+    if (!this.members.delete(member)) return;
     if (this.members.size > 0 || this.closed) return;
     this.closed = true;
     this.forget();
@@ -244,6 +267,15 @@ export interface FanOut {
    *   this client's stream of the shared one's events from now on
    */
   subscribe(share: { key: string; operationName: string } | null, run: () => unknown): Promise<unknown>;
+  /**
+   * Attaches a subscriber to the shared stream of `share` when one runs or is starting, without
+   * running anything: the caller runs the operation itself when none is.
+   * @param subscriber told of every event from now on; its `left` is set to the observer's
+   *   callback (call it once when the client's stream ends)
+   * @returns the stream (at once when running, or once a pending start is through); null when
+   *   none runs or the pending start was refused
+   */
+  attach(share: { key: string; operationName: string }, subscriber: Subscriber & { left: (() => void) | null }): SharedStream | null | Promise<SharedStream | null>;
   /** Upstream streams running now. */
   readonly size: number;
 }
@@ -291,7 +323,20 @@ export function createFanOut(observe?: SharedObserver): FanOut {
     return group.join(observe ? observe(operationName, joined) : null);
   };
 
+  const attachTo = (group: Group | null, share: { key: string; operationName: string }, subscriber: Subscriber & { left: (() => void) | null }) => {
+    // Still running and still listed (it may have ended while the caller waited).
+    if (!group?.running || groups.get(share.key) !== group) return null;
+    group.members.add(subscriber);
+    subscriber.left = observe ? observe(share.operationName, true) : null;
+    return group;
+  };
+
   return {
+    attach(share, subscriber) {
+      const existing = groups.get(share.key);
+      if (existing instanceof Promise) return existing.then((group) => attachTo(group, share, subscriber));
+      return attachTo(existing ?? null, share, subscriber);
+    },
     async subscribe(share, run) {
       if (!share) return run();
       let existing = groups.get(share.key);

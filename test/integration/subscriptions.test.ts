@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestStack, waitUntil, type TestStack } from "../support/stack.ts";
+import { WebSocket } from "ws";
 import { collect, collectSse, wsClient } from "../support/graphql-ws.ts";
 
 const TASK_SUB = `subscription($id: ID!) { taskStatusChanged(taskId: $id) { id status statusCode result error updatedAt price { amount } } }`;
@@ -159,6 +160,66 @@ describe("`tasks` subscriptions of one key share one upstream stream on the rout
     await untilLive([fresh]);
     fresh.sub.stop();
     await fresh.client.dispose();
+  });
+});
+
+describe("a graphql-ws subscription that joins a running shared stream", () => {
+  /** A raw graphql-transport-ws socket, acknowledged with `key`: frames by type, and its close. */
+  async function rawSocket(key: string) {
+    const socket = new WebSocket(`${t.url.replace(/^http/, "ws")}/graphql`, "graphql-transport-ws");
+    const frames: any[] = [];
+    let wake: (() => void) | null = null;
+    socket.on("message", (data) => {
+      frames.push(JSON.parse(data.toString()));
+      wake?.();
+    });
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.once("close", (code, reason) => resolve({ code, reason: reason.toString() })));
+    await new Promise((resolve) => socket.once("open", resolve));
+    /** Waits for a frame matching `match` (after those already taken). */
+    const frame = async (match: (f: any) => boolean) => {
+      for (;;) {
+        const found = frames.find(match);
+        if (found) return found;
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+    };
+    socket.send(JSON.stringify({ type: "connection_init", payload: { Authorization: `Bearer ${key}` } }));
+    await frame((f) => f.type === "connection_ack");
+    const subscribe = (id: string) => socket.send(JSON.stringify({ id, type: "subscribe", payload: { query: "subscription { tasks { id } }" } }));
+    return { socket, frames, frame, closed, subscribe };
+  }
+  const sawTask = (id: string, taskId: string) => (f: any) => f.type === "next" && f.id === id && f.payload?.data?.tasks?.id === taskId;
+
+  it("gets the key's events as `next` frames of its own id, stops on its `complete`, takes the id again, and refuses it while in use (4409)", async () => {
+    const { key } = await t.createKey("100");
+    const first = await rawSocket(key);
+    first.subscribe("a");
+    // Live once the first subscription (which starts the shared stream) has seen a task.
+    for (let round = 0; ; round++) {
+      if (round === 20) throw new Error("the first subscription never went live");
+      const id = await submit(key, `warm-up ${round}`);
+      const seen = await Promise.race([first.frame(sawTask("a", id)).then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 1_000))]);
+      if (seen) break;
+    }
+    const joined = await rawSocket(key);
+    joined.subscribe("j");
+    const one = await submit(key, "one");
+    await joined.frame(sawTask("j", one));
+    await first.frame(sawTask("a", one));
+
+    joined.socket.send(JSON.stringify({ id: "j", type: "complete" }));
+    joined.subscribe("k"); // on the same socket, after its `complete`: the first task below comes after both
+    const two = await submit(key, "two");
+    await joined.frame(sawTask("k", two));
+    await first.frame(sawTask("a", two));
+    expect(joined.frames.some(sawTask("j", two))).toBe(false);
+
+    joined.subscribe("j"); // free again
+    const three = await submit(key, "three");
+    await joined.frame(sawTask("j", three));
+    joined.subscribe("j");
+    expect(await joined.closed).toEqual({ code: 4409, reason: "Subscriber for j already exists" });
+    first.socket.close();
   });
 });
 

@@ -165,3 +165,70 @@ describe("createFanOut", () => {
     expect(seen).toEqual(["open Watch false", "open Watch true", "end", "end"]);
   });
 });
+
+describe("attaching a subscriber to a shared stream without running the operation", () => {
+  const share = { key: "k", operationName: "Tasks" };
+  /** A subscriber recording what it is told, as router/websocket.ts's sink. */
+  const recorder = () => {
+    const seen: unknown[] = [];
+    const ends: ({ error: unknown } | null)[] = [];
+    return { seen, ends, left: null as (() => void) | null, push: (v: unknown) => void seen.push(v), finish: (f: { error: unknown } | null) => void ends.push(f) };
+  };
+
+  it("attaches to a running stream, gives it the events from then on, and ends it with the upstream", async () => {
+    const { state, run } = upstreams();
+    const fanOut = createFanOut();
+    const first = await fanOut.subscribe(share, run);
+    const sink = recorder();
+    expect(fanOut.attach(share, sink)).not.toBeNull();
+    state.push(1);
+    expect(await take(first)).toEqual({ value: 1, done: false });
+    expect(sink.seen).toEqual([1]);
+    state.finish();
+    await expect.poll(() => sink.ends).toEqual([null]);
+    expect(state.started).toBe(1);
+  });
+
+  it("attaches to nothing when no stream of the key runs, and waits for one that is starting", async () => {
+    const { state, run } = upstreams();
+    const fanOut = createFanOut();
+    expect(fanOut.attach(share, recorder())).toBeNull();
+    let release!: () => void;
+    const starting = fanOut.subscribe(share, () => new Promise((resolve) => (release = () => resolve(run()))));
+    const sink = recorder();
+    const attached = fanOut.attach(share, sink);
+    expect(attached).toBeInstanceOf(Promise);
+    release();
+    await starting;
+    expect(await attached).not.toBeNull();
+    state.push("first event");
+    await expect.poll(() => sink.seen).toEqual(["first event"]);
+  });
+
+  it("attaches to nothing when the pending start is refused: the caller runs (and checks) its own", async () => {
+    const fanOut = createFanOut();
+    let refuse!: () => void;
+    const starting = fanOut.subscribe(share, () => new Promise((resolve) => (refuse = () => resolve({ errors: [{ message: "Forbidden" }] }))));
+    const attached = fanOut.attach(share, recorder());
+    refuse();
+    await starting;
+    expect(await attached).toBeNull();
+  });
+
+  it("ends the upstream when the last attached subscriber leaves, and tells the observer once per subscriber", async () => {
+    const { state, run } = upstreams();
+    const ended: string[] = [];
+    const fanOut = createFanOut((name, joined) => () => void ended.push(`${name}:${joined}`));
+    const first = (await fanOut.subscribe(share, run)) as AsyncIterator<unknown>;
+    const sink = recorder();
+    const stream = fanOut.attach(share, sink) as { leave(s: unknown): void };
+    await first.return!();
+    expect(state.ended).toBe(0);
+    sink.left?.();
+    stream.leave(sink);
+    stream.leave(sink); // twice: no effect
+    await expect.poll(() => state.ended).toBe(1);
+    expect(ended.sort()).toEqual(["Tasks:false", "Tasks:true"]);
+    expect(fanOut.size).toBe(0);
+  });
+});
