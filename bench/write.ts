@@ -11,10 +11,9 @@ import { execFileSync } from "node:child_process";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { createBenchDatabase, runCli, startServer, type Topology } from "./server.ts";
-import type { Knex } from "knex";
 import { KEY_BALANCE, withDb, type BenchKey } from "./seed.ts";
-import { createKey } from "../src/auth/keys.ts";
-import { audited, CLI_ACTOR } from "../src/audit/log.ts";
+import { createKeyAudited } from "../src/auth/keys.ts";
+import { CLI_ACTOR } from "../src/audit/log.ts";
 import type { Db } from "../src/db/index.ts";
 import { round, runLoad, type LoadResult } from "./load.ts";
 import { formatYuan, parseYuan } from "../src/money.ts";
@@ -138,17 +137,8 @@ export async function runWrite(settings: {
 async function createAuditedKeys(db: Db, count: number): Promise<BenchKey[]> {
   const keys: BenchKey[] = [];
   for (let i = 0; i < count; i++) {
-    const { key } = await audited(
-      db,
-      CLI_ACTOR,
-      { action: "keys.create", objectType: "api_key", objectIdOf: (r) => r.key.id, ledgerEntryOf: (r) => r.entryId },
-      async (trx: Knex.Transaction) => {
-        const made = await createKey(trx, { name: `bench-write-${i}`, balance: KEY_BALANCE });
-        const entry = await trx("ledger_entries").where("key_id", made.id).first("id");
-        return { key: made, entryId: Number(entry.id) };
-      },
-    );
-    keys.push({ id: key.id, key: key.key, accountId: key.account_id });
+    const { created } = await createKeyAudited(db, CLI_ACTOR, { name: `bench-write-${i}`, balance: KEY_BALANCE });
+    keys.push({ id: created.id, key: created.key, accountId: created.account_id });
   }
   return keys;
 }

@@ -46,34 +46,19 @@ export function registerKeyCommands(program: Command, act: Act): void {
       const rateLimit = integerOption(values.rateLimit, "rate-limit", { min: 1, max: Number.MAX_SAFE_INTEGER }, "--rate-limit must be a positive integer");
       const balance = yuanOption(values.balance, "balance");
       await withDb(async (db) => {
-        const { createKey } = await import("../../src/auth/keys.ts");
-        const { audited, CLI_ACTOR } = await import("../../src/audit/log.ts");
-        const { newestEntryOf } = await import("../../src/ledger/entries.ts");
+        const { createKeyAudited } = await import("../../src/auth/keys.ts");
+        const { CLI_ACTOR } = await import("../../src/audit/log.ts");
         // With its audit row (and the opening balance's ledger entry) in one transaction.
-        const { created } = await audited(
-          db,
-          CLI_ACTOR,
-          {
-            action: "keys.create",
-            objectType: "api_key",
-            objectIdOf: (r: { created: { id: string } }) => r.created.id,
-            after: (r: { created: object; opening: unknown }) => ({ ...r.created, openingEntry: r.opening }),
-            ledgerEntryOf: (r: { opening: { id: number | string } | null }) => (r.opening ? Number(r.opening.id) : null),
-          },
-          async (trx: Knex.Transaction) => {
-            const made = await createKey(trx, {
-              name: values.name!,
-              accountId: values.account,
-              balance,
-              scopes: list(values.scopes),
-              allowIps: list(values.allowIp),
-              rateLimit,
-              callbackUrl: values.callbackUrl,
-              requireSignature: values.requireSignature,
-            });
-            return { created: made, opening: balance ? await newestEntryOf(trx, made.account_id) : null };
-          },
-        );
+        const { created } = await createKeyAudited(db, CLI_ACTOR, {
+          name: values.name!,
+          accountId: values.account,
+          balance,
+          scopes: list(values.scopes),
+          allowIps: list(values.allowIp),
+          rateLimit,
+          callbackUrl: values.callbackUrl,
+          requireSignature: values.requireSignature,
+        });
         if (values.json) console.log(JSON.stringify(created));
         else
           console.log(

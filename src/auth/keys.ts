@@ -23,6 +23,7 @@ import type { MilliYuan } from "../money.ts";
 import { byCreation, keysetPage, type Page, type PageRequest } from "../pagination.ts";
 import { newestEntryOf, type LedgerEntryView } from "../ledger/entries.ts";
 import { isBlank } from "../text.ts";
+import { audited, type AuditActor } from "../audit/log.ts";
 
 export type { Caller } from "./caller.ts";
 
@@ -102,6 +103,33 @@ function validateKeyOptions(options: CreateKeyOptions): string[] {
     }
   }
   return scopes;
+}
+
+/**
+ * Creates a key as `switchyard keys create` does (docs/architecture.md §2): {@link createKey}
+ * with its audit row `keys.create` in the same transaction, naming the opening balance's ledger
+ * entry, which is what `switchyard verify` asks of every opening balance.
+ * @param actor who creates it (the CLI: `CLI_ACTOR`)
+ * @param options as {@link createKey}
+ * @returns the key (shown once) and the opening balance's ledger entry, null without a balance
+ * @throws as {@link createKey}; the transaction then rolls back, audit row included
+ */
+export async function createKeyAudited(db: Db, actor: AuditActor, options: CreateKeyOptions): Promise<{ created: CreatedKey; opening: LedgerEntryView | null }> {
+  return audited(
+    db,
+    actor,
+    {
+      action: "keys.create",
+      objectType: "api_key",
+      objectIdOf: (r) => r.created.id,
+      after: (r) => ({ ...r.created, openingEntry: r.opening }),
+      ledgerEntryOf: (r) => (r.opening ? Number(r.opening.id) : null),
+    },
+    async (trx) => {
+      const created = await createKey(trx, options);
+      return { created, opening: options.balance ? await newestEntryOf(trx, created.account_id) : null };
+    },
+  );
 }
 
 /**

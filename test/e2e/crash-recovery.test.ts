@@ -9,9 +9,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { isSqlite, migrate, openDb, type Db } from "../../src/db/index.ts";
-import type { Knex } from "knex";
-import { createKey } from "../../src/auth/keys.ts";
-import { audited, CLI_ACTOR } from "../../src/audit/log.ts";
+import { createKeyAudited } from "../../src/auth/keys.ts";
+import { CLI_ACTOR } from "../../src/audit/log.ts";
 import { parseYuan } from "../../src/money.ts";
 import { createGenerationService, toTaskRecord } from "../../src/generation/tasks/index.ts";
 import { runCli, startCli, type RunningProcess } from "../support/process.ts";
@@ -77,16 +76,7 @@ describe("crash recovery with real processes", () => {
     });
     await migrate(db);
     // As `keys create` makes it: with the audit row `verify` asks of the opening balance.
-    const { key } = await audited(
-      db,
-      CLI_ACTOR,
-      { action: "keys.create", objectType: "api_key", objectIdOf: (r) => r.key.id, ledgerEntryOf: (r) => r.entryId },
-      async (trx: Knex.Transaction) => {
-        const made = await createKey(trx, { name: "crash", balance: parseYuan(balance), ...keyOptions });
-        const entry = await trx("ledger_entries").where("key_id", made.id).first("id");
-        return { key: made, entryId: Number(entry.id) };
-      },
-    );
+    const { created: key } = await createKeyAudited(db, CLI_ACTOR, { name: "crash", balance: parseYuan(balance), ...keyOptions });
     return { dbEnv: database.env, db, key };
   }
 

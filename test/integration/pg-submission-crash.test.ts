@@ -6,10 +6,9 @@
  * the price of every stored task: a kill can cut a request off, never lose or double a fen.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Knex } from "knex";
 import { migrate, openDb } from "../../src/db/index.ts";
-import { createKey } from "../../src/auth/keys.ts";
-import { audited, CLI_ACTOR } from "../../src/audit/log.ts";
+import { createKeyAudited } from "../../src/auth/keys.ts";
+import { CLI_ACTOR } from "../../src/audit/log.ts";
 import { parseYuan } from "../../src/money.ts";
 import { runCli, startCli, type RunningProcess } from "../support/process.ts";
 import { createTestDatabase } from "../support/db.ts";
@@ -38,16 +37,7 @@ describe("PostgreSQL submissions killed in flight", () => {
     const procs: RunningProcess[] = [];
     try {
       await migrate(db);
-      const { key } = await audited(
-        db,
-        CLI_ACTOR,
-        { action: "keys.create", objectType: "api_key", objectIdOf: (r) => r.key.id, ledgerEntryOf: (r) => r.entryId },
-        async (trx: Knex.Transaction) => {
-          const made = await createKey(trx, { name: "pg-crash", balance: parseYuan(String(OPENING / 1000)) });
-          const entry = await trx("ledger_entries").where("key_id", made.id).first("id");
-          return { key: made, entryId: Number(entry.id) };
-        },
-      );
+      const { created: key } = await createKeyAudited(db, CLI_ACTOR, { name: "pg-crash", balance: parseYuan(String(OPENING / 1000)) });
       const env = {
         ...database.env,
         PORT: "0",
