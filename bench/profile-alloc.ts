@@ -5,6 +5,7 @@
  * `process.cpuUsage` and V8's `total_allocated_bytes` per dashboard (allocation does not move
  * with the machine's load, CPU does). With `HEAPSAMPLE=1` one pass runs under V8's sampling heap
  * profiler (collected objects included) and prints the top allocating functions instead.
+ * With `READ=1` it sends the bench's task read (`TASK_QUERY`) instead of the dashboard.
  * Usage: node --import tsx bench/profile-alloc.ts [total=1500] [concurrency=16]
  */
 import v8 from "node:v8";
@@ -13,12 +14,13 @@ import { loadConfig } from "../src/config.ts";
 import { startStack } from "../bin/stack.ts";
 import { createBenchDatabase } from "./server.ts";
 import { seedToScale } from "./seed.ts";
-import { DASHBOARD_QUERY } from "./scenarios.ts";
+import { DASHBOARD_QUERY, TASK_QUERY } from "./scenarios.ts";
 
 const total = Number(process.argv[2] ?? 1500);
 const concurrency = Number(process.argv[3] ?? 16);
 const database = await createBenchDatabase("alloc");
-const key = (await seedToScale(database, 1)).keys[0]!.key;
+const seeded = await seedToScale(database, 1);
+const key = seeded.keys[0]!.key;
 const config = loadConfig({
   ...process.env,
   ...database.env,
@@ -30,7 +32,8 @@ const config = loadConfig({
   REDIS_KEY_PREFIX: `bench-alloc-${process.pid}:`,
 });
 const stack = await startStack(config);
-const body = JSON.stringify({ query: DASHBOARD_QUERY });
+// READ=1: the bench's task read instead of the dashboard.
+const body = JSON.stringify(process.env.READ ? { query: TASK_QUERY, variables: { id: seeded.taskId } } : { query: DASHBOARD_QUERY });
 let bad = 0;
 async function one() {
   const r = await fetch(`${stack.url}/graphql`, {
