@@ -238,7 +238,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     const { requestId, countId } = edge.stamp(req, res);
     // The console's session cookie and CSRF header, as credentials the subgraphs check
     // (docs/adr/0022-operators-and-audit.md); set after the edge dropped every client x-switchyard-*.
-    const session = sessionCookieOf(req.headers.cookie);
+    const session = req.headers.cookie ? sessionCookieOf(req.headers.cookie) : null;
     if (session) req.headers["x-switchyard-session"] = session;
     const csrf = req.headers["x-csrf-token"];
     if (typeof csrf === "string" && csrf.length <= 64) req.headers["x-switchyard-csrf"] = csrf;
@@ -269,7 +269,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     // One CORS policy for every path; a preflight is answered here.
     if (applyCors(req, res, corsOrigins)) return;
     // An absolute-form target such as `http://[::1` is no URL: answer it, do not crash the process.
-    const url = URL.canParse(req.url ?? "/", "http://router") ? new URL(req.url ?? "/", "http://router") : null;
+    const url = URL.parse(req.url ?? "/", "http://router");
     if (!url) {
       req.resume();
       if ((req.url ?? "").startsWith("/openapi/")) {

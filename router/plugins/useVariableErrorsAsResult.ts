@@ -33,15 +33,28 @@ export const useVariableErrorsAsResult: GatewayPlugin = {
   },
 };
 
-/** Wraps an execute or subscribe function: thrown request errors become an error result. */
+/**
+ * Wraps an execute or subscribe function: thrown request errors become an error result. A
+ * result that is not a promise is handed on as it is (no async frame and await per request);
+ * any other error still leaves as a rejected promise, as from an async function.
+ */
 function returningRequestErrors<Args, Result>(run: (args: Args) => Result | Promise<Result>) {
-  return async (args: Args): Promise<Result | { errors: GraphQLError[] }> => {
+  return (args: Args): Result | Promise<Result | { errors: GraphQLError[] }> => {
+    let result: Result | Promise<Result>;
     try {
-      return await run(args);
+      result = run(args);
     } catch (error) {
-      const errors = requestErrorsOf(error);
-      if (!errors) throw error;
-      return { errors };
+      return Promise.resolve().then(() => asErrorResult(error));
     }
+    // (A thenable that is not a native promise, such as a fake promise, is settled as `await` would.)
+    if (result instanceof Promise) return result.then(undefined, asErrorResult);
+    return typeof (result as { then?: unknown } | null)?.then === "function" ? Promise.resolve(result).then(undefined, asErrorResult) : result;
   };
+}
+
+/** A thrown request error as an error result; any other error thrown on. */
+function asErrorResult(error: unknown): { errors: GraphQLError[] } {
+  const errors = requestErrorsOf(error);
+  if (!errors) throw error;
+  return { errors };
 }
