@@ -72,7 +72,7 @@ export const LIMITS = {
 /**
  * graphql-ws: how long a socket may stay open without `connection_init` before the server closes
  * it with 4408 (graphql-ws's own default, stated so the router and its tests agree). For
- * router/websocket.ts's `useServer` options: `connectionInitWaitTimeout: GRAPHQL_WS_INIT_TIMEOUT_MS`.
+ * router/websocket.ts's graphql-ws server options: `connectionInitWaitTimeout: GRAPHQL_WS_INIT_TIMEOUT_MS`.
  */
 export const GRAPHQL_WS_INIT_TIMEOUT_MS = 3_000;
 
