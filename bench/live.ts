@@ -159,7 +159,9 @@ async function idleRss(pid: number, beforeKb: number, subscribers: number, log: 
   }
   if (readings.length === 0) return;
   const perSubscriber = (kb: number) => round((kb - beforeKb) / Math.max(1, subscribers), 1);
-  log(`  idle ${seconds} s: router RSS ${readings.map((kb) => Math.round(kb / 1024)).join(" ")} MB; last ${perSubscriber(readings.at(-1)!)} KB per subscriber, lowest ${perSubscriber(Math.min(...readings))}`);
+  log(
+    `  idle ${seconds} s: router RSS ${readings.map((kb) => Math.round(kb / 1024)).join(" ")} MB; last ${perSubscriber(readings.at(-1)!)} KB per subscriber, lowest ${perSubscriber(Math.min(...readings))}`,
+  );
 }
 
 /** CPU time a process has used, user + system, ms (/proc/<pid>/stat, clock ticks of 10 ms). */
@@ -287,7 +289,10 @@ export async function runLive(options: LiveOptions): Promise<LiveResult> {
     await Promise.all(workers.map((w) => w.ask<"closed">({ type: "close" })));
 
     const merged = mergeReports(reports);
-    const routerCpu = { msPerSubscriber: round(subscribeCpuMs / Math.max(1, subscribed), 3), msPerDelivery: round(windowCpuMs / Math.max(1, merged.delivered), 3) };
+    const routerCpu = {
+      msPerSubscriber: round(subscribeCpuMs / Math.max(1, subscribed), 3),
+      msPerDelivery: round(windowCpuMs / Math.max(1, merged.delivered), 3),
+    };
     log(`  router CPU ${routerCpu.msPerDelivery} ms per delivery over the window (${merged.delivered} deliveries)`);
     const delivery = Float64Array.from(merged.deliveryMs).sort();
     const first = Float64Array.from(merged.firstEventMs).sort();

@@ -275,7 +275,10 @@ export interface FanOut {
    * @returns the stream (at once when running, or once a pending start is through); null when
    *   none runs or the pending start was refused
    */
-  attach(share: { key: string; operationName: string }, subscriber: Subscriber & { left: (() => void) | null }): SharedStream | null | Promise<SharedStream | null>;
+  attach(
+    share: { key: string; operationName: string },
+    subscriber: Subscriber & { left: (() => void) | null },
+  ): SharedStream | null | Promise<SharedStream | null>;
   /** Upstream streams running now. */
   readonly size: number;
 }

@@ -82,7 +82,9 @@ function payloadText(result: unknown): string {
   const cached = typeof result === "object" && result !== null ? payloadTexts.get(result) : undefined;
   if (cached !== undefined) return cached;
   const { errors, ...rest } = result as { errors?: readonly unknown[] };
-  const text = JSON.stringify(errors ? { ...rest, errors: errors.map((e) => (typeof (e as GraphQLError).toJSON === "function" ? (e as GraphQLError).toJSON() : e)) } : rest);
+  const text = JSON.stringify(
+    errors ? { ...rest, errors: errors.map((e) => (typeof (e as GraphQLError).toJSON === "function" ? (e as GraphQLError).toJSON() : e)) } : rest,
+  );
   if (typeof result === "object" && result !== null) payloadTexts.set(result, text);
   return text;
 }
@@ -299,7 +301,8 @@ export function attachWebSockets(
     } catch {
       return false;
     }
-    if (message.type !== MessageType.Subscribe || message.id in ctx.subscriptions || Object.keys(ctx.subscriptions).length >= GRAPHQL_WS_MAX_OPERATIONS) return false;
+    if (message.type !== MessageType.Subscribe || message.id in ctx.subscriptions || Object.keys(ctx.subscriptions).length >= GRAPHQL_WS_MAX_OPERATIONS)
+      return false;
     const share = shareKeyOf(message.payload, {
       authorization: connection.params.authorization,
       locale: connection.params["accept-language"],

@@ -170,9 +170,7 @@ export function pipeline(options: GatewayOptions, graphNames: readonly string[] 
     // Last: signs the internal context; in-process subgraphs need no signature. With every
     // subgraph in this process it would sign nothing, yet still look up each call's subgraph
     // schema (its `subgraph` argument): left out then (bench/README.md Round 3 step F).
-    ...(graphNames.every((name) => name in local)
-      ? []
-      : [internalSigningPlugin(options.subgraphSecret, (name) => !(name in local))]),
+    ...(graphNames.every((name) => name in local) ? [] : [internalSigningPlugin(options.subgraphSecret, (name) => !(name in local))]),
   ];
 }
 

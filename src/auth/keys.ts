@@ -114,7 +114,11 @@ function validateKeyOptions(options: CreateKeyOptions): string[] {
  * @returns the key (shown once) and the opening balance's ledger entry, null without a balance
  * @throws as {@link createKey}; the transaction then rolls back, audit row included
  */
-export async function createKeyAudited(db: Db, actor: AuditActor, options: CreateKeyOptions): Promise<{ created: CreatedKey; opening: LedgerEntryView | null }> {
+export async function createKeyAudited(
+  db: Db,
+  actor: AuditActor,
+  options: CreateKeyOptions,
+): Promise<{ created: CreatedKey; opening: LedgerEntryView | null }> {
   return audited(
     db,
     actor,

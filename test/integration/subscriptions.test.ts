@@ -173,7 +173,9 @@ describe("a graphql-ws subscription that joins a running shared stream", () => {
       frames.push(JSON.parse(data.toString()));
       wake?.();
     });
-    const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.once("close", (code, reason) => resolve({ code, reason: reason.toString() })));
+    const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+      socket.once("close", (code, reason) => resolve({ code, reason: reason.toString() })),
+    );
     await new Promise((resolve) => socket.once("open", resolve));
     /** Waits for a frame matching `match` (after those already taken). */
     const frame = async (match: (f: any) => boolean) => {

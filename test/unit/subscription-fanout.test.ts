@@ -172,7 +172,13 @@ describe("attaching a subscriber to a shared stream without running the operatio
   const recorder = () => {
     const seen: unknown[] = [];
     const ends: ({ error: unknown } | null)[] = [];
-    return { seen, ends, left: null as (() => void) | null, push: (v: unknown) => void seen.push(v), finish: (f: { error: unknown } | null) => void ends.push(f) };
+    return {
+      seen,
+      ends,
+      left: null as (() => void) | null,
+      push: (v: unknown) => void seen.push(v),
+      finish: (f: { error: unknown } | null) => void ends.push(f),
+    };
   };
 
   it("attaches to a running stream, gives it the events from then on, and ends it with the upstream", async () => {
