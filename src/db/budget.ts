@@ -150,6 +150,15 @@ export function runWithBudget<T>(budget: RequestBudget, work: () => T): T {
   return current.getStore() === budget ? work() : current.run(budget, work);
 }
 
+/**
+ * Whether `budget` is the one the caller runs inside (then work needs no scope of its own).
+ * @param budget a request's budget
+ * @returns true when it is the current budget
+ */
+export function isCurrentBudget(budget: RequestBudget): boolean {
+  return current.getStore() === budget;
+}
+
 /** What we use of a knex client: connections from its pool. */
 interface PoolClient {
   acquireConnection(): Promise<unknown>;

@@ -6,7 +6,7 @@
  * its connection cap (RequestBudget.forWrites).
  */
 import { GraphQLScalarType, type GraphQLResolveInfo } from "graphql";
-import { runWithBudget, type RequestBudget } from "../../src/db/budget.ts";
+import { isCurrentBudget, runWithBudget, type RequestBudget } from "../../src/db/budget.ts";
 
 /** A context carrying its request's budget. */
 export interface BudgetedContext {
@@ -22,6 +22,7 @@ type AnyFunction = (this: unknown, ...args: unknown[]) => unknown;
  *   `__resolveType(value, context, info)`
  */
 function budgeted(resolver: AnyFunction, contextAt: number): AnyFunction {
+  if (contextAt === 2) return budgetedField(resolver);
   return function (this: unknown, ...args: unknown[]) {
     const budget = (args[contextAt] as Partial<BudgetedContext> | undefined)?.budget;
     if (!budget) return resolver.apply(this, args);
@@ -29,6 +30,21 @@ function budgeted(resolver: AnyFunction, contextAt: number): AnyFunction {
     if ((args[contextAt + 1] as GraphQLResolveInfo | undefined)?.operation?.operation === "mutation") budget.forWrites();
     return runWithBudget(budget, () => resolver.apply(this, args));
   };
+}
+
+/**
+ * {@link budgeted} for a field's `(parent, args, context, info)`, the one called per field of
+ * every row: fixed parameters (no rest array), and no closure when the field runs inside its
+ * parent's budget already.
+ */
+function budgetedField(resolver: AnyFunction): AnyFunction {
+  return function (this: unknown, parent: unknown, args: unknown, context: unknown, info: unknown) {
+    const budget = (context as Partial<BudgetedContext> | undefined)?.budget;
+    if (!budget) return resolver.call(this, parent, args, context, info);
+    if ((info as GraphQLResolveInfo | undefined)?.operation?.operation === "mutation") budget.forWrites();
+    if (isCurrentBudget(budget)) return resolver.call(this, parent, args, context, info);
+    return runWithBudget(budget, () => resolver.call(this, parent, args, context, info));
+  } as AnyFunction;
 }
 
 /**

@@ -37,10 +37,26 @@ export interface ScopeTypesOptions<C> {
   bypass?: (ctx: C) => boolean;
 }
 
-/** Per request: scopes already checked (true) or being checked (the pending check). */
-const checked = new WeakMap<object, Map<string, true | Promise<void>>>();
-/** Per request: objects a mutation answered, readable with its write scope. */
-const granted = new WeakMap<object, WeakSet<object>>();
+/** What one request's checks know, kept on its context (one property read per field, not two WeakMap lookups). */
+interface ScopeState {
+  /** Scopes already checked (true) or being checked (the pending check). */
+  scopes: Map<string, true | Promise<void>>;
+  /** Objects a mutation answered, readable with its write scope; undefined until one is. */
+  granted: WeakSet<object> | undefined;
+}
+
+/** The context's property holding its {@link ScopeState} (a symbol: no field or spread sees it). */
+const STATE = Symbol("scopes");
+
+/** The request's {@link ScopeState}, made on first use. */
+function stateOf(ctx: object): ScopeState {
+  let state = (ctx as { [STATE]?: ScopeState })[STATE];
+  if (!state) {
+    state = { scopes: new Map(), granted: undefined };
+    Object.defineProperty(ctx, STATE, { value: state, enumerable: false });
+  }
+  return state;
+}
 
 /**
  * Marks what a mutation answers as readable by this request with the mutation's write scope
@@ -51,12 +67,9 @@ const granted = new WeakMap<object, WeakSet<object>>();
  */
 export function grantRead<T>(ctx: object, value: T): T {
   if (value && typeof value === "object") {
-    let set = granted.get(ctx);
-    if (!set) {
-      set = new WeakSet();
-      granted.set(ctx, set);
-    }
-    set.add(value);
+    const state = stateOf(ctx);
+    state.granted ??= new WeakSet();
+    state.granted.add(value);
   }
   return value;
 }
@@ -66,12 +79,7 @@ export function grantRead<T>(ctx: object, value: T): T {
  * request reuse the answer (synchronously once it passed, so large lists pay no promise per field).
  * @returns undefined when the scope is known to be held, else the pending (or failed) check
  */
-function checkScope(ctx: ScopedContext, scope: string): Promise<void> | undefined {
-  let scopes = checked.get(ctx);
-  if (!scopes) {
-    scopes = new Map();
-    checked.set(ctx, scopes);
-  }
+function checkScope(ctx: ScopedContext, scopes: Map<string, true | Promise<void>>, scope: string): Promise<void> | undefined {
   const state = scopes.get(scope);
   if (state === true) return undefined;
   if (state) return state;
@@ -128,8 +136,9 @@ export function scopeTypes<R extends Record<string, unknown>, C extends ScopedCo
       if (typeof found !== "function") throw new Error(`scopeTypes: ${typeName}.${field} must be a resolver function`);
       const inner = found as Resolver;
       own[field] = (parent: unknown, args: Record<string, unknown>, ctx: C, info: GraphQLResolveInfo) => {
-        if (bypass(ctx) || (parent && typeof parent === "object" && granted.get(ctx)?.has(parent))) return inner(parent, args, ctx, info);
-        const pending = checkScope(ctx, rule.scope);
+        const state = stateOf(ctx);
+        if (bypass(ctx) || (state.granted && parent && typeof parent === "object" && state.granted.has(parent))) return inner(parent, args, ctx, info);
+        const pending = checkScope(ctx, state.scopes, rule.scope);
         return pending ? pending.then(() => inner(parent, args, ctx, info)) : inner(parent, args, ctx, info);
       };
     }
@@ -139,7 +148,7 @@ export function scopeTypes<R extends Record<string, unknown>, C extends ScopedCo
     const reference = (own.__resolveReference as ReferenceResolver | undefined) ?? ((ref: unknown) => ref);
     own.__resolveReference = (ref: unknown, ctx: C, info: unknown) => {
       if (bypass(ctx)) return reference(ref, ctx, info);
-      const pending = checkScope(ctx, rule.scope);
+      const pending = checkScope(ctx, stateOf(ctx).scopes, rule.scope);
       return pending ? pending.then(() => reference(ref, ctx, info)) : reference(ref, ctx, info);
     };
   }

@@ -11,6 +11,7 @@ import { measureStatements } from "../support/sql-count.ts";
 import { isSqlite, migrate, openDb, type Db } from "../../src/db/index.ts";
 import { enforceRequestBudgets, RequestBudget, runWithBudget } from "../../src/db/budget.ts";
 import { AppError } from "../../src/errors.ts";
+import { selectRows } from "../../src/db/rows.ts";
 
 /** The error a promise rejects with. */
 async function failureOf(promise: Promise<unknown>): Promise<unknown> {
@@ -66,6 +67,28 @@ describe("a request's database budget", () => {
     expect(answered - before).toBe(3);
     // Outside every request nothing is counted.
     await db.raw("select 1 as one");
+  });
+
+  it("refuses a fixed-SQL read (selectRows) past the budget without running it, and releases its connection", async () => {
+    const budget = new RequestBudget({ statements: 2, timeoutMs: 0, connections: 1 });
+    const before = answered;
+    const results = await runWithBudget(budget, async () => {
+      const outcomes: unknown[] = [];
+      for (let i = 0; i < 4; i++)
+        outcomes.push(
+          await selectRows<{ one: number }>(db, "select ? as one", [1]).then(
+            (rows) => Number(rows[0]?.one),
+            (error) => error,
+          ),
+        );
+      return outcomes;
+    });
+    expect(results.slice(0, 2)).toEqual([1, 1]);
+    for (const error of results.slice(2)) expect(error).toMatchObject({ code: "query_too_costly", status: 400 });
+    expect(answered - before).toBe(2);
+    // The one connection slot and the pool's connection came back: the next request reads.
+    const [row] = await runWithBudget(new RequestBudget({ statements: 1, timeoutMs: 0, connections: 1 }), () => selectRows<{ one: number | string }>(db, "select ? as one", [7]));
+    expect(Number(row?.one)).toBe(7);
   });
 
   it("rolls back a transaction cut off by the budget, and the connection serves the next request", async () => {
