@@ -37,8 +37,11 @@ const NOT_SOURCES = new Set(["node_modules", "test", "bench", "scripts", "exampl
 /** Folders that send no operation: the gateway's plugins answer requests (their placeholders are no documents). */
 const NOT_CLIENTS = new Set(["router/plugins"]);
 
-/** A text that may be a GraphQL document: starts like one. */
-const LOOKS_LIKE_DOCUMENT = /^\s*(?:(?:query|mutation|subscription)\b|\{)/;
+/**
+ * A text that may be a GraphQL document: starts like one. `{"` starts JSON (a frame written by
+ * hand), never a selection set: a field name is not quoted.
+ */
+const LOOKS_LIKE_DOCUMENT = /^\s*(?:(?:query|mutation|subscription)\b|\{(?!\s*"))/;
 
 /** One document found, and where. */
 export interface FoundDocument {

@@ -44,6 +44,11 @@ describe("finding the operations in the source", () => {
     );
   });
 
+  it("takes a JSON text written by hand (a frame starting {\") for no document, even with run-time parts", () => {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a page script's source, meant literally
+    expect(scan('const frame = (id, payload) => `{"id":${JSON.stringify(id)},"type":"next","payload":${payload}}`;')).toEqual([]);
+  });
+
   it("finds every page's and REST shim's operation in the committed manifest", () => {
     const manifest = JSON.parse(fs.readFileSync(PROJECT_MANIFEST, "utf8")) as Record<string, string>;
     const names = Object.values(manifest).map((text) => /^\s*(?:query|mutation|subscription)\s+(\w+)/.exec(text)?.[1]);
