@@ -87,7 +87,9 @@ describe("a request's database budget", () => {
     for (const error of results.slice(2)) expect(error).toMatchObject({ code: "query_too_costly", status: 400 });
     expect(answered - before).toBe(2);
     // The one connection slot and the pool's connection came back: the next request reads.
-    const [row] = await runWithBudget(new RequestBudget({ statements: 1, timeoutMs: 0, connections: 1 }), () => selectRows<{ one: number | string }>(db, "select ? as one", [7]));
+    const [row] = await runWithBudget(new RequestBudget({ statements: 1, timeoutMs: 0, connections: 1 }), () =>
+      selectRows<{ one: number | string }>(db, "select ? as one", [7]),
+    );
     expect(Number(row?.one)).toBe(7);
   });
 

@@ -44,7 +44,7 @@ describe("finding the operations in the source", () => {
     );
   });
 
-  it("takes a JSON text written by hand (a frame starting {\") for no document, even with run-time parts", () => {
+  it('takes a JSON text written by hand (a frame starting {") for no document, even with run-time parts', () => {
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a page script's source, meant literally
     expect(scan('const frame = (id, payload) => `{"id":${JSON.stringify(id)},"type":"next","payload":${payload}}`;')).toEqual([]);
   });
