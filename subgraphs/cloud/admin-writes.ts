@@ -165,7 +165,8 @@ export const adminMutations = {
       id: created.id,
       accountId: created.account_id,
       webhookSecret: created.webhook_secret,
-      apiKey: () => keyListing(ctx, created.id),
+      // A value, not a thunk: compiled execution (ADR 0029) calls only resolvers, never a property.
+      apiKey: await keyListing(ctx, created.id),
       ledgerEntry: opening ? ledgerEntryOf(opening) : null,
     };
   },
@@ -187,7 +188,7 @@ export const adminMutations = {
     );
     const info = await getKeyInfo(ctx.db, input.keyId);
     if (!info) throw new AppError("not_found", "API key not found");
-    return { apiKey: apiKeyOf(info), adminApiKey: () => keyListing(ctx, info.id) };
+    return { apiKey: apiKeyOf(info), adminApiKey: await keyListing(ctx, info.id) };
   },
 
   adminTopUpAccount: async (_: unknown, { input }: { input: { keyId: string; amount: string } }, ctx: CloudContext) => {
