@@ -212,7 +212,7 @@ describe("a captured router → subgraph request posted again", () => {
   });
 
   it("refuses a captured graphql-ws subscribe message sent again on a new connection to the subgraph", async () => {
-    const key = await createKey(d.generation.db!, { name: "ws-replayed", balance: parseYuan("20") });
+    const key = await createKey(d.generation.db!, { name: "ws-replayed", balance: parseYuan("200") });
     const client = wsClient(d.router.url!, { Authorization: `Bearer ${key.key}`, "X-Request-Id": "replay-ws-1" });
     const first = new Promise<void>((resolve) => {
       client.subscribe({ query: "subscription { tasks { id } }" }, { next: () => resolve(), error: () => {}, complete: () => {} });
@@ -225,8 +225,15 @@ describe("a captured router → subgraph request posted again", () => {
         async () => d.proxies.generation.messages.find((m) => m.type === "subscribe"),
         (m) => m !== undefined,
       );
-      await submitThroughRouter(d.router.url!, key.key, "replay-ws-trigger-1");
-      await first;
+      // The subscribe message passing the proxy does not mean the subgraph listens yet: a task
+      // submitted while it was still being set up is not seen, the next one is (at most 10).
+      const pending = Symbol("pending");
+      for (let i = 0; ; i++) {
+        if (i === 10) throw new Error("no event after 10 submissions");
+        await submitThroughRouter(d.router.url!, key.key, `replay-ws-trigger-1-${i}`);
+        const settled = await Promise.race([first, new Promise<typeof pending>((resolve) => setTimeout(() => resolve(pending), 1_000))]);
+        if (settled !== pending) break;
+      }
       const attacker = createClient({ url: d.generation.generationUrl!.replace(/^http/, "ws"), webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
       const outcome = await new Promise<{ next?: any; error?: any }>((resolve) => {
         attacker.subscribe(subscribe.payload, { next: (next) => resolve({ next }), error: (error) => resolve({ error }), complete: () => resolve({}) });
