@@ -10,8 +10,7 @@
  */
 import v8 from "node:v8";
 import os from "node:os";
-import { loadConfig } from "../src/config.ts";
-import { startStack } from "../bin/stack.ts";
+import { startBenchStack } from "./in-process.ts";
 import { createBenchDatabase } from "./server.ts";
 import { seedToScale } from "./seed.ts";
 import { DASHBOARD_QUERY, TASK_QUERY } from "./scenarios.ts";
@@ -21,17 +20,7 @@ const concurrency = Number(process.argv[3] ?? 16);
 const database = await createBenchDatabase("alloc");
 const seeded = await seedToScale(database, 1);
 const key = seeded.keys[0]!.key;
-const config = loadConfig({
-  ...process.env,
-  ...database.env,
-  NODE_ENV: "production",
-  PORT: "0",
-  GENERATION_PORT: "0",
-  CLOUD_PORT: "0",
-  LOG_LEVEL: "silent",
-  REDIS_KEY_PREFIX: `bench-alloc-${process.pid}:`,
-});
-const stack = await startStack(config);
+const stack = await startBenchStack(database, "alloc");
 // READ=1: the bench's task read instead of the dashboard.
 const body = JSON.stringify(process.env.READ ? { query: TASK_QUERY, variables: { id: seeded.taskId } } : { query: DASHBOARD_QUERY });
 let bad = 0;

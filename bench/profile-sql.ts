@@ -14,8 +14,7 @@ import http from "node:http";
 import os from "node:os";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { Redis } from "ioredis";
-import { loadConfig } from "../src/config.ts";
-import { startStack } from "../bin/stack.ts";
+import { startBenchStack } from "./in-process.ts";
 import { createBenchDatabase } from "./server.ts";
 import { createBenchKeys, seedToScale, withDb } from "./seed.ts";
 import { DASHBOARD_QUERY } from "./scenarios.ts";
@@ -27,17 +26,7 @@ const concurrency = Number(process.argv[4] ?? 32);
 const database = await createBenchDatabase(`sql${mode}`);
 const key =
   mode === "dashboard" ? (await seedToScale(database, 1)).keys[0]!.key : (await withDb(database, (db) => createBenchKeys(db, 1, "bench-sql")))[0]!.key;
-const config = loadConfig({
-  ...process.env,
-  ...database.env,
-  NODE_ENV: "production",
-  PORT: "0",
-  GENERATION_PORT: "0",
-  CLOUD_PORT: "0",
-  LOG_LEVEL: "silent",
-  REDIS_KEY_PREFIX: `bench-sql-${process.pid}:`,
-});
-const stack = await startStack(config);
+const stack = await startBenchStack(database, "sql");
 const db = stack.db!;
 
 // Every statement, tagged with whether an HTTP request of this process ran it.
