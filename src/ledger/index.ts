@@ -129,7 +129,12 @@ async function appendEntry(
   return balanceAfter;
 }
 
-function assertPositive(amount: MilliYuan): MilliYuan {
+/**
+ * The ledger's rule for an amount: a positive whole number of milli-yuan.
+ * @returns the amount
+ * @throws RangeError otherwise
+ */
+export function assertPositive(amount: MilliYuan): MilliYuan {
   assertMilli(amount);
   if (amount <= 0) throw new RangeError(`ledger amounts are positive milli-yuan, got ${amount}`);
   return amount;

@@ -10,7 +10,7 @@
 import type { Knex } from "knex";
 import { AppError } from "../../errors.ts";
 import { fitText } from "../../db/index.ts";
-import { assertMilli } from "../../money.ts";
+import { assertPositive } from "../../ledger/index.ts";
 import { spentDelta, taskUnits } from "../../ledger/totals.ts";
 import type { OutboxEvent } from "../../events/outbox.ts";
 import type { TaskRecord } from "./records.ts";
@@ -76,10 +76,8 @@ select balance from debited`;
  *   the database's error (unique ref, missing key) with nothing written
  */
 export async function debitNewTask(db: Knex, row: NewTaskRow, task: TaskRecord, event: OutboxEvent, reason: string): Promise<number> {
-  const amount = row.price;
   // As the ledger's debit: a positive whole number of milli-yuan, or nothing is sent.
-  assertMilli(amount);
-  if (amount <= 0) throw new RangeError(`ledger amounts are positive milli-yuan, got ${amount}`);
+  const amount = assertPositive(row.price);
   const units = taskUnits(task);
   const now = row.created_at;
   const result = await db.raw(SUBMIT_SQL, [
