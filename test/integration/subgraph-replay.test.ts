@@ -22,7 +22,7 @@ import type { Role } from "../../bin/roles.ts";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
 import { json, lineSink } from "../support/log-sink.ts";
 import { startRecordingProxy, type RecordingProxy } from "../support/recording-proxy.ts";
-import { wsClient } from "../support/graphql-ws.ts";
+import { untilEvent, wsClient } from "../support/graphql-ws.ts";
 import { waitForState } from "../support/events.ts";
 import { signSubgraphRequest } from "../../subgraphs/shared/internal-context.ts";
 
@@ -227,13 +227,7 @@ describe("a captured router → subgraph request posted again", () => {
       );
       // The subscribe message passing the proxy does not mean the subgraph listens yet: a task
       // submitted while it was still being set up is not seen, the next one is (at most 10).
-      const pending = Symbol("pending");
-      for (let i = 0; ; i++) {
-        if (i === 10) throw new Error("no event after 10 submissions");
-        await submitThroughRouter(d.router.url!, key.key, `replay-ws-trigger-1-${i}`);
-        const settled = await Promise.race([first, new Promise<typeof pending>((resolve) => setTimeout(() => resolve(pending), 1_000))]);
-        if (settled !== pending) break;
-      }
+      await untilEvent((i) => submitThroughRouter(d.router.url!, key.key, `replay-ws-trigger-1-${i}`), first);
       const attacker = createClient({ url: d.generation.generationUrl!.replace(/^http/, "ws"), webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
       const outcome = await new Promise<{ next?: any; error?: any }>((resolve) => {
         attacker.subscribe(subscribe.payload, { next: (next) => resolve({ next }), error: (error) => resolve({ error }), complete: () => resolve({}) });

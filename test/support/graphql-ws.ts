@@ -88,16 +88,25 @@ export async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerat
 }
 
 /**
- * Submits image tasks (each causes several task events) until `event` settles: a subscription that
- * was still being set up when one task changed sees the next. At most 10 tasks.
+ * Calls `submit` (attempt 0, 1, …) until `event` settles: a subscription that was still being set
+ * up when one task changed sees the next. At most 10 attempts, each given a second.
+ * @returns what `event` settled with
+ * @throws Error after 10 attempts without the event
  */
-export async function submitUntil<T>(t: TestStack, key: string, event: Promise<T>): Promise<T> {
+export async function untilEvent<T>(submit: (attempt: number) => Promise<unknown>, event: Promise<T>): Promise<T> {
   const pending = Symbol("pending");
   for (let i = 0; i < 10; i++) {
-    const submitted = await t.rest("POST", "/api/v1/images/generations", { key, body: { prompt: `persisted ${i}`, model_id: 45, count: 1 } });
-    expect(submitted.status).toBe(200);
+    await submit(i);
     const settled = await Promise.race([event, new Promise<typeof pending>((resolve) => setTimeout(() => resolve(pending), 1_000))]);
     if (settled !== pending) return settled as T;
   }
   throw new Error("no event after 10 submissions");
+}
+
+/** Submits image tasks (each causes several task events) through `t` until `event` settles ({@link untilEvent}). */
+export async function submitUntil<T>(t: TestStack, key: string, event: Promise<T>): Promise<T> {
+  return untilEvent(async (i) => {
+    const submitted = await t.rest("POST", "/api/v1/images/generations", { key, body: { prompt: `persisted ${i}`, model_id: 45, count: 1 } });
+    expect(submitted.status).toBe(200);
+  }, event);
 }
