@@ -14,7 +14,7 @@ import { DEFAULT_BATCH_MAX } from "./graph/batch.ts";
 import { createSingleConnectionStreams } from "./graph/sse-single.ts";
 import { completeEventStream } from "./http/event-stream.ts";
 import { applyCors } from "./http/cors.ts";
-import { isJsonContentType, limitGraphqlBody } from "./http/body.ts";
+import { discardRest, isJsonContentType, limitGraphqlBody } from "./http/body.ts";
 import { createEdge } from "./http/edge.ts";
 import { sendGraphqlError } from "./http/graphql-error.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
@@ -301,8 +301,8 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
       // GraphQL over HTTP: a POST body is JSON (415 otherwise, before it is read); GET runs
       // queries only (the gateway answers a mutation 405 with `Allow: POST`).
       if (req.method === "POST" && !isJsonContentType(req.headers["content-type"])) {
-        req.resume();
-        return sendGraphqlError(res, "unsupported_media_type", undefined, { connection: "close" });
+        discardRest(req);
+        return sendGraphqlError(res, "unsupported_media_type");
       }
       // graphql-sse's single connection mode (a reservation PUT, or a request naming a stream token): router/graph/sse-single.ts.
       const single = singleStreams.claims(req, url);

@@ -27,7 +27,7 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<str
 export function readBodyBytes(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers["content-length"] ?? 0);
   if (declared > limit) {
-    req.resume();
+    discardRest(req);
     return Promise.reject(new AppError("payload_too_large"));
   }
   // Listeners, not `for await`: leaving that loop early leaves the socket paused, so a client that
@@ -44,7 +44,7 @@ export function readBodyBytes(req: IncomingMessage, limit: number): Promise<Buff
       size += chunk.length;
       if (size <= limit) return void chunks.push(chunk);
       stop();
-      req.resume(); // discard the rest, so the client reads the answer
+      discardRest(req);
       reject(new AppError("payload_too_large"));
     };
     const onEnd = () => {
@@ -59,6 +59,27 @@ export function readBodyBytes(req: IncomingMessage, limit: number): Promise<Buff
     req.on("end", onEnd);
     req.on("error", onError);
   });
+}
+
+/** How long a client still sending a refused body is read before its connection is cut (ms). */
+export const LINGER_MS = 5_000;
+
+/**
+ * Lingering close, as nginx's `lingering_close`: a request answered before its body was read
+ * (413, 415) has the rest of its body read and discarded, so a client still sending reads the
+ * answer instead of a connection reset (EPIPE) — which closing the socket at once would give it.
+ * The connection stays usable when the body ends; a client still sending after {@link LINGER_MS}
+ * has its connection destroyed, so a body that never ends holds nothing for long.
+ * @param req the request whose body is not wanted
+ */
+export function discardRest(req: IncomingMessage): void {
+  req.resume();
+  if (req.readableEnded) return;
+  const timer = setTimeout(() => req.socket.destroy(), LINGER_MS);
+  timer.unref();
+  const done = () => clearTimeout(timer);
+  req.once("end", done);
+  req.once("close", done);
 }
 
 /**
@@ -145,9 +166,9 @@ export function limitGraphqlBody(req: IncomingMessage, res: ServerResponse, limi
   if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") return Promise.resolve(true);
   const tooLarge = (refusal: AppError) => {
     const message = refusal.code === "payload_too_large" ? `Request body is too large: the limit is ${limit} bytes` : refusal.message;
-    sendGraphqlError(res, refusal.code, message, { connection: "close" });
-    // Discard (not keep) what the client still sends, so it reads the answer; the socket closes after it.
-    req.resume();
+    // The rest of the body is discarded (discardRest, called by readBodyBytes) and the connection kept:
+    // `connection: close` would close the socket while the client still sends, which reads as a reset.
+    sendGraphqlError(res, refusal.code, message);
   };
   return readBodyBytes(req, limit).then(
     (body) => {

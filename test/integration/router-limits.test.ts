@@ -5,7 +5,7 @@
  * every REST shim operation and a dashboard query stay well inside them.
  */
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
 import { startTestStack, waitUntil, type GraphqlError, type TestStack } from "../support/stack.ts";
@@ -443,6 +443,48 @@ describe("limits at the router", () => {
     const served = await fetch(`${t.url}/graphql`, { method: "POST", headers: { "content-type": "application/json" }, body: under });
     expect(served.status).toBe(200);
     expect(await served.json()).toEqual({ data: { __typename: "Query" } });
+  });
+
+  it("reads the rest of a refused body, so a client still sending gets the 413 and keeps its connection (lingering close)", async () => {
+    const limit = loadConfig({}).bodyLimitBytes;
+    const url = new URL(t.url);
+    const socket = net.connect(Number(url.port), url.hostname);
+    let received = "";
+    let failure: Error | undefined;
+    const statusLines = () => received.match(/HTTP\/1\.1 \d{3}/g) ?? [];
+    // Resolves once `count` answers have begun arriving, or the connection failed or closed.
+    const answered = (count: number) =>
+      new Promise<void>((resolve) => {
+        const check = () => {
+          if (statusLines().length < count && !failure && !socket.destroyed) return;
+          socket.off("data", check).off("close", check);
+          resolve();
+        };
+        socket.on("data", check).on("close", check);
+        check();
+      });
+    socket.on("data", (chunk) => (received += chunk.toString("utf8")));
+    socket.on("error", (error) => (failure = error));
+    socket.write(
+      "POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer sy_unchecked\r\nTransfer-Encoding: chunked\r\n\r\n",
+    );
+    const chunk = (data: string) => `${Buffer.byteLength(data).toString(16)}\r\n${data}\r\n`;
+    socket.write(chunk('{"query":"{ __typename }","extensions":{"pad":"'));
+    const piece = "x".repeat(64 * 1024);
+    for (let sent = 0; sent <= limit; sent += piece.length) socket.write(chunk(piece));
+    await answered(1);
+    expect(received).toMatch(/^HTTP\/1\.1 413/);
+    expect(received).not.toMatch(/connection: close/i);
+    // The client had more on the wire: it sends another limit's worth and ends the body, then asks again.
+    for (let sent = 0; sent <= limit; sent += piece.length) socket.write(chunk(piece));
+    socket.write(chunk('"}}') + "0\r\n\r\n");
+    const next = JSON.stringify({ query: "{ __typename }" });
+    socket.write(`POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${next.length}\r\n\r\n${next}`);
+    await answered(2);
+    socket.destroy();
+    expect(failure).toBeUndefined();
+    expect(statusLines()).toEqual(["HTTP/1.1 413", "HTTP/1.1 200"]);
+    expect(received).toContain('{"data":{"__typename":"Query"}}');
   });
 
   it("allows introspection and shows field suggestions outside production", async () => {
