@@ -2,7 +2,7 @@
  * The SQL reads of one README dashboard, run directly (no HTTP, no GraphQL), for A/B of the read
  * paths on a busy machine (bench/README.md "Round 3 step A"): the same calls the resolvers make —
  * the key lookup (`lookups` times: 2 before one lookup per client request, 1 after), usage
- * totals, the first 20 tasks and 20 orders with their stored counts, the customer balance,
+ * totals (read with the key in a tree that has `authenticateWithTotals`: Round 3 step I), the first 20 tasks and 20 orders with their stored counts, the customer balance,
  * products, vendors and resources by id — inside a request budget, as a subgraph runs them.
  * Prints statements and process CPU µs per dashboard.
  * Usage: `node --import tsx bench/profile-reads.ts <tree> <dataDir> [lookups=1] [dashboards=2000]`,
@@ -32,7 +32,7 @@ const key = fs.readFileSync(keyFile, "utf8").trim();
 
 const { openDb } = await import(`${tree}/src/db/index.ts`);
 const { enforceRequestBudgets, runWithBudget, RequestBudget } = await import(`${tree}/src/db/budget.ts`);
-const { authenticate } = await import(`${tree}/src/auth/keys.ts`);
+const { authenticate, authenticateWithTotals } = await import(`${tree}/src/auth/keys.ts`);
 const { usageTotals } = await import(`${tree}/src/generation/usage.ts`);
 const { listTasks } = await import(`${tree}/src/generation/tasks/reads.ts`);
 const { listOrders } = await import(`${tree}/src/cloud/orders/reads.ts`);
@@ -47,9 +47,15 @@ db.on("query", () => statements++);
 
 /** One dashboard's reads, in the order and grouping the two subgraphs run them. */
 async function dashboard(): Promise<number> {
-  let caller = await authenticate(db, `Bearer ${key}`);
+  // A tree with Round 3 step I reads the totals with the key (a read-only request), else on their own.
+  const withKey = authenticateWithTotals ? await authenticateWithTotals(db, `Bearer ${key}`) : null;
+  let caller = withKey ? withKey.caller : await authenticate(db, `Bearer ${key}`);
   for (let i = 1; i < lookups; i++) caller = await authenticate(db, `Bearer ${key}`);
-  const [, tasks, orders] = await Promise.all([usageTotals(db, caller), listTasks(db, caller, { first: 20 }), listOrders(db, caller, { first: 20 })]);
+  const [, tasks, orders] = await Promise.all([
+    withKey ? withKey.totals : usageTotals(db, caller),
+    listTasks(db, caller, { first: 20 }),
+    listOrders(db, caller, { first: 20 }),
+  ]);
   await getCustomerBalance(db, caller.accountId, BENCH_CUSTOMER);
   const products = await getProductsByIds(db, [...new Set<string>(orders.items.map((o: { productId: string }) => o.productId))]);
   await Promise.all([

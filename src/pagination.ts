@@ -77,6 +77,12 @@ export const COUNT_BOUND = 10_000;
 export interface PageCount {
   /** Reads the stored count of the unfiltered list: one row, instead of counting the list. */
   stored?: () => Promise<number>;
+  /**
+   * The column under which the `firstPage` statement reads the stored count along with its rows
+   * (the same value on every row): the first page and its count are then one statement and one
+   * snapshot. An empty first page carries no row to read it from: `stored` reads it then.
+   */
+  firstPageColumn?: string;
 }
 
 /**
@@ -192,9 +198,19 @@ export async function keysetPage<T, Row>(
   const backward = page.backward === true || page.before != null;
   const cursor = backward ? page.before : page.after;
   const at = cursor ? decodeCursor(cursor, keyset) : null;
-  const rowsRead = firstPage && !at && !backward ? firstPage(page.first + 1) : rowsOf(query, columns, page, at, backward);
-  const [read, totalCount] = await Promise.all([rowsRead, count.stored ? count.stored() : boundedCount(query)]);
-  let rows = read as Record<string, string | number>[];
+  const readCount = () => (count.stored ? count.stored() : boundedCount(query));
+  let rows: Record<string, string | number>[];
+  let totalCount: number;
+  if (firstPage && !at && !backward) {
+    if (count.firstPageColumn) {
+      rows = (await firstPage(page.first + 1)) as Record<string, string | number>[];
+      totalCount = rows.length > 0 ? Number(rows[0]![count.firstPageColumn]) : await readCount();
+    } else {
+      [rows, totalCount] = (await Promise.all([firstPage(page.first + 1), readCount()])) as [Record<string, string | number>[], number];
+    }
+  } else {
+    [rows, totalCount] = (await Promise.all([rowsOf(query, columns, page, at, backward), readCount()])) as [Record<string, string | number>[], number];
+  }
   const unqualified = columns.map((c) => c.split(".").pop()!);
   const cursorRowKept = at !== null && rows.length > 0 && unqualified.every((c, i) => String(rows[0]![c]) === String(at[i]));
   if (cursorRowKept) rows = rows.slice(1);

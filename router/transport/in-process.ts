@@ -6,7 +6,7 @@
  * subscription. A custom transport kind of the gateway's transport API
  * (@graphql-mesh/transport-common), chosen per subgraph through `transportEntries`.
  */
-import { GraphQLError, print, type DocumentNode, type FormattedExecutionResult } from "graphql";
+import { GraphQLError, getOperationAST, print, type DocumentNode, type FormattedExecutionResult } from "graphql";
 import type { Executor, Transport } from "@graphql-mesh/transport-common";
 import { mapStream, type LocalSubgraph } from "../../subgraphs/shared/contract.ts";
 
@@ -60,6 +60,7 @@ export function inProcessTransport(subgraphs: Record<string, LocalSubgraph>, hea
           headers: headersOf(request),
           // The gateway's context of the client request: one per request, made by this process.
           requestScope: typeof request.context === "object" && request.context !== null ? request.context : undefined,
+          operationType: request.operationType ?? getOperationAST(request.document, request.operationName)?.operation,
         };
         if (request.operationType === "subscription") {
           const result = await local.subscribe(operation);

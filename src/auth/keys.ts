@@ -190,11 +190,51 @@ export async function createKey(db: Db, options: CreateKeyOptions): Promise<Crea
  * @throws AppError `unauthorized` (401) for a missing or unknown key, `key_disabled` (403)
  */
 export async function authenticate(db: Db | Knex.Transaction, authorization: string | null | undefined): Promise<Caller> {
+  return toCaller(await keyRowOf<CallerRow>(db, KEY_BY_HASH, authorization));
+}
+
+/** A key's running totals and its account's balance as read with the key (docs/architecture.md §3.7). */
+export interface KeyTotals {
+  /** The account's balance, milli-yuan. */
+  balance: MilliYuan;
+  /** The key's generation debits minus refunds, milli-yuan. */
+  spent: MilliYuan;
+  billedSeconds: number;
+  billedImages: number;
+}
+
+/**
+ * {@link authenticate} for a read-only operation: the same key lookup, with the key's running
+ * totals and its account's balance read in the same statement (one row by unique index, then by
+ * primary key), so a dashboard asking for them runs no statement of its own (bench/README.md
+ * "Round 3 step I"). The totals are as of the lookup: a caller that may write after it (a
+ * mutation) must read them again (subgraphs/shared/auth.ts decides).
+ * @returns the caller and its totals
+ * @throws AppError `unauthorized` (401) for a missing or unknown key, `key_disabled` (403)
+ */
+export async function authenticateWithTotals(db: Db, authorization: string | null | undefined): Promise<{ caller: Caller; totals: KeyTotals }> {
+  const row = await keyRowOf<CallerRow & Record<"balance" | "spent" | "billed_seconds" | "billed_images", number | string>>(
+    db,
+    KEY_AND_TOTALS_BY_HASH,
+    authorization,
+  );
+  return {
+    caller: toCaller(row),
+    totals: { balance: Number(row.balance), spent: Number(row.spent), billedSeconds: Number(row.billed_seconds), billedImages: Number(row.billed_images) },
+  };
+}
+
+/** The active key's row of an `Authorization` value. @throws AppError `unauthorized`, `key_disabled` */
+async function keyRowOf<Row extends CallerRow>(db: Db | Knex.Transaction, sql: string, authorization: string | null | undefined): Promise<Row> {
   const key = parseAuthorization(authorization);
   if (!key) throw new AppError("unauthorized");
-  const [row] = await selectRows<CallerRow>(db, KEY_BY_HASH, [hashKey(key)]);
+  const [row] = await selectRows<Row>(db, sql, [hashKey(key)]);
   if (!row) throw new AppError("unauthorized");
   if (row.status !== "active") throw new AppError("key_disabled");
+  return row;
+}
+
+function toCaller(row: CallerRow): Caller {
   return {
     keyId: row.id,
     accountId: row.account_id,
@@ -221,6 +261,10 @@ interface CallerRow {
 /** A key by the hash of the key (unique index). */
 const KEY_BY_HASH =
   'select "id", "account_id", "status", "scopes", "allow_ips", "rate_limit", "require_signature", "webhook_secret" from "api_keys" where "key_hash" = ? limit 1';
+
+/** {@link KEY_BY_HASH} with the key's running totals and its account's balance. */
+const KEY_AND_TOTALS_BY_HASH =
+  'select "k"."id", "k"."account_id", "k"."status", "k"."scopes", "k"."allow_ips", "k"."rate_limit", "k"."require_signature", "k"."webhook_secret", "k"."spent", "k"."billed_seconds", "k"."billed_images", "a"."balance" from "api_keys" as "k" inner join "accounts" as "a" on "a"."id" = "k"."account_id" where "k"."key_hash" = ? limit 1';
 
 /** The key in an Authorization header value, or null. */
 export function parseAuthorization(value: string | null | undefined): string | null {

@@ -51,13 +51,21 @@ async function readTotals(db: Db, caller: Caller): Promise<UsageTotals> {
 
 /**
  * Reads the totals of the calling key on first use and once: a dashboard asking for the balance,
- * spent and billed units runs one query.
+ * spent and billed units runs one query, or none when they came with the key.
  * @param caller the authenticated caller (asked for on the first read)
+ * @param withKey the totals as read with the key when they are as fresh as a read now
+ *   (subgraphs/shared/auth.ts `CallerAccess.totals`: read-only requests only), else null
  * @returns one memoised reader per total (balance and spent in milli-yuan)
  */
-export function usageReader(db: Db, caller: () => Promise<Caller>): UsageReader {
+export function usageReader(db: Db, caller: () => Promise<Caller>, withKey?: () => Promise<UsageTotals | null>): UsageReader {
   let totals: Promise<UsageTotals> | undefined;
-  const read = () => (totals ??= caller().then((c) => readTotals(db, c)));
+  const readNow = () => caller().then((c) => readTotals(db, c));
+  const read = () =>
+    (totals ??= withKey
+      ? caller()
+          .then(withKey)
+          .then((t) => t ?? readNow())
+      : readNow());
   return {
     balance: () => read().then((t) => t.balance),
     spent: () => read().then((t) => t.spent),

@@ -104,7 +104,7 @@ export function createContext(
     channels: admin.channels,
   };
   return withLazy<typeof eager, Pick<GenerationContext, "usage" | "taskLoader">>(eager, {
-    usage: () => usageReader(db, caller),
+    usage: () => usageReader(db, caller, access.totals),
     taskLoader: () => new DataLoader(async (ids) => service.getTasks(await caller(), ids)),
   });
 }

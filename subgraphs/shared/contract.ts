@@ -24,6 +24,12 @@ export interface LocalOperation {
    * the key lookup). Never anything a client sent; absent over HTTP.
    */
   requestScope?: object;
+  /**
+   * The kind of this operation (`query`, `mutation`, `subscription`), as the router planned it:
+   * under one request scope, a request whose operations are all queries writes nothing (auth.ts
+   * reads the key's totals with the key then). Absent: treated as one that may write.
+   */
+  operationType?: string;
 }
 
 /**

@@ -95,14 +95,14 @@ function localSubgraph<TContext extends BaseContext>(
       if (viaApollo) {
         const response = await viaApollo.executeOperation(
           { query: operation.query, variables: operation.variables, operationName: operation.operationName },
-          { contextValue: await context({ headers: operation.headers, requestScope: operation.requestScope }) },
+          { contextValue: await context({ headers: operation.headers, requestScope: operation.requestScope, operationType: operation.operationType }) },
         );
         if (response.body.kind !== "single") throw new Error("incremental delivery is not supported in-process");
         return response.body.singleResult as FormattedExecutionResult;
       }
       const invalid = validationErrors(operation);
       if (invalid.length) return formatResult({ errors: invalid }, "graphql_validation_failed");
-      const contextValue = await context({ headers: operation.headers, requestScope: operation.requestScope });
+      const contextValue = await context({ headers: operation.headers, requestScope: operation.requestScope, operationType: operation.operationType });
       const result = formatResult(
         await execute(
           { schema, document: operation.document, variableValues: operation.variables, operationName: operation.operationName, contextValue },
@@ -116,7 +116,7 @@ function localSubgraph<TContext extends BaseContext>(
       // What graphql-ws does before subscribing; authentication is the resolvers' (ctx.caller()).
       const invalid = validationErrors(operation);
       if (invalid.length) return formatResult({ errors: invalid }, "graphql_validation_failed");
-      const contextValue = await context({ headers: operation.headers, requestScope: operation.requestScope });
+      const contextValue = await context({ headers: operation.headers, requestScope: operation.requestScope, operationType: operation.operationType });
       const result = await subscribe({
         schema,
         document: operation.document,

@@ -147,9 +147,10 @@ describe("the dashboard query", () => {
 
     const fewCount = few.statements.length;
     const manyCount = many.statements.length;
-    // Measured: 11 statements for 10 tasks + 10 orders and 11 for 100 + 100. Generation subgraph
-    // (5): key lookup, the two usage totals the query asks for (balance, spent), task page and
-    // count. Cloud subgraph (6): key lookup, order page and count, one `whereIn` each for
+    // Measured: 8 statements for 10 tasks + 10 orders and 8 for 100 + 100. Generation subgraph
+    // (3): key lookup, the usage totals the query asks for (balance, spent: over HTTP they are
+    // not read with the key, subgraphs/shared/auth.ts), the task page with its stored count.
+    // Cloud subgraph (5): key lookup, the order page with its count, one `in` list each for
     // products, vendors and resources. The request-log row is written by the request log's own
     // batch, outside every request (src/generation/usage.ts).
     expect(manyCount, many.statements.map((s) => s.sql).join("\n")).toBe(fewCount);

@@ -54,13 +54,16 @@ export async function listOrders(db: Db, caller: Caller, page: PageRequest): Pro
     byCreation(),
     page,
     toOrderRecord,
-    { stored: async () => Number((await selectRows<{ order_count: number | string }>(db, ORDER_COUNT, [caller.accountId]))[0]?.order_count ?? 0) },
-    // The first page, the common one, is a fixed statement.
-    (limit) => selectRows<OrderRow>(db, FIRST_ORDERS, [caller.accountId, limit]),
+    {
+      stored: async () => Number((await selectRows<{ order_count: number | string }>(db, ORDER_COUNT, [caller.accountId]))[0]?.order_count ?? 0),
+      firstPageColumn: "total_count",
+    },
+    // The first page, the common one, is a fixed statement that reads the count too.
+    (limit) => selectRows<OrderRow>(db, FIRST_ORDERS, [caller.accountId, caller.accountId, limit]),
   );
 }
 
-/** The account's newest orders (the first page of {@link listOrders}). */
-const FIRST_ORDERS = `select ${ORDER_RECORD_COLUMNS} from "orders" where "account_id" = ? order by "created_at" desc, "id" desc limit ?`;
+/** The account's newest orders (the first page of {@link listOrders}), each row with the account's stored order count (one statement, one snapshot). */
+const FIRST_ORDERS = `select ${ORDER_RECORD_COLUMNS}, (select "order_count" from "accounts" where "id" = ?) as "total_count" from "orders" where "account_id" = ? order by "created_at" desc, "id" desc limit ?`;
 /** The account's stored order count (src/ledger/totals.ts keeps it). */
 const ORDER_COUNT = 'select "order_count" from "accounts" where "id" = ? limit 1';

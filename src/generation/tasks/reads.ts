@@ -63,14 +63,21 @@ export async function listTasks(db: Db, caller: Caller, page: PageRequest & { st
     byCreation(),
     page,
     toTaskRecord,
-    { stored: async () => Number((await selectRows<{ task_count: number | string }>(db, TASK_COUNT, [caller.keyId]))[0]?.task_count ?? 0) },
-    (limit) => selectRows<TaskRow>(db, FIRST_TASKS, [caller.keyId, limit]),
+    {
+      stored: async () => Number((await selectRows<{ task_count: number | string }>(db, TASK_COUNT, [caller.keyId]))[0]?.task_count ?? 0),
+      firstPageColumn: "total_count",
+    },
+    (limit) => selectRows<TaskRow>(db, FIRST_TASKS, [caller.keyId, caller.keyId, limit]),
   );
 }
 
 /** A task of a key by id. */
 const TASK_BY_ID = `select ${TASK_RECORD_COLUMNS} from "tasks" where "id" = ? and "key_id" = ? limit 1`;
-/** The key's newest tasks (the first page of {@link listTasks}; index tasks(key_id, created_at, id)). */
-const FIRST_TASKS = `select ${TASK_RECORD_COLUMNS} from "tasks" where "key_id" = ? order by "created_at" desc, "id" desc limit ?`;
+/**
+ * The key's newest tasks (the first page of {@link listTasks}; index tasks(key_id, created_at, id)),
+ * each row with the key's stored task count: page and count in one statement, one snapshot (the
+ * subquery is run once per statement on both databases).
+ */
+const FIRST_TASKS = `select ${TASK_RECORD_COLUMNS}, (select "task_count" from "api_keys" where "id" = ?) as "total_count" from "tasks" where "key_id" = ? order by "created_at" desc, "id" desc limit ?`;
 /** The key's stored task count (src/ledger/totals.ts keeps it). */
 const TASK_COUNT = 'select "task_count" from "api_keys" where "id" = ? limit 1';
