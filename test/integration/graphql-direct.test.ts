@@ -145,6 +145,20 @@ describe("/graphql operations one in-process subgraph owns", () => {
     expect(invalid.taken).toBe(0);
   });
 
+  it("writes the same request-log row for the direct answer as for the gateway's", async () => {
+    const { key: own } = await t.createKey("10");
+    const { gateway, direct, taken } = await bothWays("generation", TASK, { id: "task_logged" }, own);
+    expectSameAnswer(gateway, direct);
+    expect(taken).toBe(1);
+    const usage = await t.rest("GET", "/api/v1/usage?limit=10", { key: own });
+    const rows = (usage.body.data.recent_requests as Record<string, unknown>[]).filter((row) => row.path === "/graphql");
+    // Newest first: the direct answer, the gateway's, the planning run.
+    expect(rows).toHaveLength(3);
+    const { at: _directAt, ...directRow } = rows[0]!;
+    const { at: _gatewayAt, ...gatewayRow } = rows[1]!;
+    expect(directRow).toEqual(gatewayRow);
+  });
+
   it("keeps an operation of both subgraphs, and a fragment, on the gateway", async () => {
     const both = await bothWays("generation", BOTH);
     expect(both.gateway.status).toBe(200);
