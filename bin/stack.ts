@@ -17,6 +17,7 @@ import { createSimulatorUpstream } from "../src/generation/upstream/simulator.ts
 import type { GenerationUpstream } from "../src/generation/upstream/types.ts";
 import { startGenerationSubgraph } from "../subgraphs/generation/server.ts";
 import { startRouter } from "../router/server.ts";
+import type { DirectGraphql } from "../router/graph/direct-graphql.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { createRateLimiter } from "../src/auth/rate-limit.ts";
 import { createAdminGuard } from "../src/auth/admin.ts";
@@ -66,6 +67,8 @@ export interface Stack {
   subgraphSecret?: string;
   /** The metrics registry served at `/metrics` (router and subgraph ports). */
   metrics?: Registry;
+  /** The switch of the router's direct `/graphql` path (router/graph/direct-graphql.ts), when the router runs here. */
+  graphqlDirect?: DirectGraphql;
   logger: Logger;
   close(): Promise<void>;
 }
@@ -358,6 +361,7 @@ export async function startStack(config: Config, roles: readonly Role[] = ALL_RO
       closers.push(() => router.close());
       routerUrl = router.url;
       stack.url = router.url;
+      stack.graphqlDirect = router.graphqlDirect;
     }
   } catch (error) {
     await stack.close();

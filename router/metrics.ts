@@ -31,6 +31,8 @@ export interface RouterMetrics {
    * that started it went through the gateway, which counted it).
    */
   observeShared: SharedObserver;
+  /** Counts a `/graphql` operation run on its in-process subgraph without the plan's executor (router/graph/direct-graphql.ts). */
+  observeDirect(subgraph: string): void;
   /** Counts an operation run without the gateway (router/graph/direct.ts), as its plugin would. */
   observeOperation(labels: { operation_name: string; operation_type: string }, outcome: "ok" | "error", seconds: number): void;
 }
@@ -46,7 +48,9 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
  *   `error` when the result carries errors, `invalid` when parsing or validation refused it) and
  *   `switchyard_graphql_operation_duration_seconds{operation_name,operation_type}` (execution, from
  *   the plan to the last subgraph answer; for a subscription, until its first result);
- * - `switchyard_subscriptions_open`.
+ * - `switchyard_subscriptions_open`;
+ * - `switchyard_graphql_direct_operations_total{subgraph}`: `/graphql` operations run on their
+ *   in-process subgraph without the plan's executor (also counted in the operations above).
  * @param registry the stack's registry
  * @param maxOperationNames distinct operation names kept before `other` (default 100)
  */
@@ -80,6 +84,12 @@ export function createRouterMetrics(registry: Registry, maxOperationNames = 100)
   const subscriptions = new Gauge({
     name: `${METRIC_PREFIX}subscriptions_open`,
     help: "GraphQL subscriptions open on the router (graphql-ws and SSE)",
+    registers: [registry],
+  });
+  const direct = new Counter({
+    name: `${METRIC_PREFIX}graphql_direct_operations_total`,
+    help: "GraphQL operations the gateway ran on their in-process subgraph without the query plan's executor, by subgraph",
+    labelNames: ["subgraph"] as const,
     registers: [registry],
   });
   const names = new LabelCap(maxOperationNames);
@@ -170,6 +180,9 @@ export function createRouterMetrics(registry: Registry, maxOperationNames = 100)
       if (joined) operations.inc({ operation_name: names.label(operationName || undefined), operation_type: "subscription", outcome: "ok" });
       subscriptions.inc();
       return () => subscriptions.dec();
+    },
+    observeDirect(subgraph) {
+      direct.inc({ subgraph });
     },
     observeOperation(labels, outcome, seconds) {
       const capped = { operation_name: names.label(labels.operation_name), operation_type: labels.operation_type };

@@ -41,6 +41,7 @@ import type { Tracing } from "../src/observability/tracing.ts";
 import { createRouterMetrics } from "./metrics.ts";
 import { createRequestReports, type RequestReport } from "./request-report.ts";
 import { ownedOperations } from "./graph/direct.ts";
+import type { DirectGraphql } from "./graph/direct-graphql.ts";
 import type { LocalSubgraph } from "../subgraphs/shared/contract.ts";
 import { createSessionRoutes, sessionCookieOf } from "./admin-session.ts";
 import type { Redis } from "ioredis";
@@ -105,6 +106,8 @@ export interface RouterOptions {
 export interface RouterHandle {
   url: string;
   server: http.Server;
+  /** The switch of `/graphql`'s direct path (router/graph/direct-graphql.ts): on unless turned off here. */
+  graphqlDirect: DirectGraphql;
   close(): Promise<void>;
 }
 
@@ -127,6 +130,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   const reports = createRequestReports();
   const persisted = options.persisted ?? {};
   const mediaKey = mediaSigningKey(options.subgraphSecret);
+  const graphqlDirect: DirectGraphql = { enabled: true };
   const gateway: Gateway = createGateway({
     persisted: {
       trusted: loadTrustedDocuments(persisted.documents),
@@ -146,6 +150,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
     reports,
     metrics: metrics.gatewayPlugin,
     tracing: options.tracing?.gatewayPlugin,
+    direct: { graphql: graphqlDirect, onDirect: metrics.observeDirect },
   });
   let schema: Promise<GraphQLSchema> | undefined;
   const shimDeps = { gateway, schema: () => (schema ??= Promise.resolve(gateway.getSchema())), bodyLimit: options.bodyLimit };
@@ -362,6 +367,7 @@ export async function startRouter(options: RouterOptions): Promise<RouterHandle>
   return {
     url: `http://${options.host}:${port}`,
     server,
+    graphqlDirect,
     /** Stops accepting, ends SSE streams with `complete`, closes WebSockets with 1001 and drains the requests in flight (docs/architecture.md §2 shutdown). */
     async close() {
       revocations.close();

@@ -34,6 +34,7 @@ import { useEventStreamStatus } from "../plugins/useEventStreamStatus.ts";
 import { useDeferAnswers } from "../plugins/useDeferAnswers.ts";
 import { useRequestReport } from "../plugins/useRequestReport.ts";
 import { useInternalContext } from "../plugins/useInternalContext.ts";
+import { directFirst, type DirectGraphql } from "./direct-graphql.ts";
 
 /** The gateway runtime: a fetch handler and a node:http request listener. */
 export type Gateway = GatewayRuntime<Record<string, unknown>>;
@@ -111,6 +112,12 @@ export interface GatewayOptions {
   metrics?: GatewayPlugin;
   /** The OpenTelemetry plugin (src/observability/tracing.ts), when tracing is configured. */
   tracing?: GatewayPlugin;
+  /**
+   * Operations one in-process subgraph owns whole run on it without the plan's executor
+   * (router/graph/direct-graphql.ts, ADR 0030): its switch and a count per subgraph. Unset, or
+   * with tracing (the spans of each subgraph call) or GRAPHQL_DEFER: the gateway runs all.
+   */
+  direct?: { graphql: DirectGraphql; onDirect(subgraph: string): void };
 }
 
 /**
@@ -192,7 +199,20 @@ export function createGateway(options: GatewayOptions) {
     // Hive Router's Rust query planner and its executor: measured 25-35% less CPU per request
     // than the default (stitching) runtime on task reads and the dashboard join. It does not
     // defer, so GRAPHQL_DEFER=1 takes the default one with incremental delivery (ADR 0021).
-    ...(options.defer ? { deferStream: true } : { unifiedGraphHandler }),
+    // Owned operations skip the plan's executor, below every hook (router/graph/direct-graphql.ts).
+    ...(options.defer
+      ? { deferStream: true }
+      : {
+          unifiedGraphHandler:
+            options.direct && !options.tracing
+              ? directFirst(unifiedGraphHandler, {
+                  localSubgraphs: local,
+                  reports: options.reports,
+                  direct: options.direct.graphql,
+                  onDirect: options.direct.onDirect,
+                })
+              : unifiedGraphHandler,
+        }),
     landingPage: false,
     // CORS is the router's (router/http/cors.ts, CORS_ORIGINS); Yoga's default echoed any origin with credentials.
     cors: false,
