@@ -15,7 +15,8 @@ import { ALL_SCOPES } from "./scopes.ts";
 import type { Caller } from "./caller.ts";
 import { KEY_DISABLED_EVENT } from "./revocation.ts";
 import { appendOutbox } from "../events/outbox.ts";
-import { nowIso, type Db } from "../db/index.ts";
+import { isSqlite, nowIso, type Db } from "../db/index.ts";
+import { statementBatcher } from "../db/batch.ts";
 import { selectRows } from "../db/rows.ts";
 import { newId } from "../ids.ts";
 import { sha256Hex } from "../digest.ts";
@@ -192,7 +193,7 @@ export async function createKey(db: Db, options: CreateKeyOptions): Promise<Crea
 export async function authenticate(db: Db | Knex.Transaction, authorization: string | null | undefined): Promise<Caller> {
   const key = parseAuthorization(authorization);
   if (!key) throw new AppError("unauthorized");
-  const [row] = await selectRows<CallerRow>(db, KEY_BY_HASH, [hashKey(key)]);
+  const row = await keyRowByHash(db, hashKey(key));
   if (!row) throw new AppError("unauthorized");
   if (row.status !== "active") throw new AppError("key_disabled");
   return {
@@ -221,6 +222,32 @@ interface CallerRow {
 /** A key by the hash of the key (unique index). */
 const KEY_BY_HASH =
   'select "id", "account_id", "status", "scopes", "allow_ips", "rate_limit", "require_signature", "webhook_secret" from "api_keys" where "key_hash" = ? limit 1';
+
+/** Keys by the hashes of many keys, in one statement (PostgreSQL: `= any` of a text array). */
+const KEYS_BY_HASHES =
+  'select "key_hash", "id", "account_id", "status", "scopes", "allow_ips", "rate_limit", "require_signature", "webhook_secret" from "api_keys" where "key_hash" = any(?::varchar[])';
+
+const keyBatchers = new WeakMap<Db, (hash: string) => Promise<CallerRow | undefined>>();
+
+/**
+ * The key row of a hash, read after the call (never from a cache). On PostgreSQL outside a
+ * transaction the concurrent lookups share one statement (src/db/batch.ts, ADR 0032): one
+ * connection checkout and one round trip for every lookup queued meanwhile, each still its own
+ * read of the row as it stands after the request asked.
+ */
+function keyRowByHash(db: Db | Knex.Transaction, hash: string): Promise<CallerRow | undefined> {
+  if (isSqlite(db) || (db as Partial<Knex.Transaction>).isTransaction) return selectRows<CallerRow>(db, KEY_BY_HASH, [hash]).then((rows) => rows[0]);
+  let batcher = keyBatchers.get(db as Db);
+  if (!batcher) {
+    batcher = statementBatcher(async (hashes: string[]) => {
+      const rows = await selectRows<CallerRow & { key_hash: string }>(db, KEYS_BY_HASHES, [[...new Set(hashes)]]);
+      const byHash = new Map(rows.map((row) => [row.key_hash, row]));
+      return hashes.map((h) => byHash.get(h));
+    });
+    keyBatchers.set(db as Db, batcher);
+  }
+  return batcher(hash);
+}
 
 /** The key in an Authorization header value, or null. */
 export function parseAuthorization(value: string | null | undefined): string | null {

@@ -7,10 +7,10 @@
  * Each write takes its rows from the one before it, so when the balance does not cover the price
  * nothing at all is written. The rules are the ledger's own (src/ledger/index.ts `debit`, totals.ts).
  */
-import { AsyncResource } from "node:async_hooks";
 import type { Knex } from "knex";
 import { AppError } from "../../errors.ts";
 import { fitText } from "../../db/index.ts";
+import { statementBatcher } from "../../db/batch.ts";
 import { assertPositive } from "../../ledger/index.ts";
 import { spentDelta, taskUnits } from "../../ledger/totals.ts";
 import type { OutboxEvent } from "../../events/outbox.ts";
@@ -151,26 +151,13 @@ from unnest(?::varchar[], ?::varchar[], ?::varchar[], ?::varchar[], ?::text[], ?
 where t.id = v.id and t.submit_state = v.from_state
 returning t.id`;
 
-/** Most records in one statement: bounds the statement's size and how long it holds a row lock set. */
-export const MAX_SENT_BATCH = 256;
-
-interface QueuedSent {
-  record: SentRecord;
-  /** The caller's async context: a statement of one call runs there (its request's budget counts it). */
-  scope: AsyncResource;
-  resolve(updated: boolean): void;
-  reject(error: unknown): void;
-}
-
-/** The batch runs outside every request's async scope (budgets, tracing): made at load. */
-const outsideRequests = new AsyncResource("switchyard.mark-sent");
 const batchers = new WeakMap<Knex, (record: SentRecord) => Promise<boolean>>();
 
 /**
- * Records upstream acceptances on PostgreSQL, many per statement (issue 25 §2, ADR 0032): calls
- * queue; one statement runs at a time and takes every call queued so far, so under no load a
- * call is its own statement and under load one autocommit statement and one connection checkout
- * serve the whole queue. Each call resolves once the statement that holds it has committed.
+ * Records upstream acceptances on PostgreSQL, many per statement (issue 25 §2, ADR 0032; the
+ * queue is src/db/batch.ts): under no load a call is its own statement, under load one autocommit
+ * statement and one connection checkout serve every call queued meanwhile. Each call resolves
+ * once the statement that holds it has committed.
  * @param db the PostgreSQL database
  * @param record the task, the submit state swapped from and the columns set
  * @returns true when this call moved the task from `record.from` to `sent`
@@ -179,63 +166,28 @@ const batchers = new WeakMap<Knex, (record: SentRecord) => Promise<boolean>>();
 export function markSentBatched(db: Knex, record: SentRecord): Promise<boolean> {
   let batcher = batchers.get(db);
   if (!batcher) {
-    batcher = sentBatcher(db);
+    batcher = statementBatcher(
+      (records: SentRecord[]) => markSentRows(db, records),
+      (record) => record.id,
+    );
     batchers.set(db, batcher);
   }
   return batcher(record);
 }
 
-function sentBatcher(db: Knex): (record: SentRecord) => Promise<boolean> {
-  const queue: QueuedSent[] = [];
-  let running = false;
-
-  async function runBatch(): Promise<void> {
-    const batch = queue.splice(0, MAX_SENT_BATCH);
-    // The same task twice in one statement would update it once: a later call waits for the next.
-    const seen = new Set<string>();
-    const now: QueuedSent[] = [];
-    for (const call of batch) {
-      if (seen.has(call.record.id)) queue.unshift(call);
-      else {
-        seen.add(call.record.id);
-        now.push(call);
-      }
-    }
-    // node-postgres sends a JS array as a PostgreSQL array, nulls included (knex's type knows no nulls in arrays).
-    const column = <K extends keyof SentRecord>(k: K) => now.map((c) => c.record[k]) as string[];
-    const run = () =>
-      db.raw(MARK_SENT_SQL, [
-        column("id"),
-        column("from"),
-        column("upstreamTaskId"),
-        column("channelId"),
-        column("channelAttempts"),
-        column("nextPollAt"),
-        column("updatedAt"),
-      ]);
-    try {
-      // Alone (no load), the statement is its request's own, as the one-row UPDATE was; shared, nobody's.
-      const result = (await (now.length === 1 ? now[0]!.scope.runInAsyncScope(run) : run())) as { rows: { id: string }[] };
-      const updated = new Set(result.rows.map((r) => r.id));
-      for (const call of now) call.resolve(updated.has(call.record.id));
-    } catch (error) {
-      for (const call of now) call.reject(error);
-    }
-  }
-
-  async function drain(): Promise<void> {
-    try {
-      while (queue.length) await runBatch();
-    } finally {
-      running = false;
-    }
-  }
-
-  return (record) =>
-    new Promise<boolean>((resolve, reject) => {
-      queue.push({ record, scope: new AsyncResource("switchyard.mark-sent-call"), resolve, reject });
-      if (running) return;
-      running = true;
-      outsideRequests.runInAsyncScope(() => void drain());
-    });
+/** One MARK_SENT_SQL statement for `records` (distinct tasks). @returns whether each moved to `sent` */
+async function markSentRows(db: Knex, records: SentRecord[]): Promise<boolean[]> {
+  // node-postgres sends a JS array as a PostgreSQL array, nulls included (knex's type knows no nulls in arrays).
+  const column = <K extends keyof SentRecord>(k: K) => records.map((r) => r[k]) as string[];
+  const result = (await db.raw(MARK_SENT_SQL, [
+    column("id"),
+    column("from"),
+    column("upstreamTaskId"),
+    column("channelId"),
+    column("channelAttempts"),
+    column("nextPollAt"),
+    column("updatedAt"),
+  ])) as { rows: { id: string }[] };
+  const updated = new Set(result.rows.map((r) => r.id));
+  return records.map((r) => updated.has(r.id));
 }
