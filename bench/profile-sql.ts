@@ -47,10 +47,22 @@ interface Tally {
   poolWaitUs: number;
   redis: Map<string, number>;
   kinds: Map<string, number>;
+  backgroundKinds: Map<string, number>;
 }
 let tally: Tally;
 const reset = () =>
-  (tally = { request: 0, background: 0, transactions: 0, outbox: 0, statementUs: 0, poolWaits: 0, poolWaitUs: 0, redis: new Map(), kinds: new Map() });
+  (tally = {
+    request: 0,
+    background: 0,
+    transactions: 0,
+    outbox: 0,
+    statementUs: 0,
+    poolWaits: 0,
+    poolWaitUs: 0,
+    redis: new Map(),
+    kinds: new Map(),
+    backgroundKinds: new Map(),
+  });
 reset();
 const started = new Map<string, bigint>();
 db.on("query", (query: { sql: string; __knexQueryUid: string }) => {
@@ -60,13 +72,12 @@ db.on("query", (query: { sql: string; __knexQueryUid: string }) => {
   const sql = query.sql.trim();
   if (/^begin|^BEGIN/i.test(sql)) tally.transactions++;
   if (/outbox/i.test(sql)) tally.outbox++;
-  if (inRequest) {
-    const kind = sql
-      .replace(/\s+/g, " ")
-      .replace(/\$\d+|\?/g, "?")
-      .slice(0, 90);
-    tally.kinds.set(kind, (tally.kinds.get(kind) ?? 0) + 1);
-  }
+  const kind = sql
+    .replace(/\s+/g, " ")
+    .replace(/\$\d+|\?/g, "?")
+    .slice(0, 90);
+  const kinds = inRequest ? tally.kinds : tally.backgroundKinds;
+  kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
   started.set(query.__knexQueryUid, process.hrtime.bigint());
 });
 const done = (_: unknown, query: { __knexQueryUid: string }) => {
@@ -135,9 +146,46 @@ const commits = async (): Promise<number | null> => {
   }
 };
 
+/**
+ * CPU of the PostgreSQL server on this machine, ms (/proc: the postmaster with its reaped
+ * children, plus its live children); null when it is not local. Counts every database's work.
+ */
+const postgresCpuMs = (): number | null => {
+  try {
+    const ticks = (pid: string, fields: number[]) => {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+      const after = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      return fields.reduce((sum, f) => sum + Number(after[f - 3]), 0);
+    };
+    const pids = fs.readdirSync("/proc").filter((p) => /^\d+$/.test(p));
+    const isPostgres = (pid: string) => {
+      try {
+        return fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "postgres";
+      } catch {
+        return false;
+      }
+    };
+    const parentOf = (pid: string) => fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[1]!;
+    const postmaster = pids.find((p) => isPostgres(p) && !isPostgres(parentOf(p)));
+    if (!postmaster) return null;
+    let total = ticks(postmaster, [14, 15, 16, 17]);
+    for (const pid of pids) {
+      try {
+        if (isPostgres(pid) && parentOf(pid) === postmaster) total += ticks(pid, [14, 15]);
+      } catch {
+        // Exited meanwhile: its time is in the postmaster's reaped children.
+      }
+    }
+    return (total * 1000) / 100; // USER_HZ 100
+  } catch {
+    return null;
+  }
+};
+
 const report = async (label: string, count: number, inFlight: number) => {
   const commitsBefore = await commits();
   reset();
+  const pgCpu = postgresCpuMs();
   const cpu = process.cpuUsage();
   const t0 = performance.now();
   const startUs = Number(process.hrtime.bigint() / 1000n);
@@ -145,6 +193,7 @@ const report = async (label: string, count: number, inFlight: number) => {
   const endUs = Number(process.hrtime.bigint() / 1000n);
   const seconds = (performance.now() - t0) / 1000;
   const used = process.cpuUsage(cpu);
+  const pgCpuAfter = postgresCpuMs();
   const commitsAfter = await commits();
   // PROFILE_WINDOW=<dir> (with node --cpu-prof): the pass's window for bench/profile-buckets.mjs.
   if (process.env.PROFILE_WINDOW)
@@ -167,6 +216,8 @@ const report = async (label: string, count: number, inFlight: number) => {
   console.log(
     `- statements in the request ${per(tally.request)}, transactions ${per(tally.transactions)} (all), background statements ${per(tally.background)}, outbox statements ${per(tally.outbox)}`,
   );
+  if (pgCpu !== null && pgCpuAfter !== null)
+    console.log(`- PostgreSQL server CPU (/proc, every backend and database on the server) ${((pgCpuAfter - pgCpu) / count).toFixed(2)} ms/request`);
   if (commitsBefore !== null && commitsAfter !== null)
     console.log(
       `- PostgreSQL commits of this database (pg_stat_database, every loop and statement, less 1 for the reading): ${per(commitsAfter - commitsBefore - 1)}/request`,
@@ -177,6 +228,8 @@ const report = async (label: string, count: number, inFlight: number) => {
   console.log(`- Redis commands/request: ${[...tally.redis].map(([k, v]) => `${k} ${per(v)}`).join(", ") || "none"}`);
   console.log("- statements of the request path:");
   for (const [kind, n] of [...tally.kinds].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`  - ${per(n)} × \`${kind}\``);
+  console.log("- background statements (outbox dispatch, poller, simulator):");
+  for (const [kind, n] of [...tally.backgroundKinds].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`  - ${per(n)} × \`${kind}\``);
 };
 
 try {

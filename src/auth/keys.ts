@@ -15,7 +15,8 @@ import { ALL_SCOPES } from "./scopes.ts";
 import type { Caller } from "./caller.ts";
 import { KEY_DISABLED_EVENT } from "./revocation.ts";
 import { appendOutbox } from "../events/outbox.ts";
-import { nowIso, type Db } from "../db/index.ts";
+import { isSqlite, nowIso, type Db } from "../db/index.ts";
+import { statementBatcher } from "../db/batch.ts";
 import { selectRows } from "../db/rows.ts";
 import { newId } from "../ids.ts";
 import { sha256Hex } from "../digest.ts";
@@ -190,7 +191,7 @@ export async function createKey(db: Db, options: CreateKeyOptions): Promise<Crea
  * @throws AppError `unauthorized` (401) for a missing or unknown key, `key_disabled` (403)
  */
 export async function authenticate(db: Db | Knex.Transaction, authorization: string | null | undefined): Promise<Caller> {
-  return toCaller(await keyRowOf<CallerRow>(db, KEY_BY_HASH, authorization));
+  return toCaller(await keyRowOf(authorization, (hash) => keyRowByHash(db, hash)));
 }
 
 /** A key's running totals and its account's balance as read with the key (docs/architecture.md §3.7). */
@@ -213,22 +214,22 @@ export interface KeyTotals {
  * @throws AppError `unauthorized` (401) for a missing or unknown key, `key_disabled` (403)
  */
 export async function authenticateWithTotals(db: Db, authorization: string | null | undefined): Promise<{ caller: Caller; totals: KeyTotals }> {
-  const row = await keyRowOf<CallerRow & Record<"balance" | "spent" | "billed_seconds" | "billed_images", number | string>>(
-    db,
-    KEY_AND_TOTALS_BY_HASH,
-    authorization,
-  );
+  type Row = CallerRow & Record<"balance" | "spent" | "billed_seconds" | "billed_images", number | string>;
+  const row = await keyRowOf(authorization, (hash) => selectRows<Row>(db, KEY_AND_TOTALS_BY_HASH, [hash]).then((rows) => rows[0]));
   return {
     caller: toCaller(row),
     totals: { balance: Number(row.balance), spent: Number(row.spent), billedSeconds: Number(row.billed_seconds), billedImages: Number(row.billed_images) },
   };
 }
 
-/** The active key's row of an `Authorization` value. @throws AppError `unauthorized`, `key_disabled` */
-async function keyRowOf<Row extends CallerRow>(db: Db | Knex.Transaction, sql: string, authorization: string | null | undefined): Promise<Row> {
+/**
+ * The active key's row of an `Authorization` value, read by `read` from the key's hash.
+ * @throws AppError `unauthorized`, `key_disabled`
+ */
+async function keyRowOf<Row extends CallerRow>(authorization: string | null | undefined, read: (hash: string) => Promise<Row | undefined>): Promise<Row> {
   const key = parseAuthorization(authorization);
   if (!key) throw new AppError("unauthorized");
-  const [row] = await selectRows<Row>(db, sql, [hashKey(key)]);
+  const row = await read(hashKey(key));
   if (!row) throw new AppError("unauthorized");
   if (row.status !== "active") throw new AppError("key_disabled");
   return row;
@@ -265,6 +266,31 @@ const KEY_BY_HASH =
 /** {@link KEY_BY_HASH} with the key's running totals and its account's balance. */
 const KEY_AND_TOTALS_BY_HASH =
   'select "k"."id", "k"."account_id", "k"."status", "k"."scopes", "k"."allow_ips", "k"."rate_limit", "k"."require_signature", "k"."webhook_secret", "k"."spent", "k"."billed_seconds", "k"."billed_images", "a"."balance" from "api_keys" as "k" inner join "accounts" as "a" on "a"."id" = "k"."account_id" where "k"."key_hash" = ? limit 1';
+/** Keys by the hashes of many keys, in one statement (PostgreSQL: `= any` of a text array). */
+const KEYS_BY_HASHES =
+  'select "key_hash", "id", "account_id", "status", "scopes", "allow_ips", "rate_limit", "require_signature", "webhook_secret" from "api_keys" where "key_hash" = any(?::varchar[])';
+
+const keyBatchers = new WeakMap<Db, (hash: string) => Promise<CallerRow | undefined>>();
+
+/**
+ * The key row of a hash, read after the call (never from a cache). On PostgreSQL outside a
+ * transaction the concurrent lookups share one statement (src/db/batch.ts, ADR 0032): one
+ * connection checkout and one round trip for every lookup queued meanwhile, each still its own
+ * read of the row as it stands after the request asked.
+ */
+function keyRowByHash(db: Db | Knex.Transaction, hash: string): Promise<CallerRow | undefined> {
+  if (isSqlite(db) || (db as Partial<Knex.Transaction>).isTransaction) return selectRows<CallerRow>(db, KEY_BY_HASH, [hash]).then((rows) => rows[0]);
+  let batcher = keyBatchers.get(db as Db);
+  if (!batcher) {
+    batcher = statementBatcher(async (hashes: string[]) => {
+      const rows = await selectRows<CallerRow & { key_hash: string }>(db, KEYS_BY_HASHES, [[...new Set(hashes)]]);
+      const byHash = new Map(rows.map((row) => [row.key_hash, row]));
+      return hashes.map((h) => byHash.get(h));
+    });
+    keyBatchers.set(db as Db, batcher);
+  }
+  return batcher(hash);
+}
 
 /** The key in an Authorization header value, or null. */
 export function parseAuthorization(value: string | null | undefined): string | null {

@@ -3,14 +3,16 @@
  * poller's step (../poller.ts).
  */
 import type { Knex } from "knex";
-import { appendOutbox } from "../../events/outbox.ts";
-import { nowIso } from "../../db/index.ts";
+import { appendOutbox, outboxSignal, type OutboxEvent } from "../../events/outbox.ts";
+import { isSqlite, nowIso } from "../../db/index.ts";
+import { taskUnitsDelta } from "../../ledger/totals.ts";
 import { getModel } from "../catalog.ts";
 import { priceOf } from "../pricing.ts";
 import { imagesOf, type TaskStatusCode, type UpstreamTaskState } from "../upstream/types.ts";
 import { addProviderUsage } from "../channels/store.ts";
 import { settle, type TaskDeps } from "./deps.ts";
 import { isTerminal, statusEvent, type TaskRecord } from "./records.ts";
+import { changeStatusOneStatement, type StatusChange } from "./status-pg.ts";
 
 /**
  * Applies what the upstream reports to a task (the poller's step). Moves the status with a
@@ -65,27 +67,48 @@ export async function applyUpstreamState(
     next.error = next.error ?? state.error ?? "Generation failed";
     refund = task.price;
   }
-  const changed = await db.transaction(async (trx: Knex.Transaction) => {
+  const change = {
+    status: next.status,
+    result: next.result ?? null,
+    images: next.images ? JSON.stringify(next.images) : null,
+    error: next.error ?? null,
+    generated_images: next.images ? next.images.length : null,
+    refunded: refund,
+    next_poll_at: isTerminal(next.status) ? null : nextPoll,
+    updated_at: now,
+  };
+  const event = statusEvent({ ...task, ...next, refunded: refund, updatedAt: now } as TaskRecord);
+  const units = taskUnitsDelta(task, { ...task, status: next.status, refunded: refund });
+  const changed =
+    // PostgreSQL, no money and no usage to move: the change and its event in one statement (ADR 0032).
+    !isSqlite(db) && refund === 0 && !state.usage && units.billedSeconds === 0 && units.billedImages === 0
+      ? await changeStatusOneStatement(db, task.id, task.status, change, event).then((done) => {
+          if (done) outboxSignal.emit("committed");
+          return done;
+        })
+      : await changeInTransaction(db, task, state, change, refund, event);
+  if (changed && isTerminal(next.status)) deps.counters?.finished(task.modelId, next.status === 1 ? "succeeded" : "failed");
+  return changed;
+}
+
+/** The status change as one transaction: the task, the channel's usage, the money (settle) and the event. */
+async function changeInTransaction(
+  db: TaskDeps["db"],
+  task: TaskRecord,
+  state: UpstreamTaskState,
+  change: StatusChange,
+  refund: number,
+  event: OutboxEvent,
+): Promise<boolean> {
+  return db.transaction(async (trx: Knex.Transaction) => {
     const updated = await trx("tasks")
       .where({ id: task.id, status: task.status })
-      .update({
-        status: next.status,
-        result: next.result ?? null,
-        images: next.images ? JSON.stringify(next.images) : null,
-        error: next.error ?? null,
-        generated_images: next.images ? next.images.length : null,
-        refunded: refund,
-        ...(state.usage ? { provider_usage: JSON.stringify(state.usage) } : {}),
-        next_poll_at: isTerminal(next.status) ? null : nextPoll,
-        updated_at: now,
-      });
+      .update({ ...change, ...(state.usage ? { provider_usage: JSON.stringify(state.usage) } : {}) });
     if (updated !== 1) return false;
     // The channel's running usage totals move with the task's report, once (ADR 0023).
     if (state.usage) await addProviderUsage(trx, task.id, state.usage);
-    await settle(trx, task, { ...task, status: next.status, refunded: refund }, refund, next.error ?? "images not generated");
-    await appendOutbox(trx, statusEvent({ ...task, ...next, refunded: refund, updatedAt: now } as TaskRecord));
+    await settle(trx, task, { ...task, status: change.status as TaskStatusCode, refunded: refund }, refund, change.error ?? "images not generated");
+    await appendOutbox(trx, event);
     return true;
   });
-  if (changed && isTerminal(next.status)) deps.counters?.finished(task.modelId, next.status === 1 ? "succeeded" : "failed");
-  return changed;
 }

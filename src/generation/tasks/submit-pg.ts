@@ -10,6 +10,7 @@
 import type { Knex } from "knex";
 import { AppError } from "../../errors.ts";
 import { fitText } from "../../db/index.ts";
+import { statementBatcher } from "../../db/batch.ts";
 import { assertPositive } from "../../ledger/index.ts";
 import { spentDelta, taskUnits } from "../../ledger/totals.ts";
 import type { OutboxEvent } from "../../events/outbox.ts";
@@ -125,4 +126,68 @@ export async function debitNewTask(db: Knex, row: NewTaskRow, task: TaskRecord, 
   const answer = (result as { rows: { balance: number }[] }).rows[0];
   if (!answer) throw new AppError("insufficient_balance");
   return Number(answer.balance);
+}
+
+/** One recorded upstream acceptance: the `tasks` columns markSent sets, and the state it swaps from. */
+export interface SentRecord {
+  id: string;
+  from: "pending" | "resending";
+  upstreamTaskId: string;
+  /** Null: the channel columns stay as they are. */
+  channelId: string | null;
+  channelAttempts: string | null;
+  nextPollAt: string;
+  updatedAt: string;
+}
+
+// One fixed text for any number of rows (arrays, not a VALUES list per batch size). Each row is a
+// compare-and-swap on its own submit state, as the one-row UPDATE it replaces.
+const MARK_SENT_SQL = `update tasks as t set upstream_task_id = v.upstream_task_id,
+  channel_id = case when v.channel_id is null then t.channel_id else v.channel_id end,
+  channel_attempts = case when v.channel_id is null then t.channel_attempts else v.channel_attempts end,
+  submit_state = 'sent', next_poll_at = v.next_poll_at, updated_at = v.updated_at
+from unnest(?::varchar[], ?::varchar[], ?::varchar[], ?::varchar[], ?::text[], ?::varchar[], ?::varchar[])
+  as v(id, from_state, upstream_task_id, channel_id, channel_attempts, next_poll_at, updated_at)
+where t.id = v.id and t.submit_state = v.from_state
+returning t.id`;
+
+const batchers = new WeakMap<Knex, (record: SentRecord) => Promise<boolean>>();
+
+/**
+ * Records upstream acceptances on PostgreSQL, many per statement (issue 25 §2, ADR 0032; the
+ * queue is src/db/batch.ts): under no load a call is its own statement, under load one autocommit
+ * statement and one connection checkout serve every call queued meanwhile. Each call resolves
+ * once the statement that holds it has committed.
+ * @param db the PostgreSQL database
+ * @param record the task, the submit state swapped from and the columns set
+ * @returns true when this call moved the task from `record.from` to `sent`
+ * @throws the database's error, for every call of the failed statement (none of them written)
+ */
+export function markSentBatched(db: Knex, record: SentRecord): Promise<boolean> {
+  let batcher = batchers.get(db);
+  if (!batcher) {
+    batcher = statementBatcher(
+      (records: SentRecord[]) => markSentRows(db, records),
+      (record) => record.id,
+    );
+    batchers.set(db, batcher);
+  }
+  return batcher(record);
+}
+
+/** One MARK_SENT_SQL statement for `records` (distinct tasks). @returns whether each moved to `sent` */
+async function markSentRows(db: Knex, records: SentRecord[]): Promise<boolean[]> {
+  // node-postgres sends a JS array as a PostgreSQL array, nulls included (knex's type knows no nulls in arrays).
+  const column = <K extends keyof SentRecord>(k: K) => records.map((r) => r[k]) as string[];
+  const result = (await db.raw(MARK_SENT_SQL, [
+    column("id"),
+    column("from"),
+    column("upstreamTaskId"),
+    column("channelId"),
+    column("channelAttempts"),
+    column("nextPollAt"),
+    column("updatedAt"),
+  ])) as { rows: { id: string }[] };
+  const updated = new Set(result.rows.map((r) => r.id));
+  return records.map((r) => updated.has(r.id));
 }

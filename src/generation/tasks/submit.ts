@@ -16,7 +16,7 @@ import { validateGenerationRequest, type GenerationInput, type GenerationRequest
 import { UpstreamError, type SubmitAccepted } from "../upstream/types.ts";
 import { settle, type TaskDeps } from "./deps.ts";
 import { statusEvent, toTaskRecord, type TaskRecord } from "./records.ts";
-import { debitNewTask } from "./submit-pg.ts";
+import { debitNewTask, markSentBatched } from "./submit-pg.ts";
 
 /** Where a submission stands: `pending` until the upstream answers, `resending` while the recovery sweep holds it. */
 export type SubmitState = "pending" | "resending" | "sent" | "failed";
@@ -119,6 +119,18 @@ export async function send(deps: TaskDeps, task: TaskRecord, request: Generation
  */
 export async function markSent(deps: TaskDeps, task: TaskRecord, { upstreamTaskId, channel }: SubmitAccepted, from: "pending" | "resending"): Promise<boolean> {
   const nextPoll = new Date(Date.now() + deps.pollIntervalMs).toISOString();
+  if (!isSqlite(deps.db)) {
+    // PostgreSQL: the concurrent submissions' records share one statement (ADR 0032).
+    return markSentBatched(deps.db, {
+      id: task.id,
+      from,
+      upstreamTaskId,
+      channelId: channel?.id ?? null,
+      channelAttempts: channel ? JSON.stringify(channel.attempts) : null,
+      nextPollAt: nextPoll,
+      updatedAt: nowIso(),
+    });
+  }
   // With the submissions' group (ADR 0011): one commit for many such records instead of one each;
   // one UPDATE, so no savepoint.
   const updated = await deps.commit(
