@@ -386,6 +386,8 @@ describe("two routers on one Redis", () => {
     const statuses = await Promise.all([first.url, second.url!, first.url, second.url!, first.url, second.url!].map(get));
     expect(statuses.filter((s) => s === 200)).toHaveLength(3);
     expect(statuses.filter((s) => s === 429)).toHaveLength(3);
+    // Read now: the counter lives one window, and the request below may outlast it on a loaded machine.
+    expect(await admin.get(`${PREFIX}rl3:${keyId}`)).toBe("6");
 
     const fan = await first.createKey("0", { rateLimit: 1 });
     const response = await fetch(`${second.url}/graphql`, {
@@ -396,6 +398,5 @@ describe("two routers on one Redis", () => {
     expect(response.errors).toBeUndefined();
     expect(response.data.viewer).toMatchObject({ id: fan.account_id, orders: { totalCount: 0 } });
     expect(await admin.get(`${PREFIX}rl1:${fan.id}`)).toBe("1");
-    expect(await admin.get(`${PREFIX}rl3:${keyId}`)).toBe("6");
   });
 });
