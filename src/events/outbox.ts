@@ -29,6 +29,25 @@ export interface OutboxEvent {
 }
 
 /**
+ * The outbox insert of a one-statement write on PostgreSQL (a data-modifying CTE): `insert … select
+ * <values> from <source>`, so the event is written only for the row the statement's `source` returned.
+ * Its parameters are {@link outboxValues}, in order.
+ * @param source the CTE whose returned row the event belongs to
+ */
+export function outboxInsertSql(source: string): string {
+  return `insert into outbox (topic, account_id, aggregate_id, payload, key_id, request_id, created_at)
+  select ?::varchar, ?::varchar, ?::varchar, ?::text, ?::varchar, ?::varchar, ?::varchar from ${source}`;
+}
+
+/**
+ * The parameters of {@link outboxInsertSql}, as {@link appendOutbox} stores them.
+ * @param at the row's `created_at`, ISO 8601
+ */
+export function outboxValues(event: OutboxEvent, at: string): Knex.Value[] {
+  return [event.topic, event.accountId, event.aggregateId, JSON.stringify(event.payload), event.keyId ?? null, fitText(event.requestId, 80), at];
+}
+
+/**
  * Appends an event to the outbox inside the caller's transaction.
  * @returns nothing; the row becomes visible only if the transaction commits
  */

@@ -7,8 +7,7 @@
  * units or a channel's usage keep the transaction (apply-state.ts).
  */
 import type { Knex } from "knex";
-import { fitText } from "../../db/index.ts";
-import type { OutboxEvent } from "../../events/outbox.ts";
+import { outboxInsertSql, outboxValues, type OutboxEvent } from "../../events/outbox.ts";
 
 /** The `tasks` columns a money-free status change sets. */
 export interface StatusChange {
@@ -29,8 +28,7 @@ const CHANGE_SQL = `with changed as (
   where id = ? and status = ?::integer
   returning id
 ), event as (
-  insert into outbox (topic, account_id, aggregate_id, payload, key_id, request_id, created_at)
-  select ?::varchar, ?::varchar, ?::varchar, ?::text, ?::varchar, ?::varchar, ?::varchar from changed
+  ${outboxInsertSql("changed")}
   returning id
 )
 select count(*)::integer as changed from event`;
@@ -56,13 +54,7 @@ export async function changeStatusOneStatement(db: Knex, taskId: string, fromSta
     change.updated_at,
     taskId,
     fromStatus,
-    event.topic,
-    event.accountId,
-    event.aggregateId,
-    JSON.stringify(event.payload),
-    event.keyId ?? null,
-    fitText(event.requestId, 80),
-    change.updated_at,
+    ...outboxValues(event, change.updated_at),
   ])) as { rows: { changed: number }[] };
   return result.rows[0]?.changed === 1;
 }

@@ -13,7 +13,7 @@ import { fitText } from "../../db/index.ts";
 import { statementBatcher } from "../../db/batch.ts";
 import { assertPositive } from "../../ledger/index.ts";
 import { spentDelta, taskUnits } from "../../ledger/totals.ts";
-import type { OutboxEvent } from "../../events/outbox.ts";
+import { outboxInsertSql, outboxValues, type OutboxEvent } from "../../events/outbox.ts";
 import type { TaskRecord } from "./records.ts";
 
 /** The `tasks` row submit.ts builds (the columns a new task sets). */
@@ -59,8 +59,7 @@ const SUBMIT_SQL = `with debited as (
   from debited left join totals on true
   returning id
 ), event as (
-  insert into outbox (topic, account_id, aggregate_id, payload, key_id, request_id, created_at)
-  select ?::varchar, ?::varchar, ?::varchar, ?::text, ?::varchar, ?::varchar, ?::varchar from task
+  ${outboxInsertSql("task")}
   returning id
 )
 select balance from debited`;
@@ -115,13 +114,7 @@ export async function debitNewTask(db: Knex, row: NewTaskRow, task: TaskRecord, 
     now,
     now,
     // event
-    event.topic,
-    event.accountId,
-    event.aggregateId,
-    JSON.stringify(event.payload),
-    event.keyId ?? null,
-    fitText(event.requestId, 80),
-    now,
+    ...outboxValues(event, now),
   ]);
   const answer = (result as { rows: { balance: number }[] }).rows[0];
   if (!answer) throw new AppError("insufficient_balance");
