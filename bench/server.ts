@@ -46,9 +46,12 @@ export function startProcess(command: string, args: string[], env: NodeJS.Proces
   const child = spawn(command, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   running.add(child);
   let output = "";
+  // BENCH_SERVER_LOG=<file>: every server process's stdout and stderr appended there too (--trace-gc under A/B).
+  const logFile = process.env.BENCH_SERVER_LOG;
   // Keep draining both pipes for the life of the child: a full pipe would block it.
   const keep = (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-20_000);
+    if (logFile) fs.appendFileSync(logFile, chunk);
   };
   child.stdout!.on("data", keep);
   child.stderr!.on("data", keep);
@@ -110,7 +113,21 @@ function cli(args: string[]): [string, string[]] {
   const dir = process.env.BENCH_PROFILE;
   if (!dir) return [CLI, args];
   const loader = pathToFileURL(path.join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
-  return [process.execPath, ["--cpu-prof", `--cpu-prof-dir=${path.resolve(dir)}`, "--import", loader, path.join(ROOT, "bin", "cli.ts"), ...args]];
+  return [
+    process.execPath,
+    [...productionV8Flags(), "--cpu-prof", `--cpu-prof-dir=${path.resolve(dir)}`, "--import", loader, path.join(ROOT, "bin", "cli.ts"), ...args],
+  ];
+}
+
+/**
+ * The V8 flags bin/switchyard starts node with (its `V8_FLAGS=(…)` line, ADR 0033), so a profiled
+ * server runs the same heap; as there, a flag the server's NODE_OPTIONS names is left to it.
+ */
+function productionV8Flags(): string[] {
+  const line = /^V8_FLAGS=\(([^)]*)\)$/m.exec(fs.readFileSync(CLI, "utf8"));
+  if (!line) throw new Error(`${CLI}: no V8_FLAGS=(…) line`);
+  const named = ` ${process.env.NODE_OPTIONS ?? ""} ${process.env.BENCH_SERVER_NODE_OPTIONS ?? ""} `;
+  return line[1]!.split(/\s+/).filter((flag) => flag && !named.includes(` ${flag.split("=")[0]}=`));
 }
 
 /**
