@@ -7,6 +7,7 @@
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { DocumentNode } from "graphql";
 import { operationOf } from "./operation.ts";
+import { SUBGRAPHS } from "./subgraphs.ts";
 import type { GatewayPlugin } from "@graphql-hive/gateway-runtime";
 import { DURATION_BUCKETS, LabelCap, METRIC_PREFIX } from "../src/observability/metrics.ts";
 import { SHARED_UPSTREAM, type SharedObserver } from "./subscription-fanout.ts";
@@ -92,6 +93,9 @@ export function createRouterMetrics(registry: Registry, maxOperationNames = 100)
     labelNames: ["subgraph"] as const,
     registers: [registry],
   });
+  // Every subgraph starts at 0, so the family has samples (and `rate()` a start) on a router
+  // whose subgraphs are all reached over HTTP, where it stays 0.
+  for (const subgraph of SUBGRAPHS) direct.inc({ subgraph: subgraph.name }, 0);
   const names = new LabelCap(maxOperationNames);
 
   type Labels = { operation_name: string; operation_type: string };
