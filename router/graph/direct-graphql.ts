@@ -33,7 +33,7 @@ import {
   type SelectionSetNode,
 } from "graphql";
 import { useQueryPlan, type unifiedGraphHandler } from "@graphql-hive/router-runtime";
-import { pickInternalHeaders, type InternalHeaders } from "../../subgraphs/shared/internal-context.ts";
+import { internalHeadersOf } from "../plugins/useInternalContext.ts";
 import type { LocalSubgraph } from "../../subgraphs/shared/contract.ts";
 import type { RequestReports } from "../request-report.ts";
 
@@ -69,12 +69,6 @@ interface Owned {
 export interface DirectGraphql {
   /** Off: every operation goes through the gateway's executor. */
   enabled: boolean;
-}
-
-/** The gateway context fields this reads. */
-interface GatewayContext {
-  internalHeaders?: InternalHeaders;
-  request?: Request;
 }
 
 /** Whether the operation's selections use fragments, or a root field is an introspection one. */
@@ -226,9 +220,8 @@ export function directFirst(
       return result;
     };
     const run = (owned: Owned, request: ExecutionRequest, variables: Record<string, unknown> | undefined) => {
-      const context = (request.context ?? {}) as GatewayContext;
-      const headers = context.internalHeaders ?? (context.request ? pickInternalHeaders((header) => context.request!.headers.get(header)) : {});
-      const countId = context.request?.headers.get("x-switchyard-count-id") ?? undefined;
+      const headers = internalHeadersOf(request.context);
+      const countId = headers["x-switchyard-count-id"];
       options.onDirect(owned.subgraph);
       return owned.local
         .execute({

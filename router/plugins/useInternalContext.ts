@@ -16,8 +16,17 @@ import { INTERNAL_EXTENSION, newInternalContext, pickInternalHeaders, type Inter
  */
 export const useInternalContext: GatewayPlugin = {
   onSubgraphExecute({ subgraphName, executionRequest }) {
-    const context = (executionRequest.context ?? {}) as { internalHeaders?: InternalHeaders; request?: Request };
-    const headers = context.internalHeaders ?? (context.request ? pickInternalHeaders((name) => context.request!.headers.get(name)) : {});
+    const headers = internalHeadersOf(executionRequest.context);
     executionRequest.extensions = { ...executionRequest.extensions, [INTERNAL_EXTENSION]: newInternalContext(subgraphName, headers) };
   },
 };
+
+/**
+ * The internal headers of a gateway operation (see {@link useInternalContext} for where they come from).
+ * @param context the gateway's context of the client request (`internalHeaders` for graphql-ws, else its `request`)
+ * @returns the headers, or none when the context has neither
+ */
+export function internalHeadersOf(context: unknown): InternalHeaders {
+  const { internalHeaders, request } = (context ?? {}) as { internalHeaders?: InternalHeaders; request?: Request };
+  return internalHeaders ?? (request ? pickInternalHeaders((name) => request.headers.get(name)) : {});
+}
