@@ -16,7 +16,7 @@ import type { Caller } from "./caller.ts";
 import { KEY_DISABLED_EVENT } from "./revocation.ts";
 import { appendOutbox } from "../events/outbox.ts";
 import { isSqlite, nowIso, type Db } from "../db/index.ts";
-import { statementBatcher } from "../db/batch.ts";
+import { statementBatcherPerDb } from "../db/batch.ts";
 import { selectRows } from "../db/rows.ts";
 import { newId } from "../ids.ts";
 import { sha256Hex } from "../digest.ts";
@@ -270,7 +270,12 @@ const KEY_AND_TOTALS_BY_HASH =
 const KEYS_BY_HASHES =
   'select "key_hash", "id", "account_id", "status", "scopes", "allow_ips", "rate_limit", "require_signature", "webhook_secret" from "api_keys" where "key_hash" = any(?::varchar[])';
 
-const keyBatchers = new WeakMap<Db, (hash: string) => Promise<CallerRow | undefined>>();
+/** Concurrent key lookups on PostgreSQL, one {@link KEYS_BY_HASHES} statement per batch. */
+const keysByHashes = statementBatcherPerDb(async (db: Db, hashes: string[]) => {
+  const rows = await selectRows<CallerRow & { key_hash: string }>(db, KEYS_BY_HASHES, [[...new Set(hashes)]]);
+  const byHash = new Map(rows.map((row) => [row.key_hash, row]));
+  return hashes.map((hash): CallerRow | undefined => byHash.get(hash));
+});
 
 /**
  * The key row of a hash, read after the call (never from a cache). On PostgreSQL outside a
@@ -280,16 +285,7 @@ const keyBatchers = new WeakMap<Db, (hash: string) => Promise<CallerRow | undefi
  */
 function keyRowByHash(db: Db | Knex.Transaction, hash: string): Promise<CallerRow | undefined> {
   if (isSqlite(db) || (db as Partial<Knex.Transaction>).isTransaction) return selectRows<CallerRow>(db, KEY_BY_HASH, [hash]).then((rows) => rows[0]);
-  let batcher = keyBatchers.get(db as Db);
-  if (!batcher) {
-    batcher = statementBatcher(async (hashes: string[]) => {
-      const rows = await selectRows<CallerRow & { key_hash: string }>(db, KEYS_BY_HASHES, [[...new Set(hashes)]]);
-      const byHash = new Map(rows.map((row) => [row.key_hash, row]));
-      return hashes.map((h) => byHash.get(h));
-    });
-    keyBatchers.set(db as Db, batcher);
-  }
-  return batcher(hash);
+  return keysByHashes(db as Db, hash);
 }
 
 /** The key in an Authorization header value, or null. */

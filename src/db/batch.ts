@@ -77,3 +77,24 @@ export function statementBatcher<I, O>(run: BatchStatement<I, O>, sameItem?: (it
       outsideRequests.runInAsyncScope(() => void drain());
     });
 }
+
+/**
+ * {@link statementBatcher} with one queue per database (a statement runs on the database it was
+ * queued for): `call(db, item)` resolves with the item's answer.
+ * @param run the statement of one batch on `db`
+ * @param sameItem as for {@link statementBatcher}
+ */
+export function statementBatcherPerDb<D extends object, I, O>(
+  run: (db: D, items: I[]) => Promise<O[]>,
+  sameItem?: (item: I) => string,
+): (db: D, item: I) => Promise<O> {
+  const batchers = new WeakMap<D, (item: I) => Promise<O>>();
+  return (db, item) => {
+    let batcher = batchers.get(db);
+    if (!batcher) {
+      batcher = statementBatcher((items: I[]) => run(db, items), sameItem);
+      batchers.set(db, batcher);
+    }
+    return batcher(item);
+  };
+}

@@ -10,7 +10,7 @@
 import type { Knex } from "knex";
 import { AppError } from "../../errors.ts";
 import { fitText } from "../../db/index.ts";
-import { statementBatcher } from "../../db/batch.ts";
+import { statementBatcherPerDb } from "../../db/batch.ts";
 import { assertPositive } from "../../ledger/index.ts";
 import { spentDelta, taskUnits } from "../../ledger/totals.ts";
 import { outboxInsertSql, outboxValues, type OutboxEvent } from "../../events/outbox.ts";
@@ -144,7 +144,7 @@ from unnest(?::varchar[], ?::varchar[], ?::varchar[], ?::varchar[], ?::text[], ?
 where t.id = v.id and t.submit_state = v.from_state
 returning t.id`;
 
-const batchers = new WeakMap<Knex, (record: SentRecord) => Promise<boolean>>();
+const sentBatcher = statementBatcherPerDb(markSentRows, (record: SentRecord) => record.id);
 
 /**
  * Records upstream acceptances on PostgreSQL, many per statement (issue 25 §2, ADR 0032; the
@@ -157,15 +157,7 @@ const batchers = new WeakMap<Knex, (record: SentRecord) => Promise<boolean>>();
  * @throws the database's error, for every call of the failed statement (none of them written)
  */
 export function markSentBatched(db: Knex, record: SentRecord): Promise<boolean> {
-  let batcher = batchers.get(db);
-  if (!batcher) {
-    batcher = statementBatcher(
-      (records: SentRecord[]) => markSentRows(db, records),
-      (record) => record.id,
-    );
-    batchers.set(db, batcher);
-  }
-  return batcher(record);
+  return sentBatcher(db, record);
 }
 
 /** One MARK_SENT_SQL statement for `records` (distinct tasks). @returns whether each moved to `sent` */
