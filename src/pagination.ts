@@ -199,18 +199,15 @@ export async function keysetPage<T, Row>(
   const cursor = backward ? page.before : page.after;
   const at = cursor ? decodeCursor(cursor, keyset) : null;
   const readCount = () => (count.stored ? count.stored() : boundedCount(query));
+  const first = firstPage !== undefined && !at && !backward;
+  const rowsRead = (first ? firstPage(page.first + 1) : rowsOf(query, columns, page, at, backward)) as Promise<Record<string, string | number>[]>;
   let rows: Record<string, string | number>[];
   let totalCount: number;
-  if (firstPage && !at && !backward) {
-    if (count.firstPageColumn) {
-      rows = (await firstPage(page.first + 1)) as Record<string, string | number>[];
-      totalCount = rows.length > 0 ? Number(rows[0]![count.firstPageColumn]) : await readCount();
-    } else {
-      [rows, totalCount] = (await Promise.all([firstPage(page.first + 1), readCount()])) as [Record<string, string | number>[], number];
-    }
-  } else {
-    [rows, totalCount] = (await Promise.all([rowsOf(query, columns, page, at, backward), readCount()])) as [Record<string, string | number>[], number];
-  }
+  if (first && count.firstPageColumn) {
+    // The count came with the page; an empty page carries no row to read it from.
+    rows = await rowsRead;
+    totalCount = rows.length > 0 ? Number(rows[0]![count.firstPageColumn]) : await readCount();
+  } else [rows, totalCount] = await Promise.all([rowsRead, readCount()]);
   const unqualified = columns.map((c) => c.split(".").pop()!);
   const cursorRowKept = at !== null && rows.length > 0 && unqualified.every((c, i) => String(rows[0]![c]) === String(at[i]));
   if (cursorRowKept) rows = rows.slice(1);
