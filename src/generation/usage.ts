@@ -63,7 +63,7 @@ export function usageReader(db: Db, caller: () => Promise<Caller>, withKey?: () 
   const read = () =>
     (totals ??= withKey
       ? caller()
-          .then(withKey)
+          .then(() => withKey())
           .then((t) => t ?? readNow())
       : readNow());
   return {

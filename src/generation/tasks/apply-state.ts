@@ -107,7 +107,7 @@ async function changeInTransaction(
     if (updated !== 1) return false;
     // The channel's running usage totals move with the task's report, once (ADR 0023).
     if (state.usage) await addProviderUsage(trx, task.id, state.usage);
-    await settle(trx, task, { ...task, status: change.status as TaskStatusCode, refunded: refund }, refund, change.error ?? "images not generated");
+    await settle(trx, task, { ...task, status: change.status, refunded: refund }, refund, change.error ?? "images not generated");
     await appendOutbox(trx, event);
     return true;
   });

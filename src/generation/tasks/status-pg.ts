@@ -8,10 +8,11 @@
  */
 import type { Knex } from "knex";
 import { outboxInsertSql, outboxValues, type OutboxEvent } from "../../events/outbox.ts";
+import type { TaskStatusCode } from "../upstream/types.ts";
 
 /** The `tasks` columns a money-free status change sets. */
 export interface StatusChange {
-  status: number;
+  status: TaskStatusCode;
   result: string | null;
   images: string | null;
   error: string | null;
